@@ -1,0 +1,71 @@
+//! The `rocelab` command line.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A lossless-Ethernet lab for RoCEv2: a software switch with PFC and ECN, a RoCE endpoint
+/// with DCQCN, pcap replay and a virtual-time simulator.
+#[derive(Parser)]
+#[command(name = "rocelab", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decode a pcap or pcapng capture: RoCE headers, ICRC check, CNPs, PFC and PAUSE,
+    /// with a per-QP and per-priority summary.
+    Inspect {
+        /// The capture file (pcap or pcapng, Ethernet).
+        file: PathBuf,
+        /// Print one JSON object per frame per line, then one summary object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replay captures through the switch core in capture time and write what it sends.
+    Replay(NotYet),
+    /// Run the software switch live between network interfaces.
+    Switch(NotYet),
+    /// Run a RoCEv2 endpoint (RC traffic, ring all-reduce, DCQCN) on an interface.
+    Endpoint(NotYet),
+    /// Run a scenario (incast, ring) in deterministic virtual time.
+    Sim(NotYet),
+    /// Build namespaces and veths, run a ring all-reduce through the switch, report.
+    Lab(NotYet),
+}
+
+/// Arguments of a subcommand that is not built yet; accepted so that the command says so
+/// rather than failing on its options.
+#[derive(clap::Args)]
+struct NotYet {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    args: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect { .. } => not_yet("inspect"),
+        Command::Replay(_) => not_yet("replay"),
+        Command::Switch(_) => not_yet("switch"),
+        Command::Endpoint(_) => not_yet("endpoint"),
+        Command::Sim(_) => not_yet("sim"),
+        Command::Lab(_) => not_yet("lab"),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rocelab: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn not_yet(command: &str) -> Result<()> {
+    anyhow::bail!(
+        "'rocelab {command}' is not implemented yet; see the issues"
+    )
+}

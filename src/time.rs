@@ -1,0 +1,94 @@
+//! Time as the cores see it: [`Nanos`], nanoseconds on whichever clock the driver runs
+//! (monotonic, capture timestamps, or virtual time).
+
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+
+/// A point in time or a duration, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Nanos(pub u64);
+
+impl Nanos {
+    /// Zero.
+    pub const ZERO: Nanos = Nanos(0);
+    /// The largest representable time (year 2554 as a Unix timestamp).
+    pub const MAX: Nanos = Nanos(u64::MAX);
+
+    /// From whole seconds.
+    pub const fn from_secs(secs: u64) -> Nanos {
+        Nanos(secs.saturating_mul(1_000_000_000))
+    }
+
+    /// From whole microseconds.
+    pub const fn from_micros(micros: u64) -> Nanos {
+        Nanos(micros.saturating_mul(1_000))
+    }
+
+    /// From whole milliseconds.
+    pub const fn from_millis(millis: u64) -> Nanos {
+        Nanos(millis.saturating_mul(1_000_000))
+    }
+
+    /// The value in nanoseconds.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+
+    /// The value in seconds, as a float for display.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+
+    /// `self - earlier`, or zero if `earlier` is later.
+    pub const fn saturating_sub(self, earlier: Nanos) -> Nanos {
+        Nanos(self.0.saturating_sub(earlier.0))
+    }
+
+    /// `self + d`, or [`Nanos::MAX`] on overflow.
+    pub const fn saturating_add(self, d: Nanos) -> Nanos {
+        Nanos(self.0.saturating_add(d.0))
+    }
+}
+
+impl Add for Nanos {
+    type Output = Nanos;
+    fn add(self, rhs: Nanos) -> Nanos {
+        Nanos(self.0 + rhs.0)
+    }
+}
+
+impl AddAssign for Nanos {
+    fn add_assign(&mut self, rhs: Nanos) {
+        self.0 += rhs.0;
+    }
+}
+
+impl Sub for Nanos {
+    type Output = Nanos;
+    fn sub(self, rhs: Nanos) -> Nanos {
+        Nanos(self.0 - rhs.0)
+    }
+}
+
+impl fmt::Display for Nanos {
+    /// Seconds with nine decimals, as tshark prints times.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}.{:09}",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_is_seconds_with_nine_decimals() {
+        assert_eq!(Nanos(1_500_000_007).to_string(), "1.500000007");
+        assert_eq!(Nanos::from_micros(55).to_string(), "0.000055000");
+    }
+}

@@ -1,0 +1,470 @@
+//! The InfiniBand Base Transport Header (IBA vol. 1, 9.2) and its opcodes.
+
+use super::xth::Layout;
+use super::{Layer, ParseError, array, be16, be24, put_be24, truncated};
+use std::fmt;
+
+/// Length of the BTH.
+pub const HEADER_LEN: usize = 12;
+/// Largest 24-bit queue pair number or PSN.
+pub const MAX_24BIT: u32 = 0x00ff_ffff;
+
+mod field {
+    pub const OPCODE: usize = 0;
+    /// SE (bit 7), MigReq (bit 6), PadCnt (bits 5-4), TVer (bits 3-0).
+    pub const FLAGS: usize = 1;
+    pub const PKEY: usize = 2;
+    /// FECN (bit 7), BECN (bit 6), six reserved bits: the byte the ICRC masks.
+    pub const FECN_BECN: usize = 4;
+    pub const DEST_QP: usize = 5;
+    /// AckReq (bit 7), seven reserved bits.
+    pub const ACK_REQ: usize = 8;
+    pub const PSN: usize = 9;
+}
+
+/// Offset of the FECN/BECN byte in the BTH (masked to all ones in the ICRC).
+pub(crate) const FECN_BECN_OFFSET: usize = field::FECN_BECN;
+
+/// A BTH opcode: transport in bits 7-5, operation in bits 4-0.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Opcode(pub u8);
+
+/// The transport service an opcode belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// Reliable Connected.
+    Rc,
+    /// Unreliable Connected.
+    Uc,
+    /// Reliable Datagram.
+    Rd,
+    /// Unreliable Datagram.
+    Ud,
+    /// RoCEv2 Congestion Notification Packet (IBA Annex A17).
+    Cnp,
+    /// Extended Reliable Connected.
+    Xrc,
+    /// Manufacturer specific (0xC0-0xFF).
+    Vendor,
+}
+
+impl Opcode {
+    /// RC SEND First.
+    pub const RC_SEND_FIRST: Opcode = Opcode(0x00);
+    /// RC SEND Middle.
+    pub const RC_SEND_MIDDLE: Opcode = Opcode(0x01);
+    /// RC SEND Last.
+    pub const RC_SEND_LAST: Opcode = Opcode(0x02);
+    /// RC SEND Last with Immediate.
+    pub const RC_SEND_LAST_IMM: Opcode = Opcode(0x03);
+    /// RC SEND Only.
+    pub const RC_SEND_ONLY: Opcode = Opcode(0x04);
+    /// RC SEND Only with Immediate.
+    pub const RC_SEND_ONLY_IMM: Opcode = Opcode(0x05);
+    /// RC RDMA WRITE First.
+    pub const RC_WRITE_FIRST: Opcode = Opcode(0x06);
+    /// RC RDMA WRITE Middle.
+    pub const RC_WRITE_MIDDLE: Opcode = Opcode(0x07);
+    /// RC RDMA WRITE Last.
+    pub const RC_WRITE_LAST: Opcode = Opcode(0x08);
+    /// RC RDMA WRITE Last with Immediate.
+    pub const RC_WRITE_LAST_IMM: Opcode = Opcode(0x09);
+    /// RC RDMA WRITE Only.
+    pub const RC_WRITE_ONLY: Opcode = Opcode(0x0a);
+    /// RC RDMA WRITE Only with Immediate.
+    pub const RC_WRITE_ONLY_IMM: Opcode = Opcode(0x0b);
+    /// RC RDMA READ Request.
+    pub const RC_READ_REQUEST: Opcode = Opcode(0x0c);
+    /// RC RDMA READ Response First.
+    pub const RC_READ_RESPONSE_FIRST: Opcode = Opcode(0x0d);
+    /// RC RDMA READ Response Middle.
+    pub const RC_READ_RESPONSE_MIDDLE: Opcode = Opcode(0x0e);
+    /// RC RDMA READ Response Last.
+    pub const RC_READ_RESPONSE_LAST: Opcode = Opcode(0x0f);
+    /// RC RDMA READ Response Only.
+    pub const RC_READ_RESPONSE_ONLY: Opcode = Opcode(0x10);
+    /// RC Acknowledge (ACK or NAK, told apart by the AETH syndrome).
+    pub const RC_ACK: Opcode = Opcode(0x11);
+    /// RC ATOMIC Acknowledge.
+    pub const RC_ATOMIC_ACK: Opcode = Opcode(0x12);
+    /// RC CmpSwap.
+    pub const RC_CMP_SWAP: Opcode = Opcode(0x13);
+    /// RC FetchAdd.
+    pub const RC_FETCH_ADD: Opcode = Opcode(0x14);
+    /// UD SEND Only.
+    pub const UD_SEND_ONLY: Opcode = Opcode(0x64);
+    /// UD SEND Only with Immediate.
+    pub const UD_SEND_ONLY_IMM: Opcode = Opcode(0x65);
+    /// RoCEv2 Congestion Notification Packet.
+    pub const CNP: Opcode = Opcode(0x81);
+
+    /// The transport service.
+    pub fn transport(self) -> Transport {
+        match self.0 >> 5 {
+            0 => Transport::Rc,
+            1 => Transport::Uc,
+            2 => Transport::Rd,
+            3 => Transport::Ud,
+            4 => Transport::Cnp,
+            5 => Transport::Xrc,
+            _ => Transport::Vendor,
+        }
+    }
+
+    fn operation(self) -> u8 {
+        self.0 & 0x1f
+    }
+
+    /// True when IBA defines this opcode (RoCEv2 adds 0x81, CNP).
+    pub fn is_defined(self) -> bool {
+        let op = self.operation();
+        match self.transport() {
+            Transport::Rc | Transport::Xrc => op <= 0x14 || op == 0x16 || op == 0x17,
+            Transport::Uc => op <= 0x0b,
+            Transport::Rd => op <= 0x14,
+            Transport::Ud => op == 0x04 || op == 0x05,
+            Transport::Cnp => op == 0x01,
+            Transport::Vendor => false,
+        }
+    }
+
+    /// Short name as rocelab prints it, e.g. `RC WRITE Only Imm`.
+    pub fn name(self) -> &'static str {
+        if !self.is_defined() {
+            return if self.transport() == Transport::Vendor {
+                "vendor-specific"
+            } else {
+                "reserved"
+            };
+        }
+        const RC: [&str; 24] = [
+            "RC SEND First",
+            "RC SEND Middle",
+            "RC SEND Last",
+            "RC SEND Last Imm",
+            "RC SEND Only",
+            "RC SEND Only Imm",
+            "RC WRITE First",
+            "RC WRITE Middle",
+            "RC WRITE Last",
+            "RC WRITE Last Imm",
+            "RC WRITE Only",
+            "RC WRITE Only Imm",
+            "RC READ Request",
+            "RC READ Resp First",
+            "RC READ Resp Middle",
+            "RC READ Resp Last",
+            "RC READ Resp Only",
+            "RC ACK",
+            "RC ATOMIC ACK",
+            "RC CmpSwap",
+            "RC FetchAdd",
+            "reserved",
+            "RC SEND Last Inv",
+            "RC SEND Only Inv",
+        ];
+        const UC: [&str; 12] = [
+            "UC SEND First",
+            "UC SEND Middle",
+            "UC SEND Last",
+            "UC SEND Last Imm",
+            "UC SEND Only",
+            "UC SEND Only Imm",
+            "UC WRITE First",
+            "UC WRITE Middle",
+            "UC WRITE Last",
+            "UC WRITE Last Imm",
+            "UC WRITE Only",
+            "UC WRITE Only Imm",
+        ];
+        const RD: [&str; 21] = [
+            "RD SEND First",
+            "RD SEND Middle",
+            "RD SEND Last",
+            "RD SEND Last Imm",
+            "RD SEND Only",
+            "RD SEND Only Imm",
+            "RD WRITE First",
+            "RD WRITE Middle",
+            "RD WRITE Last",
+            "RD WRITE Last Imm",
+            "RD WRITE Only",
+            "RD WRITE Only Imm",
+            "RD READ Request",
+            "RD READ Resp First",
+            "RD READ Resp Middle",
+            "RD READ Resp Last",
+            "RD READ Resp Only",
+            "RD ACK",
+            "RD ATOMIC ACK",
+            "RD CmpSwap",
+            "RD FetchAdd",
+        ];
+        const XRC: [&str; 24] = [
+            "XRC SEND First",
+            "XRC SEND Middle",
+            "XRC SEND Last",
+            "XRC SEND Last Imm",
+            "XRC SEND Only",
+            "XRC SEND Only Imm",
+            "XRC WRITE First",
+            "XRC WRITE Middle",
+            "XRC WRITE Last",
+            "XRC WRITE Last Imm",
+            "XRC WRITE Only",
+            "XRC WRITE Only Imm",
+            "XRC READ Request",
+            "XRC READ Resp First",
+            "XRC READ Resp Middle",
+            "XRC READ Resp Last",
+            "XRC READ Resp Only",
+            "XRC ACK",
+            "XRC ATOMIC ACK",
+            "XRC CmpSwap",
+            "XRC FetchAdd",
+            "reserved",
+            "XRC SEND Last Inv",
+            "XRC SEND Only Inv",
+        ];
+        let op = usize::from(self.operation());
+        match self.transport() {
+            Transport::Rc => RC[op],
+            Transport::Uc => UC[op],
+            Transport::Rd => RD[op],
+            Transport::Xrc => XRC[op],
+            Transport::Ud if op == 0x04 => "UD SEND Only",
+            Transport::Ud => "UD SEND Only Imm",
+            Transport::Cnp => "CNP",
+            Transport::Vendor => "vendor-specific",
+        }
+    }
+
+    /// The extended transport headers that follow the BTH for this opcode.
+    pub fn layout(self) -> Layout {
+        Layout::of(self)
+    }
+
+    /// True for a CNP.
+    pub fn is_cnp(self) -> bool {
+        self == Opcode::CNP
+    }
+
+    /// True for responder-generated packets (READ responses and acknowledges), which use
+    /// the requester's PSN space.
+    pub fn is_response(self) -> bool {
+        matches!(
+            self.transport(),
+            Transport::Rc | Transport::Rd | Transport::Xrc
+        ) && (0x0d..=0x12).contains(&self.operation())
+    }
+
+    /// True for packets whose PSNs advance one by one: everything but acknowledges and
+    /// CNPs (an ACK carries the PSN it acknowledges, and ACKs may be coalesced).
+    pub fn is_sequenced(self) -> bool {
+        let ack = matches!(
+            self.transport(),
+            Transport::Rc | Transport::Rd | Transport::Xrc
+        ) && (self.operation() == 0x11 || self.operation() == 0x12);
+        !ack && !self.is_cnp()
+    }
+}
+
+impl fmt::Display for Opcode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Debug for Opcode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#04x} ({})", self.0, self.name())
+    }
+}
+
+/// A view of a BTH over a buffer of at least [`HEADER_LEN`] bytes.
+#[derive(Debug, Clone)]
+pub struct Bth<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Bth<T> {
+    /// Wraps a buffer that starts with a BTH.
+    pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
+        let len = buffer.as_ref().len();
+        if len < HEADER_LEN {
+            return Err(truncated(Layer::Bth, 0, HEADER_LEN, len));
+        }
+        Ok(Bth { buffer })
+    }
+
+    fn b(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+
+    /// Opcode.
+    pub fn opcode(&self) -> Opcode {
+        Opcode(self.b()[field::OPCODE])
+    }
+
+    /// Solicited Event.
+    pub fn solicited(&self) -> bool {
+        self.b()[field::FLAGS] & 0x80 != 0
+    }
+
+    /// MigReq.
+    pub fn migreq(&self) -> bool {
+        self.b()[field::FLAGS] & 0x40 != 0
+    }
+
+    /// Pad count: bytes of padding after the payload, 0-3.
+    pub fn pad_count(&self) -> u8 {
+        (self.b()[field::FLAGS] >> 4) & 3
+    }
+
+    /// Transport header version (0).
+    pub fn tver(&self) -> u8 {
+        self.b()[field::FLAGS] & 0x0f
+    }
+
+    /// Partition key.
+    pub fn pkey(&self) -> u16 {
+        be16(array(self.b(), field::PKEY))
+    }
+
+    /// Forward ECN (set by IB switches; unused in RoCEv2, which uses IP ECN).
+    pub fn fecn(&self) -> bool {
+        self.b()[field::FECN_BECN] & 0x80 != 0
+    }
+
+    /// Backward ECN: set in CNPs.
+    pub fn becn(&self) -> bool {
+        self.b()[field::FECN_BECN] & 0x40 != 0
+    }
+
+    /// Destination queue pair (24 bits).
+    pub fn dest_qp(&self) -> u32 {
+        be24(array(self.b(), field::DEST_QP))
+    }
+
+    /// AckReq: the requester asks for an acknowledge.
+    pub fn ack_req(&self) -> bool {
+        self.b()[field::ACK_REQ] & 0x80 != 0
+    }
+
+    /// Packet sequence number (24 bits).
+    pub fn psn(&self) -> u32 {
+        be24(array(self.b(), field::PSN))
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Bth<T> {
+    /// Sets the PSN (24 bits; higher bits are dropped).
+    pub fn set_psn(&mut self, psn: u32) {
+        put_be24(&mut self.buffer.as_mut()[field::PSN..], psn & MAX_24BIT);
+    }
+
+    /// Sets or clears BECN.
+    pub fn set_becn(&mut self, becn: bool) {
+        let b = &mut self.buffer.as_mut()[field::FECN_BECN];
+        *b = (*b & !0x40) | if becn { 0x40 } else { 0 };
+    }
+}
+
+/// The BTH as plain fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BthRepr {
+    /// Opcode.
+    pub opcode: Opcode,
+    /// Solicited Event.
+    pub solicited: bool,
+    /// MigReq.
+    pub migreq: bool,
+    /// Pad count, 0-3. Builders derive it from the payload length.
+    pub pad_count: u8,
+    /// Transport header version (0).
+    pub tver: u8,
+    /// Partition key (0xffff: the default full-membership partition).
+    pub pkey: u16,
+    /// Forward ECN.
+    pub fecn: bool,
+    /// Backward ECN.
+    pub becn: bool,
+    /// Destination QP (24 bits).
+    pub dest_qp: u32,
+    /// AckReq.
+    pub ack_req: bool,
+    /// PSN (24 bits).
+    pub psn: u32,
+}
+
+impl BthRepr {
+    /// Reads a checked view.
+    pub fn parse<T: AsRef<[u8]>>(bth: &Bth<T>) -> BthRepr {
+        BthRepr {
+            opcode: bth.opcode(),
+            solicited: bth.solicited(),
+            migreq: bth.migreq(),
+            pad_count: bth.pad_count(),
+            tver: bth.tver(),
+            pkey: bth.pkey(),
+            fecn: bth.fecn(),
+            becn: bth.becn(),
+            dest_qp: bth.dest_qp(),
+            ack_req: bth.ack_req(),
+            psn: bth.psn(),
+        }
+    }
+
+    /// Writes the 12-byte BTH into `buf`; reserved bits are zero, 24-bit fields masked.
+    pub fn emit(&self, buf: &mut [u8]) {
+        let b = &mut buf[..HEADER_LEN];
+        b[field::OPCODE] = self.opcode.0;
+        b[field::FLAGS] = (u8::from(self.solicited) << 7)
+            | (u8::from(self.migreq) << 6)
+            | ((self.pad_count & 3) << 4)
+            | (self.tver & 0x0f);
+        b[field::PKEY..field::PKEY + 2].copy_from_slice(&self.pkey.to_be_bytes());
+        b[field::FECN_BECN] = (u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6);
+        put_be24(&mut b[field::DEST_QP..], self.dest_qp & MAX_24BIT);
+        b[field::ACK_REQ] = u8::from(self.ack_req) << 7;
+        put_be24(&mut b[field::PSN..], self.psn & MAX_24BIT);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The BTH of a real ConnectX-4 Lx CNP (../shared/pcaps/roce_cnp_connectx4lx_1pkt.pcap).
+    const CNP_BTH: [u8; 12] = [
+        0x81, 0x00, 0xff, 0xff, 0x40, 0x00, 0x01, 0x18, 0x00, 0x00, 0x00, 0x00,
+    ];
+
+    #[test]
+    fn reads_real_cnp_bth() {
+        let bth = Bth::new_checked(&CNP_BTH[..]).unwrap();
+        let repr = BthRepr::parse(&bth);
+        assert_eq!(repr.opcode, Opcode::CNP);
+        assert!(repr.becn && !repr.fecn);
+        assert_eq!(repr.dest_qp, 0x118);
+        assert_eq!(repr.pkey, 0xffff);
+        assert_eq!(repr.psn, 0);
+        let mut out = [0u8; 12];
+        repr.emit(&mut out);
+        assert_eq!(out, CNP_BTH);
+    }
+
+    #[test]
+    fn every_defined_opcode_has_a_name_and_transport() {
+        let defined = (0..=255u8).filter(|&op| Opcode(op).is_defined()).count();
+        // RC 23 + UC 12 + RD 21 + UD 2 + CNP 1 + XRC 23
+        assert_eq!(defined, 23 + 12 + 21 + 2 + 1 + 23);
+        assert_eq!(Opcode(0x15).name(), "reserved");
+        assert_eq!(Opcode(0xc0).name(), "vendor-specific");
+        assert_eq!(Opcode::RC_WRITE_ONLY_IMM.name(), "RC WRITE Only Imm");
+        assert_eq!(Opcode(0xab).name(), "XRC WRITE Only Imm");
+        assert!(!Opcode::RC_ACK.is_sequenced());
+        assert!(Opcode::RC_READ_RESPONSE_MIDDLE.is_sequenced());
+        assert!(Opcode::RC_READ_RESPONSE_MIDDLE.is_response());
+    }
+}

@@ -1,0 +1,402 @@
+//! InfiniBand extended transport headers (IBA vol. 1, 9.3): which ones follow the BTH for
+//! each opcode, and their fields.
+
+use super::bth::{Opcode, Transport};
+use super::{BuildError, Layer, ParseError, array, be24, put_be24};
+
+/// RDETH: Reliable Datagram extended header (4 bytes).
+pub const RDETH_LEN: usize = 4;
+/// DETH: Datagram extended header (8 bytes).
+pub const DETH_LEN: usize = 8;
+/// XRCETH: XRC extended header (4 bytes).
+pub const XRCETH_LEN: usize = 4;
+/// RETH: RDMA extended header (16 bytes).
+pub const RETH_LEN: usize = 16;
+/// AtomicETH: atomic extended header (28 bytes).
+pub const ATOMIC_ETH_LEN: usize = 28;
+/// AETH: ACK extended header (4 bytes).
+pub const AETH_LEN: usize = 4;
+/// AtomicAckETH: atomic ACK extended header (8 bytes).
+pub const ATOMIC_ACK_ETH_LEN: usize = 8;
+/// ImmDt: immediate data (4 bytes).
+pub const IMMDT_LEN: usize = 4;
+/// IETH: invalidate extended header (4 bytes).
+pub const IETH_LEN: usize = 4;
+
+/// Which extended headers follow the BTH, in wire order (IBA 9.2: RDETH, DETH, XRCETH,
+/// RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Layout {
+    /// RDETH (RD only).
+    pub rdeth: bool,
+    /// DETH (UD, RD requests).
+    pub deth: bool,
+    /// XRCETH (XRC requests).
+    pub xrceth: bool,
+    /// RETH (WRITE First/Only, READ Request).
+    pub reth: bool,
+    /// AtomicETH (CmpSwap, FetchAdd).
+    pub atomic_eth: bool,
+    /// AETH (acknowledges, READ Response First/Last/Only).
+    pub aeth: bool,
+    /// AtomicAckETH (ATOMIC ACK).
+    pub atomic_ack_eth: bool,
+    /// ImmDt (... with Immediate).
+    pub immdt: bool,
+    /// IETH (SEND ... with Invalidate).
+    pub ieth: bool,
+}
+
+impl Layout {
+    /// The layout IBA defines for `opcode`; no extended headers for undefined opcodes.
+    pub fn of(opcode: Opcode) -> Layout {
+        if !opcode.is_defined() {
+            return Layout::default();
+        }
+        let op = opcode.0 & 0x1f;
+        let transport = opcode.transport();
+        let is_request = !(0x0d..=0x12).contains(&op);
+        let mut l = Layout {
+            immdt: matches!(op, 0x03 | 0x05 | 0x09 | 0x0b),
+            reth: matches!(op, 0x06 | 0x0a | 0x0b | 0x0c),
+            aeth: matches!(op, 0x0d | 0x0f | 0x10 | 0x11 | 0x12),
+            atomic_ack_eth: op == 0x12,
+            atomic_eth: matches!(op, 0x13 | 0x14),
+            ieth: matches!(op, 0x16 | 0x17),
+            ..Layout::default()
+        };
+        match transport {
+            Transport::Ud => l.deth = true,
+            Transport::Rd => {
+                l.rdeth = true;
+                l.deth = is_request;
+            }
+            Transport::Xrc => l.xrceth = is_request,
+            Transport::Cnp => l = Layout::default(),
+            Transport::Rc | Transport::Uc | Transport::Vendor => {}
+        }
+        l
+    }
+
+    /// Total length of the extended headers.
+    pub fn len(&self) -> usize {
+        usize::from(self.rdeth) * RDETH_LEN
+            + usize::from(self.deth) * DETH_LEN
+            + usize::from(self.xrceth) * XRCETH_LEN
+            + usize::from(self.reth) * RETH_LEN
+            + usize::from(self.atomic_eth) * ATOMIC_ETH_LEN
+            + usize::from(self.aeth) * AETH_LEN
+            + usize::from(self.atomic_ack_eth) * ATOMIC_ACK_ETH_LEN
+            + usize::from(self.immdt) * IMMDT_LEN
+            + usize::from(self.ieth) * IETH_LEN
+    }
+
+    /// True when no extended header follows the BTH.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// RETH: the remote buffer of an RDMA WRITE or READ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reth {
+    /// Remote virtual address.
+    pub va: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// DMA length in bytes.
+    pub dma_len: u32,
+}
+
+/// AETH: acknowledge syndrome and message sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Aeth {
+    /// Syndrome: bits 7-5 say ACK (000), RNR NAK (001) or NAK (011); bits 4-0 the detail.
+    pub syndrome: u8,
+    /// Message sequence number (24 bits).
+    pub msn: u32,
+}
+
+/// What an AETH syndrome says (IBA 9.7.5.1, table 44).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckKind {
+    /// Positive acknowledge; the low five bits are the credit count.
+    Ack,
+    /// Receiver not ready; the low five bits encode the RNR timer.
+    RnrNak,
+    /// PSN sequence error: the requester must go back to the PSN in the BTH.
+    NakPsnSequenceError,
+    /// Invalid request.
+    NakInvalidRequest,
+    /// Remote access error.
+    NakRemoteAccessError,
+    /// Remote operational error.
+    NakRemoteOperationalError,
+    /// Invalid RD request.
+    NakInvalidRdRequest,
+    /// A reserved syndrome.
+    Reserved,
+}
+
+impl Aeth {
+    /// Decodes the syndrome.
+    pub fn kind(&self) -> AckKind {
+        match (self.syndrome >> 5, self.syndrome & 0x1f) {
+            (0b000, _) => AckKind::Ack,
+            (0b001, _) => AckKind::RnrNak,
+            (0b011, 0) => AckKind::NakPsnSequenceError,
+            (0b011, 1) => AckKind::NakInvalidRequest,
+            (0b011, 2) => AckKind::NakRemoteAccessError,
+            (0b011, 3) => AckKind::NakRemoteOperationalError,
+            (0b011, 4) => AckKind::NakInvalidRdRequest,
+            _ => AckKind::Reserved,
+        }
+    }
+}
+
+/// DETH: queue key and source QP of a datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Deth {
+    /// Queue key.
+    pub qkey: u32,
+    /// Source QP (24 bits).
+    pub src_qp: u32,
+}
+
+/// AtomicETH: the operands of CmpSwap / FetchAdd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AtomicEth {
+    /// Remote virtual address.
+    pub va: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Swap (CmpSwap) or add (FetchAdd) data.
+    pub swap_add: u64,
+    /// Compare data (CmpSwap).
+    pub compare: u64,
+}
+
+/// The extended headers of one packet, as plain fields; `None` where the opcode has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExtHeaders {
+    /// RDETH: end-to-end context (24 bits).
+    pub rdeth: Option<u32>,
+    /// DETH.
+    pub deth: Option<Deth>,
+    /// XRCETH: XRC shared receive queue (24 bits).
+    pub xrceth: Option<u32>,
+    /// RETH.
+    pub reth: Option<Reth>,
+    /// AtomicETH.
+    pub atomic_eth: Option<AtomicEth>,
+    /// AETH.
+    pub aeth: Option<Aeth>,
+    /// AtomicAckETH: the original remote data.
+    pub atomic_ack_eth: Option<u64>,
+    /// ImmDt.
+    pub immdt: Option<u32>,
+    /// IETH: the R_Key to invalidate.
+    pub ieth: Option<u32>,
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(array(b, at))
+}
+
+fn be64(b: &[u8], at: usize) -> u64 {
+    u64::from_be_bytes(array(b, at))
+}
+
+impl ExtHeaders {
+    /// The layout these headers fill.
+    pub fn layout(&self) -> Layout {
+        Layout {
+            rdeth: self.rdeth.is_some(),
+            deth: self.deth.is_some(),
+            xrceth: self.xrceth.is_some(),
+            reth: self.reth.is_some(),
+            atomic_eth: self.atomic_eth.is_some(),
+            aeth: self.aeth.is_some(),
+            atomic_ack_eth: self.atomic_ack_eth.is_some(),
+            immdt: self.immdt.is_some(),
+            ieth: self.ieth.is_some(),
+        }
+    }
+
+    /// Parses the headers `layout` names from the start of `b` (the bytes after the BTH,
+    /// ICRC excluded); `offset` is where `b` starts in the frame, for error messages.
+    pub fn parse(layout: Layout, b: &[u8], offset: usize) -> Result<ExtHeaders, ParseError> {
+        let len = layout.len();
+        if b.len() < len {
+            return Err(super::truncated(
+                Layer::ExtHeaders,
+                offset,
+                len,
+                offset + b.len(),
+            ));
+        }
+        let mut at = 0;
+        let mut take = |present: bool, n: usize| {
+            let start = at;
+            at += if present { n } else { 0 };
+            present.then_some(start)
+        };
+        Ok(ExtHeaders {
+            rdeth: take(layout.rdeth, RDETH_LEN).map(|i| be24(array(b, i + 1))),
+            deth: take(layout.deth, DETH_LEN).map(|i| Deth {
+                qkey: be32(b, i),
+                src_qp: be24(array(b, i + 5)),
+            }),
+            xrceth: take(layout.xrceth, XRCETH_LEN).map(|i| be24(array(b, i + 1))),
+            reth: take(layout.reth, RETH_LEN).map(|i| Reth {
+                va: be64(b, i),
+                rkey: be32(b, i + 8),
+                dma_len: be32(b, i + 12),
+            }),
+            atomic_eth: take(layout.atomic_eth, ATOMIC_ETH_LEN).map(|i| AtomicEth {
+                va: be64(b, i),
+                rkey: be32(b, i + 8),
+                swap_add: be64(b, i + 12),
+                compare: be64(b, i + 20),
+            }),
+            aeth: take(layout.aeth, AETH_LEN).map(|i| Aeth {
+                syndrome: b[i],
+                msn: be24(array(b, i + 1)),
+            }),
+            atomic_ack_eth: take(layout.atomic_ack_eth, ATOMIC_ACK_ETH_LEN).map(|i| be64(b, i)),
+            immdt: take(layout.immdt, IMMDT_LEN).map(|i| be32(b, i)),
+            ieth: take(layout.ieth, IETH_LEN).map(|i| be32(b, i)),
+        })
+    }
+
+    /// Checks that these headers are exactly what `opcode` carries.
+    pub fn check_for(&self, opcode: Opcode) -> Result<(), BuildError> {
+        let want = opcode.layout();
+        let have = self.layout();
+        if want == have {
+            return Ok(());
+        }
+        let problem = if have.len() < want.len() {
+            "needs extended headers that are missing"
+        } else {
+            "does not carry some of the extended headers given"
+        };
+        Err(BuildError::HeadersMismatch {
+            opcode: opcode.0,
+            name: opcode.name(),
+            problem,
+        })
+    }
+
+    /// Writes the headers present into `buf`, in wire order; returns the bytes written.
+    pub fn emit(&self, buf: &mut [u8]) -> usize {
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            buf[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        let mut word24 = [0u8; 4];
+        if let Some(ctx) = self.rdeth {
+            put_be24(&mut word24[1..], ctx);
+            put(&word24);
+        }
+        if let Some(d) = self.deth {
+            put(&d.qkey.to_be_bytes());
+            let mut src = [0u8; 4];
+            put_be24(&mut src[1..], d.src_qp);
+            put(&src);
+        }
+        if let Some(srq) = self.xrceth {
+            put_be24(&mut word24[1..], srq);
+            put(&word24);
+        }
+        if let Some(r) = self.reth {
+            put(&r.va.to_be_bytes());
+            put(&r.rkey.to_be_bytes());
+            put(&r.dma_len.to_be_bytes());
+        }
+        if let Some(a) = self.atomic_eth {
+            put(&a.va.to_be_bytes());
+            put(&a.rkey.to_be_bytes());
+            put(&a.swap_add.to_be_bytes());
+            put(&a.compare.to_be_bytes());
+        }
+        if let Some(a) = self.aeth {
+            let mut w = [a.syndrome, 0, 0, 0];
+            put_be24(&mut w[1..], a.msn);
+            put(&w);
+        }
+        if let Some(orig) = self.atomic_ack_eth {
+            put(&orig.to_be_bytes());
+        }
+        if let Some(imm) = self.immdt {
+            put(&imm.to_be_bytes());
+        }
+        if let Some(rkey) = self.ieth {
+            put(&rkey.to_be_bytes());
+        }
+        at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_follow_iba_table_38() {
+        assert_eq!(Opcode::RC_SEND_MIDDLE.layout().len(), 0);
+        assert_eq!(
+            Opcode::RC_WRITE_ONLY_IMM.layout().len(),
+            RETH_LEN + IMMDT_LEN
+        );
+        assert_eq!(Opcode::RC_READ_RESPONSE_MIDDLE.layout().len(), 0);
+        assert_eq!(Opcode::RC_READ_RESPONSE_LAST.layout().len(), AETH_LEN);
+        assert_eq!(Opcode::RC_ATOMIC_ACK.layout().len(), AETH_LEN + 8);
+        assert_eq!(Opcode::RC_CMP_SWAP.layout().len(), ATOMIC_ETH_LEN);
+        assert_eq!(
+            Opcode::UD_SEND_ONLY_IMM.layout().len(),
+            DETH_LEN + IMMDT_LEN
+        );
+        assert_eq!(Opcode(0x4a).layout().len(), RDETH_LEN + DETH_LEN + RETH_LEN);
+        assert_eq!(Opcode(0x51).layout().len(), RDETH_LEN + AETH_LEN);
+        assert_eq!(Opcode(0xaa).layout().len(), XRCETH_LEN + RETH_LEN);
+        assert_eq!(Opcode(0xb1).layout().len(), AETH_LEN);
+        assert_eq!(Opcode::CNP.layout().len(), 0);
+    }
+
+    #[test]
+    fn emit_parse_round_trip() {
+        let h = ExtHeaders {
+            reth: Some(Reth {
+                va: 0x0000_aaab_09dd_5000,
+                rkey: 0x2d5,
+                dma_len: 18,
+            }),
+            immdt: Some(0xdead_beef),
+            ..ExtHeaders::default()
+        };
+        h.check_for(Opcode::RC_WRITE_ONLY_IMM).unwrap();
+        assert!(h.check_for(Opcode::RC_WRITE_ONLY).is_err());
+        let mut buf = [0u8; 20];
+        assert_eq!(h.emit(&mut buf), 20);
+        assert_eq!(ExtHeaders::parse(h.layout(), &buf, 0).unwrap(), h);
+        assert!(ExtHeaders::parse(h.layout(), &buf[..19], 0).is_err());
+    }
+
+    #[test]
+    fn aeth_syndromes() {
+        let kind = |s| {
+            Aeth {
+                syndrome: s,
+                msn: 0,
+            }
+            .kind()
+        };
+        assert_eq!(kind(0x1f), AckKind::Ack);
+        assert_eq!(kind(0x20), AckKind::RnrNak);
+        assert_eq!(kind(0x60), AckKind::NakPsnSequenceError);
+        assert_eq!(kind(0x63), AckKind::NakRemoteOperationalError);
+        assert_eq!(kind(0x40), AckKind::Reserved);
+    }
+}
