@@ -1,10 +1,15 @@
 //! rocelab: a lossless-Ethernet lab for RoCEv2.
 //!
+//! A software switch (DSCP classification, shared-buffer MMU, PFC, RED-ECN) and a RoCEv2
+//! endpoint (RC transport, CNP, DCQCN) as I/O-free cores, driven live on veth pairs, over
+//! pcap files, or in virtual time. See `DESIGN.md` in the repository for the architecture.
+//!
 //! Modules so far: [`wire`] (frame formats and the hot-path parse), [`capture`] (pcap and
-//! pcapng files) and [`time`].
+//! pcapng files), [`inspect`] (the RoCE-aware capture inspector) and [`time`].
 
 #![warn(missing_docs)]
 
 pub mod capture;
+pub mod inspect;
 pub mod time;
 pub mod wire;

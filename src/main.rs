@@ -1,7 +1,10 @@
 //! The `rocelab` command line.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use rocelab::inspect::{self, InspectError, Output};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -48,7 +51,7 @@ struct NotYet {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Inspect { .. } => not_yet("inspect"),
+        Command::Inspect { file, json } => run_inspect(file, json),
         Command::Replay(_) => not_yet("replay"),
         Command::Switch(_) => not_yet("switch"),
         Command::Endpoint(_) => not_yet("endpoint"),
@@ -66,6 +69,24 @@ fn main() -> ExitCode {
 
 fn not_yet(command: &str) -> Result<()> {
     anyhow::bail!(
-        "'rocelab {command}' is not implemented yet; see the issues"
+        "'rocelab {command}' is not implemented yet; 'rocelab inspect' works today (see README.md)"
     )
+}
+
+fn run_inspect(path: PathBuf, json: bool) -> Result<()> {
+    let file =
+        File::open(&path).with_context(|| format!("cannot open capture {}", path.display()))?;
+    let stdout = io::stdout().lock();
+    let mut out = BufWriter::new(stdout);
+    let format = if json { Output::Json } else { Output::Table };
+    match inspect::run(BufReader::with_capacity(1 << 16, file), &mut out, format) {
+        Ok(_) => Ok(()),
+        // A closed pipe (`rocelab inspect f | head`) is not an error.
+        Err(InspectError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(InspectError::Capture(e)) => Err(anyhow::anyhow!(
+            "{}: {e}; the frames before that offset were printed above",
+            path.display()
+        )),
+        Err(e) => Err(e.into()),
+    }
 }
