@@ -1,0 +1,175 @@
+//! The `rocelab` command line: inspect on good, truncated and foreign files, JSON lines,
+//! and the subcommands that are not built yet.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn rocelab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(args)
+        .output()
+        .expect("run rocelab")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_lists_every_subcommand() {
+    let out = rocelab(&["--help"]);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for cmd in ["inspect", "replay", "switch", "endpoint", "sim", "lab"] {
+        assert!(help.contains(cmd), "--help lacks {cmd}:\n{help}");
+        let sub = rocelab(&[cmd, "--help"]);
+        assert!(sub.status.success(), "{cmd} --help failed");
+    }
+}
+
+#[test]
+fn unbuilt_subcommands_say_so_and_fail() {
+    for cmd in ["replay", "switch", "endpoint", "sim", "lab"] {
+        let out = rocelab(&[cmd, "--in", "p0=x.pcap"]);
+        assert!(!out.status.success(), "{cmd} exited 0");
+        assert!(
+            out.stdout.is_empty(),
+            "{cmd} printed output: {}",
+            text(&out.stdout)
+        );
+        assert!(
+            text(&out.stderr).contains("not implemented yet"),
+            "{cmd}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn inspect_prints_a_line_per_frame_and_a_summary() {
+    let pcap = common::repo("pcaps/roce_streams.pcap");
+    let out = rocelab(&["inspect", pcap.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let frame_lines = stdout
+        .lines()
+        .filter(|l| {
+            let mut words = l.split_whitespace();
+            let index = words.next().is_some_and(|w| w.parse::<u32>().is_ok());
+            let time = words.next().is_some_and(|w| w.contains('.'));
+            index && time
+        })
+        .count();
+    assert_eq!(frame_lines, 29);
+    assert!(stdout.contains("CNP"));
+    assert!(stdout.contains("Per QP"));
+    assert!(stdout.contains("PFC per priority"));
+}
+
+#[test]
+fn inspect_json_is_one_object_per_line_then_the_summary() {
+    let pcap = common::repo("pcaps/roce_mixed.pcapng");
+    let out = rocelab(&["inspect", "--json", pcap.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 8 + 1);
+    for (i, l) in lines[..8].iter().enumerate() {
+        assert_eq!(l["index"], i + 1);
+    }
+    assert_eq!(lines[8]["summary"]["frames"], 8);
+}
+
+/// Byte offsets of the records of a classic pcap, from its record headers (read here, not
+/// by rocelab): 24-byte file header, then 16-byte record headers with the captured length
+/// at offset 8 (little-endian in the generator's files).
+fn record_offsets(bytes: &[u8]) -> Vec<usize> {
+    let mut offsets = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        offsets.push(at);
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + caplen;
+    }
+    offsets
+}
+
+#[test]
+fn truncated_capture_prints_what_it_read_then_names_file_and_offset() {
+    let original = std::fs::read(common::repo("pcaps/roce_rc_ipv4.pcap")).unwrap();
+    let offsets = record_offsets(&original);
+    let dir = tempfile::tempdir().unwrap();
+    let cut_file = dir.path().join("cut.pcap");
+    // Cut in the middle of the 6th record.
+    let cut = offsets[5] + 30;
+    std::fs::write(&cut_file, &original[..cut]).unwrap();
+    for json in [false, true] {
+        let mut args = vec!["inspect"];
+        if json {
+            args.push("--json");
+        }
+        args.push(cut_file.to_str().unwrap());
+        let out = rocelab(&args);
+        assert!(!out.status.success());
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("cut.pcap"), "{stderr}");
+        assert!(
+            stderr.contains(&format!("byte offset {}", offsets[5])),
+            "{stderr}"
+        );
+        assert!(stderr.contains("ends inside"), "{stderr}");
+        let stdout = text(&out.stdout);
+        if json {
+            let lines: Vec<&str> = stdout.lines().collect();
+            assert_eq!(lines.len(), 5 + 1, "5 frames and the summary:\n{stdout}");
+            assert!(lines[5].contains("\"summary\""));
+        } else {
+            assert!(
+                stdout.contains("Summary of the frames read: 5 frames"),
+                "{stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn corrupt_record_length_is_named() {
+    let mut bytes = std::fs::read(common::repo("pcaps/mac_control.pcap")).unwrap();
+    let offsets = record_offsets(&bytes);
+    let at = offsets[2];
+    bytes[at + 8..at + 12].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corrupt.pcap");
+    std::fs::write(&path, &bytes).unwrap();
+    let out = rocelab(&["inspect", path.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("byte offset {at}")) && stderr.contains("corrupt"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn not_a_capture_and_missing_file_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "hello, this is not a capture").unwrap();
+    let out = rocelab(&["inspect", path.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("notes.txt") && stderr.contains("not a pcap or pcapng file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("byte offset 0"), "{stderr}");
+
+    let missing = Path::new("/nonexistent/capture.pcap");
+    let out = rocelab(&["inspect", missing.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("/nonexistent/capture.pcap"));
+}

@@ -1,0 +1,94 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use rocelab::capture::CaptureReader;
+use rocelab::time::Nanos;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A path inside the repository.
+pub fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// True when running in CI, where a skipped test is a failure.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Skips the calling test with a reason, or fails it under `CI=true`.
+pub fn skip(test: &str, why: &str) {
+    if in_ci() {
+        panic!("{test}: cannot run under CI=true: {why}");
+    }
+    eprintln!("SKIPPED {test}: {why}");
+}
+
+/// True when `tool --version` runs; otherwise skips (or fails under CI).
+pub fn have_tool(test: &str, tool: &str, install: &str) -> bool {
+    let ok = Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        skip(test, &format!("{tool} is not installed ({install})"));
+    }
+    ok
+}
+
+/// True when python3 can import scapy; otherwise skips (or fails under CI).
+pub fn have_scapy(test: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import scapy.contrib.roce"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        skip(
+            test,
+            "python3 with scapy is not installed (pip install -r scripts/requirements.txt)",
+        );
+    }
+    ok
+}
+
+/// The third-party captures in ../shared/pcaps, or `None` (skip; fail under CI) when the
+/// directory is not beside the repository.
+pub fn shared_pcaps(test: &str) -> Option<PathBuf> {
+    let dir = repo("../shared/pcaps");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        skip(
+            test,
+            &format!(
+                "{} does not exist (third-party captures live there, outside the repository)",
+                dir.display()
+            ),
+        );
+        None
+    }
+}
+
+/// Every frame of a capture, with its timestamp.
+pub fn read_frames(path: &Path) -> Vec<(Nanos, Vec<u8>)> {
+    let mut reader =
+        CaptureReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut out = Vec::new();
+    while let Some(p) = reader
+        .next_packet()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    {
+        out.push((p.ts, p.data.to_vec()));
+    }
+    out
+}
+
+/// Parses a number as tshark prints it: decimal or 0x-prefixed hex.
+pub fn tshark_number(s: &str) -> u64 {
+    let s = s.trim();
+    match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => s.parse(),
+    }
+    .unwrap_or_else(|e| panic!("tshark printed {s:?}, not a number: {e}"))
+}
