@@ -462,25 +462,21 @@ def opcode_set(flow, ipv, addr1, addr2, tcs, fls, udp_chksums, bad_icrc_at=None)
     def nxt(seq):
         return seq[n[0] % len(seq)]
 
-    def fwd(**kw):
+    def frame(src, dst, mac_src, mac_dst, **kw):
         dscp, ecn = nxt(tcs)
         kw.setdefault("dscp", dscp)
         kw.setdefault("ecn", ecn)
         kw.setdefault("fl", nxt(fls))
         kw.setdefault("udp_chksum", nxt(udp_chksums))
         n[0] += 1
-        return rocev2(flow, ipv=ipv, src=addr1, dst=addr2,
-                      mac_src=H1_MAC, mac_dst=H2_MAC, **kw)
+        return rocev2(flow, ipv=ipv, src=src, dst=dst,
+                      mac_src=mac_src, mac_dst=mac_dst, **kw)
+
+    def fwd(**kw):
+        return frame(addr1, addr2, H1_MAC, H2_MAC, **kw)
 
     def rev(**kw):
-        dscp, ecn = nxt(tcs)
-        kw.setdefault("dscp", dscp)
-        kw.setdefault("ecn", ecn)
-        kw.setdefault("fl", nxt(fls))
-        kw.setdefault("udp_chksum", nxt(udp_chksums))
-        n[0] += 1
-        return rocev2(flow, ipv=ipv, src=addr2, dst=addr1,
-                      mac_src=H2_MAC, mac_dst=H1_MAC, **kw)
+        return frame(addr2, addr1, H2_MAC, H1_MAC, **kw)
 
     qp_a, qp_b = 0x000012, 0x000034      # requester's QP at the responder, and back
     va = 0x00007F3A5C200000

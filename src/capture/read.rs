@@ -4,6 +4,7 @@ use super::{CaptureError, CaptureErrorKind, LINKTYPE_ETHERNET};
 use crate::time::Nanos;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
+use std::ops::Range;
 use std::path::Path;
 
 /// Which of the two formats a file is.
@@ -148,8 +149,28 @@ impl<R: Read> CaptureReader<R> {
     /// The next frame, `Ok(None)` at a clean end of file.
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, CaptureError> {
         match self.state {
-            State::Pcap { .. } => self.next_pcap_record(),
+            State::Pcap {
+                big_endian,
+                nanos,
+                snaplen,
+            } => self.next_pcap_record(big_endian, nanos, snaplen),
             State::PcapNg { .. } => self.next_pcapng_packet(),
+        }
+    }
+
+    /// Reads the next `N` bytes: `None` at a clean end of file, an error naming `what` if
+    /// the file ends part way.
+    fn read_head<const N: usize>(
+        &mut self,
+        what: &'static str,
+    ) -> Result<Option<[u8; N]>, CaptureError> {
+        let start = self.offset;
+        let mut head = [0u8; N];
+        let got = read_full(&mut self.input, &mut head).map_err(|e| io_error(start, e))?;
+        match got {
+            0 => Ok(None),
+            n if n < N => Err(truncated(start, what, N as u64, n as u64)),
+            _ => Ok(Some(head)),
         }
     }
 
@@ -204,24 +225,16 @@ impl<R: Read> CaptureReader<R> {
         Ok(())
     }
 
-    fn next_pcap_record(&mut self) -> Result<Option<Packet<'_>>, CaptureError> {
-        let State::Pcap {
-            big_endian,
-            nanos,
-            snaplen,
-        } = self.state
-        else {
-            unreachable!("called only in pcap state");
-        };
+    fn next_pcap_record(
+        &mut self,
+        big_endian: bool,
+        nanos: bool,
+        snaplen: u32,
+    ) -> Result<Option<Packet<'_>>, CaptureError> {
         let start = self.offset;
-        let mut header = [0u8; 16];
-        let got = read_full(&mut self.input, &mut header).map_err(|e| io_error(start, e))?;
-        if got == 0 {
+        let Some(header) = self.read_head::<16>("a pcap record header")? else {
             return Ok(None);
-        }
-        if got < header.len() {
-            return Err(truncated(start, "a pcap record header", 16, got as u64));
-        }
+        };
         let word = |i: usize| {
             endian_u32(
                 big_endian,
@@ -268,14 +281,9 @@ impl<R: Read> CaptureReader<R> {
     /// `Ok(None)` at a clean end of file.
     fn read_block(&mut self) -> Result<Option<u32>, CaptureError> {
         let start = self.offset;
-        let mut head = [0u8; 8];
-        let got = read_full(&mut self.input, &mut head).map_err(|e| io_error(start, e))?;
-        if got == 0 {
+        let Some(head) = self.read_head::<8>("a pcapng block header")? else {
             return Ok(None);
-        }
-        if got < head.len() {
-            return Err(truncated(start, "a pcapng block header", 8, got as u64));
-        }
+        };
         if head[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
             // A new section: its byte order is only known after the byte-order magic.
             self.offset += 4;
@@ -412,7 +420,30 @@ impl<R: Read> CaptureReader<R> {
             match block_type {
                 1 => self.read_interface(start)?,
                 // Enhanced Packet Block, Obsolete Packet Block, Simple Packet Block.
-                6 | 2 | 3 => return self.packet_from_block(start, block_type).map(Some),
+                6 | 2 | 3 => {
+                    let State::PcapNg {
+                        big_endian,
+                        interfaces,
+                    } = &self.state
+                    else {
+                        return Ok(None); // pcapng blocks come only in the pcapng state
+                    };
+                    let p =
+                        packet_from_block(*big_endian, interfaces, &self.block, start, block_type)?;
+                    self.comment.clear();
+                    if let Some(c) = p.comment.clone() {
+                        self.comment
+                            .push_str(&String::from_utf8_lossy(&self.block[c]));
+                    }
+                    return Ok(Some(Packet {
+                        ts: p.ts,
+                        data: &self.block[p.data],
+                        orig_len: p.orig_len,
+                        interface: p.interface,
+                        offset: start,
+                        comment: p.comment.map(|_| self.comment.as_str()),
+                    }));
+                }
                 // Section headers were handled by read_block; name resolution, statistics,
                 // secrets and custom blocks carry no frames.
                 _ => {}
@@ -437,7 +468,8 @@ impl<R: Read> CaptureReader<R> {
             tsresol: TsResol::Pow10(6),
             tsoffset_secs: 0,
         };
-        for (code, value) in options(big_endian, &b[8..], start, "pcapng interface option")? {
+        for (code, range) in options(big_endian, &b[8..], start, "pcapng interface option")? {
+            let value = &b[8 + range.start..8 + range.end];
             match (code, value.len()) {
                 (2, _) => iface.name = Some(String::from_utf8_lossy(value).into_owned()),
                 (9, 1) => {
@@ -472,109 +504,6 @@ impl<R: Read> CaptureReader<R> {
         Ok(())
     }
 
-    fn packet_from_block(
-        &mut self,
-        start: u64,
-        block_type: u32,
-    ) -> Result<Packet<'_>, CaptureError> {
-        let State::PcapNg {
-            big_endian,
-            interfaces,
-        } = &self.state
-        else {
-            unreachable!("called only in pcapng state");
-        };
-        let be = *big_endian;
-        let b = &self.block;
-        let u32_at = |at: usize| endian_u32(be, [b[at], b[at + 1], b[at + 2], b[at + 3]]);
-        let what = match block_type {
-            6 => "pcapng enhanced packet block",
-            2 => "pcapng obsolete packet block",
-            _ => "pcapng simple packet block",
-        };
-        let fixed = if block_type == 3 { 4 } else { 20 };
-        if b.len() < fixed {
-            return Err(corrupt(
-                start,
-                what,
-                format!("body of {} bytes, at least {fixed} needed", b.len()),
-            ));
-        }
-        let (interface, ts_units, caplen, orig_len) = match block_type {
-            3 => {
-                let orig_len = u32_at(0);
-                let snap = interfaces.first().map_or(0, |i| i.snaplen);
-                let mut caplen = orig_len.min((b.len() - 4) as u32);
-                if snap != 0 {
-                    caplen = caplen.min(snap);
-                }
-                (0, None, caplen, orig_len)
-            }
-            2 => {
-                let if_id = u32::from(endian_u16(be, [b[0], b[1]]));
-                let ts = (u64::from(u32_at(4)) << 32) | u64::from(u32_at(8));
-                (if_id, Some(ts), u32_at(12), u32_at(16))
-            }
-            _ => {
-                let ts = (u64::from(u32_at(4)) << 32) | u64::from(u32_at(8));
-                (u32_at(0), Some(ts), u32_at(12), u32_at(16))
-            }
-        };
-        let Some(iface) = interfaces.get(interface as usize) else {
-            return Err(corrupt(
-                start,
-                what,
-                format!(
-                    "packet on interface {interface}, but the section describes {} interface(s)",
-                    interfaces.len()
-                ),
-            ));
-        };
-        if iface.link_type != LINKTYPE_ETHERNET {
-            return Err(CaptureError {
-                offset: start,
-                kind: CaptureErrorKind::UnsupportedLinkType(iface.link_type),
-            });
-        }
-        let data_end = fixed + caplen as usize;
-        let padded_end = fixed + (caplen as usize).div_ceil(4) * 4;
-        if padded_end > b.len() && block_type != 3 {
-            return Err(corrupt(
-                start,
-                what,
-                format!(
-                    "captured length {caplen} does not fit in a body of {} bytes",
-                    b.len()
-                ),
-            ));
-        }
-        let ts = ts_units.map_or(Nanos::ZERO, |units| {
-            let ns =
-                iface.tsresol.to_nanos(units) + i128::from(iface.tsoffset_secs) * 1_000_000_000;
-            Nanos(ns.clamp(0, i128::from(u64::MAX)) as u64)
-        });
-        let mut comment = None;
-        if block_type != 3 {
-            for (code, value) in options(be, &b[padded_end.min(b.len())..], start, what)? {
-                if code == 1 {
-                    comment = Some(value);
-                }
-            }
-        }
-        self.comment.clear();
-        if let Some(c) = comment {
-            self.comment.push_str(&String::from_utf8_lossy(c));
-        }
-        Ok(Packet {
-            ts,
-            data: &self.block[fixed..data_end],
-            orig_len,
-            interface,
-            offset: start,
-            comment: comment.map(|_| self.comment.as_str()),
-        })
-    }
-
     /// The interfaces of the current pcapng section (empty for pcap).
     pub fn interfaces(&self) -> &[Interface] {
         match &self.state {
@@ -584,30 +513,131 @@ impl<R: Read> CaptureReader<R> {
     }
 }
 
-/// Splits a pcapng option list into (code, value) pairs, stopping at opt_endofopt.
-fn options<'b>(
+/// Where a packet block's parts lie in its body.
+struct BlockPacket {
+    interface: u32,
+    ts: Nanos,
+    data: Range<usize>,
+    orig_len: u32,
+    comment: Option<Range<usize>>,
+}
+
+/// Decodes an enhanced (6), obsolete (2) or simple (3) packet block body `b`.
+fn packet_from_block(
+    be: bool,
+    interfaces: &[Interface],
+    b: &[u8],
+    start: u64,
+    block_type: u32,
+) -> Result<BlockPacket, CaptureError> {
+    let u32_at = |at: usize| endian_u32(be, [b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let what = match block_type {
+        6 => "pcapng enhanced packet block",
+        2 => "pcapng obsolete packet block",
+        _ => "pcapng simple packet block",
+    };
+    let fixed = if block_type == 3 { 4 } else { 20 };
+    if b.len() < fixed {
+        return Err(corrupt(
+            start,
+            what,
+            format!("body of {} bytes, at least {fixed} needed", b.len()),
+        ));
+    }
+    let (interface, ts_units, caplen, orig_len) = match block_type {
+        3 => {
+            let orig_len = u32_at(0);
+            let snap = interfaces.first().map_or(0, |i| i.snaplen);
+            let mut caplen = orig_len.min((b.len() - 4) as u32);
+            if snap != 0 {
+                caplen = caplen.min(snap);
+            }
+            (0, None, caplen, orig_len)
+        }
+        2 => {
+            let if_id = u32::from(endian_u16(be, [b[0], b[1]]));
+            let ts = (u64::from(u32_at(4)) << 32) | u64::from(u32_at(8));
+            (if_id, Some(ts), u32_at(12), u32_at(16))
+        }
+        _ => {
+            let ts = (u64::from(u32_at(4)) << 32) | u64::from(u32_at(8));
+            (u32_at(0), Some(ts), u32_at(12), u32_at(16))
+        }
+    };
+    let Some(iface) = interfaces.get(interface as usize) else {
+        return Err(corrupt(
+            start,
+            what,
+            format!(
+                "packet on interface {interface}, but the section describes {} interface(s)",
+                interfaces.len()
+            ),
+        ));
+    };
+    if iface.link_type != LINKTYPE_ETHERNET {
+        return Err(CaptureError {
+            offset: start,
+            kind: CaptureErrorKind::UnsupportedLinkType(iface.link_type),
+        });
+    }
+    let padded_end = fixed + (caplen as usize).div_ceil(4) * 4;
+    if padded_end > b.len() && block_type != 3 {
+        return Err(corrupt(
+            start,
+            what,
+            format!(
+                "captured length {caplen} does not fit in a body of {} bytes",
+                b.len()
+            ),
+        ));
+    }
+    let ts = ts_units.map_or(Nanos::ZERO, |units| {
+        let ns = iface.tsresol.to_nanos(units) + i128::from(iface.tsoffset_secs) * 1_000_000_000;
+        Nanos(ns.clamp(0, i128::from(u64::MAX)) as u64)
+    });
+    let mut comment = None;
+    if block_type != 3 {
+        let opts_at = padded_end.min(b.len());
+        for (code, value) in options(be, &b[opts_at..], start, what)? {
+            if code == 1 {
+                comment = Some(opts_at + value.start..opts_at + value.end);
+            }
+        }
+    }
+    Ok(BlockPacket {
+        interface,
+        ts,
+        data: fixed..fixed + caplen as usize,
+        orig_len,
+        comment,
+    })
+}
+
+/// Splits a pcapng option list into (code, value range in `b`) pairs, stopping at
+/// opt_endofopt.
+fn options(
     big_endian: bool,
-    mut b: &'b [u8],
+    b: &[u8],
     start: u64,
     what: &'static str,
-) -> Result<Vec<(u16, &'b [u8])>, CaptureError> {
+) -> Result<Vec<(u16, Range<usize>)>, CaptureError> {
     let mut out = Vec::new();
-    while b.len() >= 4 {
-        let code = endian_u16(big_endian, [b[0], b[1]]);
-        let len = usize::from(endian_u16(big_endian, [b[2], b[3]]));
+    let mut at = 0;
+    while b.len() - at >= 4 {
+        let code = endian_u16(big_endian, [b[at], b[at + 1]]);
+        let len = usize::from(endian_u16(big_endian, [b[at + 2], b[at + 3]]));
         if code == 0 {
             break;
         }
-        let padded = len.div_ceil(4) * 4;
-        if 4 + len > b.len() {
+        if at + 4 + len > b.len() {
             return Err(corrupt(
                 start,
                 what,
                 format!("option {code} of {len} bytes runs past the end of its block"),
             ));
         }
-        out.push((code, &b[4..4 + len]));
-        b = &b[(4 + padded).min(b.len())..];
+        out.push((code, at + 4..at + 4 + len));
+        at = (at + 4 + len.div_ceil(4) * 4).min(b.len());
     }
     Ok(out)
 }

@@ -5,10 +5,9 @@ use crate::wire::ethernet::{EthernetRepr, ethertype};
 use crate::wire::ipv4::PROTO_UDP;
 use crate::wire::pfc::MacControl;
 use crate::wire::xth::AckKind;
-use crate::wire::{
-    FrameMeta, Ipv4Packet, Ipv6Packet, MetaFlags, ParseError, RocePacket, UdpDatagram, icrc,
-};
+use crate::wire::{FrameMeta, Ipv4Packet, MetaFlags, ParseError, RocePacket, UdpDatagram, icrc};
 use serde::Serialize;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The decoded fields of one frame; `None` where a field does not apply. Serialised as
 /// the per-frame object of `rocelab inspect --json`.
@@ -193,7 +192,9 @@ impl FrameRecord {
         let meta = match crate::wire::parse(frame) {
             Ok(meta) => meta,
             Err(e) => {
-                r.fill_ip_best_effort(frame);
+                if let Ok((eth, l3)) = EthernetRepr::parse(frame) {
+                    r.fill_ip_header(eth.ethertype, &frame[l3..]);
+                }
                 r.error = Some(describe(&e, frame.len(), orig_len));
                 return (r, None);
             }
@@ -207,8 +208,9 @@ impl FrameRecord {
 
     fn fill(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), ParseError> {
         let l3 = usize::from(meta.l3_offset());
-        if meta.is_ip() {
-            self.fill_ip(frame, l3)?;
+        self.fill_ip_header(meta.ethertype(), &frame[l3..]);
+        if meta.is_ipv4() {
+            self.fill_ipv4_checked(&frame[l3..])?;
         }
         if meta.flags().contains(MetaFlags::UDP) {
             let l4 = usize::from(meta.l4_offset());
@@ -260,74 +262,48 @@ impl FrameRecord {
         Ok(())
     }
 
-    fn fill_ip(&mut self, frame: &[u8], l3: usize) -> Result<(), ParseError> {
-        match self.ethertype {
-            Some(ethertype::IPV4) => {
-                let ip = Ipv4Packet::new_checked(&frame[l3..])?;
-                self.ip_version = Some(4);
-                self.ip_src = Some(ip.src().to_string());
-                self.ip_dst = Some(ip.dst().to_string());
-                self.dscp = Some(ip.dscp());
-                self.ecn = Some(ip.ecn() as u8);
-                self.ip_proto = Some(ip.protocol());
-                self.ip_checksum_ok = Some(ip.verify_checksum());
-                // The first fragment of a UDP datagram still starts with the UDP header;
-                // show its ports as tshark does (the datagram is not parsed further).
-                if ip.is_fragment() && ip.frag_offset() == 0 && ip.protocol() == PROTO_UDP {
-                    if let [a, b, c, d, ..] = *ip.payload() {
-                        self.udp_sport = Some(u16::from_be_bytes([a, b]));
-                        self.udp_dport = Some(u16::from_be_bytes([c, d]));
-                    }
-                }
+    /// IPv4 extras that need the whole, checked packet: the header checksum, and the UDP
+    /// ports of a first fragment.
+    fn fill_ipv4_checked(&mut self, packet: &[u8]) -> Result<(), ParseError> {
+        let ip = Ipv4Packet::new_checked(packet)?;
+        self.ip_checksum_ok = Some(ip.verify_checksum());
+        // The first fragment of a UDP datagram still starts with the UDP header; show its
+        // ports as tshark does (the datagram is not parsed further).
+        if ip.is_fragment() && ip.frag_offset() == 0 && ip.protocol() == PROTO_UDP {
+            if let [a, b, c, d, ..] = *ip.payload() {
+                self.udp_sport = Some(u16::from_be_bytes([a, b]));
+                self.udp_dport = Some(u16::from_be_bytes([c, d]));
             }
-            Some(ethertype::IPV6) => {
-                let ip = Ipv6Packet::new_checked(&frame[l3..])?;
-                self.ip_version = Some(6);
-                self.ip_src = Some(ip.src().to_string());
-                self.ip_dst = Some(ip.dst().to_string());
-                self.dscp = Some(ip.dscp());
-                self.ecn = Some(ip.ecn() as u8);
-                self.ip_proto = Some(ip.next_header());
-            }
-            _ => {}
         }
         Ok(())
     }
 
-    /// For a frame cut short by the snap length, shows the IP addresses and DSCP/ECN when
-    /// the fixed IP header itself was captured.
-    fn fill_ip_best_effort(&mut self, frame: &[u8]) {
-        let Ok((eth, l3)) = EthernetRepr::parse(frame) else {
-            return;
-        };
-        let rest = &frame[l3..];
-        match eth.ethertype {
-            ethertype::IPV4 if rest.len() >= 20 && rest[0] >> 4 == 4 => {
-                self.ip_version = Some(4);
-                self.ip_src = Some(
-                    std::net::Ipv4Addr::new(rest[12], rest[13], rest[14], rest[15]).to_string(),
-                );
-                self.ip_dst = Some(
-                    std::net::Ipv4Addr::new(rest[16], rest[17], rest[18], rest[19]).to_string(),
-                );
-                self.dscp = Some(rest[1] >> 2);
-                self.ecn = Some(rest[1] & 3);
+    /// Fills version, addresses, DSCP, ECN and protocol from the fixed IP header at the
+    /// start of `h`, when it is there: also for frames cut short by the snap length.
+    fn fill_ip_header(&mut self, ethertype: u16, h: &[u8]) {
+        let (version, tc, proto) = match ethertype {
+            ethertype::IPV4 if h.len() >= 20 && h[0] >> 4 == 4 => {
+                let addr = |at: usize| Ipv4Addr::new(h[at], h[at + 1], h[at + 2], h[at + 3]);
+                self.ip_src = Some(addr(12).to_string());
+                self.ip_dst = Some(addr(16).to_string());
+                (4, h[1], h[9])
             }
-            ethertype::IPV6 if rest.len() >= 40 && rest[0] >> 4 == 6 => {
-                let tc = (rest[0] << 4) | (rest[1] >> 4);
+            ethertype::IPV6 if h.len() >= 40 && h[0] >> 4 == 6 => {
                 let addr = |at: usize| {
                     let mut a = [0u8; 16];
-                    a.copy_from_slice(&rest[at..at + 16]);
-                    std::net::Ipv6Addr::from(a).to_string()
+                    a.copy_from_slice(&h[at..at + 16]);
+                    Ipv6Addr::from(a)
                 };
-                self.ip_version = Some(6);
-                self.ip_src = Some(addr(8));
-                self.ip_dst = Some(addr(24));
-                self.dscp = Some(tc >> 2);
-                self.ecn = Some(tc & 3);
+                self.ip_src = Some(addr(8).to_string());
+                self.ip_dst = Some(addr(24).to_string());
+                (6, (h[0] << 4) | (h[1] >> 4), h[6])
             }
-            _ => {}
-        }
+            _ => return,
+        };
+        self.ip_version = Some(version);
+        self.dscp = Some(tc >> 2);
+        self.ecn = Some(tc & 3);
+        self.ip_proto = Some(proto);
     }
 }
 
@@ -336,5 +312,37 @@ fn describe(e: &ParseError, caplen: usize, orig_len: u32) -> String {
         format!("{e} (the capture kept {caplen} of {orig_len} bytes)")
     } else {
         e.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::fixtures::REAL_CNP;
+
+    #[test]
+    fn snapped_frame_keeps_its_ip_fields_and_says_why_it_stops() {
+        // tcpdump -s 40: the CNP cut inside its UDP header.
+        let (r, meta) = FrameRecord::decode(1, Nanos(0), 74, &REAL_CNP[..40]);
+        assert!(meta.is_none());
+        assert_eq!(r.ip_src.as_deref(), Some("10.0.17.1"));
+        assert_eq!((r.dscp, r.ecn, r.ip_proto), (Some(48), Some(2), Some(17)));
+        assert_eq!(r.caplen, Some(40));
+        let error = r.error.unwrap();
+        assert!(error.contains("the capture kept 40 of 74 bytes"), "{error}");
+        assert_eq!(r.bth_opcode, None);
+    }
+
+    #[test]
+    fn whole_cnp_decodes() {
+        let (r, meta) = FrameRecord::decode(1, Nanos(5), 74, &REAL_CNP);
+        assert!(meta.is_some_and(|m| m.is_roce()));
+        assert_eq!(r.opcode_name, Some("CNP"));
+        assert_eq!((r.icrc_ok, r.ip_checksum_ok), (Some(true), Some(true)));
+        assert_eq!(
+            (r.dest_qp, r.becn, r.payload_len),
+            (Some(0x118), Some(true), Some(16))
+        );
+        assert_eq!(r.error, None);
     }
 }
