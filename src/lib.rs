@@ -10,6 +10,9 @@
 #![warn(missing_docs)]
 
 pub mod capture;
+pub mod config;
 pub mod inspect;
+pub mod replay;
+pub mod switch;
 pub mod time;
 pub mod wire;

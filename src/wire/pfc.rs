@@ -9,6 +9,7 @@
 
 use super::ethernet::{EthernetRepr, MIN_FRAME_LEN, MacAddr, ethertype};
 use super::{BuildError, Layer, ParseError, array, be16, truncated};
+use crate::time::Nanos;
 use std::fmt;
 
 /// The reserved multicast address MAC Control frames are sent to.
@@ -21,6 +22,13 @@ pub const OPCODE_PFC: u16 = 0x0101;
 pub const FRAME_LEN: usize = MIN_FRAME_LEN;
 /// One pause quantum is 512 bit times (IEEE 802.3 31B.2, 802.1Qbb 36.1.3.1).
 pub const BITS_PER_QUANTUM: u64 = 512;
+
+/// How long `quanta` pause a link of `bits_per_sec`: quanta × 512 bit times, rounded up
+/// to whole nanoseconds (a pause never ends early).
+pub fn pause_duration(quanta: u16, bits_per_sec: u64) -> Nanos {
+    let bits = u128::from(quanta) * u128::from(BITS_PER_QUANTUM);
+    Nanos((bits * 1_000_000_000).div_ceil(u128::from(bits_per_sec.max(1))) as u64)
+}
 
 const PFC_BODY_LEN: usize = 2 + 2 + 16;
 const PAUSE_BODY_LEN: usize = 2 + 2;
@@ -264,6 +272,15 @@ mod tests {
         );
         assert!(MacControl::parse_frame(&buf[..15], &meta).is_err());
         assert!(MacControl::parse(&[0x01, 0x01, 0, 8], 14).is_err());
+    }
+
+    #[test]
+    fn pause_durations_at_common_rates() {
+        // 65535 × 512 bits: 33.554 ms at 1 Gb/s, 1.342 ms at 25 Gb/s, 335.5392 µs at 100.
+        assert_eq!(pause_duration(0xffff, 1_000_000_000), Nanos(33_553_920));
+        assert_eq!(pause_duration(0xffff, 25_000_000_000), Nanos(1_342_157)); // 1342156.8
+        assert_eq!(pause_duration(0xffff, 100_000_000_000), Nanos(335_540)); // 335539.2
+        assert_eq!(pause_duration(0, 100_000_000_000), Nanos(0));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod net;
+
 use rocelab::capture::CaptureReader;
 use rocelab::time::Nanos;
 use std::path::{Path, PathBuf};

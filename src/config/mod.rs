@@ -1,0 +1,993 @@
+//! The switch configuration: a TOML schema (serde), built-in presets, and validation into a
+//! [`SwitchConfig`] with every derived value (rates in bit/s, delays in ns, headroom)
+//! computed. Errors name the key and say what is allowed.
+
+mod headroom;
+mod presets;
+
+pub use headroom::{CABLE_NS_PER_M, min_headroom_bytes, peer_response_quanta};
+pub use presets::{PRESETS, preset_text};
+
+use crate::time::Nanos;
+use crate::wire::PrioritySet;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Number of traffic classes, priorities, queues and priority groups per port.
+pub const CLASSES: usize = 8;
+
+/// A configuration that cannot be used: which key, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct ConfigError {
+    /// The TOML key, dotted (`queue.3.ecn.kmin_bytes`).
+    pub key: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+fn err(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+/// What the switch classifies by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trust {
+    /// The IP DSCP (L3), the RoCEv2 norm.
+    #[default]
+    Dscp,
+    /// The 802.1Q PCP (L2); untagged frames get priority 0.
+    Pcp,
+}
+
+/// The configuration file as written (every field optional where a default exists).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Seed of the RED/ECN random draws.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// DSCP or PCP classification.
+    #[serde(default)]
+    pub trust: Trust,
+    /// MAC table aging, seconds.
+    #[serde(default = "default_mac_age")]
+    pub mac_age_secs: u64,
+    /// Defaults for every port.
+    #[serde(default)]
+    pub port_defaults: PortSpec,
+    /// The ports, in order.
+    #[serde(default)]
+    pub ports: Vec<PortSpec>,
+    /// Classification maps.
+    #[serde(default)]
+    pub classify: ClassifySpec,
+    /// PFC.
+    #[serde(default)]
+    pub pfc: PfcSpec,
+    /// The shared buffer.
+    #[serde(default)]
+    pub buffer: BufferSpec,
+    /// Per priority group (keyed "0".."7").
+    #[serde(default)]
+    pub pg: BTreeMap<String, PgSpec>,
+    /// Per egress queue (keyed "0".."7").
+    #[serde(default)]
+    pub queue: BTreeMap<String, QueueSpec>,
+    /// The PFC watchdog.
+    #[serde(default)]
+    pub watchdog: WatchdogSpec,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn default_mac_age() -> u64 {
+    300
+}
+
+/// A port as written; unset fields come from `port_defaults`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSpec {
+    /// Port name (required in `ports`, ignored in `port_defaults`).
+    pub name: Option<String>,
+    /// Emulated line rate, Gb/s.
+    pub speed_gbps: Option<f64>,
+    /// Cable length, metres.
+    pub cable_m: Option<f64>,
+    /// Cable delay, ns (instead of `cable_m`).
+    pub cable_ns: Option<u64>,
+    /// Largest frame, bytes.
+    pub mtu: Option<u32>,
+}
+
+/// Classification maps as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassifySpec {
+    /// `[dscp, tc]` pairs.
+    #[serde(default)]
+    pub dscp_to_tc: Vec<[u32; 2]>,
+    /// Class of DSCPs not listed.
+    #[serde(default)]
+    pub default_tc: u32,
+    /// Class per PCP.
+    #[serde(default = "identity")]
+    pub pcp_to_tc: Vec<u32>,
+    /// Queue per class.
+    #[serde(default = "identity")]
+    pub tc_to_queue: Vec<u32>,
+}
+
+impl Default for ClassifySpec {
+    fn default() -> Self {
+        ClassifySpec {
+            dscp_to_tc: Vec::new(),
+            default_tc: 0,
+            pcp_to_tc: identity(),
+            tc_to_queue: identity(),
+        }
+    }
+}
+
+fn identity() -> Vec<u32> {
+    (0..CLASSES as u32).collect()
+}
+
+/// PFC as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PfcSpec {
+    /// Lossless priorities.
+    #[serde(default)]
+    pub lossless: Vec<u32>,
+    /// Pause time sent in XOFF frames, quanta.
+    #[serde(default = "default_quanta")]
+    pub pause_quanta: u32,
+    /// Refresh interval while XOFF holds, quanta.
+    pub refresh_quanta: Option<u32>,
+}
+
+impl Default for PfcSpec {
+    fn default() -> Self {
+        PfcSpec {
+            lossless: Vec::new(),
+            pause_quanta: default_quanta(),
+            refresh_quanta: None,
+        }
+    }
+}
+
+fn default_quanta() -> u32 {
+    0xffff
+}
+
+/// How buffer limits are set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThresholdMode {
+    /// Limits are alpha × the free shared buffer (Broadcom/SONiC "dynamic_th").
+    #[default]
+    Dynamic,
+    /// Fixed byte limits.
+    Static,
+}
+
+/// The shared buffer as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferSpec {
+    /// Shared pool, bytes.
+    #[serde(default = "default_shared")]
+    pub shared_bytes: u64,
+    /// Dynamic or static limits.
+    #[serde(default)]
+    pub threshold: ThresholdMode,
+    /// Dynamic: a lossless PG's shared limit is `pg_alpha × free shared`.
+    pub pg_alpha: Option<f64>,
+    /// Dynamic: a lossy queue's limit is `queue_alpha × free shared`.
+    pub queue_alpha: Option<f64>,
+    /// Static: a lossy queue's limit, bytes.
+    pub queue_limit_bytes: Option<u64>,
+    /// Guaranteed bytes per egress queue.
+    #[serde(default)]
+    pub queue_reserve_bytes: u64,
+    /// Guaranteed bytes per ingress PG (unless the PG sets its own).
+    #[serde(default)]
+    pub pg_reserve_bytes: u64,
+}
+
+impl Default for BufferSpec {
+    fn default() -> Self {
+        BufferSpec {
+            shared_bytes: default_shared(),
+            threshold: ThresholdMode::Dynamic,
+            pg_alpha: None,
+            queue_alpha: None,
+            queue_limit_bytes: None,
+            queue_reserve_bytes: 0,
+            pg_reserve_bytes: 0,
+        }
+    }
+}
+
+fn default_shared() -> u64 {
+    32 << 20
+}
+
+/// A priority group as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PgSpec {
+    /// Guaranteed bytes.
+    pub reserve_bytes: Option<u64>,
+    /// Static: XOFF when the PG's shared use reaches this.
+    pub xoff_bytes: Option<u64>,
+    /// Static: XON when it falls to this or below.
+    pub xon_bytes: Option<u64>,
+    /// Dynamic: XON this far below the XOFF point.
+    pub xon_offset_bytes: Option<u64>,
+    /// Headroom, bytes (computed when absent).
+    pub headroom_bytes: Option<u64>,
+}
+
+/// Scheduling discipline of a queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScheduleSpec {
+    /// Deficit weighted round robin.
+    #[default]
+    Dwrr,
+    /// Strict priority (higher queue numbers first).
+    Strict,
+}
+
+/// When RED-ECN decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MarkAt {
+    /// When the frame joins the queue (WRED on hardware).
+    #[default]
+    Enqueue,
+    /// When the frame leaves (HPCC's simulator).
+    Dequeue,
+}
+
+/// A RED-ECN profile as written.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedSpec {
+    /// No marking at or below this queue depth.
+    pub kmin_bytes: u64,
+    /// Every ECT frame marked above this depth.
+    pub kmax_bytes: u64,
+    /// Marking probability reached at `kmax_bytes`.
+    pub pmax: f64,
+}
+
+/// An egress queue as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    /// Strict or DWRR.
+    #[serde(default)]
+    pub schedule: ScheduleSpec,
+    /// DWRR weight.
+    pub weight: Option<u32>,
+    /// RED-ECN (and WRED for Not-ECT frames on lossy queues).
+    pub ecn: Option<RedSpec>,
+    /// When to decide.
+    #[serde(default)]
+    pub mark_at: MarkAt,
+}
+
+/// What the watchdog does to a stormed queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WatchdogAction {
+    /// Flush the queue, drop its arrivals, stop PFC for its priority.
+    #[default]
+    Drop,
+    /// Ignore received PFC on the queue.
+    Forward,
+    /// Count only.
+    Alert,
+}
+
+/// The PFC watchdog as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchdogSpec {
+    /// On or off.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Detection time, ms.
+    #[serde(default = "default_wd_ms")]
+    pub detection_ms: u64,
+    /// Restoration time, ms.
+    #[serde(default = "default_wd_ms")]
+    pub restoration_ms: u64,
+    /// Poll interval, ms.
+    #[serde(default = "default_wd_ms")]
+    pub poll_ms: u64,
+    /// Action.
+    #[serde(default)]
+    pub action: WatchdogAction,
+}
+
+impl Default for WatchdogSpec {
+    fn default() -> Self {
+        WatchdogSpec {
+            enabled: false,
+            detection_ms: default_wd_ms(),
+            restoration_ms: default_wd_ms(),
+            poll_ms: default_wd_ms(),
+            action: WatchdogAction::Drop,
+        }
+    }
+}
+
+fn default_wd_ms() -> u64 {
+    200
+}
+
+/// A port, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortConfig {
+    /// Name.
+    pub name: String,
+    /// Line rate.
+    pub bits_per_sec: u64,
+    /// One-way cable delay.
+    pub cable: Nanos,
+    /// Largest frame.
+    pub mtu: u32,
+}
+
+/// A RED-ECN profile, resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RedProfile {
+    /// No marking at or below.
+    pub kmin_bytes: u64,
+    /// Everything marked above.
+    pub kmax_bytes: u64,
+    /// Probability at kmax.
+    pub pmax: f64,
+}
+
+impl RedProfile {
+    /// The marking (or WRED drop) probability at queue depth `depth_bytes`.
+    pub fn probability(&self, depth_bytes: u64) -> f64 {
+        if depth_bytes <= self.kmin_bytes {
+            0.0
+        } else if depth_bytes > self.kmax_bytes {
+            1.0
+        } else {
+            self.pmax * (depth_bytes - self.kmin_bytes) as f64
+                / (self.kmax_bytes - self.kmin_bytes) as f64
+        }
+    }
+}
+
+/// Scheduling of a queue, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schedule {
+    /// Strict priority.
+    Strict,
+    /// DWRR with this weight.
+    Dwrr(u32),
+}
+
+/// An egress queue, resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueueConfig {
+    /// Strict or DWRR.
+    pub schedule: Schedule,
+    /// RED-ECN profile.
+    pub ecn: Option<RedProfile>,
+    /// When RED decides.
+    pub mark_at: MarkAt,
+}
+
+/// How a lossless PG decides XOFF and XON.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum XoffRule {
+    /// XOFF at `xoff_bytes` of shared use, XON at or below `xon_bytes`.
+    Static {
+        /// XOFF point.
+        xoff_bytes: u64,
+        /// XON point.
+        xon_bytes: u64,
+    },
+    /// XOFF at `alpha × free shared`; XON `xon_offset_bytes` below that.
+    Dynamic {
+        /// Alpha.
+        alpha: f64,
+        /// XON offset.
+        xon_offset_bytes: u64,
+    },
+}
+
+/// A priority group, resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PgConfig {
+    /// Lossless (PFC) or lossy.
+    pub lossless: bool,
+    /// Guaranteed bytes.
+    pub reserve_bytes: u64,
+    /// XOFF/XON rule (lossless only).
+    pub xoff: XoffRule,
+    /// Headroom given in the file; otherwise computed per port.
+    pub headroom_bytes: Option<u64>,
+}
+
+/// Lossy egress queue limits, resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum QueueLimit {
+    /// `alpha × free shared`.
+    Dynamic(f64),
+    /// Fixed bytes.
+    Static(u64),
+}
+
+/// The PFC watchdog, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchdogConfig {
+    /// On or off.
+    pub enabled: bool,
+    /// Detection time.
+    pub detection: Nanos,
+    /// Restoration time.
+    pub restoration: Nanos,
+    /// Poll interval.
+    pub poll: Nanos,
+    /// Action.
+    pub action: WatchdogAction,
+}
+
+/// A validated switch configuration, every derived value computed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SwitchConfig {
+    /// Seed of the RED/ECN draws.
+    pub seed: u64,
+    /// DSCP or PCP.
+    pub trust: Trust,
+    /// MAC aging.
+    pub mac_age: Nanos,
+    /// Template for ports not listed.
+    pub port_defaults: PortConfig,
+    /// The ports.
+    pub ports: Vec<PortConfig>,
+    /// Class per DSCP.
+    pub dscp_to_tc: [u8; 64],
+    /// Class per PCP.
+    pub pcp_to_tc: [u8; CLASSES],
+    /// Queue per class.
+    pub tc_to_queue: [u8; CLASSES],
+    /// Lossless priorities.
+    pub lossless: PrioritySet,
+    /// XOFF pause time, quanta.
+    pub pause_quanta: u16,
+    /// Refresh interval, quanta.
+    pub refresh_quanta: u16,
+    /// Shared pool, bytes.
+    pub shared_bytes: u64,
+    /// Guaranteed per egress queue.
+    pub queue_reserve_bytes: u64,
+    /// Lossy queue limits.
+    pub queue_limit: QueueLimit,
+    /// Per priority group.
+    pub pgs: [PgConfig; CLASSES],
+    /// Per queue.
+    pub queues: [QueueConfig; CLASSES],
+    /// Watchdog.
+    pub watchdog: WatchdogConfig,
+}
+
+impl SwitchConfig {
+    /// Parses and validates a TOML text.
+    pub fn from_toml(text: &str) -> Result<SwitchConfig, ConfigError> {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| {
+            let key = e
+                .span()
+                .map(|s| location(text, s.start))
+                .unwrap_or_else(|| "config".to_owned());
+            err(key, e.message().to_owned())
+        })?;
+        file.resolve()
+    }
+
+    /// A built-in preset by name (`default`, `nexus-ai`, `sonic`).
+    pub fn preset(name: &str) -> Result<SwitchConfig, ConfigError> {
+        let text = preset_text(name).ok_or_else(|| {
+            err(
+                "preset",
+                format!(
+                    "no preset named '{name}'; the presets are {}",
+                    PRESETS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?;
+        SwitchConfig::from_toml(text)
+    }
+
+    /// The port named `name`, or one with the port defaults under that name.
+    pub fn port_or_default(&self, name: &str) -> PortConfig {
+        self.ports
+            .iter()
+            .find(|p| p.name == name)
+            .cloned()
+            .unwrap_or_else(|| PortConfig {
+                name: name.to_owned(),
+                ..self.port_defaults.clone()
+            })
+    }
+
+    /// The headroom of priority group `pg` on `port`: as configured, or the minimum
+    /// computed from the port's speed, cable and MTU.
+    pub fn headroom_bytes(&self, pg: usize, port: &PortConfig) -> u64 {
+        self.pgs[pg]
+            .headroom_bytes
+            .unwrap_or_else(|| min_headroom_bytes(port))
+    }
+}
+
+/// "line L, column C" for a byte offset, for parse errors.
+fn location(text: &str, offset: usize) -> String {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    format!("line {line}, column {column}")
+}
+
+fn class(key: &str, value: u32) -> Result<u8, ConfigError> {
+    u8::try_from(value)
+        .ok()
+        .filter(|&v| usize::from(v) < CLASSES)
+        .ok_or_else(|| err(key, format!("{value} is not a traffic class; use 0-7")))
+}
+
+fn class_key(section: &str, key: &str) -> Result<usize, ConfigError> {
+    key.parse::<usize>()
+        .ok()
+        .filter(|&v| v < CLASSES)
+        .ok_or_else(|| err(format!("{section}.{key}"), "sections are numbered 0-7"))
+}
+
+fn alpha(key: &str, value: Option<f64>, default: f64) -> Result<f64, ConfigError> {
+    let a = value.unwrap_or(default);
+    if a.is_finite() && a > 0.0 && a <= 64.0 {
+        Ok(a)
+    } else {
+        Err(err(
+            key,
+            format!("{a} is not allowed; alpha must be in (0, 64]"),
+        ))
+    }
+}
+
+impl ConfigFile {
+    fn resolve_port(
+        &self,
+        spec: &PortSpec,
+        key: &str,
+        name: String,
+    ) -> Result<PortConfig, ConfigError> {
+        let d = &self.port_defaults;
+        let speed = spec.speed_gbps.or(d.speed_gbps).unwrap_or(100.0);
+        if !(speed.is_finite() && (0.001..=1600.0).contains(&speed)) {
+            return Err(err(
+                format!("{key}.speed_gbps"),
+                format!("{speed} is not allowed; give 0.001 to 1600 Gb/s"),
+            ));
+        }
+        let cable = match (spec.cable_ns, spec.cable_m) {
+            (Some(_), Some(_)) => {
+                return Err(err(key, "give cable_m or cable_ns, not both"));
+            }
+            (Some(ns), None) => Nanos(ns),
+            (None, Some(m)) => cable_from_m(&format!("{key}.cable_m"), m)?,
+            (None, None) => match (d.cable_ns, d.cable_m) {
+                (Some(ns), _) => Nanos(ns),
+                (None, Some(m)) => cable_from_m("port_defaults.cable_m", m)?,
+                (None, None) => Nanos(0),
+            },
+        };
+        let mtu = spec.mtu.or(d.mtu).unwrap_or(9216);
+        if !(64..=16384).contains(&mtu) {
+            return Err(err(
+                format!("{key}.mtu"),
+                format!("{mtu} is not allowed; give 64 to 16384 bytes"),
+            ));
+        }
+        Ok(PortConfig {
+            name,
+            bits_per_sec: (speed * 1e9).round() as u64,
+            cable,
+            mtu,
+        })
+    }
+
+    /// Validates and computes the derived values.
+    pub fn resolve(&self) -> Result<SwitchConfig, ConfigError> {
+        if self.port_defaults.name.is_some() {
+            return Err(err("port_defaults.name", "the defaults have no name"));
+        }
+        let port_defaults =
+            self.resolve_port(&PortSpec::default(), "port_defaults", "default".into())?;
+        let mut ports = Vec::new();
+        for (i, spec) in self.ports.iter().enumerate() {
+            let key = format!("ports[{i}]");
+            let name = spec
+                .name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| err(format!("{key}.name"), "every port needs a name"))?;
+            if ports.iter().any(|p: &PortConfig| p.name == name) {
+                return Err(err(
+                    format!("{key}.name"),
+                    format!("port '{name}' is listed twice"),
+                ));
+            }
+            ports.push(self.resolve_port(spec, &key, name)?);
+        }
+
+        let c = &self.classify;
+        let default_tc = class("classify.default_tc", c.default_tc)?;
+        let mut dscp_to_tc = [default_tc; 64];
+        for (i, [dscp, tc]) in c.dscp_to_tc.iter().copied().enumerate() {
+            let key = format!("classify.dscp_to_tc[{i}]");
+            if dscp > 63 {
+                return Err(err(key, format!("DSCP {dscp} is not 0-63")));
+            }
+            dscp_to_tc[dscp as usize] = class(&key, tc)?;
+        }
+        let table = |key: &str, v: &[u32]| -> Result<[u8; CLASSES], ConfigError> {
+            if v.len() != CLASSES {
+                return Err(err(key, format!("needs 8 entries, has {}", v.len())));
+            }
+            let mut out = [0u8; CLASSES];
+            for (i, &x) in v.iter().enumerate() {
+                out[i] = class(&format!("{key}[{i}]"), x)?;
+            }
+            Ok(out)
+        };
+        let pcp_to_tc = table("classify.pcp_to_tc", &c.pcp_to_tc)?;
+        let tc_to_queue = table("classify.tc_to_queue", &c.tc_to_queue)?;
+
+        let mut lossless = PrioritySet::EMPTY;
+        for (i, &p) in self.pfc.lossless.iter().enumerate() {
+            lossless.insert(class(&format!("pfc.lossless[{i}]"), p)?);
+        }
+        let quanta = |key: &str, v: u32| {
+            u16::try_from(v)
+                .ok()
+                .filter(|&q| q > 0)
+                .ok_or_else(|| err(key, format!("{v} is not allowed; give 1 to 65535 quanta")))
+        };
+        let pause_quanta = quanta("pfc.pause_quanta", self.pfc.pause_quanta)?;
+        let refresh_quanta = quanta(
+            "pfc.refresh_quanta",
+            self.pfc
+                .refresh_quanta
+                .unwrap_or(u32::from(pause_quanta).div_ceil(2)),
+        )?;
+        if refresh_quanta >= pause_quanta {
+            return Err(err(
+                "pfc.refresh_quanta",
+                format!(
+                    "{refresh_quanta} must be below pfc.pause_quanta ({pause_quanta}), or the peer resumes before the refresh"
+                ),
+            ));
+        }
+
+        let b = &self.buffer;
+        if b.shared_bytes == 0 {
+            return Err(err("buffer.shared_bytes", "must be more than 0"));
+        }
+        let dynamic = b.threshold == ThresholdMode::Dynamic;
+        let queue_limit = if dynamic {
+            if b.queue_limit_bytes.is_some() {
+                return Err(err(
+                    "buffer.queue_limit_bytes",
+                    "only with threshold = \"static\"; dynamic limits use queue_alpha",
+                ));
+            }
+            QueueLimit::Dynamic(alpha("buffer.queue_alpha", b.queue_alpha, 0.5)?)
+        } else {
+            if b.queue_alpha.is_some() || b.pg_alpha.is_some() {
+                return Err(err(
+                    "buffer",
+                    "pg_alpha and queue_alpha apply only with threshold = \"dynamic\"",
+                ));
+            }
+            let limit = b.queue_limit_bytes.ok_or_else(|| {
+                err(
+                    "buffer.queue_limit_bytes",
+                    "threshold = \"static\" needs a lossy queue limit in bytes",
+                )
+            })?;
+            QueueLimit::Static(limit)
+        };
+        let pg_alpha = if dynamic {
+            alpha("buffer.pg_alpha", b.pg_alpha, 1.0)?
+        } else {
+            0.0
+        };
+
+        let mut pg_specs: [Option<&PgSpec>; CLASSES] = [None; CLASSES];
+        for (key, spec) in &self.pg {
+            pg_specs[class_key("pg", key)?] = Some(spec);
+        }
+        let mut pgs = [PgConfig {
+            lossless: false,
+            reserve_bytes: b.pg_reserve_bytes,
+            xoff: XoffRule::Dynamic {
+                alpha: pg_alpha,
+                xon_offset_bytes: 0,
+            },
+            headroom_bytes: None,
+        }; CLASSES];
+        for (pg, cfg) in pgs.iter_mut().enumerate() {
+            let key = format!("pg.{pg}");
+            let spec = pg_specs[pg].cloned().unwrap_or_default();
+            cfg.lossless = lossless.contains(pg as u8);
+            cfg.reserve_bytes = spec.reserve_bytes.unwrap_or(b.pg_reserve_bytes);
+            if !cfg.lossless {
+                if pg_specs[pg].is_some()
+                    && (spec.xoff_bytes.is_some()
+                        || spec.xon_bytes.is_some()
+                        || spec.xon_offset_bytes.is_some()
+                        || spec.headroom_bytes.is_some())
+                {
+                    return Err(err(
+                        key,
+                        format!(
+                            "priority {pg} is not in pfc.lossless; XOFF, XON and headroom apply only to lossless priority groups"
+                        ),
+                    ));
+                }
+                continue;
+            }
+            cfg.xoff = if dynamic {
+                if spec.xoff_bytes.is_some() || spec.xon_bytes.is_some() {
+                    return Err(err(
+                        key,
+                        "xoff_bytes and xon_bytes apply only with buffer.threshold = \"static\"; dynamic thresholds use buffer.pg_alpha and xon_offset_bytes",
+                    ));
+                }
+                XoffRule::Dynamic {
+                    alpha: pg_alpha,
+                    xon_offset_bytes: spec.xon_offset_bytes.unwrap_or(0),
+                }
+            } else {
+                let xoff = spec.xoff_bytes.ok_or_else(|| {
+                    err(
+                        format!("{key}.xoff_bytes"),
+                        "a lossless PG with static thresholds needs xoff_bytes",
+                    )
+                })?;
+                let xon = spec.xon_bytes.ok_or_else(|| {
+                    err(
+                        format!("{key}.xon_bytes"),
+                        "a lossless PG with static thresholds needs xon_bytes",
+                    )
+                })?;
+                if xon >= xoff {
+                    return Err(err(
+                        format!("{key}.xon_bytes"),
+                        format!(
+                            "{xon} must be below xoff_bytes ({xoff}), or XON and XOFF would chase each other"
+                        ),
+                    ));
+                }
+                if xoff > b.shared_bytes {
+                    return Err(err(
+                        format!("{key}.xoff_bytes"),
+                        format!("{xoff} exceeds buffer.shared_bytes ({})", b.shared_bytes),
+                    ));
+                }
+                XoffRule::Static {
+                    xoff_bytes: xoff,
+                    xon_bytes: xon,
+                }
+            };
+            cfg.headroom_bytes = spec.headroom_bytes;
+            if let Some(h) = spec.headroom_bytes {
+                for port in ports.iter().chain([&port_defaults]) {
+                    let min = min_headroom_bytes(port);
+                    if h < min {
+                        return Err(err(
+                            format!("{key}.headroom_bytes"),
+                            format!(
+                                "{h} is below the {min} bytes port '{}' needs ({} Gb/s, {} ns cable, MTU {}): 2 x MTU + 2 x cable delay x rate + the peer's response of {} quanta; omit it to have it computed",
+                                port.name,
+                                port.bits_per_sec as f64 / 1e9,
+                                port.cable.0,
+                                port.mtu,
+                                peer_response_quanta(port.bits_per_sec)
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+
+        let mut queue_specs: [Option<&QueueSpec>; CLASSES] = [None; CLASSES];
+        for (key, spec) in &self.queue {
+            queue_specs[class_key("queue", key)?] = Some(spec);
+        }
+        let mut queues = [QueueConfig {
+            schedule: Schedule::Dwrr(1),
+            ecn: None,
+            mark_at: MarkAt::Enqueue,
+        }; CLASSES];
+        for (q, cfg) in queues.iter_mut().enumerate() {
+            let Some(spec) = queue_specs[q] else { continue };
+            let key = format!("queue.{q}");
+            cfg.schedule = match spec.schedule {
+                ScheduleSpec::Strict => {
+                    if spec.weight.is_some() {
+                        return Err(err(
+                            format!("{key}.weight"),
+                            "a strict-priority queue has no weight",
+                        ));
+                    }
+                    Schedule::Strict
+                }
+                ScheduleSpec::Dwrr => {
+                    let w = spec.weight.unwrap_or(1);
+                    if !(1..=1000).contains(&w) {
+                        return Err(err(
+                            format!("{key}.weight"),
+                            format!("{w} is not allowed; give 1 to 1000"),
+                        ));
+                    }
+                    Schedule::Dwrr(w)
+                }
+            };
+            cfg.mark_at = spec.mark_at;
+            if let Some(red) = spec.ecn {
+                let k = format!("{key}.ecn");
+                if red.kmin_bytes > red.kmax_bytes {
+                    return Err(err(
+                        format!("{k}.kmin_bytes"),
+                        format!(
+                            "{} must not exceed kmax_bytes ({})",
+                            red.kmin_bytes, red.kmax_bytes
+                        ),
+                    ));
+                }
+                if !(red.pmax.is_finite() && red.pmax > 0.0 && red.pmax <= 1.0) {
+                    return Err(err(
+                        format!("{k}.pmax"),
+                        format!("{} is not a probability in (0, 1]", red.pmax),
+                    ));
+                }
+                cfg.ecn = Some(RedProfile {
+                    kmin_bytes: red.kmin_bytes,
+                    kmax_bytes: red.kmax_bytes,
+                    pmax: red.pmax,
+                });
+            }
+        }
+        for p in lossless.iter() {
+            let used_by_trust = match self.trust {
+                Trust::Dscp => dscp_to_tc.contains(&p),
+                Trust::Pcp => pcp_to_tc.contains(&p),
+            };
+            if !used_by_trust {
+                return Err(err(
+                    "pfc.lossless",
+                    format!(
+                        "priority {p} is lossless but no {} maps to traffic class {p}: it has no queue to protect; add it to classify.{}",
+                        if self.trust == Trust::Dscp {
+                            "DSCP"
+                        } else {
+                            "PCP"
+                        },
+                        if self.trust == Trust::Dscp {
+                            "dscp_to_tc"
+                        } else {
+                            "pcp_to_tc"
+                        }
+                    ),
+                ));
+            }
+            let q = usize::from(tc_to_queue[usize::from(p)]);
+            if queue_specs[q].is_none() {
+                return Err(err(
+                    "pfc.lossless",
+                    format!(
+                        "lossless class {p} goes to queue {q} (classify.tc_to_queue), which has no [queue.{q}] section: give it a schedule (and usually ecn)"
+                    ),
+                ));
+            }
+            let shared: Vec<usize> = (0..CLASSES)
+                .filter(|&tc| {
+                    tc != usize::from(p)
+                        && usize::from(tc_to_queue[tc]) == q
+                        && !lossless.contains(tc as u8)
+                })
+                .collect();
+            if !shared.is_empty() {
+                return Err(err(
+                    "classify.tc_to_queue",
+                    format!(
+                        "lossless class {p} shares queue {q} with lossy class(es) {shared:?}; a paused queue would stall them too (and their drops would hit lossless traffic): give class {p} a queue of its own"
+                    ),
+                ));
+            }
+        }
+
+        let w = &self.watchdog;
+        for (key, v) in [
+            ("watchdog.detection_ms", w.detection_ms),
+            ("watchdog.restoration_ms", w.restoration_ms),
+            ("watchdog.poll_ms", w.poll_ms),
+        ] {
+            if w.enabled && !(1..=3_600_000).contains(&v) {
+                return Err(err(
+                    key,
+                    format!("{v} is not allowed; give 1 to 3600000 ms"),
+                ));
+            }
+        }
+
+        Ok(SwitchConfig {
+            seed: self.seed,
+            trust: self.trust,
+            mac_age: Nanos::from_secs(self.mac_age_secs),
+            port_defaults,
+            ports,
+            dscp_to_tc,
+            pcp_to_tc,
+            tc_to_queue,
+            lossless,
+            pause_quanta,
+            refresh_quanta,
+            shared_bytes: b.shared_bytes,
+            queue_reserve_bytes: b.queue_reserve_bytes,
+            queue_limit,
+            pgs,
+            queues,
+            watchdog: WatchdogConfig {
+                enabled: w.enabled,
+                detection: Nanos::from_millis(w.detection_ms),
+                restoration: Nanos::from_millis(w.restoration_ms),
+                poll: Nanos::from_millis(w.poll_ms),
+                action: w.action,
+            },
+        })
+    }
+}
+
+fn cable_from_m(key: &str, m: f64) -> Result<Nanos, ConfigError> {
+    if !(m.is_finite() && (0.0..=100_000.0).contains(&m)) {
+        return Err(err(key, format!("{m} is not allowed; give 0 to 100000 m")));
+    }
+    Ok(Nanos((m * CABLE_NS_PER_M as f64).round() as u64))
+}
+
+impl fmt::Display for Trust {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Trust::Dscp => "dscp",
+            Trust::Pcp => "pcp",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,213 @@
+//! The egress side of the switch: picking and sending frames at the line rate, and the
+//! timers (when to call again, PFC refresh, watchdog polls).
+
+use super::pfc::QueueWatchdog;
+use super::sched::QueueState;
+use super::{Note, red};
+use super::{Packet, Port, Queue, Switch, Transmit};
+use crate::config::CLASSES;
+use crate::config::MarkAt;
+use crate::time::Nanos;
+use crate::wire::pfc::MacControl;
+use crate::wire::{self, CeMark};
+
+/// Whether queue `q` may send at `now`: not paused, or its watchdog ignores the pause.
+fn queue_state(
+    queues: &[Queue; CLASSES],
+    pause_until: &[Nanos; CLASSES],
+    link_pause_until: Nanos,
+    watchdog: &[QueueWatchdog; CLASSES],
+    q: usize,
+    now: Nanos,
+    forward_stormed: bool,
+) -> QueueState {
+    let Some(head) = queues[q].frames.front() else {
+        return QueueState::Empty;
+    };
+    let ignore_pause = forward_stormed && watchdog[q].stormed;
+    if !ignore_pause && (pause_until[q] > now || link_pause_until > now) {
+        return QueueState::Blocked;
+    }
+    QueueState::Ready(head.buf.len() as u64)
+}
+
+impl Port {
+    /// The earliest time queue `q`'s head may go (ignoring the transmitter).
+    fn queue_ready_at(&self, q: usize, forward_stormed: bool) -> Option<Nanos> {
+        self.queues[q].frames.front()?;
+        if forward_stormed && self.watchdog[q].stormed {
+            return Some(Nanos::ZERO);
+        }
+        Some(self.pause_until[q].max(self.link_pause_until))
+    }
+}
+
+impl Switch {
+    fn forward_stormed(&self) -> bool {
+        self.cfg.watchdog.action == crate::config::WatchdogAction::Forward
+    }
+
+    /// The next frame to leave any port at `now`, if a port is free and has one.
+    /// Call repeatedly until `None`, then again at [`poll_timeout`](Self::poll_timeout).
+    pub fn poll_transmit(&mut self, now: Nanos) -> Option<Transmit<'_>> {
+        self.recycle_last();
+        self.anchor(now);
+        let n = self.ports.len();
+        for i in 0..n {
+            let port = (self.next_port + i) % n;
+            if let Some(packet) = self.dequeue(now, port) {
+                self.next_port = (port + 1) % n;
+                let note = packet.note;
+                let packet = self.last_tx.insert(packet);
+                return Some(Transmit {
+                    port,
+                    time: now,
+                    frame: &packet.buf,
+                    note,
+                });
+            }
+        }
+        None
+    }
+
+    /// Takes the next frame of `port` if its transmitter is free at `now`.
+    fn dequeue(&mut self, now: Nanos, port_index: usize) -> Option<Packet> {
+        let forward_stormed = self.forward_stormed();
+        let port = &mut self.ports[port_index];
+        if !port.tx.enabled || port.tx.free_at() > now {
+            return None;
+        }
+        if let Some(packet) = port.control.pop_front() {
+            port.tx.start(now, packet.buf.len());
+            if let Some(meta) = packet.meta {
+                if let Ok(MacControl::Pfc(pfc)) = MacControl::parse_frame(&packet.buf, &meta) {
+                    for p in pfc.priorities().iter() {
+                        let c = &mut port.counters.classes[usize::from(p)];
+                        c.tx_pause_frames += 1;
+                        c.tx_xon_frames += u64::from(pfc.quanta[usize::from(p)] == 0);
+                    }
+                }
+            }
+            return Some(packet);
+        }
+        let Port {
+            sched,
+            queues,
+            pause_until,
+            link_pause_until,
+            watchdog,
+            ..
+        } = port;
+        let q = sched.pick(|q| {
+            queue_state(
+                queues,
+                pause_until,
+                *link_pause_until,
+                watchdog,
+                q,
+                now,
+                forward_stormed,
+            )
+        })?;
+        let queue = &mut port.queues[q];
+        let mut packet = queue.frames.pop_front()?;
+        let len = packet.buf.len();
+        queue.bytes -= len as u64;
+        let depth_after = queue.bytes;
+        port.tx.start(now, len);
+        let stormed = port.watchdog[q].stormed;
+        port.watchdog[q].last_progress = now;
+        let c = &mut port.counters.classes[q];
+        c.tx_frames += 1;
+        c.tx_bytes += len as u64;
+        c.tx_during_storm += u64::from(stormed);
+        let _ = port.counters.sojourn_ns[q].record(now.saturating_sub(packet.arrived).0.max(1));
+        let queue_cfg = self.cfg.queues[q];
+        if let (Some(profile), MarkAt::Dequeue, Some(meta)) =
+            (queue_cfg.ecn, queue_cfg.mark_at, packet.meta)
+        {
+            let decision = red::decide(&profile, depth_after, &mut self.rng);
+            if decision.hit && wire::mark_ce(&mut packet.buf, &meta) == CeMark::Marked {
+                self.ports[port_index].counters.classes[q].ecn_marked += 1;
+                if self.explain {
+                    packet.note = Some(Note::CeMarked {
+                        queue: q as u8,
+                        depth_bytes: depth_after,
+                        kmin_bytes: profile.kmin_bytes,
+                        kmax_bytes: profile.kmax_bytes,
+                        probability: decision.probability,
+                    });
+                }
+            }
+        }
+        self.release(now, &packet);
+        Some(packet)
+    }
+
+    /// Returns a frame's buffer charge; its ingress PG may now send XON.
+    pub(super) fn release(&mut self, now: Nanos, packet: &Packet) {
+        let pg = usize::from(packet.class);
+        self.mmu
+            .release(packet.ingress, pg, packet.buf.len() as u32);
+        if self.mmu.needs_xon(packet.ingress, pg) {
+            self.send_xon(now, packet.ingress, pg);
+        }
+    }
+
+    /// When to call [`poll_transmit`](Self::poll_transmit) or
+    /// [`handle_timeout`](Self::handle_timeout) next; `None` when the switch is idle.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        let forward_stormed = self.forward_stormed();
+        let mut next: Option<Nanos> = None;
+        let mut at = |t: Nanos| next = Some(next.map_or(t, |n| n.min(t)));
+        let mut watchdog_needed = false;
+        for port in &self.ports {
+            for t in port.refresh_at.iter().flatten() {
+                at(*t);
+            }
+            if self.cfg.watchdog.enabled {
+                watchdog_needed |= port.watchdog.iter().any(|w| w.stormed)
+                    || (0..port.queues.len()).any(|q| {
+                        self.cfg.lossless.contains(q as u8)
+                            && !port.queues[q].frames.is_empty()
+                            && port.pause_until[q].max(port.link_pause_until)
+                                > port.watchdog[q].last_progress
+                    });
+            }
+            if !port.tx.enabled {
+                continue;
+            }
+            let free = port.tx.free_at();
+            if !port.control.is_empty() {
+                at(free);
+                continue;
+            }
+            let ready = (0..port.queues.len())
+                .filter_map(|q| port.queue_ready_at(q, forward_stormed))
+                .min();
+            if let Some(ready) = ready {
+                at(ready.max(free));
+            }
+        }
+        if watchdog_needed {
+            if let Some(t) = self.next_watchdog_poll() {
+                at(t);
+            }
+        }
+        next
+    }
+
+    /// Runs the timers due at `now`: PFC refreshes and watchdog polls.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        self.recycle_last();
+        self.anchor(now);
+        for port in 0..self.ports.len() {
+            for pg in 0..self.ports[port].refresh_at.len() {
+                if self.ports[port].refresh_at[pg].is_some_and(|t| t <= now) {
+                    self.send_refresh(now, port, pg);
+                }
+            }
+        }
+        self.run_watchdog(now);
+    }
+}

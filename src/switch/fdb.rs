@@ -1,0 +1,113 @@
+//! MAC learning: source addresses are learned per ingress port; unknown, broadcast and
+//! multicast destinations are flooded; entries age out.
+
+use crate::time::Nanos;
+use crate::wire::MacAddr;
+use rustc_hash::FxHashMap;
+
+/// Where a frame goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// To one known port.
+    Port(usize),
+    /// To every port but the ingress port.
+    Flood,
+    /// The destination sits behind the ingress port: filter (do not send back).
+    Filter,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    port: usize,
+    last_seen: Nanos,
+}
+
+/// The MAC table.
+#[derive(Debug, Clone)]
+pub struct Fdb {
+    entries: FxHashMap<MacAddr, Entry>,
+    age: Nanos,
+}
+
+impl Fdb {
+    /// An empty table whose entries age out after `age` without traffic.
+    pub fn new(age: Nanos) -> Fdb {
+        Fdb {
+            entries: FxHashMap::default(),
+            age,
+        }
+    }
+
+    /// Learns `src` on `port` (unicast sources only) and looks up `dst`.
+    #[inline]
+    pub fn learn_and_lookup(
+        &mut self,
+        now: Nanos,
+        port: usize,
+        src: MacAddr,
+        dst: MacAddr,
+    ) -> Lookup {
+        if !src.is_multicast() {
+            self.entries.insert(
+                src,
+                Entry {
+                    port,
+                    last_seen: now,
+                },
+            );
+        }
+        if dst.is_multicast() {
+            return Lookup::Flood;
+        }
+        match self.entries.get(&dst) {
+            Some(e) if now.saturating_sub(e.last_seen) <= self.age => {
+                if e.port == port {
+                    Lookup::Filter
+                } else {
+                    Lookup::Port(e.port)
+                }
+            }
+            Some(_) => {
+                // Aged out: forget it and flood, as a switch does.
+                self.entries.remove(&dst);
+                Lookup::Flood
+            }
+            None => Lookup::Flood,
+        }
+    }
+
+    /// Entries currently in the table (aged ones included until looked up).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xa]);
+    const B: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xb]);
+
+    #[test]
+    fn learns_floods_filters_and_ages() {
+        let mut fdb = Fdb::new(Nanos::from_secs(300));
+        assert_eq!(fdb.learn_and_lookup(Nanos(0), 0, A, B), Lookup::Flood);
+        assert_eq!(fdb.learn_and_lookup(Nanos(1), 1, B, A), Lookup::Port(0));
+        assert_eq!(fdb.learn_and_lookup(Nanos(2), 0, A, B), Lookup::Port(1));
+        assert_eq!(
+            fdb.learn_and_lookup(Nanos(3), 0, A, MacAddr::BROADCAST),
+            Lookup::Flood
+        );
+        // B moves behind port 0: traffic from port 0 to B is filtered.
+        assert_eq!(fdb.learn_and_lookup(Nanos(4), 0, B, A), Lookup::Filter);
+        // 300 s later without B: aged out, flooded.
+        let later = Nanos(4) + Nanos::from_secs(300) + Nanos(1);
+        assert_eq!(fdb.learn_and_lookup(later, 1, A, B), Lookup::Flood);
+    }
+}

@@ -1,0 +1,192 @@
+//! The shared-buffer MMU: ingress priority-group accounting (guaranteed reserve, shared pool,
+//! headroom), the XOFF / XON decisions of lossless groups, and the limits of lossy egress
+//! queues.
+//!
+//! A frame's bytes are charged to its ingress PG in order: the PG's reserve, then the
+//! shared pool up to the PG's XOFF threshold, then (lossless PGs only) the PG's headroom.
+//! A frame that does not fit whole is dropped (ingress overflow) and charges nothing.
+//! Departing bytes are returned in the opposite order, headroom first, then shared, then
+//! reserve, as an MMU's PG counters do: the PG's total stays exact, and a PG that spilled
+//! into headroom empties it before anything else. Thresholds are static bytes or dynamic:
+//! alpha × the free shared pool, evaluated as each frame arrives (Choudhury and Hahne's
+//! dynamic threshold, Broadcom "dynamic_th").
+
+use crate::config::{CLASSES, PgConfig, QueueLimit, SwitchConfig, XoffRule};
+
+/// Occupancy and PFC state of one ingress priority group.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PgState {
+    /// Reserve bytes in use.
+    pub reserve: u64,
+    /// Shared bytes in use.
+    pub shared: u64,
+    /// Headroom bytes in use.
+    pub headroom: u64,
+    /// XOFF has been sent and not yet lifted by XON.
+    pub xoff: bool,
+    /// Highest shared use seen.
+    pub watermark_shared: u64,
+    /// Highest headroom use seen.
+    pub watermark_headroom: u64,
+}
+
+/// The buffer of the whole switch.
+#[derive(Debug, Clone)]
+pub struct Mmu {
+    shared_size: u64,
+    shared_used: u64,
+    pg_cfg: [PgConfig; CLASSES],
+    /// Per port, per PG.
+    pgs: Vec<[PgState; CLASSES]>,
+    /// Per port, per PG: headroom size.
+    headroom: Vec<[u64; CLASSES]>,
+    queue_limit: QueueLimit,
+    queue_reserve: u64,
+}
+
+impl Mmu {
+    /// An empty buffer for the ports of `cfg`.
+    pub fn new(cfg: &SwitchConfig) -> Mmu {
+        let headroom = cfg
+            .ports
+            .iter()
+            .map(|port| {
+                std::array::from_fn(|pg| {
+                    if cfg.pgs[pg].lossless {
+                        cfg.headroom_bytes(pg, port)
+                    } else {
+                        0
+                    }
+                })
+            })
+            .collect();
+        Mmu {
+            shared_size: cfg.shared_bytes,
+            shared_used: 0,
+            pg_cfg: cfg.pgs,
+            pgs: vec![[PgState::default(); CLASSES]; cfg.ports.len()],
+            headroom,
+            queue_limit: cfg.queue_limit,
+            queue_reserve: cfg.queue_reserve_bytes,
+        }
+    }
+
+    fn free_shared(&self) -> u64 {
+        self.shared_size - self.shared_used
+    }
+
+    /// The shared-pool bytes PG `pg` may hold now before XOFF.
+    pub fn xoff_threshold(&self, pg: usize) -> u64 {
+        match self.pg_cfg[pg].xoff {
+            XoffRule::Static { xoff_bytes, .. } => xoff_bytes,
+            XoffRule::Dynamic { alpha, .. } => (alpha * self.free_shared() as f64) as u64,
+        }
+    }
+
+    /// The shared use at or below which a paused PG sends XON.
+    pub fn xon_threshold(&self, pg: usize) -> u64 {
+        match self.pg_cfg[pg].xoff {
+            XoffRule::Static { xon_bytes, .. } => xon_bytes,
+            XoffRule::Dynamic {
+                xon_offset_bytes, ..
+            } => self.xoff_threshold(pg).saturating_sub(xon_offset_bytes),
+        }
+    }
+
+    /// The headroom of `pg` on `port`.
+    pub fn headroom_size(&self, port: usize, pg: usize) -> u64 {
+        self.headroom[port][pg]
+    }
+
+    /// The state of one PG.
+    pub fn pg(&self, port: usize, pg: usize) -> &PgState {
+        &self.pgs[port][pg]
+    }
+
+    /// Shared pool in use, bytes.
+    pub fn shared_used(&self) -> u64 {
+        self.shared_used
+    }
+
+    /// Charges `len` bytes to `pg` of `port`; `false` when they do not fit (the frame is
+    /// dropped and nothing is charged).
+    #[inline]
+    pub fn charge(&mut self, port: usize, pg: usize, len: u32) -> bool {
+        let cfg = self.pg_cfg[pg];
+        // Lossy PGs take shared space as long as the pool has it; their limits are the
+        // egress queues'.
+        let threshold = if cfg.lossless {
+            self.xoff_threshold(pg)
+        } else {
+            u64::MAX
+        };
+        let free = self.free_shared();
+        let headroom_size = self.headroom[port][pg];
+        let state = &mut self.pgs[port][pg];
+        let mut rest = u64::from(len);
+        let reserve = rest.min(cfg.reserve_bytes.saturating_sub(state.reserve));
+        rest -= reserve;
+        let shared = rest.min(threshold.saturating_sub(state.shared)).min(free);
+        rest -= shared;
+        let headroom = rest;
+        if headroom > 0 && (!cfg.lossless || state.headroom + headroom > headroom_size) {
+            return false;
+        }
+        state.reserve += reserve;
+        state.shared += shared;
+        state.headroom += headroom;
+        state.watermark_shared = state.watermark_shared.max(state.shared);
+        state.watermark_headroom = state.watermark_headroom.max(state.headroom);
+        self.shared_used += shared;
+        true
+    }
+
+    /// Returns `len` departing bytes of `pg` on `port`: headroom first, then shared, then
+    /// reserve.
+    #[inline]
+    pub fn release(&mut self, port: usize, pg: usize, len: u32) {
+        let state = &mut self.pgs[port][pg];
+        let mut rest = u64::from(len);
+        let headroom = rest.min(state.headroom);
+        state.headroom -= headroom;
+        rest -= headroom;
+        let shared = rest.min(state.shared);
+        state.shared -= shared;
+        rest -= shared;
+        state.reserve -= rest.min(state.reserve);
+        self.shared_used -= shared;
+    }
+
+    /// True when a lossless PG not yet paused has reached its XOFF point: its shared use is
+    /// at the threshold, or it has spilled into headroom.
+    #[inline]
+    pub fn needs_xoff(&self, port: usize, pg: usize) -> bool {
+        let s = &self.pgs[port][pg];
+        self.pg_cfg[pg].lossless
+            && !s.xoff
+            && (s.headroom > 0 || s.shared >= self.xoff_threshold(pg))
+    }
+
+    /// True when a paused PG has drained to its XON point (headroom empty too).
+    #[inline]
+    pub fn needs_xon(&self, port: usize, pg: usize) -> bool {
+        let s = &self.pgs[port][pg];
+        s.xoff && s.headroom == 0 && s.shared <= self.xon_threshold(pg)
+    }
+
+    /// Records that XOFF was sent (`true`) or lifted (`false`).
+    pub fn set_xoff(&mut self, port: usize, pg: usize, xoff: bool) {
+        self.pgs[port][pg].xoff = xoff;
+    }
+
+    /// The byte limit of a lossy egress queue now: its reserve plus the static limit or
+    /// alpha × the free shared pool.
+    #[inline]
+    pub fn lossy_queue_limit(&self) -> u64 {
+        self.queue_reserve
+            + match self.queue_limit {
+                QueueLimit::Static(bytes) => bytes,
+                QueueLimit::Dynamic(alpha) => (alpha * self.free_shared() as f64) as u64,
+            }
+    }
+}

@@ -1,0 +1,390 @@
+//! The switch core: no I/O and no clock of its own.
+//!
+//! Frames come in with their ingress port and the time ([`Switch::handle_frame`]); frames
+//! go out per egress port when the port's emulated line rate allows
+//! ([`Switch::poll_transmit`]); [`Switch::poll_timeout`] says when to call again and
+//! [`Switch::handle_timeout`] runs the timers (PFC refresh, the watchdog). The live runtime,
+//! the pcap replay and the simulator are drivers around this one core.
+//!
+//! Inside: MAC learning ([`fdb`]); classification by DSCP or PCP ([`classify`]); the
+//! shared-buffer MMU with ingress PG accounting, XOFF/XON and headroom ([`mmu`]); RED-ECN
+//! marking and WRED/tail drop ([`red`]); strict priority + DWRR under a per-port shaper
+//! ([`sched`]); PFC generation and reception and the PFC watchdog ([`pfc`]); counters.
+
+pub mod classify;
+pub mod counters;
+mod egress;
+pub mod fdb;
+pub mod mmu;
+pub mod note;
+pub mod pfc;
+pub mod red;
+pub mod sched;
+
+pub use counters::{ClassCounters, DropCause, PortCounters};
+pub use note::Note;
+
+use crate::config::{CLASSES, MarkAt, SwitchConfig};
+use crate::time::Nanos;
+use crate::wire::{self, CeMark, Ecn, FrameMeta, MacAddr};
+use classify::Classifier;
+use fdb::{Fdb, Lookup};
+use mmu::Mmu;
+use pfc::QueueWatchdog;
+use red::Rng;
+use sched::{Scheduler, Transmitter};
+use std::collections::VecDeque;
+
+/// A frame held by the switch.
+#[derive(Debug)]
+struct Packet {
+    buf: Vec<u8>,
+    meta: Option<FrameMeta>,
+    ingress: usize,
+    class: u8,
+    arrived: Nanos,
+    note: Option<Note>,
+}
+
+/// One egress queue.
+#[derive(Debug, Default)]
+struct Queue {
+    frames: VecDeque<Packet>,
+    bytes: u64,
+}
+
+/// One port: its transmitter, queues, pause state and counters.
+#[derive(Debug)]
+struct Port {
+    mac: MacAddr,
+    tx: Transmitter,
+    /// PFC frames the switch generated, sent ahead of all data and never paused.
+    control: VecDeque<Packet>,
+    queues: [Queue; CLASSES],
+    sched: Scheduler,
+    /// Per queue: paused by received PFC until then.
+    pause_until: [Nanos; CLASSES],
+    /// Paused by a received 802.3x PAUSE until then (all data queues).
+    link_pause_until: Nanos,
+    /// Per PG of this port as an ingress: when to refresh the XOFF it holds.
+    refresh_at: [Option<Nanos>; CLASSES],
+    watchdog: [QueueWatchdog; CLASSES],
+    counters: PortCounters,
+}
+
+/// What happened to a received frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxOutcome {
+    /// Queued on `copies` egress ports (1 for a known unicast destination, more when
+    /// flooded); `dropped` copies were refused by the buffer.
+    Queued {
+        /// Copies queued.
+        copies: u16,
+        /// Copies dropped.
+        dropped: u16,
+    },
+    /// The destination sits behind the ingress port.
+    Filtered,
+    /// A PFC, PAUSE or other link-local frame, acted on and not forwarded.
+    Consumed,
+    /// Shorter than an Ethernet header, or an unknown port: discarded.
+    Discarded,
+}
+
+/// A frame leaving the switch. The frame borrows the switch until the next call.
+#[derive(Debug, Clone, Copy)]
+pub struct Transmit<'a> {
+    /// Egress port.
+    pub port: usize,
+    /// When its first bit leaves.
+    pub time: Nanos,
+    /// The frame, without FCS.
+    pub frame: &'a [u8],
+    /// Why the switch changed or created it (with [`Switch::set_explain`]).
+    pub note: Option<Note>,
+}
+
+/// The software switch.
+#[derive(Debug)]
+pub struct Switch {
+    cfg: SwitchConfig,
+    classifier: Classifier,
+    fdb: Fdb,
+    mmu: Mmu,
+    rng: Rng,
+    ports: Vec<Port>,
+    pool: Vec<Vec<u8>>,
+    /// The frame handed out by the last `poll_transmit`, recycled on the next call.
+    last_tx: Option<Packet>,
+    next_port: usize,
+    explain: bool,
+    /// Watchdog polls run at `anchor + k × poll`.
+    watchdog_anchor: Option<Nanos>,
+    /// The last k whose poll ran.
+    watchdog_ticks_done: u64,
+}
+
+/// Buffers kept for reuse; beyond this, freed ones are dropped.
+const POOL_MAX: usize = 1 << 16;
+
+impl Switch {
+    /// A switch with the ports of `cfg`, all queues empty.
+    pub fn new(cfg: &SwitchConfig) -> Switch {
+        let max_mtu = cfg.ports.iter().map(|p| p.mtu).max().unwrap_or(9216);
+        let schedules = cfg.queues.map(|q| q.schedule);
+        let ports = cfg
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Port {
+                mac: MacAddr([0x02, 0x00, 0x5e, 0x10, (i >> 8) as u8, i as u8]),
+                tx: Transmitter::new(p.bits_per_sec),
+                control: VecDeque::new(),
+                queues: Default::default(),
+                sched: Scheduler::new(&schedules, u64::from(max_mtu) + 64),
+                pause_until: [Nanos::ZERO; CLASSES],
+                link_pause_until: Nanos::ZERO,
+                refresh_at: [None; CLASSES],
+                watchdog: Default::default(),
+                counters: PortCounters::new(&p.name),
+            })
+            .collect();
+        Switch {
+            classifier: Classifier::new(cfg),
+            fdb: Fdb::new(cfg.mac_age),
+            mmu: Mmu::new(cfg),
+            rng: Rng::new(cfg.seed),
+            ports,
+            pool: Vec::new(),
+            last_tx: None,
+            next_port: 0,
+            explain: false,
+            watchdog_anchor: None,
+            watchdog_ticks_done: 0,
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// Attach a [`Note`] to every frame the switch changes or creates (off by default, to
+    /// keep the hot path free of the bookkeeping).
+    pub fn set_explain(&mut self, on: bool) {
+        self.explain = on;
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SwitchConfig {
+        &self.cfg
+    }
+
+    /// Number of ports.
+    pub fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// The index of the port named `name`.
+    pub fn port_index(&self, name: &str) -> Option<usize> {
+        self.cfg.ports.iter().position(|p| p.name == name)
+    }
+
+    /// Counters of port `port`.
+    pub fn counters(&self, port: usize) -> &PortCounters {
+        &self.ports[port].counters
+    }
+
+    /// Bytes queued on `queue` of `port`.
+    pub fn queue_bytes(&self, port: usize, queue: usize) -> u64 {
+        self.ports[port].queues[queue].bytes
+    }
+
+    /// Frames queued on `queue` of `port`.
+    pub fn queue_frames(&self, port: usize, queue: usize) -> usize {
+        self.ports[port].queues[queue].frames.len()
+    }
+
+    /// The ingress accounting of PG `pg` on `port`.
+    pub fn pg_state(&self, port: usize, pg: usize) -> mmu::PgState {
+        *self.mmu.pg(port, pg)
+    }
+
+    /// The MMU (thresholds and pool use).
+    pub fn mmu(&self) -> &Mmu {
+        &self.mmu
+    }
+
+    /// Whether the watchdog holds `queue` of `port` as stormed.
+    pub fn is_stormed(&self, port: usize, queue: usize) -> bool {
+        self.ports[port].watchdog[queue].stormed
+    }
+
+    /// Shuts (`false`) or opens the transmit side of a port, as a test stops an egress.
+    pub fn set_tx_enabled(&mut self, port: usize, enabled: bool) {
+        if let Some(p) = self.ports.get_mut(port) {
+            p.tx.enabled = enabled;
+        }
+    }
+
+    fn anchor(&mut self, now: Nanos) {
+        self.watchdog_anchor.get_or_insert(now);
+    }
+
+    fn recycle(&mut self, mut buf: Vec<u8>) {
+        if self.pool.len() < POOL_MAX {
+            buf.clear();
+            self.pool.push(buf);
+        }
+    }
+
+    fn recycle_last(&mut self) {
+        if let Some(p) = self.last_tx.take() {
+            self.recycle(p.buf);
+        }
+    }
+
+    fn buffer_with(&mut self, frame: &[u8]) -> Vec<u8> {
+        let mut buf = self.pool.pop().unwrap_or_default();
+        buf.extend_from_slice(frame);
+        buf
+    }
+
+    /// A frame arrives, fully received, on `port` at `now`.
+    pub fn handle_frame(&mut self, now: Nanos, port: usize, frame: &[u8]) -> RxOutcome {
+        self.recycle_last();
+        self.anchor(now);
+        if port >= self.ports.len() || frame.len() < wire::ethernet::HEADER_LEN {
+            return RxOutcome::Discarded;
+        }
+        let dst = MacAddr(frame[..6].try_into().unwrap_or_default());
+        let src = MacAddr(frame[6..12].try_into().unwrap_or_default());
+        let meta = wire::parse(frame).ok();
+        // IEEE 802.1Q reserves 01:80:C2:00:00:00-0F for link-local protocols: never relayed.
+        if dst.0[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && dst.0[5] <= 0x0f {
+            self.ports[port].counters.rx_link_local_frames += 1;
+            if let Some(meta) = meta.filter(|m| m.is_mac_control()) {
+                self.receive_mac_control(now, port, frame, &meta);
+            }
+            return RxOutcome::Consumed;
+        }
+        let class = match &meta {
+            Some(m) => self.classifier.traffic_class(m),
+            None => {
+                self.ports[port].counters.rx_malformed_frames += 1;
+                self.classifier.default_class()
+            }
+        };
+        let c = &mut self.ports[port].counters.classes[usize::from(class)];
+        c.rx_frames += 1;
+        c.rx_bytes += frame.len() as u64;
+        match self.fdb.learn_and_lookup(now, port, src, dst) {
+            Lookup::Port(out) => {
+                let dropped = self.enqueue(now, port, out, class, frame, meta).is_err();
+                RxOutcome::Queued {
+                    copies: u16::from(!dropped),
+                    dropped: u16::from(dropped),
+                }
+            }
+            Lookup::Flood => {
+                let (mut copies, mut dropped) = (0, 0);
+                for out in (0..self.ports.len()).filter(|&p| p != port) {
+                    match self.enqueue(now, port, out, class, frame, meta) {
+                        Ok(()) => copies += 1,
+                        Err(_) => dropped += 1,
+                    }
+                }
+                RxOutcome::Queued { copies, dropped }
+            }
+            Lookup::Filter => {
+                self.ports[port].counters.filtered_frames += 1;
+                RxOutcome::Filtered
+            }
+        }
+    }
+
+    /// Admits one copy of a frame to `queue` of `out`: watchdog, tail and WRED drops, the
+    /// ingress charge (which may send XOFF), ECN marking at enqueue.
+    fn enqueue(
+        &mut self,
+        now: Nanos,
+        ingress: usize,
+        out: usize,
+        class: u8,
+        frame: &[u8],
+        meta: Option<FrameMeta>,
+    ) -> Result<(), DropCause> {
+        let q = self.classifier.queue(class);
+        let pg = usize::from(class);
+        let len = frame.len();
+        let lossless = self.cfg.lossless.contains(class);
+        let queue_cfg = self.cfg.queues[q];
+        let port = &mut self.ports[out];
+        if port.watchdog[q].stormed
+            && self.cfg.watchdog.action == crate::config::WatchdogAction::Drop
+        {
+            port.counters.drop(q, DropCause::Watchdog, len);
+            return Err(DropCause::Watchdog);
+        }
+        let depth = port.queues[q].bytes;
+        if !lossless && depth + len as u64 > self.mmu.lossy_queue_limit() {
+            port.counters.drop(q, DropCause::Tail, len);
+            return Err(DropCause::Tail);
+        }
+        let ecn = meta.map_or(Ecn::NotEct, |m| m.ecn());
+        let mut mark = None;
+        if let (Some(profile), MarkAt::Enqueue) = (queue_cfg.ecn, queue_cfg.mark_at) {
+            let decision = red::decide(&profile, depth, &mut self.rng);
+            if decision.hit {
+                if ecn.is_ect() {
+                    mark = Some((profile, decision.probability));
+                } else if ecn == Ecn::NotEct && !lossless {
+                    port.counters.drop(q, DropCause::Wred, len);
+                    return Err(DropCause::Wred);
+                }
+            }
+        }
+        if !self.mmu.charge(ingress, pg, len as u32) {
+            self.ports[ingress]
+                .counters
+                .drop(pg, DropCause::IngressOverflow, len);
+            return Err(DropCause::IngressOverflow);
+        };
+        let state = self.mmu.pg(ingress, pg);
+        let c = &mut self.ports[ingress].counters.classes[pg];
+        c.pg_shared_watermark_bytes = c.pg_shared_watermark_bytes.max(state.shared);
+        c.pg_headroom_watermark_bytes = c.pg_headroom_watermark_bytes.max(state.headroom);
+        if self.mmu.needs_xoff(ingress, pg) {
+            self.send_xoff(now, ingress, pg);
+        }
+        let mut buf = self.buffer_with(frame);
+        let mut note = None;
+        if let (Some((profile, probability)), Some(meta)) = (mark, meta) {
+            if wire::mark_ce(&mut buf, &meta) == CeMark::Marked {
+                self.ports[out].counters.classes[q].ecn_marked += 1;
+                if self.explain {
+                    note = Some(Note::CeMarked {
+                        queue: q as u8,
+                        depth_bytes: depth,
+                        kmin_bytes: profile.kmin_bytes,
+                        kmax_bytes: profile.kmax_bytes,
+                        probability,
+                    });
+                }
+            }
+        }
+        let port = &mut self.ports[out];
+        let queue = &mut port.queues[q];
+        if queue.frames.is_empty() {
+            port.watchdog[q].last_progress = now;
+        }
+        queue.bytes += len as u64;
+        queue.frames.push_back(Packet {
+            buf,
+            meta,
+            ingress,
+            class,
+            arrived: now,
+            note,
+        });
+        let c = &mut port.counters.classes[q];
+        c.queue_watermark_bytes = c.queue_watermark_bytes.max(queue.bytes);
+        Ok(())
+    }
+}

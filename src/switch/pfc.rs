@@ -1,0 +1,197 @@
+//! PFC: pausing the ingress peer when a lossless priority group fills (XOFF, refreshed
+//! while it holds, XON when it drains), honouring the PFC and PAUSE frames the switch
+//! receives, and the PFC watchdog that breaks pause storms.
+
+use super::{DropCause, Note, Packet, Switch};
+use crate::config::WatchdogAction;
+use crate::time::Nanos;
+use crate::wire::pfc::{MacControl, PfcRepr, PrioritySet, pause_duration};
+use crate::wire::{self, FrameMeta};
+
+/// The watchdog's view of one lossless egress queue.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QueueWatchdog {
+    /// The queue is held as stormed.
+    pub stormed: bool,
+    /// The last time the queue sent a frame or went from empty to busy.
+    pub last_progress: Nanos,
+    /// The last time a PFC frame with a non-zero time for this queue arrived.
+    pub last_pause_rx: Nanos,
+}
+
+impl Switch {
+    fn queue_pfc(&mut self, now: Nanos, port: usize, pg: usize, quanta: u16, note: Option<Note>) {
+        let pfc = MacControl::Pfc(PfcRepr::new(PrioritySet::single(pg as u8), quanta));
+        let mut buf = self.pool.pop().unwrap_or_default();
+        buf.resize(wire::pfc::FRAME_LEN, 0);
+        // The buffer has room for the frame: emit cannot fail.
+        let _ = pfc.emit(&mut buf, self.ports[port].mac);
+        let meta = wire::parse(&buf).ok();
+        self.ports[port].control.push_back(Packet {
+            buf,
+            meta,
+            ingress: port,
+            class: pg as u8,
+            arrived: now,
+            note: if self.explain { note } else { None },
+        });
+    }
+
+    fn refresh_interval(&self, port: usize) -> Nanos {
+        pause_duration(self.cfg.refresh_quanta, self.ports[port].tx.bits_per_sec())
+    }
+
+    fn pg_bytes(&self, port: usize, pg: usize) -> u64 {
+        let s = self.mmu.pg(port, pg);
+        s.shared + s.headroom
+    }
+
+    /// A lossless PG of `port` reached its XOFF point: pause the peer's priority.
+    pub(super) fn send_xoff(&mut self, now: Nanos, port: usize, pg: usize) {
+        self.mmu.set_xoff(port, pg, true);
+        let quanta = self.cfg.pause_quanta;
+        let note = Note::PfcXoff {
+            priority: pg as u8,
+            pg_bytes: self.pg_bytes(port, pg),
+            threshold_bytes: self.mmu.xoff_threshold(pg),
+            quanta,
+        };
+        self.queue_pfc(now, port, pg, quanta, Some(note));
+        self.ports[port].refresh_at[pg] = Some(now + self.refresh_interval(port));
+    }
+
+    /// A paused PG drained to its XON point: resume the peer (time 0).
+    pub(super) fn send_xon(&mut self, now: Nanos, port: usize, pg: usize) {
+        self.mmu.set_xoff(port, pg, false);
+        let note = Note::PfcXon {
+            priority: pg as u8,
+            pg_bytes: self.pg_bytes(port, pg),
+            threshold_bytes: self.mmu.xon_threshold(pg),
+        };
+        self.queue_pfc(now, port, pg, 0, Some(note));
+        self.ports[port].refresh_at[pg] = None;
+    }
+
+    /// XOFF still holds: re-send the pause before the peer's copy of it runs out.
+    pub(super) fn send_refresh(&mut self, now: Nanos, port: usize, pg: usize) {
+        if !self.mmu.pg(port, pg).xoff {
+            self.ports[port].refresh_at[pg] = None;
+            return;
+        }
+        let quanta = self.cfg.pause_quanta;
+        let note = Note::PfcRefresh {
+            priority: pg as u8,
+            pg_bytes: self.pg_bytes(port, pg),
+            quanta,
+        };
+        self.queue_pfc(now, port, pg, quanta, Some(note));
+        self.ports[port].refresh_at[pg] = Some(now + self.refresh_interval(port));
+    }
+
+    /// A PFC or PAUSE frame arrived on `port`: pause (or resume) its egress queues for
+    /// exactly time × 512 bit times at the port's rate, a new frame replacing the time
+    /// left. PFC is honoured for the lossless priorities (PFC-enabled, as on a switch);
+    /// PAUSE stops every data queue of the port.
+    pub(super) fn receive_mac_control(
+        &mut self,
+        now: Nanos,
+        port: usize,
+        frame: &[u8],
+        meta: &FrameMeta,
+    ) {
+        let lossless = self.cfg.lossless;
+        let tc_to_queue = self.cfg.tc_to_queue;
+        let p = &mut self.ports[port];
+        let rate = p.tx.bits_per_sec();
+        match MacControl::parse_frame(frame, meta) {
+            Ok(MacControl::Pfc(pfc)) => {
+                for prio in pfc.priorities().iter() {
+                    let quanta = pfc.quanta[usize::from(prio)];
+                    let c = &mut p.counters.classes[usize::from(prio)];
+                    c.rx_pause_frames += 1;
+                    c.rx_xon_frames += u64::from(quanta == 0);
+                    if !lossless.contains(prio) {
+                        continue;
+                    }
+                    let q = usize::from(tc_to_queue[usize::from(prio)]);
+                    p.pause_until[q] = now + pause_duration(quanta, rate);
+                    if quanta > 0 {
+                        p.watchdog[q].last_pause_rx = now;
+                    }
+                }
+            }
+            Ok(MacControl::Pause { quanta }) => {
+                p.counters.rx_link_pause_frames += 1;
+                p.link_pause_until = now + pause_duration(quanta, rate);
+            }
+            Ok(MacControl::Other { .. }) | Err(_) => {}
+        }
+    }
+
+    /// The next watchdog poll: polls tick at `anchor + k × poll`, the anchor being the
+    /// first time the switch saw.
+    pub(super) fn next_watchdog_poll(&self) -> Option<Nanos> {
+        let anchor = self.watchdog_anchor?;
+        let poll = self.cfg.watchdog.poll.0.max(1);
+        Some(anchor + Nanos(poll * (self.watchdog_ticks_done + 1)))
+    }
+
+    /// Runs the watchdog poll due by `now`, at its tick time: a lossless queue that is
+    /// paused, holds frames and has sent nothing for the detection time is stormed; a
+    /// stormed queue that has received no pause for the restoration time is restored.
+    /// Ticks skipped while nothing could storm (no timer was asked for them) are not
+    /// replayed: only the latest due tick runs.
+    pub(super) fn run_watchdog(&mut self, now: Nanos) {
+        let (Some(anchor), true) = (self.watchdog_anchor, self.cfg.watchdog.enabled) else {
+            return;
+        };
+        let poll = self.cfg.watchdog.poll.0.max(1);
+        let latest = now.saturating_sub(anchor).0 / poll;
+        if latest > self.watchdog_ticks_done {
+            self.watchdog_ticks_done = latest;
+            self.watchdog_poll(anchor + Nanos(latest * poll));
+        }
+    }
+
+    fn watchdog_poll(&mut self, tick: Nanos) {
+        let wd = self.cfg.watchdog;
+        for port in 0..self.ports.len() {
+            for q in 0..self.ports[port].queues.len() {
+                if !self.cfg.lossless.contains(q as u8) {
+                    continue;
+                }
+                let p = &mut self.ports[port];
+                let w = p.watchdog[q];
+                if w.stormed {
+                    if tick.saturating_sub(w.last_pause_rx) >= wd.restoration {
+                        p.watchdog[q].stormed = false;
+                        p.counters.classes[q].storms_restored += 1;
+                    }
+                    continue;
+                }
+                let paused = p.pause_until[q].max(p.link_pause_until) > tick;
+                let waiting = !p.queues[q].frames.is_empty();
+                if paused && waiting && tick.saturating_sub(w.last_progress) >= wd.detection {
+                    p.watchdog[q].stormed = true;
+                    p.counters.classes[q].storms_detected += 1;
+                    if wd.action == WatchdogAction::Drop {
+                        self.flush_queue(tick, port, q);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops everything queued on `q` of `port` (watchdog drop action).
+    fn flush_queue(&mut self, now: Nanos, port: usize, q: usize) {
+        let frames = std::mem::take(&mut self.ports[port].queues[q].frames);
+        self.ports[port].queues[q].bytes = 0;
+        for packet in frames {
+            self.ports[port]
+                .counters
+                .drop(q, DropCause::Watchdog, packet.buf.len());
+            self.release(now, &packet);
+            self.recycle(packet.buf);
+        }
+    }
+}
