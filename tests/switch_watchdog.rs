@@ -1,0 +1,208 @@
+//! The PFC watchdog in virtual time: a lossless queue paused by a PFC storm is detected
+//! within [stuck + detection, stuck + detection + poll] and restored within
+//! [last pause + restoration, last pause + restoration + poll]; during the storm its frames
+//! are dropped (drop), sent anyway (forward) or only counted (alert), exactly.
+
+mod common;
+
+use common::net::{Driver, config, pfc, roce};
+use rocelab::time::Nanos;
+use rocelab::wire::Ecn;
+use rocelab::wire::pfc::PrioritySet;
+
+const MS: u64 = 1_000_000;
+const DETECT: u64 = 10 * MS;
+const RESTORE: u64 = 20 * MS;
+const POLL: u64 = 2 * MS;
+const L: usize = 1082;
+
+fn watchdog_config(action: &str) -> String {
+    format!(
+        r#"
+[port_defaults]
+speed_gbps = 100
+cable_m = 5
+[classify]
+dscp_to_tc = [[26, 3]]
+[pfc]
+lossless = [3]
+[queue.3]
+schedule = "dwrr"
+[watchdog]
+enabled = true
+detection_ms = 10
+restoration_ms = 20
+poll_ms = 2
+action = "{action}"
+"#
+    )
+}
+
+struct Storm {
+    /// When each poll found the queue stormed (true) or not.
+    first_stormed_tick: Option<Nanos>,
+    first_restored_tick: Option<Nanos>,
+    stuck_at: Nanos,
+    last_pause: Nanos,
+    frames_offered: u64,
+    frames_before_restore: u64,
+    d: Driver,
+}
+
+/// A storm on port 1 (PFC for priority 3 every 100 µs from `storm_start` to `storm_end`)
+/// while port 0 sends a lossless frame to port 1 every 50 µs.
+fn storm(action: &str) -> Storm {
+    let mut d = Driver::new(&config(&watchdog_config(action), 2));
+    let anchor = d.now; // the first time the switch sees: ticks at anchor + k × poll
+    d.learn_hosts();
+    let storm_start = Nanos(anchor.0 + 3 * MS + 7_000);
+    let storm_end = Nanos(storm_start.0 + 40 * MS);
+    let stuck_at = Nanos(storm_start.0 + 1_000);
+    let mut events: Vec<(Nanos, usize)> = Vec::new();
+    let mut t = storm_start.0;
+    while t <= storm_end.0 {
+        events.push((Nanos(t), 1));
+        t += 100_000;
+    }
+    let last_pause = events.last().unwrap().0;
+    let mut t = stuck_at.0;
+    while t < storm_end.0 + 40 * MS {
+        events.push((Nanos(t), 0));
+        t += 50_000;
+    }
+    let ticks: Vec<Nanos> = (1..60).map(|k| Nanos(anchor.0 + k * POLL)).collect();
+    let mut points: Vec<(Nanos, Option<usize>)> =
+        events.iter().map(|&(t, p)| (t, Some(p))).collect();
+    points.extend(ticks.iter().map(|&t| (t, None)));
+    points.sort_by_key(|&(t, p)| (t, p.is_none()));
+    let (mut first_stormed_tick, mut first_restored_tick) = (None, None);
+    let (mut frames_offered, mut frames_before_restore, mut psn) = (0, 0, 0);
+    for (t, what) in points {
+        d.run_until(t);
+        match what {
+            Some(1) => {
+                d.rx(1, &pfc(1, PrioritySet::single(3), 65535));
+            }
+            Some(_) => {
+                psn += 1;
+                frames_offered += 1;
+                if first_restored_tick.is_none() {
+                    frames_before_restore += 1;
+                }
+                d.rx(0, &roce(0, 1, 26, Ecn::Ect0, L, psn));
+            }
+            None => {
+                let stormed = d.sw.is_stormed(1, 3);
+                if stormed && first_stormed_tick.is_none() {
+                    first_stormed_tick = Some(t);
+                }
+                if !stormed && first_stormed_tick.is_some() && first_restored_tick.is_none() {
+                    first_restored_tick = Some(t);
+                }
+            }
+        }
+    }
+    d.run_for(Nanos(100 * MS));
+    Storm {
+        first_stormed_tick,
+        first_restored_tick,
+        stuck_at,
+        last_pause,
+        frames_offered,
+        frames_before_restore,
+        d,
+    }
+}
+
+fn check_windows(s: &Storm) {
+    let detected = s.first_stormed_tick.expect("storm detected");
+    assert!(
+        detected.0 >= s.stuck_at.0 + DETECT && detected.0 <= s.stuck_at.0 + DETECT + POLL,
+        "detected at {} ns, stuck at {} ns",
+        detected.0,
+        s.stuck_at.0
+    );
+    let restored = s.first_restored_tick.expect("storm restored");
+    assert!(
+        restored.0 >= s.last_pause.0 + RESTORE && restored.0 <= s.last_pause.0 + RESTORE + POLL,
+        "restored at {} ns, last pause at {} ns",
+        restored.0,
+        s.last_pause.0
+    );
+    let c = &s.d.sw.counters(1).classes[3];
+    assert_eq!((c.storms_detected, c.storms_restored), (1, 1));
+}
+
+#[test]
+fn drop_action_drops_every_frame_of_the_storm_and_counts_it() {
+    let s = storm("drop");
+    check_windows(&s);
+    let c = &s.d.sw.counters(1).classes[3];
+    // Every frame that arrived before restoration was flushed or refused; nothing was sent
+    // while the queue was paused; everything after restoration got through.
+    assert_eq!(c.dropped_watchdog, s.frames_before_restore);
+    assert_eq!(c.tx_frames, s.frames_offered - s.frames_before_restore);
+    assert_eq!(s.d.sw.queue_frames(1, 3), 0);
+}
+
+#[test]
+fn forward_action_sends_through_the_pause_and_counts_it() {
+    let s = storm("forward");
+    check_windows(&s);
+    let c = &s.d.sw.counters(1).classes[3];
+    assert_eq!(c.dropped(), 0);
+    assert_eq!(
+        c.tx_frames, s.frames_offered,
+        "everything delivered in the end"
+    );
+    // Sent while stormed: everything between detection and restoration, the backlog
+    // included.
+    let detected = s.first_stormed_tick.unwrap();
+    let during = sent_between(&s, detected, s.first_restored_tick.unwrap());
+    assert_eq!(c.tx_during_storm, during);
+    // The backlog leaves at the detection tick, through the pause.
+    assert!(sent_between(&s, detected, Nanos(detected.0 + 100_000)) > 100);
+    assert_eq!(
+        sent_between(&s, s.stuck_at, detected),
+        0,
+        "nothing before detection"
+    );
+}
+
+/// Frames sent on port 1 between `from` (inclusive) and `to` (exclusive).
+fn sent_between(s: &Storm, from: Nanos, to: Nanos) -> u64 {
+    s.d.data_sent(1)
+        .iter()
+        .filter(|f| f.time >= from && f.time < to)
+        .count() as u64
+}
+
+#[test]
+fn alert_action_only_counts() {
+    let s = storm("alert");
+    check_windows(&s);
+    let c = &s.d.sw.counters(1).classes[3];
+    assert_eq!(c.dropped(), 0);
+    // Nothing goes through the pause: the queue waits until the last pause runs out.
+    let pause_end = Nanos(s.last_pause.0 + common::net::pause_ns(65535, 100_000_000_000));
+    assert_eq!(sent_between(&s, s.stuck_at, pause_end), 0);
+    assert_eq!(
+        s.d.data_sent(1)
+            .iter()
+            .find(|f| f.time >= pause_end)
+            .unwrap()
+            .time,
+        pause_end
+    );
+    // What left after the pause but before restoration is counted as sent during the storm.
+    let during = sent_between(
+        &s,
+        s.first_stormed_tick.unwrap(),
+        s.first_restored_tick.unwrap(),
+    );
+    assert_eq!(c.tx_during_storm, during);
+    assert_eq!(
+        c.tx_frames, s.frames_offered,
+        "everything delivered after the storm"
+    );
+}
