@@ -74,6 +74,12 @@ fn not_yet(command: &str) -> Result<()> {
 }
 
 fn run_inspect(path: PathBuf, json: bool) -> Result<()> {
+    if path.is_dir() {
+        anyhow::bail!(
+            "{} is a directory; give a pcap or pcapng file",
+            path.display()
+        );
+    }
     let file =
         File::open(&path).with_context(|| format!("cannot open capture {}", path.display()))?;
     let stdout = io::stdout().lock();
@@ -83,10 +89,14 @@ fn run_inspect(path: PathBuf, json: bool) -> Result<()> {
         Ok(_) => Ok(()),
         // A closed pipe (`rocelab inspect f | head`) is not an error.
         Err(InspectError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        Err(InspectError::Capture(e)) => Err(anyhow::anyhow!(
-            "{}: {e}; the frames before that offset were printed above",
-            path.display()
-        )),
+        Err(InspectError::Capture { error, frames_read }) => {
+            let printed = if frames_read > 0 {
+                format!("; the {frames_read} frame(s) before that offset were printed above")
+            } else {
+                String::new()
+            };
+            Err(anyhow::anyhow!("{}: {error}{printed}", path.display()))
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -92,6 +92,7 @@ fn opcode_and_headers() -> impl Strategy<Value = (Opcode, ExtHeaders)> {
                     src_qp: q24,
                 }),
                 xrceth: l.xrceth.then_some(q24),
+                feth: l.feth.then_some(b),
                 reth: l.reth.then_some(Reth {
                     va: a,
                     rkey: b,

@@ -34,6 +34,9 @@ pub enum CaptureErrorKind {
     /// The operating system failed the read.
     #[error("read failed: {0}")]
     Io(#[from] std::io::Error),
+    /// The file has no bytes at all.
+    #[error("the file is empty")]
+    Empty,
     /// The file does not start with a pcap or pcapng magic number.
     #[error(
         "not a pcap or pcapng file: it starts with {0:02x?}; pcap starts with a1b2c3d4 or a1b23c4d (either byte order), pcapng with 0a0d0d0a"

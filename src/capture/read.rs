@@ -85,6 +85,7 @@ pub struct CaptureReader<R: Read> {
     state: State,
     block: Vec<u8>,
     comment: String,
+    skipped_non_ethernet: u64,
 }
 
 /// Largest record or block accepted; anything larger is taken as corruption (the largest
@@ -107,6 +108,12 @@ impl<R: Read> CaptureReader<R> {
     pub fn new(mut input: R) -> Result<Self, CaptureError> {
         let mut magic = [0u8; 4];
         let got = read_full(&mut input, &mut magic).map_err(|e| io_error(0, e))?;
+        if got == 0 {
+            return Err(CaptureError {
+                offset: 0,
+                kind: CaptureErrorKind::Empty,
+            });
+        }
         if got < 4 {
             return Err(truncated(0, "the file header", 4, got as u64));
         }
@@ -121,6 +128,7 @@ impl<R: Read> CaptureReader<R> {
             },
             block: Vec::new(),
             comment: String::new(),
+            skipped_non_ethernet: 0,
         };
         match magic {
             [0x0a, 0x0d, 0x0d, 0x0a] => {
@@ -139,6 +147,11 @@ impl<R: Read> CaptureReader<R> {
     /// The file's format.
     pub fn format(&self) -> Format {
         self.format
+    }
+
+    /// pcapng packets skipped because their interface is not Ethernet.
+    pub fn skipped_non_ethernet(&self) -> u64 {
+        self.skipped_non_ethernet
     }
 
     /// Bytes read so far: the offset of the next record or block.
@@ -242,12 +255,13 @@ impl<R: Read> CaptureReader<R> {
             )
         };
         let (secs, frac, incl_len, orig_len) = (word(0), word(4), word(8), word(12));
-        if u64::from(incl_len) > MAX_BLOCK.min(u64::from(snaplen.max(super::SNAPLEN))) {
+        let limit = MAX_BLOCK.min(u64::from(snaplen.max(super::SNAPLEN)));
+        if u64::from(incl_len) > limit {
             return Err(corrupt(
                 start,
                 "pcap record header",
                 format!(
-                    "captured length {incl_len} exceeds the snap length {snaplen} (the file is probably damaged here)"
+                    "captured length {incl_len} exceeds the largest record accepted, {limit} bytes (the file is probably damaged here)"
                 ),
             ));
         }
@@ -396,6 +410,13 @@ impl<R: Read> CaptureReader<R> {
             interfaces: Vec::new(),
         };
         let total_len = endian_u32(big_endian, len_bytes);
+        if total_len < 28 {
+            return Err(corrupt(
+                start,
+                "pcapng section header",
+                format!("block of {total_len} bytes; a section header needs at least 28"),
+            ));
+        }
         self.read_block_body(start, total_len, 12)?;
         let major = self
             .block
@@ -430,6 +451,12 @@ impl<R: Read> CaptureReader<R> {
                     };
                     let p =
                         packet_from_block(*big_endian, interfaces, &self.block, start, block_type)?;
+                    if p.link_type != LINKTYPE_ETHERNET {
+                        // Another interface of the capture (say `any`): skip its frames,
+                        // keep reading the Ethernet ones.
+                        self.skipped_non_ethernet += 1;
+                        continue;
+                    }
                     self.comment.clear();
                     if let Some(c) = p.comment.clone() {
                         self.comment
@@ -516,6 +543,7 @@ impl<R: Read> CaptureReader<R> {
 /// Where a packet block's parts lie in its body.
 struct BlockPacket {
     interface: u32,
+    link_type: u16,
     ts: Nanos,
     data: Range<usize>,
     orig_len: u32,
@@ -574,12 +602,6 @@ fn packet_from_block(
             ),
         ));
     };
-    if iface.link_type != LINKTYPE_ETHERNET {
-        return Err(CaptureError {
-            offset: start,
-            kind: CaptureErrorKind::UnsupportedLinkType(iface.link_type),
-        });
-    }
     let padded_end = fixed + (caplen as usize).div_ceil(4) * 4;
     if padded_end > b.len() && block_type != 3 {
         return Err(corrupt(
@@ -606,6 +628,7 @@ fn packet_from_block(
     }
     Ok(BlockPacket {
         interface,
+        link_type: iface.link_type,
         ts,
         data: fixed..fixed + caplen as usize,
         orig_len,

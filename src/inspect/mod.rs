@@ -28,8 +28,13 @@ pub enum Output {
 #[derive(Debug, thiserror::Error)]
 pub enum InspectError {
     /// The capture is truncated or corrupt (what was read before has been printed).
-    #[error(transparent)]
-    Capture(#[from] CaptureError),
+    #[error("{error}")]
+    Capture {
+        /// What is wrong and where.
+        error: CaptureError,
+        /// Frames read (and printed) before it.
+        frames_read: u64,
+    },
     /// Writing the output failed.
     #[error("writing the output failed: {0}")]
     Output(#[from] io::Error),
@@ -42,7 +47,10 @@ pub fn run<R: Read>(
     out: &mut impl Write,
     format: Output,
 ) -> Result<Summary, InspectError> {
-    let mut reader = CaptureReader::new(input)?;
+    let mut reader = CaptureReader::new(input).map_err(|error| InspectError::Capture {
+        error,
+        frames_read: 0,
+    })?;
     let mut summary = Summary::default();
     let mut first_ts: Option<Nanos> = None;
     if format == Output::Table {
@@ -56,8 +64,8 @@ pub fn run<R: Read>(
             Err(e) => break Some(e),
         };
         index += 1;
-        let (record, meta) = FrameRecord::decode(index, packet.ts, packet.orig_len, packet.data);
-        summary.add(&record, meta.as_ref());
+        let (record, _) = FrameRecord::decode(index, packet.ts, packet.orig_len, packet.data);
+        summary.add(&record);
         match format {
             Output::Table => {
                 let first = *first_ts.get_or_insert(packet.ts);
@@ -69,6 +77,7 @@ pub fn run<R: Read>(
             }
         }
     };
+    summary.skipped_non_ethernet = reader.skipped_non_ethernet();
     summary.finish();
     match format {
         Output::Table => table::write_summary(out, &summary, failure.is_some())?,
@@ -80,7 +89,10 @@ pub fn run<R: Read>(
     }
     out.flush()?;
     match failure {
-        Some(e) => Err(e.into()),
+        Some(error) => Err(InspectError::Capture {
+            error,
+            frames_read: index,
+        }),
         None => Ok(summary),
     }
 }

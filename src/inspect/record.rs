@@ -1,7 +1,8 @@
 //! One frame, decoded for people: every field rocelab can read from it.
 
 use crate::time::Nanos;
-use crate::wire::ethernet::{EthernetRepr, ethertype};
+use crate::wire::bth::{self, Bth, BthRepr};
+use crate::wire::ethernet::{self, EthernetRepr, ethertype};
 use crate::wire::ipv4::PROTO_UDP;
 use crate::wire::pfc::MacControl;
 use crate::wire::xth::AckKind;
@@ -163,20 +164,28 @@ fn ack_kind_name(kind: AckKind) -> &'static str {
     }
 }
 
+/// Frames longer than this are not padded back to their original length when a capture
+/// cut them (no Ethernet frame is; it guards against a corrupt original length).
+const MAX_FRAME: usize = 1 << 18;
+
 impl FrameRecord {
-    /// Decodes `frame`. Never fails: what cannot be decoded is named in `error`.
-    /// Returns the record and, when the frame parsed, its [`FrameMeta`].
+    /// Decodes `frame`, captured as `frame.len()` of its `orig_len` bytes. Never fails:
+    /// what cannot be decoded is named in `error`. A frame the capture cut short (tcpdump
+    /// -s) is decoded as far as its bytes go, its lengths taken from its headers; its ICRC
+    /// was not captured and is not judged. Returns the record and, when the frame's headers
+    /// parsed, its [`FrameMeta`].
     pub fn decode(
         index: u64,
         ts: Nanos,
         orig_len: u32,
         frame: &[u8],
     ) -> (FrameRecord, Option<FrameMeta>) {
+        let captured = frame.len();
         let mut r = FrameRecord {
             index,
             ts_ns: ts.0,
             len: orig_len,
-            caplen: (frame.len() as u64 != u64::from(orig_len)).then_some(frame.len() as u32),
+            caplen: (captured as u64 != u64::from(orig_len)).then_some(captured as u32),
             ..FrameRecord::default()
         };
         if let Ok((eth, _)) = EthernetRepr::parse(frame) {
@@ -189,87 +198,145 @@ impl FrameRecord {
                 r.vlan_dei = Some(tag.dei);
             }
         }
-        let meta = match crate::wire::parse(frame) {
+        // Parse a cut frame as if the rest were there; every field taken below is checked
+        // to lie within the captured bytes.
+        let orig = orig_len as usize;
+        let padded: Vec<u8>;
+        let bytes = if captured < orig && orig <= MAX_FRAME {
+            padded = [frame, &vec![0; orig - captured]].concat();
+            &padded[..]
+        } else {
+            frame
+        };
+        let meta = match crate::wire::parse(bytes) {
             Ok(meta) => meta,
             Err(e) => {
-                if let Ok((eth, l3)) = EthernetRepr::parse(frame) {
-                    r.fill_ip_header(eth.ethertype, &frame[l3..]);
+                if let Some((ethertype, l3)) = ethernet::l3_offset(frame) {
+                    r.fill_ip_header(ethertype, &frame[l3..]);
                 }
-                r.error = Some(describe(&e, frame.len(), orig_len));
+                r.error = Some(describe(&e, captured, orig_len));
                 return (r, None);
             }
         };
         r.ethertype = Some(meta.ethertype());
-        if let Err(e) = r.fill(frame, &meta) {
-            r.error = Some(describe(&e, frame.len(), orig_len));
-        }
+        r.fill(bytes, captured, &meta);
         (r, Some(meta))
     }
 
-    fn fill(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), ParseError> {
+    /// Fills every field of a parsed frame whose bytes were captured (`captured` bytes of
+    /// `frame`).
+    fn fill(&mut self, frame: &[u8], captured: usize, meta: &FrameMeta) {
+        let have = |end: usize| end <= captured;
         let l3 = usize::from(meta.l3_offset());
-        self.fill_ip_header(meta.ethertype(), &frame[l3..]);
-        if meta.is_ipv4() {
-            self.fill_ipv4_checked(&frame[l3..])?;
+        let l4 = usize::from(meta.l4_offset());
+        if meta.is_ip() && have(l3 + if meta.is_ipv4() { 20 } else { 40 }) {
+            self.fill_ip_header(meta.ethertype(), &frame[l3..]);
         }
-        if meta.flags().contains(MetaFlags::UDP) {
-            let l4 = usize::from(meta.l4_offset());
-            let udp = UdpDatagram::new_checked(&frame[l4..l4 + usize::from(meta.udp_len())])?;
-            self.udp_sport = Some(udp.src_port());
-            self.udp_dport = Some(udp.dst_port());
+        if meta.is_ipv4() && have(l4.max(l3 + 20)) {
+            if let Err(e) = self.fill_ipv4_checked(&frame[l3..], have(l4 + 4)) {
+                self.error = Some(e.to_string());
+            }
         }
-        if let Some(pkt) = RocePacket::parse(frame, meta)? {
-            let b = pkt.bth;
-            self.bth_opcode = Some(b.opcode.0);
-            self.opcode_name = Some(b.opcode.name());
-            self.dest_qp = Some(b.dest_qp);
-            self.psn = Some(b.psn);
-            self.ack_req = Some(b.ack_req);
-            self.becn = Some(b.becn);
-            self.fecn = Some(b.fecn);
-            self.solicited = Some(b.solicited);
-            self.pad_count = Some(b.pad_count);
-            self.pkey = Some(b.pkey);
-            self.icrc = Some(pkt.icrc);
-            self.icrc_ok = icrc::verify(frame, meta);
-            self.payload_len = Some(pkt.payload.len());
-            if let Some(reth) = pkt.ext.reth {
-                self.reth_va = Some(reth.va);
-                self.reth_rkey = Some(reth.rkey);
-                self.reth_dma_len = Some(reth.dma_len);
+        if meta.flags().contains(MetaFlags::UDP) && have(l4 + 8) {
+            if let Ok(udp) = UdpDatagram::new_checked(&frame[l4..l4 + usize::from(meta.udp_len())])
+            {
+                self.udp_sport = Some(udp.src_port());
+                self.udp_dport = Some(udp.dst_port());
             }
-            if let Some(aeth) = pkt.ext.aeth {
-                self.aeth_syndrome = Some(aeth.syndrome);
-                self.aeth_msn = Some(aeth.msn);
-                self.aeth_kind = Some(ack_kind_name(aeth.kind()));
-            }
-            if let Some(deth) = pkt.ext.deth {
-                self.deth_qkey = Some(deth.qkey);
-                self.deth_src_qp = Some(deth.src_qp);
-            }
-            self.imm_data = pkt.ext.immdt;
         }
-        if meta.is_mac_control() {
-            match MacControl::parse_frame(frame, meta)? {
-                MacControl::Pause { quanta } => self.pause_quanta = Some(quanta),
-                MacControl::Pfc(pfc) => {
+        if meta.is_roce() {
+            self.fill_roce(frame, captured, meta);
+        }
+        if meta.is_mac_control() && have(l3 + 20) {
+            match MacControl::parse_frame(frame, meta) {
+                Ok(MacControl::Pause { quanta }) => self.pause_quanta = Some(quanta),
+                Ok(MacControl::Pfc(pfc)) => {
                     self.pfc_enable = Some(pfc.enable_vector);
                     self.pfc_quanta = Some(pfc.quanta);
                 }
-                MacControl::Other { opcode } => self.mac_control_opcode = Some(opcode),
+                Ok(MacControl::Other { opcode }) => self.mac_control_opcode = Some(opcode),
+                Err(e) => self.error = Some(e.to_string()),
             }
         }
-        Ok(())
+    }
+
+    /// The BTH (from the parse, so it is shown even when what follows is damaged), the
+    /// ICRC, then the extended headers and payload.
+    fn fill_roce(&mut self, frame: &[u8], captured: usize, meta: &FrameMeta) {
+        let bth_at = meta.bth_offset();
+        if bth_at + bth::HEADER_LEN > captured {
+            return;
+        }
+        let Ok(view) = Bth::new_checked(&frame[bth_at..]) else {
+            return;
+        };
+        let b = BthRepr::parse(&view);
+        self.bth_opcode = Some(b.opcode.0);
+        self.opcode_name = Some(b.opcode.name());
+        self.dest_qp = Some(b.dest_qp);
+        self.psn = Some(b.psn);
+        self.ack_req = Some(b.ack_req);
+        self.becn = Some(b.becn);
+        self.fecn = Some(b.fecn);
+        self.solicited = Some(b.solicited);
+        self.pad_count = Some(b.pad_count);
+        self.pkey = Some(b.pkey);
+        if meta.icrc_offset() + icrc::ICRC_LEN <= captured {
+            self.icrc = icrc::stored(frame, meta);
+            self.icrc_ok = icrc::verify(frame, meta);
+        }
+        let layout = b.opcode.layout();
+        let pkt = match RocePacket::parse(frame, meta) {
+            Ok(Some(pkt)) => pkt,
+            Ok(None) => return,
+            Err(e) => {
+                let headers: Vec<&str> = layout.names().collect();
+                let detail = match e {
+                    ParseError::Invalid {
+                        field: crate::wire::Field::BthPadCount,
+                        ..
+                    } => format!(
+                        "; {} bytes follow the headers",
+                        meta.icrc_offset()
+                            .saturating_sub(bth_at + bth::HEADER_LEN + layout.len())
+                    ),
+                    _ if headers.is_empty() => String::new(),
+                    _ => format!("; {} carries {}", b.opcode.name(), headers.join(", ")),
+                };
+                self.error = Some(format!("{e}{detail}"));
+                return;
+            }
+        };
+        self.payload_len = Some(pkt.payload.len());
+        if bth_at + bth::HEADER_LEN + layout.len() > captured {
+            return;
+        }
+        if let Some(reth) = pkt.ext.reth {
+            self.reth_va = Some(reth.va);
+            self.reth_rkey = Some(reth.rkey);
+            self.reth_dma_len = Some(reth.dma_len);
+        }
+        if let Some(aeth) = pkt.ext.aeth {
+            self.aeth_syndrome = Some(aeth.syndrome);
+            self.aeth_msn = Some(aeth.msn);
+            self.aeth_kind = Some(ack_kind_name(aeth.kind()));
+        }
+        if let Some(deth) = pkt.ext.deth {
+            self.deth_qkey = Some(deth.qkey);
+            self.deth_src_qp = Some(deth.src_qp);
+        }
+        self.imm_data = pkt.ext.immdt;
     }
 
     /// IPv4 extras that need the whole, checked packet: the header checksum, and the UDP
     /// ports of a first fragment.
-    fn fill_ipv4_checked(&mut self, packet: &[u8]) -> Result<(), ParseError> {
+    fn fill_ipv4_checked(&mut self, packet: &[u8], ports_captured: bool) -> Result<(), ParseError> {
         let ip = Ipv4Packet::new_checked(packet)?;
         self.ip_checksum_ok = Some(ip.verify_checksum());
         // The first fragment of a UDP datagram still starts with the UDP header; show its
         // ports as tshark does (the datagram is not parsed further).
-        if ip.is_fragment() && ip.frag_offset() == 0 && ip.protocol() == PROTO_UDP {
+        if ports_captured && ip.is_fragment() && ip.frag_offset() == 0 && ip.protocol() == PROTO_UDP
+        {
             if let [a, b, c, d, ..] = *ip.payload() {
                 self.udp_sport = Some(u16::from_be_bytes([a, b]));
                 self.udp_dport = Some(u16::from_be_bytes([c, d]));
@@ -321,16 +388,44 @@ mod tests {
     use crate::wire::fixtures::REAL_CNP;
 
     #[test]
-    fn snapped_frame_keeps_its_ip_fields_and_says_why_it_stops() {
+    fn frame_cut_inside_udp_keeps_its_ip_fields() {
         // tcpdump -s 40: the CNP cut inside its UDP header.
         let (r, meta) = FrameRecord::decode(1, Nanos(0), 74, &REAL_CNP[..40]);
-        assert!(meta.is_none());
+        assert!(meta.is_some());
         assert_eq!(r.ip_src.as_deref(), Some("10.0.17.1"));
         assert_eq!((r.dscp, r.ecn, r.ip_proto), (Some(48), Some(2), Some(17)));
         assert_eq!(r.caplen, Some(40));
+        assert_eq!((r.udp_dport, r.bth_opcode, r.icrc_ok), (None, None, None));
+        assert_eq!(r.error, None);
+    }
+
+    #[test]
+    fn frame_cut_after_the_bth_keeps_its_roce_fields_but_no_icrc_verdict() {
+        // tcpdump -s 54: everything up to the end of the BTH.
+        let (r, _) = FrameRecord::decode(1, Nanos(0), 74, &REAL_CNP[..54]);
+        assert_eq!(r.udp_dport, Some(4791));
+        assert_eq!(
+            (r.bth_opcode, r.dest_qp, r.becn),
+            (Some(0x81), Some(0x118), Some(true))
+        );
+        assert_eq!((r.icrc_ok, r.icrc), (None, None));
+        assert_eq!(r.payload_len, Some(16), "from the lengths");
+        assert_eq!(r.error, None);
+    }
+
+    #[test]
+    fn damaged_extended_headers_keep_the_bth_and_the_icrc_verdict() {
+        let mut f = REAL_CNP;
+        f[42] = 0x13; // CmpSwap: needs a 28-byte AtomicETH, only 16 bytes follow
+        let meta = crate::wire::parse(&f).unwrap();
+        icrc::fill(&mut f, &meta);
+        let (r, _) = FrameRecord::decode(1, Nanos(0), 74, &f);
+        assert_eq!(
+            (r.bth_opcode, r.dest_qp, r.icrc_ok),
+            (Some(0x13), Some(0x118), Some(true))
+        );
         let error = r.error.unwrap();
-        assert!(error.contains("the capture kept 40 of 74 bytes"), "{error}");
-        assert_eq!(r.bth_opcode, None);
+        assert!(error.contains("RC CmpSwap carries AtomicETH"), "{error}");
     }
 
     #[test]

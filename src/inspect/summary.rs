@@ -2,22 +2,23 @@
 //! marks), per priority (PFC frames and quanta), PAUSE, and ICRC failures.
 
 use super::record::FrameRecord;
+use crate::wire::Ecn;
 use crate::wire::bth::{MAX_24BIT, Opcode};
-use crate::wire::{Ecn, FrameMeta};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-/// Smallest InfiniBand path MTU: a READ of `len` bytes takes at most `ceil(len / 256)`
-/// response PSNs, which the requester skips before its next request.
+/// Smallest InfiniBand path MTU: with no full segment seen to tell the path MTU, a READ
+/// of `len` bytes may take up to `ceil(len / 256)` response PSNs.
 const MIN_IB_MTU: u32 = 256;
 
 /// The PSN bookkeeping of one sequenced stream (requests, or READ responses, to one QP).
 #[derive(Debug, Clone, Copy, Default)]
 struct PsnStream {
     highest: Option<u32>,
-    /// Extra PSNs a READ request lets the next request skip.
-    read_skip: u32,
+    /// The DMA length of a READ request just seen: the requester's next PSN skips its
+    /// response PSNs, which depend on the path MTU.
+    pending_read: Option<u32>,
 }
 
 /// The outcome of one PSN against its stream.
@@ -26,6 +27,11 @@ enum PsnEvent {
     InOrder,
     Gap,
     Retransmission,
+    /// The first PSN after a READ request: `jump` is judged once the path MTU is known.
+    AfterRead {
+        jump: u32,
+        read_len: u32,
+    },
 }
 
 impl PsnStream {
@@ -38,17 +44,25 @@ impl PsnStream {
                 if d == 0 || d > 1 << 23 {
                     return PsnEvent::Retransmission;
                 }
-                if d <= 1 + self.read_skip {
-                    PsnEvent::InOrder
-                } else {
-                    PsnEvent::Gap
+                match self.pending_read {
+                    Some(len) => PsnEvent::AfterRead {
+                        jump: d,
+                        read_len: len,
+                    },
+                    None if d == 1 => PsnEvent::InOrder,
+                    None => PsnEvent::Gap,
                 }
             }
         };
         self.highest = Some(psn);
-        self.read_skip = read_len.map_or(0, |len| len.div_ceil(MIN_IB_MTU).saturating_sub(1));
+        self.pending_read = read_len;
         event
     }
+}
+
+/// PSNs a READ of `len` bytes takes at path MTU `mtu`.
+fn read_psns(len: u32, mtu: u32) -> u32 {
+    len.div_ceil(mtu).max(1)
 }
 
 /// Counters of one destination QP.
@@ -108,16 +122,26 @@ pub struct Summary {
     pub malformed_frames: u64,
     /// RoCE frames whose ICRC does not verify.
     pub icrc_failures: u64,
+    /// pcapng frames on non-Ethernet interfaces, skipped.
+    pub skipped_non_ethernet: u64,
     /// Per destination QP, sorted by address and QP.
     pub qps: Vec<QpStats>,
     /// Per priority 0-7.
     pub priorities: Vec<PriorityStats>,
+    /// The path MTU, from the largest First/Middle segment seen (those carry exactly one
+    /// MTU); it tells how many PSNs a READ takes.
+    pub path_mtu: Option<u32>,
     /// 802.3x PAUSE frames.
     pub pause_frames: u64,
     /// Sum of their times, in quanta.
     pub pause_quanta_total: u64,
     #[serde(skip)]
     qp_index: BTreeMap<(IpAddr, u32), usize>,
+    /// (QP, PSN jump, READ length) of each first request after a READ.
+    #[serde(skip)]
+    read_jumps: Vec<(usize, u32, u32)>,
+    #[serde(skip)]
+    largest_segment: u32,
 }
 
 impl Default for Summary {
@@ -130,6 +154,7 @@ impl Default for Summary {
             roce_frames: 0,
             malformed_frames: 0,
             icrc_failures: 0,
+            skipped_non_ethernet: 0,
             qps: Vec::new(),
             priorities: (0..8)
                 .map(|priority| PriorityStats {
@@ -137,16 +162,19 @@ impl Default for Summary {
                     ..PriorityStats::default()
                 })
                 .collect(),
+            path_mtu: None,
             pause_frames: 0,
             pause_quanta_total: 0,
             qp_index: BTreeMap::new(),
+            read_jumps: Vec::new(),
+            largest_segment: 0,
         }
     }
 }
 
 impl Summary {
     /// Adds one decoded frame.
-    pub fn add(&mut self, r: &FrameRecord, meta: Option<&FrameMeta>) {
+    pub fn add(&mut self, r: &FrameRecord) {
         self.frames += 1;
         self.bytes += u64::from(r.len);
         self.first_ts_ns.get_or_insert(r.ts_ns);
@@ -168,7 +196,7 @@ impl Summary {
             self.pause_frames += 1;
             self.pause_quanta_total += u64::from(q);
         }
-        let (Some(meta), Some(opcode), Some(psn)) = (meta, r.bth_opcode, r.psn) else {
+        let (Some(opcode), Some(psn), Some(dest_qp)) = (r.bth_opcode, r.psn, r.dest_qp) else {
             return;
         };
         self.roce_frames += 1;
@@ -178,13 +206,13 @@ impl Summary {
         let Some(ip_dst) = r.ip_dst.as_deref().and_then(|s| s.parse::<IpAddr>().ok()) else {
             return;
         };
-        let key = (ip_dst, meta.dest_qp());
+        let key = (ip_dst, dest_qp);
         let next = self.qps.len();
         let i = *self.qp_index.entry(key).or_insert(next);
         if i == next {
             self.qps.push(QpStats {
                 ip_dst: ip_dst.to_string(),
-                dest_qp: meta.dest_qp(),
+                dest_qp,
                 ..QpStats::default()
             });
         }
@@ -193,11 +221,16 @@ impl Summary {
         qp.frames += 1;
         qp.bytes += u64::from(r.len);
         qp.cnps += u64::from(opcode.is_cnp());
-        qp.ce_marked += u64::from(meta.ecn() == Ecn::Ce);
+        qp.ce_marked += u64::from(r.ecn == Some(Ecn::Ce as u8));
         if r.aeth_syndrome
             .is_some_and(|s| s >> 5 == 0b011 || s >> 5 == 0b001)
         {
             qp.naks += 1;
+        }
+        // First and Middle segments (SEND, WRITE, READ response) carry one path MTU.
+        if matches!(opcode.0 & 0x1f, 0x00 | 0x01 | 0x06 | 0x07 | 0x0d | 0x0e) && !opcode.is_cnp() {
+            let payload = r.payload_len.unwrap_or(0) as u32;
+            self.largest_segment = self.largest_segment.max(payload);
         }
         if opcode.is_sequenced() {
             let read_len = (opcode.0 & 0x1f == Opcode::RC_READ_REQUEST.0)
@@ -212,12 +245,26 @@ impl Summary {
                 PsnEvent::InOrder => {}
                 PsnEvent::Gap => qp.psn_gaps += 1,
                 PsnEvent::Retransmission => qp.retransmissions += 1,
+                PsnEvent::AfterRead { jump, read_len } => self.read_jumps.push((i, jump, read_len)),
             }
         }
     }
 
-    /// Sorts the per-QP list by address, then QP.
+    /// Judges the PSN jumps after READs, now that the path MTU is known, and sorts the
+    /// per-QP list by address, then QP.
     pub fn finish(&mut self) {
+        let mtu = self.largest_segment;
+        self.path_mtu = ((256..=4096).contains(&mtu) && mtu.is_power_of_two()).then_some(mtu);
+        for (qp, jump, len) in std::mem::take(&mut self.read_jumps) {
+            let expected = match self.path_mtu {
+                Some(mtu) => read_psns(len, mtu),
+                // Unknown MTU: any skip a READ could explain is taken as in order.
+                None => read_psns(len, MIN_IB_MTU),
+            };
+            if jump > expected {
+                self.qps[qp].psn_gaps += 1;
+            }
+        }
         let order: Vec<usize> = self.qp_index.values().copied().collect();
         let mut sorted: Vec<QpStats> = order.iter().map(|&i| self.qps[i].clone()).collect();
         std::mem::swap(&mut self.qps, &mut sorted);
@@ -249,11 +296,50 @@ mod tests {
     }
 
     #[test]
-    fn a_read_request_lets_the_next_request_skip_its_response_psns() {
+    fn after_a_read_the_jump_is_left_for_the_path_mtu_to_judge() {
         let mut s = PsnStream::default();
         assert_eq!(s.observe(100, Some(4096)), PsnEvent::InOrder);
-        // 4096 bytes at a 1024-byte MTU: responses 100..=103, next request 104.
-        assert_eq!(s.observe(104, None), PsnEvent::InOrder);
+        assert_eq!(
+            s.observe(104, None),
+            PsnEvent::AfterRead {
+                jump: 4,
+                read_len: 4096
+            }
+        );
         assert_eq!(s.observe(106, None), PsnEvent::Gap);
+        // 4096 bytes at MTU 1024: four response PSNs, so the next request is 100 + 4.
+        assert_eq!(read_psns(4096, 1024), 4);
+        assert_eq!(read_psns(0, 1024), 1);
+        assert_eq!(read_psns(4097, 4096), 2);
+    }
+
+    /// A summary judges READ jumps with the path MTU seen in full segments: a jump of 4
+    /// after a 4 KiB READ is in order at MTU 1024, a jump of 6 is a gap.
+    #[test]
+    fn read_jumps_are_judged_with_the_inferred_path_mtu() {
+        use crate::inspect::record::FrameRecord;
+        let mut s = Summary::default();
+        let mut add = |opcode: u8, psn: u32, reth_len: Option<u32>, payload: usize| {
+            let r = FrameRecord {
+                len: 100,
+                ip_dst: Some("198.18.0.2".into()),
+                bth_opcode: Some(opcode),
+                psn: Some(psn),
+                dest_qp: Some(7),
+                reth_dma_len: reth_len,
+                payload_len: Some(payload),
+                ..FrameRecord::default()
+            };
+            s.add(&r);
+        };
+        add(0x06, 10, Some(2048), 1024); // WRITE First: one MTU of 1024
+        add(0x08, 11, None, 1024); // WRITE Last
+        add(0x0c, 12, Some(4096), 0); // READ 4 KiB: PSNs 12..=15
+        add(0x0a, 16, Some(8), 8); // next request: in order
+        add(0x0c, 17, Some(4096), 0); // READ again: PSNs 17..=20
+        add(0x0a, 23, Some(8), 8); // two PSNs missing
+        s.finish();
+        assert_eq!(s.path_mtu, Some(1024));
+        assert_eq!(s.qps[0].psn_gaps, 1);
     }
 }

@@ -181,6 +181,19 @@ pub fn write_summary(out: &mut impl Write, s: &Summary, partial: bool) -> io::Re
         s.icrc_failures,
         s.malformed_frames
     )?;
+    if s.skipped_non_ethernet > 0 {
+        writeln!(
+            out,
+            "{} frame(s) on non-Ethernet interfaces of the capture were skipped",
+            s.skipped_non_ethernet
+        )?;
+    }
+    if let Some(mtu) = s.path_mtu {
+        writeln!(
+            out,
+            "Path MTU {mtu} B (the largest First/Middle segment): READ PSN skips judged with it"
+        )?;
+    }
     if !s.qps.is_empty() {
         writeln!(out)?;
         writeln!(out, "Per QP (by destination):")?;

@@ -1,7 +1,7 @@
 //! The InfiniBand Base Transport Header (IBA vol. 1, 9.2) and its opcodes.
 
 use super::xth::Layout;
-use super::{Layer, ParseError, array, be16, be24, put_be24, truncated};
+use super::{BuildError, Layer, ParseError, array, be16, be24, need, put_be24, truncated};
 use std::fmt;
 
 /// Length of the BTH.
@@ -91,6 +91,10 @@ impl Opcode {
     pub const RC_CMP_SWAP: Opcode = Opcode(0x13);
     /// RC FetchAdd.
     pub const RC_FETCH_ADD: Opcode = Opcode(0x14);
+    /// RC FLUSH (IBA 1.5): persist a remote range.
+    pub const RC_FLUSH: Opcode = Opcode(0x1c);
+    /// RC ATOMIC WRITE (IBA 1.5): an 8-byte write done atomically.
+    pub const RC_ATOMIC_WRITE: Opcode = Opcode(0x1d);
     /// UD SEND Only.
     pub const UD_SEND_ONLY: Opcode = Opcode(0x64);
     /// UD SEND Only with Immediate.
@@ -115,13 +119,15 @@ impl Opcode {
         self.0 & 0x1f
     }
 
-    /// True when IBA defines this opcode (RoCEv2 adds 0x81, CNP).
+    /// True when IBA defines this opcode (RoCEv2 adds 0x81, CNP; IBA 1.5 adds RC FLUSH
+    /// and ATOMIC WRITE).
     pub fn is_defined(self) -> bool {
         let op = self.operation();
         match self.transport() {
-            Transport::Rc | Transport::Xrc => op <= 0x14 || op == 0x16 || op == 0x17,
+            Transport::Rc => op <= 0x14 || matches!(op, 0x16 | 0x17 | 0x1c | 0x1d),
+            Transport::Xrc => op <= 0x14 || op == 0x16 || op == 0x17,
             Transport::Uc => op <= 0x0b,
-            Transport::Rd => op <= 0x14,
+            Transport::Rd => op <= 0x15,
             Transport::Ud => op == 0x04 || op == 0x05,
             Transport::Cnp => op == 0x01,
             Transport::Vendor => false,
@@ -137,7 +143,7 @@ impl Opcode {
                 "reserved"
             };
         }
-        const RC: [&str; 24] = [
+        const RC: [&str; 30] = [
             "RC SEND First",
             "RC SEND Middle",
             "RC SEND Last",
@@ -162,6 +168,12 @@ impl Opcode {
             "reserved",
             "RC SEND Last Inv",
             "RC SEND Only Inv",
+            "reserved",
+            "reserved",
+            "reserved",
+            "reserved",
+            "RC FLUSH",
+            "RC ATOMIC WRITE",
         ];
         const UC: [&str; 12] = [
             "UC SEND First",
@@ -177,7 +189,7 @@ impl Opcode {
             "UC WRITE Only",
             "UC WRITE Only Imm",
         ];
-        const RD: [&str; 21] = [
+        const RD: [&str; 22] = [
             "RD SEND First",
             "RD SEND Middle",
             "RD SEND Last",
@@ -199,6 +211,7 @@ impl Opcode {
             "RD ATOMIC ACK",
             "RD CmpSwap",
             "RD FetchAdd",
+            "RD RESYNC",
         ];
         const XRC: [&str; 24] = [
             "XRC SEND First",
@@ -416,7 +429,9 @@ impl BthRepr {
     }
 
     /// Writes the 12-byte BTH into `buf`; reserved bits are zero, 24-bit fields masked.
-    pub fn emit(&self, buf: &mut [u8]) {
+    /// Returns 12.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, BuildError> {
+        need(buf, HEADER_LEN)?;
         let b = &mut buf[..HEADER_LEN];
         b[field::OPCODE] = self.opcode.0;
         b[field::FLAGS] = (u8::from(self.solicited) << 7)
@@ -428,6 +443,7 @@ impl BthRepr {
         put_be24(&mut b[field::DEST_QP..], self.dest_qp & MAX_24BIT);
         b[field::ACK_REQ] = u8::from(self.ack_req) << 7;
         put_be24(&mut b[field::PSN..], self.psn & MAX_24BIT);
+        Ok(HEADER_LEN)
     }
 }
 
@@ -450,15 +466,19 @@ mod tests {
         assert_eq!(repr.pkey, 0xffff);
         assert_eq!(repr.psn, 0);
         let mut out = [0u8; 12];
-        repr.emit(&mut out);
+        repr.emit(&mut out).unwrap();
         assert_eq!(out, CNP_BTH);
     }
 
     #[test]
     fn every_defined_opcode_has_a_name_and_transport() {
         let defined = (0..=255u8).filter(|&op| Opcode(op).is_defined()).count();
-        // RC 23 + UC 12 + RD 21 + UD 2 + CNP 1 + XRC 23
-        assert_eq!(defined, 23 + 12 + 21 + 2 + 1 + 23);
+        // IBA vol. 1 table 37: RC 0x00-0x14, 0x16, 0x17 and (1.5) 0x1C, 0x1D: 25; UC 0x00-0x0B:
+        // 12; RD 0x00-0x15: 22; UD 0x04, 0x05: 2; CNP 0x81: 1; XRC as RC before 1.5: 23.
+        assert_eq!(defined, 25 + 12 + 22 + 2 + 1 + 23);
+        assert_eq!(Opcode(0x55).name(), "RD RESYNC");
+        assert_eq!(Opcode(0x1c).name(), "RC FLUSH");
+        assert_eq!(Opcode(0x1d).name(), "RC ATOMIC WRITE");
         assert_eq!(Opcode(0x15).name(), "reserved");
         assert_eq!(Opcode(0xc0).name(), "vendor-specific");
         assert_eq!(Opcode::RC_WRITE_ONLY_IMM.name(), "RC WRITE Only Imm");

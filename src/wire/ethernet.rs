@@ -1,6 +1,6 @@
 //! Ethernet II with an optional IEEE 802.1Q tag.
 
-use super::{Layer, ParseError, array, be16, truncated};
+use super::{BuildError, Layer, ParseError, array, be16, need, truncated};
 use std::fmt;
 use std::str::FromStr;
 
@@ -94,6 +94,20 @@ impl FromStr for MacAddr {
         }
         Ok(MacAddr(out))
     }
+}
+
+/// The EtherType after up to two VLAN tags (802.1ad / 802.1Q), and the offset of what
+/// follows; `None` if the frame is too short for its tags.
+pub fn l3_offset(frame: &[u8]) -> Option<(u16, usize)> {
+    let mut at = field::ETHERTYPE;
+    for _ in 0..3 {
+        let ethertype = be16(frame.get(at..at + 2)?.try_into().ok()?);
+        if ethertype != ethertype::VLAN && ethertype != ethertype::QINQ {
+            return Some((ethertype, at + 2));
+        }
+        at += VLAN_TAG_LEN;
+    }
+    None
 }
 
 /// An IEEE 802.1Q tag control information field.
@@ -211,8 +225,9 @@ impl EthernetRepr {
         HEADER_LEN + if self.vlan.is_some() { VLAN_TAG_LEN } else { 0 }
     }
 
-    /// Writes the header into the start of `buf`, which must hold `header_len()` bytes.
-    pub fn emit(&self, buf: &mut [u8]) -> usize {
+    /// Writes the header into the start of `buf`; returns its length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, BuildError> {
+        need(buf, self.header_len())?;
         buf[field::DST].copy_from_slice(&self.dst.0);
         buf[field::SRC].copy_from_slice(&self.src.0);
         let mut at = field::ETHERTYPE;
@@ -222,7 +237,7 @@ impl EthernetRepr {
             at += VLAN_TAG_LEN;
         }
         buf[at..at + 2].copy_from_slice(&self.ethertype.to_be_bytes());
-        at + 2
+        Ok(at + 2)
     }
 }
 
@@ -267,7 +282,8 @@ mod tests {
             ethertype: ethertype::IPV6,
         };
         let mut buf = [0u8; 18];
-        assert_eq!(repr.emit(&mut buf), 18);
+        assert_eq!(repr.emit(&mut buf), Ok(18));
+        assert!(repr.emit(&mut buf[..17]).is_err());
         assert_eq!(EthernetRepr::parse(&buf).unwrap(), (repr, 18));
         assert!(matches!(
             EthernetRepr::parse(&buf[..16]),

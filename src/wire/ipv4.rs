@@ -1,7 +1,9 @@
 //! IPv4 (RFC 791) header view, checksum, and the RFC 1624 incremental checksum update used
 //! when a switch rewrites the TOS byte.
 
-use super::{Field, Layer, ParseError, array, be16, ecn::Ecn, invalid, truncated};
+use super::{
+    BuildError, Field, Layer, ParseError, array, be16, ecn::Ecn, invalid, len16, need, truncated,
+};
 use std::net::Ipv4Addr;
 
 mod field {
@@ -244,13 +246,19 @@ impl Ipv4Repr {
         }
     }
 
-    /// Writes a 20-byte header (no options) with the checksum into `buf`.
-    pub fn emit(&self, buf: &mut [u8], protocol: u8, payload_len: u16) {
+    /// Writes a 20-byte header (no options) with the checksum into `buf`; returns 20.
+    pub fn emit(
+        &self,
+        buf: &mut [u8],
+        protocol: u8,
+        payload_len: usize,
+    ) -> Result<usize, BuildError> {
+        need(buf, HEADER_LEN)?;
+        let total = len16(Layer::Ipv4, payload_len + HEADER_LEN)?;
         let h = &mut buf[..HEADER_LEN];
         h[field::VER_IHL] = 0x45;
         h[field::TOS] = (self.dscp << 2) | self.ecn as u8;
-        h[field::LENGTH..field::LENGTH + 2]
-            .copy_from_slice(&(payload_len + HEADER_LEN as u16).to_be_bytes());
+        h[field::LENGTH..field::LENGTH + 2].copy_from_slice(&total.to_be_bytes());
         h[field::IDENT..field::IDENT + 2].copy_from_slice(&self.ident.to_be_bytes());
         let flags = if self.dont_frag { FLAG_DF } else { 0 };
         h[field::FLAGS_FRAG..field::FLAGS_FRAG + 2].copy_from_slice(&flags.to_be_bytes());
@@ -261,6 +269,7 @@ impl Ipv4Repr {
         h[field::DST..field::DST + 4].copy_from_slice(&self.dst.octets());
         let sum = internet_checksum(h);
         h[field::CHECKSUM..field::CHECKSUM + 2].copy_from_slice(&sum.to_be_bytes());
+        Ok(HEADER_LEN)
     }
 }
 

@@ -1,6 +1,8 @@
 //! IPv6 (RFC 8200) fixed header view. RoCEv2 carries UDP directly after the fixed header.
 
-use super::{Field, Layer, ParseError, array, be16, ecn::Ecn, invalid, truncated};
+use super::{
+    BuildError, Field, Layer, ParseError, array, be16, ecn::Ecn, invalid, len16, need, truncated,
+};
 use std::net::Ipv6Addr;
 
 mod field {
@@ -157,8 +159,15 @@ impl Ipv6Repr {
         }
     }
 
-    /// Writes the 40-byte fixed header into `buf`.
-    pub fn emit(&self, buf: &mut [u8], next_header: u8, payload_len: u16) {
+    /// Writes the 40-byte fixed header into `buf`; returns 40.
+    pub fn emit(
+        &self,
+        buf: &mut [u8],
+        next_header: u8,
+        payload_len: usize,
+    ) -> Result<usize, BuildError> {
+        need(buf, HEADER_LEN)?;
+        let payload_len = len16(Layer::Ipv6, payload_len)?;
         let h = &mut buf[..HEADER_LEN];
         let tc = u32::from((self.dscp << 2) | self.ecn as u8);
         let word0 = (6u32 << 28) | (tc << 20) | (self.flow_label & 0x000f_ffff);
@@ -168,6 +177,7 @@ impl Ipv6Repr {
         h[field::HOP_LIMIT] = self.hop_limit;
         h[field::SRC..field::SRC + 16].copy_from_slice(&self.src.octets());
         h[field::DST..field::DST + 16].copy_from_slice(&self.dst.octets());
+        Ok(HEADER_LEN)
     }
 }
 
@@ -186,7 +196,8 @@ mod tests {
             hop_limit: 64,
         };
         let mut buf = [0u8; HEADER_LEN];
-        repr.emit(&mut buf, 17, 0);
+        repr.emit(&mut buf, 17, 0).unwrap();
+        assert!(repr.emit(&mut buf, 17, 70_000).is_err());
         // version 6, TC 0x6a (26 << 2 | 2), flow label 0xabcde
         assert_eq!(&buf[..4], &[0x66, 0xaa, 0xbc, 0xde]);
         let mut p = Ipv6Packet::new_checked(buf).unwrap();

@@ -196,10 +196,12 @@ impl FrameMeta {
         usize::from(self.l4_offset) + udp::HEADER_LEN
     }
 
-    /// Offset of the ICRC: the last four bytes of the UDP payload (RoCE frames only).
+    /// Offset of the ICRC: the last four bytes of the UDP payload (meaningful for RoCE
+    /// frames only; 0 for frames without UDP).
     #[inline]
     pub fn icrc_offset(&self) -> usize {
-        usize::from(self.l4_offset) + usize::from(self.l4_len) - super::icrc::ICRC_LEN
+        (usize::from(self.l4_offset) + usize::from(self.l4_len))
+            .saturating_sub(super::icrc::ICRC_LEN)
     }
 }
 
@@ -381,11 +383,11 @@ fn parse_udp(frame: &[u8], ip_end: usize, meta: &mut FrameMeta) -> Result<(), Pa
     if be16([h[2], h[3]]) != udp::ROCEV2_PORT {
         return Ok(());
     }
-    let bth_at = l4 + udp::HEADER_LEN;
-    let bth_and_icrc = bth::HEADER_LEN + super::icrc::ICRC_LEN;
+    // The datagram is all there (checked above): one too short for a BTH and an ICRC has
+    // a UDP length that cannot be RoCE.
     let b = match ip_payload[udp::HEADER_LEN..udp_len].first_chunk::<{ bth::HEADER_LEN }>() {
-        Some(b) if udp_len >= udp::HEADER_LEN + bth_and_icrc => b,
-        _ => return Err(truncated(Layer::Bth, bth_at, bth_and_icrc, l4 + udp_len)),
+        Some(b) if udp_len >= udp::HEADER_LEN + bth::HEADER_LEN + super::icrc::ICRC_LEN => b,
+        _ => return Err(invalid(Field::RoceUdpLength, udp_len)),
     };
     let tver = b[1] & 0x0f;
     if tver != 0 {

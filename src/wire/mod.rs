@@ -83,6 +83,8 @@ pub enum Field {
     Ipv6Version,
     /// UDP length.
     UdpLength,
+    /// UDP length of a datagram to port 4791.
+    RoceUdpLength,
     /// BTH TVer.
     BthTransportVersion,
     /// BTH PadCnt.
@@ -95,7 +97,7 @@ impl Field {
         match self {
             Field::Ipv4Version | Field::Ipv4HeaderLength | Field::Ipv4TotalLength => Layer::Ipv4,
             Field::Ipv6Version => Layer::Ipv6,
-            Field::UdpLength => Layer::Udp,
+            Field::UdpLength | Field::RoceUdpLength => Layer::Udp,
             Field::BthTransportVersion | Field::BthPadCount => Layer::Bth,
         }
     }
@@ -106,7 +108,7 @@ impl Field {
             Field::Ipv4Version | Field::Ipv6Version => "version",
             Field::Ipv4HeaderLength => "IHL",
             Field::Ipv4TotalLength => "total length",
-            Field::UdpLength => "length",
+            Field::UdpLength | Field::RoceUdpLength => "length",
             Field::BthTransportVersion => "TVer",
             Field::BthPadCount => "PadCnt",
         }
@@ -120,6 +122,7 @@ impl Field {
             Field::Ipv4TotalLength => "must cover at least the header",
             Field::Ipv6Version => "must be 6 in a frame of EtherType 0x86DD",
             Field::UdpLength => "must be at least 8 (the header)",
+            Field::RoceUdpLength => "on port 4791 must be at least 24 (UDP 8 + BTH 12 + ICRC 4)",
             Field::BthTransportVersion => "only transport header version 0 is defined",
             Field::BthPadCount => "must not exceed the payload",
         }
@@ -155,8 +158,8 @@ pub enum ParseError {
 /// Why a frame could not be built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
-    /// The caller's buffer is shorter than the frame.
-    #[error("buffer of {available} bytes is too small for a {needed}-byte frame")]
+    /// The caller's buffer is shorter than what is to be written.
+    #[error("buffer of {available} bytes is too small for {needed} bytes")]
     BufferTooSmall {
         /// Bytes the frame needs.
         needed: usize,
@@ -203,6 +206,22 @@ pub(crate) fn invalid(field: Field, value: usize) -> ParseError {
         field,
         value: u32::try_from(value).unwrap_or(u32::MAX),
     }
+}
+
+/// Checks that a builder's buffer holds `needed` bytes.
+pub(crate) fn need(buf: &[u8], needed: usize) -> Result<(), BuildError> {
+    if buf.len() < needed {
+        return Err(BuildError::BufferTooSmall {
+            needed,
+            available: buf.len(),
+        });
+    }
+    Ok(())
+}
+
+/// A length for a 16-bit length field, or [`BuildError::TooLong`].
+pub(crate) fn len16(layer: Layer, length: usize) -> Result<u16, BuildError> {
+    u16::try_from(length).map_err(|_| BuildError::TooLong { layer, length })
 }
 
 #[inline(always)]

@@ -205,7 +205,7 @@ impl MacControl {
             vlan: None,
             ethertype: ethertype::MAC_CONTROL,
         }
-        .emit(frame);
+        .emit(frame)?;
         let body = &mut frame[at..];
         match *self {
             MacControl::Pause { quanta } => {

@@ -169,27 +169,23 @@ impl RoceRepr<'_> {
             vlan: self.vlan,
             ethertype: self.ip.ethertype(),
         }
-        .emit(frame);
-        let udp_payload_len = (udp_len - udp::HEADER_LEN) as u16;
-        match self.ip {
-            IpRepr::V4(r) => r.emit(&mut frame[at..], ipv4::PROTO_UDP, udp_len as u16),
-            IpRepr::V6(r) => r.emit(&mut frame[at..], ipv4::PROTO_UDP, udp_len as u16),
-        }
-        at += self.ip.header_len();
-        udp::emit(
+        .emit(frame)?;
+        at += match self.ip {
+            IpRepr::V4(r) => r.emit(&mut frame[at..], ipv4::PROTO_UDP, udp_len)?,
+            IpRepr::V6(r) => r.emit(&mut frame[at..], ipv4::PROTO_UDP, udp_len)?,
+        };
+        at += udp::emit(
             &mut frame[at..],
             self.udp_src_port,
             udp::ROCEV2_PORT,
-            udp_payload_len,
-        );
-        at += udp::HEADER_LEN;
+            udp_len - udp::HEADER_LEN,
+        )?;
         let bth = BthRepr {
             pad_count: self.pad_count() as u8,
             ..self.bth
         };
-        bth.emit(&mut frame[at..]);
-        at += bth::HEADER_LEN;
-        at += self.ext.emit(&mut frame[at..]);
+        at += bth.emit(&mut frame[at..])?;
+        at += self.ext.emit(&mut frame[at..])?;
         frame[at..at + self.payload.len()].copy_from_slice(self.payload);
         at += self.payload.len();
         frame[at..].fill(0); // pad bytes, ICRC placeholder, Ethernet padding

@@ -1,6 +1,6 @@
 //! UDP (RFC 768) header view.
 
-use super::{Field, Layer, ParseError, array, be16, invalid, truncated};
+use super::{BuildError, Field, Layer, ParseError, array, be16, invalid, len16, need, truncated};
 
 /// The IANA port of RoCEv2 (InfiniBand Annex A17).
 pub const ROCEV2_PORT: u16 = 4791;
@@ -89,12 +89,19 @@ pub(crate) fn check_header(
 ///
 /// RoCEv2 senders leave the UDP checksum 0: the ICRC protects the payload end to end
 /// (IBA Annex A17.4.5.2).
-pub fn emit(buf: &mut [u8], src_port: u16, dst_port: u16, payload_len: u16) {
+pub fn emit(
+    buf: &mut [u8],
+    src_port: u16,
+    dst_port: u16,
+    payload_len: usize,
+) -> Result<usize, BuildError> {
+    need(buf, HEADER_LEN)?;
+    let len = len16(Layer::Udp, payload_len + HEADER_LEN)?;
     buf[field::SRC_PORT..field::SRC_PORT + 2].copy_from_slice(&src_port.to_be_bytes());
     buf[field::DST_PORT..field::DST_PORT + 2].copy_from_slice(&dst_port.to_be_bytes());
-    buf[field::LENGTH..field::LENGTH + 2]
-        .copy_from_slice(&(payload_len + HEADER_LEN as u16).to_be_bytes());
+    buf[field::LENGTH..field::LENGTH + 2].copy_from_slice(&len.to_be_bytes());
     buf[field::CHECKSUM..field::CHECKSUM + 2].fill(0);
+    Ok(HEADER_LEN)
 }
 
 #[cfg(test)]
@@ -104,7 +111,9 @@ mod tests {
     #[test]
     fn length_is_checked() {
         let mut buf = [0u8; 12];
-        emit(&mut buf, 49152, ROCEV2_PORT, 4);
+        emit(&mut buf, 49152, ROCEV2_PORT, 4).unwrap();
+        assert!(emit(&mut buf, 1, 2, 65_530).is_err());
+        assert!(emit(&mut buf[..7], 1, 2, 0).is_err());
         let d = UdpDatagram::new_checked(&buf[..]).unwrap();
         assert_eq!((d.src_port(), d.dst_port(), d.len()), (49152, 4791, 12));
         assert!(UdpDatagram::new_checked(&buf[..11]).is_err());

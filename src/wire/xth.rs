@@ -2,7 +2,7 @@
 //! each opcode, and their fields.
 
 use super::bth::{Opcode, Transport};
-use super::{BuildError, Layer, ParseError, array, be24, put_be24};
+use super::{BuildError, Layer, ParseError, array, be24, need, put_be24};
 
 /// RDETH: Reliable Datagram extended header (4 bytes).
 pub const RDETH_LEN: usize = 4;
@@ -22,9 +22,11 @@ pub const ATOMIC_ACK_ETH_LEN: usize = 8;
 pub const IMMDT_LEN: usize = 4;
 /// IETH: invalidate extended header (4 bytes).
 pub const IETH_LEN: usize = 4;
+/// FETH: flush extended header (4 bytes, IBA 1.5).
+pub const FETH_LEN: usize = 4;
 
 /// Which extended headers follow the BTH, in wire order (IBA 9.2: RDETH, DETH, XRCETH,
-/// RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH).
+/// FETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Layout {
     /// RDETH (RD only).
@@ -33,7 +35,9 @@ pub struct Layout {
     pub deth: bool,
     /// XRCETH (XRC requests).
     pub xrceth: bool,
-    /// RETH (WRITE First/Only, READ Request).
+    /// FETH (RC FLUSH).
+    pub feth: bool,
+    /// RETH (WRITE First/Only, READ Request, FLUSH, ATOMIC WRITE).
     pub reth: bool,
     /// AtomicETH (CmpSwap, FetchAdd).
     pub atomic_eth: bool,
@@ -58,7 +62,8 @@ impl Layout {
         let is_request = !(0x0d..=0x12).contains(&op);
         let mut l = Layout {
             immdt: matches!(op, 0x03 | 0x05 | 0x09 | 0x0b),
-            reth: matches!(op, 0x06 | 0x0a | 0x0b | 0x0c),
+            reth: matches!(op, 0x06 | 0x0a | 0x0b | 0x0c | 0x1c | 0x1d),
+            feth: op == 0x1c,
             aeth: matches!(op, 0x0d | 0x0f | 0x10 | 0x11 | 0x12),
             atomic_ack_eth: op == 0x12,
             atomic_eth: matches!(op, 0x13 | 0x14),
@@ -83,6 +88,7 @@ impl Layout {
         usize::from(self.rdeth) * RDETH_LEN
             + usize::from(self.deth) * DETH_LEN
             + usize::from(self.xrceth) * XRCETH_LEN
+            + usize::from(self.feth) * FETH_LEN
             + usize::from(self.reth) * RETH_LEN
             + usize::from(self.atomic_eth) * ATOMIC_ETH_LEN
             + usize::from(self.aeth) * AETH_LEN
@@ -94,6 +100,24 @@ impl Layout {
     /// True when no extended header follows the BTH.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The names of the headers present, in wire order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        [
+            (self.rdeth, "RDETH"),
+            (self.deth, "DETH"),
+            (self.xrceth, "XRCETH"),
+            (self.feth, "FETH"),
+            (self.reth, "RETH"),
+            (self.atomic_eth, "AtomicETH"),
+            (self.aeth, "AETH"),
+            (self.atomic_ack_eth, "AtomicAckETH"),
+            (self.immdt, "ImmDt"),
+            (self.ieth, "IETH"),
+        ]
+        .into_iter()
+        .filter_map(|(present, name)| present.then_some(name))
     }
 }
 
@@ -185,6 +209,8 @@ pub struct ExtHeaders {
     pub deth: Option<Deth>,
     /// XRCETH: XRC shared receive queue (24 bits).
     pub xrceth: Option<u32>,
+    /// FETH: flush type and selectivity (the 32-bit word).
+    pub feth: Option<u32>,
     /// RETH.
     pub reth: Option<Reth>,
     /// AtomicETH.
@@ -214,6 +240,7 @@ impl ExtHeaders {
             rdeth: self.rdeth.is_some(),
             deth: self.deth.is_some(),
             xrceth: self.xrceth.is_some(),
+            feth: self.feth.is_some(),
             reth: self.reth.is_some(),
             atomic_eth: self.atomic_eth.is_some(),
             aeth: self.aeth.is_some(),
@@ -248,6 +275,7 @@ impl ExtHeaders {
                 src_qp: be24(array(b, i + 5)),
             }),
             xrceth: take(layout.xrceth, XRCETH_LEN).map(|i| be24(array(b, i + 1))),
+            feth: take(layout.feth, FETH_LEN).map(|i| be32(b, i)),
             reth: take(layout.reth, RETH_LEN).map(|i| Reth {
                 va: be64(b, i),
                 rkey: be32(b, i + 8),
@@ -289,7 +317,8 @@ impl ExtHeaders {
     }
 
     /// Writes the headers present into `buf`, in wire order; returns the bytes written.
-    pub fn emit(&self, buf: &mut [u8]) -> usize {
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, BuildError> {
+        need(buf, self.layout().len())?;
         let mut at = 0;
         let mut put = |bytes: &[u8]| {
             buf[at..at + bytes.len()].copy_from_slice(bytes);
@@ -309,6 +338,9 @@ impl ExtHeaders {
         if let Some(srq) = self.xrceth {
             put_be24(&mut word24[1..], srq);
             put(&word24);
+        }
+        if let Some(feth) = self.feth {
+            put(&feth.to_be_bytes());
         }
         if let Some(r) = self.reth {
             put(&r.va.to_be_bytes());
@@ -335,7 +367,7 @@ impl ExtHeaders {
         if let Some(rkey) = self.ieth {
             put(&rkey.to_be_bytes());
         }
-        at
+        Ok(at)
     }
 }
 
@@ -343,26 +375,57 @@ impl ExtHeaders {
 mod tests {
     use super::*;
 
+    /// Header sizes as IBA vol. 1 section 9.3 gives them (RDETH 4, DETH 8, XRCETH 4,
+    /// RETH 16, AtomicETH 28, AETH 4, AtomicAckETH 8, ImmDt 4, IETH 4, FETH 4), written
+    /// as numbers here rather than the module's constants.
     #[test]
     fn layouts_follow_iba_table_38() {
-        assert_eq!(Opcode::RC_SEND_MIDDLE.layout().len(), 0);
-        assert_eq!(
-            Opcode::RC_WRITE_ONLY_IMM.layout().len(),
-            RETH_LEN + IMMDT_LEN
-        );
-        assert_eq!(Opcode::RC_READ_RESPONSE_MIDDLE.layout().len(), 0);
-        assert_eq!(Opcode::RC_READ_RESPONSE_LAST.layout().len(), AETH_LEN);
-        assert_eq!(Opcode::RC_ATOMIC_ACK.layout().len(), AETH_LEN + 8);
-        assert_eq!(Opcode::RC_CMP_SWAP.layout().len(), ATOMIC_ETH_LEN);
-        assert_eq!(
-            Opcode::UD_SEND_ONLY_IMM.layout().len(),
-            DETH_LEN + IMMDT_LEN
-        );
-        assert_eq!(Opcode(0x4a).layout().len(), RDETH_LEN + DETH_LEN + RETH_LEN);
-        assert_eq!(Opcode(0x51).layout().len(), RDETH_LEN + AETH_LEN);
-        assert_eq!(Opcode(0xaa).layout().len(), XRCETH_LEN + RETH_LEN);
-        assert_eq!(Opcode(0xb1).layout().len(), AETH_LEN);
-        assert_eq!(Opcode::CNP.layout().len(), 0);
+        let len = |op: u8| Opcode(op).layout().len();
+        assert_eq!(len(0x01), 0); // RC SEND Middle
+        assert_eq!(len(0x0b), 16 + 4); // RC WRITE Only Imm: RETH, ImmDt
+        assert_eq!(len(0x0e), 0); // RC READ Response Middle
+        assert_eq!(len(0x0f), 4); // RC READ Response Last: AETH
+        assert_eq!(len(0x12), 4 + 8); // RC ATOMIC ACK: AETH, AtomicAckETH
+        assert_eq!(len(0x13), 28); // RC CmpSwap: AtomicETH
+        assert_eq!(len(0x17), 4); // RC SEND Only Inv: IETH
+        assert_eq!(len(0x1c), 4 + 16); // RC FLUSH: FETH, RETH
+        assert_eq!(len(0x1d), 16); // RC ATOMIC WRITE: RETH (its 8 data bytes are payload)
+        assert_eq!(len(0x65), 8 + 4); // UD SEND Only Imm: DETH, ImmDt
+        assert_eq!(len(0x4a), 4 + 8 + 16); // RD WRITE Only: RDETH, DETH, RETH
+        assert_eq!(len(0x51), 4 + 4); // RD ACK: RDETH, AETH
+        assert_eq!(len(0x55), 4 + 8); // RD RESYNC: RDETH, DETH
+        assert_eq!(len(0xaa), 4 + 16); // XRC WRITE Only: XRCETH, RETH
+        assert_eq!(len(0xb1), 4); // XRC ACK: AETH
+        assert_eq!(len(0x81), 0); // CNP
+        assert_eq!(len(0x15), 0); // reserved
+    }
+
+    /// Wire order: RDETH, DETH, then RETH for an RD WRITE Only.
+    #[test]
+    fn headers_are_emitted_in_wire_order() {
+        let h = ExtHeaders {
+            rdeth: Some(0x0a0b0c),
+            deth: Some(Deth {
+                qkey: 0x1122_3344,
+                src_qp: 0x55_6677,
+            }),
+            reth: Some(Reth {
+                va: 0x8899_aabb_ccdd_eeff,
+                rkey: 0x0102_0304,
+                dma_len: 0x0506_0708,
+            }),
+            ..ExtHeaders::default()
+        };
+        let mut buf = [0u8; 28];
+        h.emit(&mut buf).unwrap();
+        let expected = [
+            0, 0x0a, 0x0b, 0x0c, // RDETH: reserved, EE context
+            0x11, 0x22, 0x33, 0x44, 0, 0x55, 0x66, 0x77, // DETH: Q_Key, reserved, src QP
+            0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, // RETH: VA
+            1, 2, 3, 4, 5, 6, 7, 8, // R_Key, DMA length
+        ];
+        assert_eq!(buf, expected);
+        assert_eq!(ExtHeaders::parse(Opcode(0x4a).layout(), &buf, 0), Ok(h));
     }
 
     #[test]
@@ -379,7 +442,8 @@ mod tests {
         h.check_for(Opcode::RC_WRITE_ONLY_IMM).unwrap();
         assert!(h.check_for(Opcode::RC_WRITE_ONLY).is_err());
         let mut buf = [0u8; 20];
-        assert_eq!(h.emit(&mut buf), 20);
+        assert_eq!(h.emit(&mut buf), Ok(20));
+        assert!(h.emit(&mut buf[..19]).is_err());
         assert_eq!(ExtHeaders::parse(h.layout(), &buf, 0).unwrap(), h);
         assert!(ExtHeaders::parse(h.layout(), &buf[..19], 0).is_err());
     }
