@@ -5,7 +5,9 @@
 //! pcap files, or in virtual time. See `DESIGN.md` in the repository for the architecture.
 //!
 //! Modules so far: [`wire`] (frame formats and the hot-path parse), [`capture`] (pcap and
-//! pcapng files), [`inspect`] (the RoCE-aware capture inspector) and [`time`].
+//! pcapng files), [`inspect`] (the RoCE-aware capture inspector), [`config`] (the switch
+//! configuration and presets), [`switch`] (the switch core), [`replay`] (captures through
+//! the switch in virtual time), [`report`] (counter tables) and [`time`].
 
 #![warn(missing_docs)]
 
@@ -13,6 +15,7 @@ pub mod capture;
 pub mod config;
 pub mod inspect;
 pub mod replay;
+pub mod report;
 pub mod switch;
 pub mod time;
 pub mod wire;

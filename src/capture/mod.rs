@@ -20,7 +20,6 @@ pub const SNAPLEN: u32 = 262_144;
 
 /// Where reading a capture failed, and why.
 #[derive(Debug, thiserror::Error)]
-#[error("at byte offset {offset}: {kind}")]
 pub struct CaptureError {
     /// Byte offset in the file of the header, record or block that failed.
     pub offset: u64,
@@ -28,9 +27,21 @@ pub struct CaptureError {
     pub kind: CaptureErrorKind,
 }
 
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            CaptureErrorKind::Open(_) | CaptureErrorKind::Empty => write!(f, "{}", self.kind),
+            kind => write!(f, "at byte offset {}: {kind}", self.offset),
+        }
+    }
+}
+
 /// What went wrong reading a capture.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureErrorKind {
+    /// The file could not be opened.
+    #[error("cannot open it: {0}")]
+    Open(std::io::Error),
     /// The operating system failed the read.
     #[error("read failed: {0}")]
     Io(#[from] std::io::Error),

@@ -97,7 +97,7 @@ impl CaptureReader<BufReader<File>> {
     pub fn open(path: &Path) -> Result<Self, CaptureError> {
         let file = File::open(path).map_err(|e| CaptureError {
             offset: 0,
-            kind: CaptureErrorKind::Io(e),
+            kind: CaptureErrorKind::Open(e),
         })?;
         CaptureReader::new(BufReader::with_capacity(1 << 16, file))
     }

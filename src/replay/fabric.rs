@@ -137,6 +137,11 @@ impl Fabric {
         &mut self.switch
     }
 
+    /// Gives the switch back, for its counters.
+    pub fn into_switch(self) -> Switch {
+        self.switch
+    }
+
     /// The virtual time reached.
     pub fn now(&self) -> Nanos {
         self.now

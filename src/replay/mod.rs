@@ -1,5 +1,387 @@
 //! `rocelab replay`: captures in, through the switch core in capture time, a pcapng out.
+//!
+//! Each input plays the link peer of one switch port: its frames enter no faster than the
+//! port's rate, and while the switch pauses a priority toward it, the peer holds that
+//! priority back (unless told to ignore pauses, as a broken NIC would). Inputs are bound to
+//! ports by name (`--in PORT=FILE`), or one or more captures are split into ports by MAC
+//! address or VLAN. The output has one interface per port, named after it, holding every
+//! frame the switch sent there at its departure time, with a comment on each frame the
+//! switch changed or created.
 
 pub mod fabric;
 
 pub use fabric::{Fabric, PeerTotals, Stuck};
+
+use crate::capture::{CaptureError, CaptureReader, PcapNgWriter};
+use crate::config::SwitchConfig;
+use crate::switch::Switch;
+use crate::time::Nanos;
+use crate::wire::MacAddr;
+use crate::wire::ethernet;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// How captures are split into ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitBy {
+    /// One port per unicast MAC address seen (as source or destination); frames enter on
+    /// their source's port.
+    Mac,
+    /// One port per VLAN id (untagged frames on port "untagged").
+    Vlan,
+}
+
+/// Where the frames come from.
+#[derive(Debug, Clone)]
+pub enum Inputs {
+    /// Captures bound to named ports.
+    Bound(Vec<(String, PathBuf)>),
+    /// Captures split into ports.
+    Split(SplitBy, Vec<PathBuf>),
+}
+
+/// What `rocelab replay` is asked to do.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// The switch configuration (ports named by the inputs are added with the defaults).
+    pub config: SwitchConfig,
+    /// The inputs.
+    pub inputs: Inputs,
+    /// Time runs this many times faster than in the captures.
+    pub speed: f64,
+    /// Shift every input so that it starts when the earliest one does.
+    pub align_start: bool,
+    /// Peers ignore PFC and PAUSE.
+    pub peer_ignores_pause: bool,
+    /// The pcapng to write.
+    pub out: PathBuf,
+}
+
+/// Why a replay failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// An input capture is truncated, corrupt or not Ethernet.
+    #[error("{}: {error}", path.display())]
+    Capture {
+        /// The capture.
+        path: PathBuf,
+        /// What and where.
+        error: CaptureError,
+    },
+    /// An input or output file could not be opened or written.
+    #[error("{}: {error}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// The options do not make sense.
+    #[error("{0}")]
+    Usage(String),
+    /// The switch stopped making progress (a bug: please report it with the inputs).
+    #[error(transparent)]
+    Stuck(#[from] Stuck),
+}
+
+/// What a replay did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplaySummary {
+    /// Ports and the inputs feeding them.
+    pub ports: Vec<String>,
+    /// Frames read from the inputs.
+    pub frames_in: u64,
+    /// Frames the switch sent (PFC included).
+    pub frames_out: u64,
+    /// PFC and PAUSE frames the switch generated.
+    pub pfc_frames_out: u64,
+    /// Frames the switch changed (CE marks).
+    pub frames_marked: u64,
+    /// Virtual time from the first input frame to the last frame out, ns.
+    pub duration_ns: u64,
+}
+
+/// One input frame, with the port it enters on and when.
+struct Arrival {
+    ts: Nanos,
+    port: usize,
+    frame: Vec<u8>,
+}
+
+/// An input capture being read.
+struct Source {
+    path: PathBuf,
+    reader: CaptureReader<BufReader<File>>,
+    /// Fixed port (bound input) or per-frame port from the split key.
+    port: Option<usize>,
+    shift: i128,
+}
+
+fn open(path: &Path) -> Result<CaptureReader<BufReader<File>>, ReplayError> {
+    CaptureReader::open(path).map_err(|error| ReplayError::Capture {
+        path: path.to_owned(),
+        error,
+    })
+}
+
+/// The port-name key of a frame when splitting.
+fn split_key(by: SplitBy, frame: &[u8]) -> Option<String> {
+    match by {
+        SplitBy::Mac => {
+            let src = MacAddr(frame.get(6..12)?.try_into().ok()?);
+            Some(src.to_string())
+        }
+        SplitBy::Vlan => match ethernet::EthernetRepr::parse(frame).ok()?.0.vlan {
+            Some(tag) => Some(format!("vlan{}", tag.vid)),
+            None => Some("untagged".to_owned()),
+        },
+    }
+}
+
+/// Every port name a split gives, in order of first appearance (for MACs, destinations
+/// count too, so that a frame to a host that never sends still has a port to go to).
+fn split_ports(by: SplitBy, paths: &[PathBuf]) -> Result<Vec<String>, ReplayError> {
+    let mut names: Vec<String> = Vec::new();
+    let mut add = |name: String| {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    };
+    for path in paths {
+        let mut reader = open(path)?;
+        while let Some(p) = reader.next_packet().map_err(|error| ReplayError::Capture {
+            path: path.clone(),
+            error,
+        })? {
+            if let Some(key) = split_key(by, p.data) {
+                add(key);
+            }
+            if by == SplitBy::Mac {
+                if let Some(dst) = p.data.get(..6).and_then(|d| <[u8; 6]>::try_from(d).ok()) {
+                    let dst = MacAddr(dst);
+                    if !dst.is_multicast() {
+                        add(dst.to_string());
+                    }
+                }
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// Runs a replay; returns what it did and the switch, for its counters.
+pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError> {
+    if !(opts.speed.is_finite() && opts.speed > 0.0) {
+        return Err(ReplayError::Usage(format!(
+            "--speed {} is not allowed; give a positive factor (2 = twice as fast)",
+            opts.speed
+        )));
+    }
+    let mut cfg = opts.config.clone();
+    let add_port = |cfg: &mut SwitchConfig, name: &str| -> usize {
+        match cfg.ports.iter().position(|p| p.name == name) {
+            Some(i) => i,
+            None => {
+                cfg.ports.push(cfg.port_or_default(name));
+                cfg.ports.len() - 1
+            }
+        }
+    };
+    let mut sources = Vec::new();
+    let mut split = None;
+    match &opts.inputs {
+        Inputs::Bound(bound) => {
+            if bound.is_empty() {
+                return Err(ReplayError::Usage(
+                    "no input: give --in PORT=FILE (repeatable) or --split-by mac|vlan FILE..."
+                        .into(),
+                ));
+            }
+            for (port, path) in bound {
+                let index = add_port(&mut cfg, port);
+                sources.push(Source {
+                    path: path.clone(),
+                    reader: open(path)?,
+                    port: Some(index),
+                    shift: 0,
+                });
+            }
+        }
+        Inputs::Split(by, paths) => {
+            if paths.is_empty() {
+                return Err(ReplayError::Usage(
+                    "--split-by needs at least one capture".into(),
+                ));
+            }
+            let names = split_ports(*by, paths)?;
+            if names.is_empty() {
+                return Err(ReplayError::Usage(
+                    "the captures hold no frames to split".into(),
+                ));
+            }
+            let mut index = BTreeMap::new();
+            for name in &names {
+                index.insert(name.clone(), add_port(&mut cfg, name));
+            }
+            split = Some((*by, index));
+            for path in paths {
+                sources.push(Source {
+                    path: path.clone(),
+                    reader: open(path)?,
+                    port: None,
+                    shift: 0,
+                });
+            }
+        }
+    }
+
+    // Time: t' = start + (t + shift - start) / speed.
+    let mut heads: Vec<Option<Arrival>> = Vec::new();
+    for s in &mut sources {
+        heads.push(next_arrival(s, split.as_ref())?);
+    }
+    let firsts: Vec<Nanos> = heads.iter().flatten().map(|a| a.ts).collect();
+    let Some(&start) = firsts.iter().min() else {
+        return Err(ReplayError::Usage(
+            "the input captures hold no frames".into(),
+        ));
+    };
+    if opts.align_start {
+        for (s, head) in sources.iter_mut().zip(&mut heads) {
+            if let Some(a) = head {
+                s.shift = i128::from(start.0) - i128::from(a.ts.0);
+                a.ts = start;
+            }
+        }
+    }
+    let scale = |ts: Nanos| -> Nanos {
+        let rel = ts.0.saturating_sub(start.0) as f64 / opts.speed;
+        Nanos(start.0.saturating_add(rel.round() as u64))
+    };
+
+    let out_file = File::create(&opts.out).map_err(|error| ReplayError::File {
+        path: opts.out.clone(),
+        error,
+    })?;
+    let mut writer = PcapNgWriter::new(
+        BufWriter::new(out_file),
+        concat!("rocelab ", env!("CARGO_PKG_VERSION")),
+    )
+    .map_err(|error| ReplayError::File {
+        path: opts.out.clone(),
+        error,
+    })?;
+    for p in &cfg.ports {
+        writer
+            .add_interface(&p.name)
+            .map_err(|error| ReplayError::File {
+                path: opts.out.clone(),
+                error,
+            })?;
+    }
+
+    let mut switch = Switch::new(&cfg);
+    switch.set_explain(true);
+    let mut fabric = Fabric::new(switch);
+    if opts.peer_ignores_pause {
+        for p in 0..cfg.ports.len() {
+            fabric.set_peer_honors_pause(p, false);
+        }
+    }
+    let mut summary = ReplaySummary {
+        ports: cfg.ports.iter().map(|p| p.name.clone()).collect(),
+        frames_in: 0,
+        frames_out: 0,
+        pfc_frames_out: 0,
+        frames_marked: 0,
+        duration_ns: 0,
+    };
+    let mut write_error = None;
+    let mut last_out = start;
+    let mut sink = |tx: &crate::switch::Transmit<'_>| {
+        summary.frames_out += 1;
+        last_out = tx.time;
+        match tx.note {
+            Some(crate::switch::Note::CeMarked { .. }) => summary.frames_marked += 1,
+            Some(_) => summary.pfc_frames_out += 1,
+            None => {}
+        }
+        let comment = tx.note.map(|n| n.to_string());
+        if write_error.is_none() {
+            if let Err(e) =
+                writer.write_packet(tx.port as u32, tx.time, tx.frame, comment.as_deref())
+            {
+                write_error = Some(e);
+            }
+        }
+    };
+    // Merge the inputs in time order, running the fabric up to each frame before offering
+    // it, so that inputs of any size stream through.
+    loop {
+        let next = heads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| h.as_ref().map(|a| (a.ts, i)))
+            .min();
+        let Some((_, i)) = next else { break };
+        let Some(arrival) = heads[i].take() else {
+            break;
+        };
+        let ready = scale(arrival.ts);
+        fabric.run_until(Nanos(ready.0.saturating_sub(1)), &mut sink)?;
+        fabric.offer(arrival.port, ready, arrival.frame);
+        summary.frames_in += 1;
+        heads[i] = next_arrival(&mut sources[i], split.as_ref())?;
+    }
+    fabric.run_to_idle(&mut sink)?;
+    if let Some(error) = write_error {
+        return Err(ReplayError::File {
+            path: opts.out.clone(),
+            error,
+        });
+    }
+    writer
+        .finish()
+        .and_then(|mut w| w.flush())
+        .map_err(|error| ReplayError::File {
+            path: opts.out.clone(),
+            error,
+        })?;
+    summary.duration_ns = last_out.saturating_sub(start).0;
+    let fabric_switch = fabric.into_switch();
+    Ok((summary, fabric_switch))
+}
+
+fn next_arrival(
+    source: &mut Source,
+    split: Option<&(SplitBy, BTreeMap<String, usize>)>,
+) -> Result<Option<Arrival>, ReplayError> {
+    loop {
+        let packet = source
+            .reader
+            .next_packet()
+            .map_err(|error| ReplayError::Capture {
+                path: source.path.clone(),
+                error,
+            })?;
+        let Some(p) = packet else { return Ok(None) };
+        let port = match (source.port, split) {
+            (Some(port), _) => Some(port),
+            (None, Some((by, index))) => {
+                split_key(*by, p.data).and_then(|k| index.get(&k).copied())
+            }
+            (None, None) => None,
+        };
+        // Frames with no port (too short to carry a source address) are skipped.
+        let Some(port) = port else { continue };
+        let ts = Nanos((i128::from(p.ts.0) + source.shift).clamp(0, i128::from(u64::MAX)) as u64);
+        return Ok(Some(Arrival {
+            ts,
+            port,
+            frame: p.data.to_vec(),
+        }));
+    }
+}

@@ -1,35 +1,12 @@
 //! The egress side of the switch: picking and sending frames at the line rate, and the
 //! timers (when to call again, PFC refresh, watchdog polls).
 
-use super::pfc::QueueWatchdog;
-use super::sched::QueueState;
 use super::{Note, red};
-use super::{Packet, Port, Queue, Switch, Transmit};
-use crate::config::CLASSES;
+use super::{Packet, Port, Switch, Transmit};
 use crate::config::MarkAt;
 use crate::time::Nanos;
 use crate::wire::pfc::MacControl;
 use crate::wire::{self, CeMark};
-
-/// Whether queue `q` may send at `now`: not paused, or its watchdog ignores the pause.
-fn queue_state(
-    queues: &[Queue; CLASSES],
-    pause_until: &[Nanos; CLASSES],
-    link_pause_until: Nanos,
-    watchdog: &[QueueWatchdog; CLASSES],
-    q: usize,
-    now: Nanos,
-    forward_stormed: bool,
-) -> QueueState {
-    let Some(head) = queues[q].frames.front() else {
-        return QueueState::Empty;
-    };
-    let ignore_pause = forward_stormed && watchdog[q].stormed;
-    if !ignore_pause && (pause_until[q] > now || link_pause_until > now) {
-        return QueueState::Blocked;
-    }
-    QueueState::Ready(head.buf.len() as u64)
-}
 
 impl Port {
     /// The earliest time queue `q`'s head may go (ignoring the transmitter).
@@ -53,11 +30,15 @@ impl Switch {
         self.recycle_last();
         self.anchor(now);
         let n = self.ports.len();
-        for i in 0..n {
-            let port = (self.next_port + i) % n;
-            if let Some(packet) = self.dequeue(now, port) {
-                self.next_port = (port + 1) % n;
-                let note = packet.note;
+        // Round robin over ports, without a division per step.
+        let mut port = self.next_port.min(n.saturating_sub(1));
+        for _ in 0..n {
+            let this = port;
+            port = if port + 1 == n { 0 } else { port + 1 };
+            if let Some(packet) = self.dequeue(now, this) {
+                self.next_port = port;
+                let port = this;
+                let note = packet.note.as_deref().copied();
                 let packet = self.last_tx.insert(packet);
                 return Some(Transmit {
                     port,
@@ -74,7 +55,10 @@ impl Switch {
     fn dequeue(&mut self, now: Nanos, port_index: usize) -> Option<Packet> {
         let forward_stormed = self.forward_stormed();
         let port = &mut self.ports[port_index];
-        if !port.tx.enabled || port.tx.free_at() > now {
+        if !port.tx.enabled
+            || port.tx.free_at() > now
+            || (port.nonempty == 0 && port.control.is_empty())
+        {
             return None;
         }
         if let Some(packet) = port.control.pop_front() {
@@ -90,30 +74,29 @@ impl Switch {
             }
             return Some(packet);
         }
-        let Port {
-            sched,
-            queues,
-            pause_until,
-            link_pause_until,
-            watchdog,
-            ..
-        } = port;
-        let q = sched.pick(|q| {
-            queue_state(
-                queues,
-                pause_until,
-                *link_pause_until,
-                watchdog,
-                q,
-                now,
-                forward_stormed,
-            )
+        let mut ready = 0u8;
+        let mut busy = port.nonempty;
+        while busy != 0 {
+            let q = busy.trailing_zeros() as usize;
+            busy &= busy - 1;
+            let ignore_pause = forward_stormed && port.watchdog[q].stormed;
+            if ignore_pause || (port.pause_until[q] <= now && port.link_pause_until <= now) {
+                ready |= 1 << q;
+            }
+        }
+        let queues = &port.queues;
+        let q = port.sched.pick(ready, |q| {
+            queues[q].frames.front().map_or(0, |p| p.buf.len() as u64)
         })?;
         let queue = &mut port.queues[q];
         let mut packet = queue.frames.pop_front()?;
         let len = packet.buf.len();
         queue.bytes -= len as u64;
         let depth_after = queue.bytes;
+        if queue.frames.is_empty() {
+            port.nonempty &= !(1 << q);
+            port.sched.emptied(q);
+        }
         port.tx.start(now, len);
         let stormed = port.watchdog[q].stormed;
         port.watchdog[q].last_progress = now;
@@ -130,13 +113,13 @@ impl Switch {
             if decision.hit && wire::mark_ce(&mut packet.buf, &meta) == CeMark::Marked {
                 self.ports[port_index].counters.classes[q].ecn_marked += 1;
                 if self.explain {
-                    packet.note = Some(Note::CeMarked {
+                    packet.note = Some(Box::new(Note::CeMarked {
                         queue: q as u8,
                         depth_bytes: depth_after,
                         kmin_bytes: profile.kmin_bytes,
                         kmax_bytes: profile.kmax_bytes,
                         probability: decision.probability,
-                    });
+                    }));
                 }
             }
         }

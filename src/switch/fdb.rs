@@ -27,6 +27,9 @@ struct Entry {
 pub struct Fdb {
     entries: FxHashMap<MacAddr, Entry>,
     age: Nanos,
+    /// The last (source, port) learned and when its entry was refreshed: a flow's frames
+    /// repeat it, and refreshing an entry more often than age/64 changes nothing.
+    last_learned: Option<(MacAddr, usize, Nanos)>,
 }
 
 impl Fdb {
@@ -35,6 +38,7 @@ impl Fdb {
         Fdb {
             entries: FxHashMap::default(),
             age,
+            last_learned: None,
         }
     }
 
@@ -47,14 +51,26 @@ impl Fdb {
         src: MacAddr,
         dst: MacAddr,
     ) -> Lookup {
-        if !src.is_multicast() {
-            self.entries.insert(
-                src,
-                Entry {
-                    port,
-                    last_seen: now,
-                },
-            );
+        let fresh = self.last_learned.is_some_and(|(mac, p, at)| {
+            mac == src && p == port && now.saturating_sub(at).0 < self.age.0 / 64
+        });
+        if !fresh && !src.is_multicast() {
+            self.last_learned = Some((src, port, now));
+            match self.entries.get_mut(&src) {
+                Some(e) => {
+                    e.port = port;
+                    e.last_seen = now;
+                }
+                None => {
+                    self.entries.insert(
+                        src,
+                        Entry {
+                            port,
+                            last_seen: now,
+                        },
+                    );
+                }
+            }
         }
         if dst.is_multicast() {
             return Lookup::Flood;

@@ -42,6 +42,16 @@ pub struct Mmu {
     headroom: Vec<[u64; CLASSES]>,
     queue_limit: QueueLimit,
     queue_reserve: u64,
+    /// Dynamic alphas in 1/65536ths, so the per-frame limits are integer arithmetic.
+    pg_alpha_fixed: [u64; CLASSES],
+    queue_alpha_fixed: u64,
+}
+
+/// Alphas are kept as multiples of 2^-16.
+const ALPHA_SHIFT: u32 = 16;
+
+fn fixed(alpha: f64) -> u64 {
+    (alpha * f64::from(1u32 << ALPHA_SHIFT)).round() as u64
 }
 
 impl Mmu {
@@ -68,6 +78,14 @@ impl Mmu {
             headroom,
             queue_limit: cfg.queue_limit,
             queue_reserve: cfg.queue_reserve_bytes,
+            pg_alpha_fixed: cfg.pgs.map(|pg| match pg.xoff {
+                XoffRule::Dynamic { alpha, .. } => fixed(alpha),
+                XoffRule::Static { .. } => 0,
+            }),
+            queue_alpha_fixed: match cfg.queue_limit {
+                QueueLimit::Dynamic(alpha) => fixed(alpha),
+                QueueLimit::Static(_) => 0,
+            },
         }
     }
 
@@ -75,11 +93,18 @@ impl Mmu {
         self.shared_size - self.shared_used
     }
 
+    /// alpha × the free shared pool, with alpha in 1/65536ths.
+    #[inline]
+    fn dynamic_limit(&self, alpha_fixed: u64) -> u64 {
+        ((u128::from(self.free_shared()) * u128::from(alpha_fixed)) >> ALPHA_SHIFT) as u64
+    }
+
     /// The shared-pool bytes PG `pg` may hold now before XOFF.
+    #[inline]
     pub fn xoff_threshold(&self, pg: usize) -> u64 {
         match self.pg_cfg[pg].xoff {
             XoffRule::Static { xoff_bytes, .. } => xoff_bytes,
-            XoffRule::Dynamic { alpha, .. } => (alpha * self.free_shared() as f64) as u64,
+            XoffRule::Dynamic { .. } => self.dynamic_limit(self.pg_alpha_fixed[pg]),
         }
     }
 
@@ -186,7 +211,7 @@ impl Mmu {
         self.queue_reserve
             + match self.queue_limit {
                 QueueLimit::Static(bytes) => bytes,
-                QueueLimit::Dynamic(alpha) => (alpha * self.free_shared() as f64) as u64,
+                QueueLimit::Dynamic(_) => self.dynamic_limit(self.queue_alpha_fixed),
             }
     }
 }

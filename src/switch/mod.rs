@@ -43,7 +43,8 @@ struct Packet {
     ingress: usize,
     class: u8,
     arrived: Nanos,
-    note: Option<Note>,
+    /// Boxed: notes exist only with `set_explain`, and a small packet moves faster.
+    note: Option<Box<Note>>,
 }
 
 /// One egress queue.
@@ -61,6 +62,8 @@ struct Port {
     /// PFC frames the switch generated, sent ahead of all data and never paused.
     control: VecDeque<Packet>,
     queues: [Queue; CLASSES],
+    /// Bit q set: queue q holds frames.
+    nonempty: u8,
     sched: Scheduler,
     /// Per queue: paused by received PFC until then.
     pause_until: [Nanos; CLASSES],
@@ -70,6 +73,21 @@ struct Port {
     refresh_at: [Option<Nanos>; CLASSES],
     watchdog: [QueueWatchdog; CLASSES],
     counters: PortCounters,
+}
+
+/// A received frame: borrowed from the driver (copied if kept) or handed over.
+enum Incoming<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl Incoming<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Incoming::Borrowed(b) => b,
+            Incoming::Owned(v) => v,
+        }
+    }
 }
 
 /// What happened to a received frame.
@@ -141,6 +159,7 @@ impl Switch {
                 tx: Transmitter::new(p.bits_per_sec),
                 control: VecDeque::new(),
                 queues: Default::default(),
+                nonempty: 0,
                 sched: Scheduler::new(&schedules, u64::from(max_mtu) + 64),
                 pause_until: [Nanos::ZERO; CLASSES],
                 link_pause_until: Nanos::ZERO,
@@ -246,11 +265,30 @@ impl Switch {
         buf
     }
 
-    /// A frame arrives, fully received, on `port` at `now`.
+    /// A frame arrives, fully received, on `port` at `now`; the switch copies it into one
+    /// of its buffers.
     pub fn handle_frame(&mut self, now: Nanos, port: usize, frame: &[u8]) -> RxOutcome {
+        self.receive(now, port, Incoming::Borrowed(frame))
+    }
+
+    /// A frame arrives in a buffer the driver hands over (from [`take_buffer`]
+    /// (Self::take_buffer), say, received into directly): no copy.
+    pub fn handle_owned_frame(&mut self, now: Nanos, port: usize, frame: Vec<u8>) -> RxOutcome {
+        self.receive(now, port, Incoming::Owned(frame))
+    }
+
+    /// An empty buffer from the switch's pool, to receive a frame into.
+    pub fn take_buffer(&mut self) -> Vec<u8> {
+        self.recycle_last();
+        self.pool.pop().unwrap_or_default()
+    }
+
+    fn receive(&mut self, now: Nanos, port: usize, incoming: Incoming<'_>) -> RxOutcome {
         self.recycle_last();
         self.anchor(now);
+        let frame = incoming.bytes();
         if port >= self.ports.len() || frame.len() < wire::ethernet::HEADER_LEN {
+            self.dispose(incoming);
             return RxOutcome::Discarded;
         }
         let dst = MacAddr(frame[..6].try_into().unwrap_or_default());
@@ -260,8 +298,9 @@ impl Switch {
         if dst.0[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && dst.0[5] <= 0x0f {
             self.ports[port].counters.rx_link_local_frames += 1;
             if let Some(meta) = meta.filter(|m| m.is_mac_control()) {
-                self.receive_mac_control(now, port, frame, &meta);
+                self.receive_mac_control(now, port, incoming.bytes(), &meta);
             }
+            self.dispose(incoming);
             return RxOutcome::Consumed;
         }
         let class = match &meta {
@@ -276,7 +315,7 @@ impl Switch {
         c.rx_bytes += frame.len() as u64;
         match self.fdb.learn_and_lookup(now, port, src, dst) {
             Lookup::Port(out) => {
-                let dropped = self.enqueue(now, port, out, class, frame, meta).is_err();
+                let dropped = self.enqueue(now, port, out, class, incoming, meta).is_err();
                 RxOutcome::Queued {
                     copies: u16::from(!dropped),
                     dropped: u16::from(dropped),
@@ -284,18 +323,41 @@ impl Switch {
             }
             Lookup::Flood => {
                 let (mut copies, mut dropped) = (0, 0);
-                for out in (0..self.ports.len()).filter(|&p| p != port) {
-                    match self.enqueue(now, port, out, class, frame, meta) {
+                let last = (0..self.ports.len()).rev().find(|&p| p != port);
+                for out in (0..self.ports.len()).filter(|&p| p != port && Some(p) != last) {
+                    match self.enqueue(
+                        now,
+                        port,
+                        out,
+                        class,
+                        Incoming::Borrowed(incoming.bytes()),
+                        meta,
+                    ) {
                         Ok(()) => copies += 1,
                         Err(_) => dropped += 1,
                     }
+                }
+                match last {
+                    Some(out) => match self.enqueue(now, port, out, class, incoming, meta) {
+                        Ok(()) => copies += 1,
+                        Err(_) => dropped += 1,
+                    },
+                    None => self.dispose(incoming),
                 }
                 RxOutcome::Queued { copies, dropped }
             }
             Lookup::Filter => {
                 self.ports[port].counters.filtered_frames += 1;
+                self.dispose(incoming);
                 RxOutcome::Filtered
             }
+        }
+    }
+
+    /// Returns an owned buffer the switch does not keep to the pool.
+    fn dispose(&mut self, incoming: Incoming<'_>) {
+        if let Incoming::Owned(buf) = incoming {
+            self.recycle(buf);
         }
     }
 
@@ -307,9 +369,10 @@ impl Switch {
         ingress: usize,
         out: usize,
         class: u8,
-        frame: &[u8],
+        incoming: Incoming<'_>,
         meta: Option<FrameMeta>,
     ) -> Result<(), DropCause> {
+        let frame = incoming.bytes();
         let q = self.classifier.queue(class);
         let pg = usize::from(class);
         let len = frame.len();
@@ -325,6 +388,7 @@ impl Switch {
         let depth = port.queues[q].bytes;
         if !lossless && depth + len as u64 > self.mmu.lossy_queue_limit() {
             port.counters.drop(q, DropCause::Tail, len);
+            self.dispose(incoming);
             return Err(DropCause::Tail);
         }
         let ecn = meta.map_or(Ecn::NotEct, |m| m.ecn());
@@ -336,6 +400,7 @@ impl Switch {
                     mark = Some((profile, decision.probability));
                 } else if ecn == Ecn::NotEct && !lossless {
                     port.counters.drop(q, DropCause::Wred, len);
+                    self.dispose(incoming);
                     return Err(DropCause::Wred);
                 }
             }
@@ -344,6 +409,7 @@ impl Switch {
             self.ports[ingress]
                 .counters
                 .drop(pg, DropCause::IngressOverflow, len);
+            self.dispose(incoming);
             return Err(DropCause::IngressOverflow);
         };
         let state = self.mmu.pg(ingress, pg);
@@ -353,19 +419,22 @@ impl Switch {
         if self.mmu.needs_xoff(ingress, pg) {
             self.send_xoff(now, ingress, pg);
         }
-        let mut buf = self.buffer_with(frame);
+        let mut buf = match incoming {
+            Incoming::Owned(buf) => buf,
+            Incoming::Borrowed(frame) => self.buffer_with(frame),
+        };
         let mut note = None;
         if let (Some((profile, probability)), Some(meta)) = (mark, meta) {
             if wire::mark_ce(&mut buf, &meta) == CeMark::Marked {
                 self.ports[out].counters.classes[q].ecn_marked += 1;
                 if self.explain {
-                    note = Some(Note::CeMarked {
+                    note = Some(Box::new(Note::CeMarked {
                         queue: q as u8,
                         depth_bytes: depth,
                         kmin_bytes: profile.kmin_bytes,
                         kmax_bytes: profile.kmax_bytes,
                         probability,
-                    });
+                    }));
                 }
             }
         }
@@ -373,6 +442,7 @@ impl Switch {
         let queue = &mut port.queues[q];
         if queue.frames.is_empty() {
             port.watchdog[q].last_progress = now;
+            port.nonempty |= 1 << q;
         }
         queue.bytes += len as u64;
         queue.frames.push_back(Packet {

@@ -33,7 +33,11 @@ impl Switch {
             ingress: port,
             class: pg as u8,
             arrived: now,
-            note: if self.explain { note } else { None },
+            note: if self.explain {
+                note.map(Box::new)
+            } else {
+                None
+            },
         });
     }
 
@@ -186,6 +190,8 @@ impl Switch {
     fn flush_queue(&mut self, now: Nanos, port: usize, q: usize) {
         let frames = std::mem::take(&mut self.ports[port].queues[q].frames);
         self.ports[port].queues[q].bytes = 0;
+        self.ports[port].nonempty &= !(1 << q);
+        self.ports[port].sched.emptied(q);
         for packet in frames {
             self.ports[port]
                 .counters

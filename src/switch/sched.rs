@@ -37,6 +37,11 @@ pub struct Transmitter {
     bits_per_sec: u64,
     busy_start: Nanos,
     bits: u64,
+    /// `busy_start + ceil(bits / rate)`, kept so that asking is free.
+    free_at: Nanos,
+    /// Femtoseconds per bit when that is a whole number (every common rate: 1 Gb/s is
+    /// 10^6, 400 Gb/s 2500), so that wire time is an integer product; 0 otherwise.
+    fs_per_bit: u64,
     /// False when the port's transmit side is shut (tests stop an egress this way).
     pub enabled: bool,
 }
@@ -48,6 +53,12 @@ impl Transmitter {
             bits_per_sec,
             busy_start: Nanos::ZERO,
             bits: 0,
+            free_at: Nanos::ZERO,
+            fs_per_bit: if 1_000_000_000_000_000 % bits_per_sec.max(1) == 0 {
+                1_000_000_000_000_000 / bits_per_sec.max(1)
+            } else {
+                0
+            },
             enabled: true,
         }
     }
@@ -60,33 +71,27 @@ impl Transmitter {
     /// The earliest time the next frame may start.
     #[inline]
     pub fn free_at(&self) -> Nanos {
-        let ns = (u128::from(self.bits) * 1_000_000_000).div_ceil(u128::from(self.bits_per_sec));
-        self.busy_start.saturating_add(Nanos(ns as u64))
+        self.free_at
     }
 
     /// Starts a frame of `len` bytes at `now` (not before [`free_at`](Self::free_at));
     /// returns its start time.
     #[inline]
     pub fn start(&mut self, now: Nanos, len: usize) -> Nanos {
-        if now > self.free_at() || self.bits == 0 {
+        if now > self.free_at || self.bits == 0 {
             // Idle since the last frame ended: a new busy period.
             self.busy_start = now;
             self.bits = 0;
         }
         self.bits += wire_bits(len);
+        let ns = match self.bits.checked_mul(self.fs_per_bit) {
+            Some(fs) if self.fs_per_bit != 0 => fs.div_ceil(1_000_000),
+            _ => (u128::from(self.bits) * 1_000_000_000).div_ceil(u128::from(self.bits_per_sec))
+                as u64,
+        };
+        self.free_at = self.busy_start.saturating_add(Nanos(ns));
         now
     }
-}
-
-/// What a queue can do right now, as the scheduler asks it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QueueState {
-    /// Nothing queued.
-    Empty,
-    /// Frames queued but not allowed to send (paused).
-    Blocked,
-    /// The head frame, of this many bytes, may go.
-    Ready(u64),
 }
 
 /// Strict priority over DWRR, for one port.
@@ -96,6 +101,8 @@ pub struct Scheduler {
     strict: Vec<usize>,
     /// DWRR queues, in round-robin order.
     dwrr: Vec<usize>,
+    /// Bit q set: queue q is a DWRR queue.
+    dwrr_mask: u8,
     quantum: [u64; CLASSES],
     deficit: [u64; CLASSES],
     current: usize,
@@ -110,9 +117,10 @@ impl Scheduler {
             .filter(|&q| schedules[q] == Schedule::Strict)
             .collect();
         strict.reverse();
-        let dwrr = (0..CLASSES)
+        let dwrr: Vec<usize> = (0..CLASSES)
             .filter(|&q| matches!(schedules[q], Schedule::Dwrr(_)))
             .collect();
+        let dwrr_mask = dwrr.iter().fold(0u8, |m, &q| m | (1 << q));
         let quantum = std::array::from_fn(|q| match schedules[q] {
             Schedule::Dwrr(w) => u64::from(w) * base_quantum,
             Schedule::Strict => 0,
@@ -120,6 +128,7 @@ impl Scheduler {
         Scheduler {
             strict,
             dwrr,
+            dwrr_mask,
             quantum,
             deficit: [0; CLASSES],
             current: 0,
@@ -127,46 +136,66 @@ impl Scheduler {
         }
     }
 
-    /// Picks the queue to send from next, charging DWRR deficits; `None` when no queue
-    /// may send.
+    /// Picks the queue to send from next among `ready` (bit q set: queue q holds frames
+    /// and may send), charging DWRR deficits; `head_len(q)` is the size of queue q's next
+    /// frame. `None` when no queue is ready. Queues that hold frames but are paused keep
+    /// their DWRR credit for when they resume.
     #[inline]
-    pub fn pick(&mut self, state: impl Fn(usize) -> QueueState) -> Option<usize> {
+    pub fn pick(&mut self, ready: u8, head_len: impl Fn(usize) -> u64) -> Option<usize> {
+        if ready == 0 {
+            return None;
+        }
         for &q in &self.strict {
-            if let QueueState::Ready(_) = state(q) {
+            if ready & (1 << q) != 0 {
                 return Some(q);
             }
         }
+        let contending = ready & self.dwrr_mask;
+        if contending.is_power_of_two() {
+            // One DWRR queue alone gets the link; credit only matters between contenders,
+            // and every queue starts a contention with a fresh quantum.
+            let q = contending.trailing_zeros() as usize;
+            self.deficit[q] = 0;
+            self.fresh = true;
+            return Some(q);
+        }
         let n = self.dwrr.len();
-        // Each Ready queue can send on its first fresh visit (quantum ≥ largest frame), so
+        // A ready queue can send on its first fresh visit (quantum ≥ largest frame), so
         // two passes are always enough.
         for _ in 0..2 * n + 1 {
             let q = self.dwrr[self.current];
-            match state(q) {
-                QueueState::Ready(len) => {
-                    if self.fresh {
-                        self.deficit[q] += self.quantum[q];
-                        self.fresh = false;
-                    }
-                    if len <= self.deficit[q] {
-                        self.deficit[q] -= len;
-                        return Some(q);
-                    }
-                    self.advance();
-                }
-                QueueState::Empty => {
-                    // DRR: an empty queue keeps no credit.
-                    self.deficit[q] = 0;
-                    self.advance();
-                }
-                // A paused queue keeps its credit for when it resumes.
-                QueueState::Blocked => self.advance(),
+            if ready & (1 << q) == 0 {
+                self.advance();
+                continue;
             }
+            if self.fresh {
+                self.deficit[q] += self.quantum[q];
+                self.fresh = false;
+            }
+            let len = head_len(q);
+            if len <= self.deficit[q] {
+                self.deficit[q] -= len;
+                return Some(q);
+            }
+            self.advance();
         }
         None
     }
 
+    /// Queue `q` went empty: DRR keeps no credit for an empty queue.
+    #[inline]
+    pub fn emptied(&mut self, q: usize) {
+        self.deficit[q] = 0;
+        if self.dwrr.get(self.current) == Some(&q) {
+            self.advance();
+        }
+    }
+
     fn advance(&mut self) {
-        self.current = (self.current + 1) % self.dwrr.len();
+        self.current += 1;
+        if self.current == self.dwrr.len() {
+            self.current = 0;
+        }
         self.fresh = true;
     }
 }
@@ -199,27 +228,12 @@ mod tests {
         let mut sched = Scheduler::new(&s, 1500);
         let mut sent = [0u64; CLASSES];
         for _ in 0..4000 {
-            let q = sched
-                .pick(|q| {
-                    if q <= 1 {
-                        QueueState::Ready(1000)
-                    } else {
-                        QueueState::Empty
-                    }
-                })
-                .unwrap();
+            let q = sched.pick(0b11, |_| 1000).unwrap();
             sent[q] += 1000;
         }
         let share = sent[1] as f64 / (sent[0] + sent[1]) as f64;
         assert!((share - 0.75).abs() < 0.01, "{share}");
-        assert_eq!(
-            sched.pick(|q| if q == 7 || q == 0 {
-                QueueState::Ready(64)
-            } else {
-                QueueState::Empty
-            }),
-            Some(7)
-        );
-        assert_eq!(sched.pick(|_| QueueState::Blocked), None);
+        assert_eq!(sched.pick(0b1000_0001, |_| 64), Some(7));
+        assert_eq!(sched.pick(0, |_| 64), None);
     }
 }
