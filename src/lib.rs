@@ -13,9 +13,11 @@
 
 pub mod capture;
 pub mod config;
+pub mod endpoint;
 pub mod inspect;
 pub mod replay;
 pub mod report;
+pub mod sim;
 pub mod switch;
 pub mod time;
 pub mod wire;

@@ -136,10 +136,41 @@ pub struct Switch {
     last_tx: Option<Packet>,
     next_port: usize,
     explain: bool,
+    /// Static routes: a destination MAC to one port or an ECMP group, consulted before
+    /// the learned table.
+    routes: rustc_hash::FxHashMap<MacAddr, Vec<usize>>,
     /// Watchdog polls run at `anchor + k × poll`.
     watchdog_anchor: Option<Nanos>,
     /// The last k whose poll ran.
     watchdog_ticks_done: u64,
+}
+
+/// Picks an ECMP member: a hash of the IP addresses and UDP ports (of the MACs for other
+/// frames), so that one flow keeps one path.
+fn ecmp_index(frame: &[u8], meta: Option<&FrameMeta>, members: usize) -> usize {
+    if members <= 1 {
+        return 0;
+    }
+    let mut h = rustc_hash::FxHasher::default();
+    use std::hash::Hasher;
+    match meta.filter(|m| m.is_ip()) {
+        Some(m) => {
+            let l3 = usize::from(m.l3_offset());
+            let l4 = usize::from(m.l4_offset());
+            let addrs = if m.is_ipv4() {
+                l3 + 12..l3 + 20
+            } else {
+                l3 + 8..l3 + 40
+            };
+            h.write(frame.get(addrs).unwrap_or_default());
+            if m.udp_len() > 0 {
+                h.write(frame.get(l4..l4 + 4).unwrap_or_default());
+            }
+        }
+        None => h.write(frame.get(..12).unwrap_or_default()),
+    }
+    // Fx mixes its low bits poorly: take the high ones.
+    ((h.finish() >> 32) % members as u64) as usize
 }
 
 /// Buffers kept for reuse; beyond this, freed ones are dropped.
@@ -178,6 +209,7 @@ impl Switch {
             last_tx: None,
             next_port: 0,
             explain: false,
+            routes: Default::default(),
             watchdog_anchor: None,
             watchdog_ticks_done: 0,
             cfg: cfg.clone(),
@@ -233,6 +265,20 @@ impl Switch {
     /// Whether the watchdog holds `queue` of `port` as stormed.
     pub fn is_stormed(&self, port: usize, queue: usize) -> bool {
         self.ports[port].watchdog[queue].stormed
+    }
+
+    /// Sends frames for `mac` to `ports`: one port, or an ECMP group where a hash of the
+    /// IP addresses and UDP ports (the RoCEv2 source port carries the QP's entropy) picks
+    /// the member. Static routes win over learned addresses.
+    pub fn add_route(&mut self, mac: MacAddr, ports: &[usize]) {
+        let ports: Vec<usize> = ports
+            .iter()
+            .copied()
+            .filter(|&p| p < self.ports.len())
+            .collect();
+        if !ports.is_empty() {
+            self.routes.insert(mac, ports);
+        }
     }
 
     /// Shuts (`false`) or opens the transmit side of a port, as a test stops an egress.
@@ -313,7 +359,19 @@ impl Switch {
         let c = &mut self.ports[port].counters.classes[usize::from(class)];
         c.rx_frames += 1;
         c.rx_bytes += frame.len() as u64;
-        match self.fdb.learn_and_lookup(now, port, src, dst) {
+        let lookup = self.fdb.learn_and_lookup(now, port, src, dst);
+        let lookup = match self.routes.get(&dst) {
+            Some(group) => {
+                let out = group[ecmp_index(frame, meta.as_ref(), group.len())];
+                if out == port {
+                    Lookup::Filter
+                } else {
+                    Lookup::Port(out)
+                }
+            }
+            None => lookup,
+        };
+        match lookup {
             Lookup::Port(out) => {
                 let dropped = self.enqueue(now, port, out, class, incoming, meta).is_err();
                 RxOutcome::Queued {

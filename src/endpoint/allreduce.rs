@@ -1,0 +1,219 @@
+//! Ring all-reduce on real data, as NCCL runs it over RDMA: N ranks, each with a buffer of
+//! f32 filled from a seed; a reduce-scatter of N − 1 steps (each rank sends one chunk of
+//! size/N to the next rank, which adds it to its own), then an all-gather of N − 1 steps
+//! (the reduced chunks travel on round the ring). Every transfer is an RDMA WRITE with
+//! Immediate: the immediate data names the step, and its arrival lets the receiver take the
+//! next one. Every rank then checks its buffer against the closed-form sum.
+
+use super::{Completion, Endpoint, SendWr};
+use crate::time::Nanos;
+
+/// R_Key of each rank's data buffer.
+pub const DATA_RKEY: u32 = 0x0d47a;
+/// R_Key of each rank's staging buffer (one slot per reduce-scatter step).
+pub const STAGE_RKEY: u32 = 0x57a6e;
+/// Virtual address of the data buffer.
+pub const DATA_VA: u64 = 0x1000_0000;
+/// Virtual address of the staging buffer.
+pub const STAGE_VA: u64 = 0x8000_0000;
+
+/// Work that drives an endpoint: posts WRITEs and reacts to completions.
+pub trait Application {
+    /// Called once, when the run starts.
+    fn start(&mut self, now: Nanos, ep: &mut Endpoint);
+    /// Called for every completion of the endpoint.
+    fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion);
+    /// True when the work is over.
+    fn done(&self) -> bool;
+    /// When the application wants [`on_timeout`](Self::on_timeout), if ever.
+    fn deadline(&self) -> Option<Nanos> {
+        None
+    }
+    /// Its deadline came.
+    fn on_timeout(&mut self, _now: Nanos, _ep: &mut Endpoint) {}
+}
+
+/// The value rank `rank` starts with at element `i`: a small integer, so that any order of
+/// summation is exact in f32 and the result can be checked bit for bit.
+pub fn initial_value(seed: u64, rank: usize, i: usize) -> f32 {
+    let x = seed
+        .wrapping_add((rank as u64).wrapping_mul(7919))
+        .wrapping_add((i as u64).wrapping_mul(104_729));
+    (x % 17) as f32 - 8.0
+}
+
+/// The sum over all ranks at element `i`.
+pub fn expected_sum(seed: u64, ranks: usize, i: usize) -> f32 {
+    (0..ranks).map(|r| initial_value(seed, r, i)).sum()
+}
+
+/// One rank of a ring all-reduce.
+#[derive(Debug)]
+pub struct RingAllReduce {
+    rank: usize,
+    ranks: usize,
+    count: usize,
+    chunk: usize,
+    seed: u64,
+    qp_next: usize,
+    received: usize,
+    sends_done: usize,
+    started: Option<Nanos>,
+    finished: Option<Nanos>,
+}
+
+impl RingAllReduce {
+    /// Sets up rank `rank` of `ranks` on `ep` with `count` f32 elements: registers its
+    /// data buffer (filled from `seed`) and staging buffer. `qp_next` is the endpoint's QP
+    /// to the next rank.
+    pub fn new(
+        ep: &mut Endpoint,
+        rank: usize,
+        ranks: usize,
+        count: usize,
+        seed: u64,
+        qp_next: usize,
+    ) -> RingAllReduce {
+        let chunk = count.div_ceil(ranks.max(1));
+        ep.register(DATA_RKEY, DATA_VA, count * 4);
+        ep.register(
+            STAGE_RKEY,
+            STAGE_VA,
+            ranks.saturating_sub(1).max(1) * chunk * 4,
+        );
+        if let Some(data) = ep.region_mut(DATA_RKEY) {
+            for (i, v) in data.chunks_exact_mut(4).enumerate() {
+                v.copy_from_slice(&initial_value(seed, rank, i).to_le_bytes());
+            }
+        }
+        RingAllReduce {
+            rank,
+            ranks,
+            count,
+            chunk,
+            seed,
+            qp_next,
+            received: 0,
+            sends_done: 0,
+            started: None,
+            finished: None,
+        }
+    }
+
+    fn steps(&self) -> usize {
+        2 * (self.ranks - 1)
+    }
+
+    /// Element range of chunk `c`.
+    fn range(&self, c: usize) -> std::ops::Range<usize> {
+        let start = (c * self.chunk).min(self.count);
+        start..((c + 1) * self.chunk).min(self.count)
+    }
+
+    /// The chunk this rank sends at step `s`.
+    fn chunk_sent(&self, s: usize) -> usize {
+        let n = self.ranks;
+        if s < n - 1 {
+            (self.rank + n - s % n) % n // reduce-scatter: r − s
+        } else {
+            (self.rank + 1 + n - (s - (n - 1)) % n) % n // all-gather: r + 1 − g
+        }
+    }
+
+    fn post_step(&mut self, ep: &mut Endpoint, s: usize) {
+        let c = self.chunk_sent(s);
+        let range = self.range(c);
+        let data = ep.region(DATA_RKEY).unwrap_or_default();
+        let bytes: std::sync::Arc<[u8]> = data[range.start * 4..range.end * 4].into();
+        let (rkey, va) = if s < self.ranks - 1 {
+            (STAGE_RKEY, STAGE_VA + (s * self.chunk * 4) as u64)
+        } else {
+            (DATA_RKEY, DATA_VA + (range.start * 4) as u64)
+        };
+        ep.post_write(
+            self.qp_next,
+            SendWr {
+                id: s as u64,
+                data: bytes,
+                remote_va: va,
+                rkey,
+                imm: Some(s as u32),
+            },
+        );
+    }
+
+    /// Reduce-scatter step `s` arrived: add the staged chunk into this rank's data.
+    fn reduce(&mut self, ep: &mut Endpoint, s: usize) {
+        let n = self.ranks;
+        let c = (self.rank + 2 * n - s - 1) % n; // r − s − 1
+        let range = self.range(c);
+        let stage: Vec<f32> = ep
+            .region(STAGE_RKEY)
+            .unwrap_or_default()
+            .get(s * self.chunk * 4..(s * self.chunk + range.len()) * 4)
+            .unwrap_or_default()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        if let Some(data) = ep.region_mut(DATA_RKEY) {
+            for (k, add) in stage.iter().enumerate() {
+                let at = (range.start + k) * 4;
+                let v =
+                    f32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]) + add;
+                data[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+
+    /// When the run started and ended on this rank.
+    pub fn elapsed(&self) -> Option<(Nanos, Nanos)> {
+        Some((self.started?, self.finished?))
+    }
+
+    /// Elements of this rank's buffer that differ from the closed-form sum.
+    pub fn wrong(&self, ep: &Endpoint) -> usize {
+        let data = ep.region(DATA_RKEY).unwrap_or_default();
+        data.chunks_exact(4)
+            .enumerate()
+            .filter(|(i, b)| {
+                f32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_bits()
+                    != expected_sum(self.seed, self.ranks, *i).to_bits()
+            })
+            .count()
+            + self.count.saturating_sub(data.len() / 4)
+    }
+}
+
+impl Application for RingAllReduce {
+    fn start(&mut self, now: Nanos, ep: &mut Endpoint) {
+        self.started = Some(now);
+        if self.ranks <= 1 {
+            self.finished = Some(now);
+            return;
+        }
+        self.post_step(ep, 0);
+    }
+
+    fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
+        match completion {
+            Completion::Sent { .. } => self.sends_done += 1,
+            Completion::Received { imm, .. } => {
+                let s = imm as usize;
+                if s < self.ranks - 1 {
+                    self.reduce(ep, s);
+                }
+                self.received += 1;
+                if s + 1 < self.steps() {
+                    self.post_step(ep, s + 1);
+                }
+            }
+        }
+        if self.finished.is_none() && self.done() {
+            self.finished = Some(now);
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.ranks <= 1 || (self.received == self.steps() && self.sends_done == self.steps())
+    }
+}

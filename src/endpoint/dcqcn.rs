@@ -1,0 +1,320 @@
+//! DCQCN at the endpoints (Zhu et al., SIGCOMM 2015; ../shared/DCQCN.md): the reaction
+//! point that cuts and recovers a QP's rate, and the notification point that turns CE
+//! marks into CNPs.
+
+use crate::config::endpoint::{ClampTarget, DcqcnConfig, HyperIncrease};
+use crate::time::Nanos;
+
+/// The reaction point of one QP: current rate Rc, target rate Rt, alpha, and the increase
+/// counters.
+///
+/// Alpha's decay timer K is kept lazily (alpha at any moment follows from the last CNP and
+/// the whole K periods since), so an idle QP needs no timer; the rate timer T runs only
+/// while there is something to recover.
+#[derive(Debug, Clone)]
+pub struct ReactionPoint {
+    cfg: DcqcnConfig,
+    line_bps: u64,
+    rc_bps: f64,
+    rt_bps: f64,
+    /// Alpha right after the last CNP (or 1 at start), and when that was.
+    alpha_at_ref: f64,
+    alpha_ref: Nanos,
+    i_timer: u32,
+    i_bytes: u32,
+    bytes_since: u64,
+    rate_deadline: Option<Nanos>,
+    last_cut: Option<Nanos>,
+    timer_increase_since_cut: bool,
+    /// CNPs that cut the rate.
+    pub cuts: u64,
+}
+
+impl ReactionPoint {
+    /// A QP starting at line rate with alpha 1.
+    pub fn new(cfg: DcqcnConfig, line_bps: u64) -> ReactionPoint {
+        ReactionPoint {
+            cfg,
+            line_bps,
+            rc_bps: line_bps as f64,
+            rt_bps: line_bps as f64,
+            alpha_at_ref: 1.0,
+            alpha_ref: Nanos::ZERO,
+            i_timer: 0,
+            i_bytes: 0,
+            bytes_since: 0,
+            rate_deadline: None,
+            last_cut: None,
+            timer_increase_since_cut: false,
+            cuts: 0,
+        }
+    }
+
+    /// The sending rate now, bit/s (line rate when DCQCN is off).
+    pub fn rate_bps(&self) -> u64 {
+        if self.cfg.enabled {
+            self.rc_bps as u64
+        } else {
+            self.line_bps
+        }
+    }
+
+    /// The target rate, bit/s.
+    pub fn target_bps(&self) -> u64 {
+        self.rt_bps as u64
+    }
+
+    /// Alpha at `now`: (1 − g) per whole K period since the last CNP.
+    pub fn alpha(&self, now: Nanos) -> f64 {
+        let k = self.cfg.alpha_timer().0.max(1);
+        let periods = now.saturating_sub(self.alpha_ref).0 / k;
+        self.alpha_at_ref * (1.0 - self.cfg.g).powi(periods.min(i32::MAX as u64) as i32)
+    }
+
+    /// A CNP for this QP arrived at `now`: cut.
+    pub fn on_cnp(&mut self, now: Nanos) {
+        if !self.cfg.enabled {
+            return;
+        }
+        let min_gap = self.cfg.min_cut_interval();
+        if min_gap > Nanos::ZERO
+            && self
+                .last_cut
+                .is_some_and(|t| now.saturating_sub(t) < min_gap)
+        {
+            return;
+        }
+        let alpha = self.alpha(now);
+        let clamp = match self.cfg.clamp_target {
+            ClampTarget::Always => true,
+            ClampTarget::AfterTimerIncrease => {
+                self.timer_increase_since_cut || self.last_cut.is_none()
+            }
+        };
+        if clamp {
+            self.rt_bps = self.rc_bps;
+        }
+        self.rc_bps = (self.rc_bps * (1.0 - alpha / 2.0)).max(self.cfg.rmin() as f64);
+        self.alpha_at_ref = (1.0 - self.cfg.g) * alpha + self.cfg.g;
+        self.alpha_ref = now;
+        self.i_timer = 0;
+        self.i_bytes = 0;
+        self.bytes_since = 0;
+        self.rate_deadline = Some(now + self.cfg.rate_timer());
+        self.last_cut = Some(now);
+        self.timer_increase_since_cut = false;
+        self.cuts += 1;
+    }
+
+    fn recovering(&self) -> bool {
+        self.rc_bps < self.line_bps as f64 || self.rt_bps < self.line_bps as f64
+    }
+
+    /// `bytes` were sent at `now`: every B bytes is an increase event.
+    pub fn on_sent(&mut self, bytes: u64) {
+        let b = self.cfg.byte_counter_bytes;
+        if !self.cfg.enabled || b == 0 || !self.recovering() {
+            return;
+        }
+        self.bytes_since += bytes;
+        while self.bytes_since >= b {
+            self.bytes_since -= b;
+            self.i_bytes += 1;
+            self.increase();
+        }
+    }
+
+    /// The next rate-timer event, if recovering.
+    pub fn deadline(&self) -> Option<Nanos> {
+        self.rate_deadline
+    }
+
+    /// Runs the rate-timer events due by `now`.
+    pub fn on_timeout(&mut self, now: Nanos) {
+        while let Some(t) = self.rate_deadline.filter(|&t| t <= now) {
+            self.i_timer += 1;
+            self.timer_increase_since_cut = true;
+            self.increase();
+            self.rate_deadline = self.recovering().then(|| t + self.cfg.rate_timer());
+        }
+    }
+
+    fn increase(&mut self) {
+        let f = self.cfg.fast_recovery_steps;
+        let (lo, hi) = (
+            self.i_timer.min(self.i_bytes),
+            self.i_timer.max(self.i_bytes),
+        );
+        if hi < f {
+            // Fast recovery: halfway back to the target.
+        } else if lo >= f {
+            let steps = match self.cfg.hyper_increase {
+                HyperIncrease::Linear => f64::from(lo - f + 1),
+                HyperIncrease::Constant => 1.0,
+            };
+            self.rt_bps += self.cfg.rhai() as f64 * steps;
+        } else {
+            self.rt_bps += self.cfg.rai() as f64;
+        }
+        let line = self.line_bps as f64;
+        self.rt_bps = self.rt_bps.min(line);
+        self.rc_bps = ((self.rt_bps + self.rc_bps) / 2.0).min(line);
+    }
+}
+
+/// The notification point of one QP: at most one CNP per N; a CE mark inside the window
+/// is answered by one CNP when the window ends.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NotificationPoint {
+    last_sent: Option<Nanos>,
+    pending: bool,
+}
+
+impl NotificationPoint {
+    /// A CE-marked packet arrived at `now`: `true` if a CNP goes now.
+    pub fn on_ce(&mut self, now: Nanos, interval: Nanos) -> bool {
+        match self.last_sent {
+            Some(t) if now.saturating_sub(t) < interval => {
+                self.pending = true;
+                false
+            }
+            _ => {
+                self.last_sent = Some(now);
+                self.pending = false;
+                true
+            }
+        }
+    }
+
+    /// When the deferred CNP is due, if one is.
+    pub fn deadline(&self, interval: Nanos) -> Option<Nanos> {
+        self.pending
+            .then(|| self.last_sent.unwrap_or_default() + interval)
+    }
+
+    /// `true` if the deferred CNP goes at `now`.
+    pub fn on_timeout(&mut self, now: Nanos, interval: Nanos) -> bool {
+        if self.deadline(interval).is_some_and(|t| t <= now) {
+            self.pending = false;
+            self.last_sent = Some(now);
+            return true;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const G100: u64 = 100_000_000_000;
+
+    fn rp() -> ReactionPoint {
+        ReactionPoint::new(DcqcnConfig::default(), G100)
+    }
+
+    /// DCQCN.md: one cut with alpha = 1 at 100 Gb/s gives 50 Gb/s, target 100; fast
+    /// recovery halves the gap at each T event: after 5 events 100 − 50/2^5 = 98.4375.
+    #[test]
+    fn one_cut_then_five_fast_recovery_steps() {
+        let mut r = rp();
+        r.on_cnp(Nanos(0));
+        assert_eq!(r.rate_bps(), 50_000_000_000);
+        assert_eq!(r.target_bps(), G100);
+        let t = DcqcnConfig::default().rate_timer();
+        for k in 1..=5 {
+            r.on_timeout(Nanos(t.0 * k));
+        }
+        assert_eq!(r.rate_bps(), 98_437_500_000);
+    }
+
+    /// Alpha with no CNP decays by (1 − g) each K: with g = 1/256 it halves after
+    /// ln 2 / −ln(1 − 1/256) = 177.1 periods, so it is just above 1/2 after 177 whole
+    /// periods and below after 178.
+    #[test]
+    fn alpha_halves_in_177_periods() {
+        let mut r = rp();
+        r.on_cnp(Nanos(0)); // alpha = (1 - g) + g = 1
+        let k = DcqcnConfig::default().alpha_timer().0;
+        let periods = 2f64.ln() / -(1.0f64 - 1.0 / 256.0).ln();
+        assert!((periods - 177.1).abs() < 0.05, "{periods}");
+        assert!(r.alpha(Nanos(177 * k)) > 0.5);
+        assert!(r.alpha(Nanos(178 * k)) < 0.5);
+        assert!(
+            r.alpha(Nanos(178 * k - 1)) > 0.5,
+            "only whole periods count"
+        );
+        assert!((r.alpha(Nanos(177 * k)) - (1.0f64 - 1.0 / 256.0).powi(177)).abs() < 1e-12);
+    }
+
+    /// After F timer events, increases are additive (Rai), and once both counters reach F,
+    /// hyper (Rhai × (min − F + 1), or a constant Rhai).
+    #[test]
+    fn additive_and_hyper_steps() {
+        let cfg = DcqcnConfig {
+            byte_counter_bytes: 1_000,
+            ..DcqcnConfig::default()
+        };
+        let mut r = ReactionPoint::new(cfg, G100);
+        r.on_cnp(Nanos(0)); // Rc 50, Rt 100
+        r.on_cnp(Nanos(1)); // alpha ~1: Rt = 50, Rc = 25
+        let (rt0, rc0) = (r.rt_bps, r.rc_bps);
+        assert_eq!((rt0, rc0), (50e9, 25e9));
+        let t = cfg.rate_timer().0;
+        // Five timer events: four fast recovery, then additive (iT = 5 ≥ F, iB = 0 < F).
+        for k in 1..=5 {
+            r.on_timeout(Nanos(1 + t * k));
+        }
+        assert_eq!(r.rt_bps, 50e9 + 40e6);
+        // Five byte events (iB = 5): both ≥ F: hyper with min − F + 1 = 1, then 2, ...
+        let rt_before = r.rt_bps;
+        for _ in 0..4 {
+            r.on_sent(1_000);
+        }
+        assert_eq!(r.rt_bps, rt_before + 4.0 * 40e6, "iB 1..4: still additive");
+        r.on_sent(1_000); // iB = 5, iT = 5: hyper, 1 × Rhai
+        assert_eq!(r.rt_bps, rt_before + 4.0 * 40e6 + 200e6);
+        r.on_timeout(Nanos(1 + t * 6)); // iT = 6, iB = 5: min 5: 1 × Rhai
+        r.on_sent(1_000); // iB = 6: min 6: 2 × Rhai
+        assert_eq!(r.rt_bps, rt_before + 4.0 * 40e6 + 200e6 + 200e6 + 400e6);
+    }
+
+    #[test]
+    fn variants_constant_hyper_min_cut_interval_and_rmin() {
+        let cfg = DcqcnConfig {
+            min_cut_interval_us: 4.0,
+            ..DcqcnConfig::default()
+        };
+        let mut r = ReactionPoint::new(cfg, G100);
+        r.on_cnp(Nanos(0));
+        r.on_cnp(Nanos(3_999));
+        assert_eq!(r.cuts, 1, "a cut within 4 µs of the last is ignored");
+        r.on_cnp(Nanos(4_000));
+        assert_eq!(r.cuts, 2);
+        for i in 0..100 {
+            r.on_cnp(Nanos(4_000 * (i + 2)));
+        }
+        assert_eq!(r.rate_bps(), cfg.rmin(), "never below Rmin");
+    }
+
+    /// The NP sends at most one CNP per N per QP, and one deferred CNP when the window
+    /// ends if CE kept coming.
+    #[test]
+    fn cnp_spacing() {
+        let n = Nanos::from_micros(50);
+        let mut np = NotificationPoint::default();
+        assert!(np.on_ce(Nanos(0), n));
+        assert!(!np.on_ce(Nanos(10_000), n));
+        assert!(!np.on_ce(Nanos(20_000), n));
+        assert_eq!(np.deadline(n), Some(Nanos(50_000)));
+        assert!(!np.on_timeout(Nanos(49_999), n));
+        assert!(np.on_timeout(Nanos(50_000), n));
+        assert_eq!(np.deadline(n), None);
+        assert!(
+            !np.on_ce(Nanos(60_000), n),
+            "inside the window of the deferred CNP"
+        );
+        assert!(np.on_timeout(Nanos(100_000), n));
+        assert!(np.on_ce(Nanos(200_000), n), "a fresh window");
+    }
+}

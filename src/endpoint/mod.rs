@@ -1,0 +1,634 @@
+//! The endpoint core: a RoCEv2 NIC port as an I/O-free state machine.
+//!
+//! Frames and the time go in ([`Endpoint::handle_frame`], [`Endpoint::handle_timeout`]);
+//! frames come out when the link and the QPs' pacers allow ([`Endpoint::poll_transmit`]);
+//! [`Endpoint::poll_timeout`] says when to call again. Inside: RC queue pairs ([`qp`]) doing
+//! RDMA WRITE into registered memory with go-back-N, DCQCN per QP ([`dcqcn`]: the reaction
+//! point paces the QP at Rc, the notification point sends CNPs), and PFC/PAUSE honoured
+//! per priority at the link's rate. [`allreduce`] runs ring all-reduce on top.
+
+pub mod allreduce;
+pub mod dcqcn;
+pub mod qp;
+
+use crate::config::endpoint::EndpointConfig;
+use crate::switch::sched::{Transmitter, wire_bits};
+use crate::time::Nanos;
+use crate::wire::bth::{BthRepr, Opcode};
+use crate::wire::cnp::CnpRepr;
+use crate::wire::pfc::{MacControl, pause_duration};
+use crate::wire::xth::{Aeth, ExtHeaders};
+use crate::wire::{self, Ecn, IpRepr, Ipv4Repr, MacAddr, RocePacket, RoceRepr, icrc};
+use dcqcn::{NotificationPoint, ReactionPoint};
+use qp::{Requester, Responder, Verdict};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+
+pub use qp::SendWr;
+
+/// AETH syndrome of an ACK with no credit information (IBA: 0x1F, "invalid credits").
+const SYNDROME_ACK: u8 = 0x1f;
+/// AETH syndrome of a NAK for a PSN sequence error.
+const SYNDROME_NAK_PSN: u8 = 0x60;
+
+/// Something the endpoint finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// A posted WRITE is acknowledged.
+    Sent {
+        /// QP index.
+        qp: usize,
+        /// The work request's id.
+        wr_id: u64,
+    },
+    /// A WRITE with Immediate arrived whole, in order.
+    Received {
+        /// QP index.
+        qp: usize,
+        /// Its immediate data.
+        imm: u32,
+        /// Bytes written.
+        bytes: u64,
+    },
+}
+
+/// What the endpoint counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct EndpointCounters {
+    /// Data packets sent (retransmissions included).
+    pub data_packets_sent: u64,
+    /// Their payload bytes.
+    pub data_bytes_sent: u64,
+    /// Data packets sent again (go-back-N).
+    pub retransmitted_packets: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Data packets accepted in order.
+    pub data_packets_received: u64,
+    /// Data packets discarded as duplicates.
+    pub duplicates_received: u64,
+    /// Data packets discarded as out of order.
+    pub out_of_order_received: u64,
+    /// ACKs sent.
+    pub acks_sent: u64,
+    /// NAKs sent.
+    pub naks_sent: u64,
+    /// NAKs received.
+    pub naks_received: u64,
+    /// CNPs sent (notification point).
+    pub cnps_sent: u64,
+    /// CNPs received (reaction point).
+    pub cnps_received: u64,
+    /// CE-marked packets received.
+    pub ce_received: u64,
+    /// PFC frames received that paused a priority the endpoint sends on.
+    pub pauses_received: u64,
+    /// 802.3x PAUSE frames received.
+    pub link_pauses_received: u64,
+    /// RoCE frames dropped for a bad ICRC.
+    pub icrc_errors: u64,
+    /// WRITEs that could not land (unknown R_Key, out of range): dropped.
+    pub access_errors: u64,
+}
+
+/// Memory a QP's peer may WRITE into.
+#[derive(Debug, Clone)]
+struct Region {
+    rkey: u32,
+    va: u64,
+    data: Vec<u8>,
+}
+
+/// The far end of a QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// Its MAC address.
+    pub mac: MacAddr,
+    /// Its IPv4 address.
+    pub ip: Ipv4Addr,
+    /// Its QP number.
+    pub qpn: u32,
+}
+
+#[derive(Debug)]
+struct Qp {
+    peer: Peer,
+    udp_sport: u16,
+    req: Requester,
+    resp: Responder,
+    rp: ReactionPoint,
+    np: NotificationPoint,
+    /// The pacer: the next packet may start then, in picoseconds.
+    next_send_ps: u128,
+    /// The last progress of the requester (ACK moving forward, or a send from idle): the
+    /// retransmission timer runs from it.
+    progress_at: Nanos,
+}
+
+/// A RoCEv2 NIC port.
+#[derive(Debug)]
+pub struct Endpoint {
+    cfg: EndpointConfig,
+    mac: MacAddr,
+    ip: Ipv4Addr,
+    ecn: Ecn,
+    data_priority: u8,
+    cnp_priority: u8,
+    link: Transmitter,
+    qps: Vec<Qp>,
+    by_qpn: FxHashMap<u32, usize>,
+    /// ACK, NAK and CNP frames waiting for the link, with their PFC priority.
+    control: VecDeque<(u8, Vec<u8>)>,
+    pause_until: [Nanos; 8],
+    link_pause_until: Nanos,
+    regions: Vec<Region>,
+    completions: VecDeque<Completion>,
+    counters: EndpointCounters,
+    next_qp: usize,
+    out: Vec<u8>,
+    ip_ident: u16,
+}
+
+impl Endpoint {
+    /// An endpoint with `mac` and `ip`; `cfg` must have been validated.
+    pub fn new(cfg: &EndpointConfig, mac: MacAddr, ip: Ipv4Addr) -> Endpoint {
+        let ecn = match cfg.ecn.as_str() {
+            "ect1" => Ecn::Ect1,
+            "not-ect" => Ecn::NotEct,
+            _ => Ecn::Ect0,
+        };
+        Endpoint {
+            mac,
+            ip,
+            ecn,
+            data_priority: cfg.priority_of(cfg.dscp),
+            cnp_priority: cfg.priority_of(cfg.cnp_dscp),
+            link: Transmitter::new(cfg.bits_per_sec()),
+            qps: Vec::new(),
+            by_qpn: FxHashMap::default(),
+            control: VecDeque::new(),
+            pause_until: [Nanos::ZERO; 8],
+            link_pause_until: Nanos::ZERO,
+            regions: Vec::new(),
+            completions: VecDeque::new(),
+            counters: EndpointCounters::default(),
+            next_qp: 0,
+            out: Vec::with_capacity(cfg.mtu as usize + 128),
+            ip_ident: 0,
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// The MAC address.
+    pub fn mac(&self) -> MacAddr {
+        self.mac
+    }
+
+    /// The IPv4 address.
+    pub fn ip(&self) -> Ipv4Addr {
+        self.ip
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &EndpointCounters {
+        &self.counters
+    }
+
+    /// A QP's current DCQCN rate, bit/s.
+    pub fn qp_rate_bps(&self, qp: usize) -> u64 {
+        self.qps[qp].rp.rate_bps()
+    }
+
+    /// Number of QPs.
+    pub fn qp_count(&self) -> usize {
+        self.qps.len()
+    }
+
+    /// True when no WRITE is waiting for an acknowledgement and nothing waits to go out.
+    pub fn idle(&self) -> bool {
+        self.control.is_empty() && self.qps.iter().all(|q| q.req.idle())
+    }
+
+    /// Creates an RC QP numbered `qpn` connected to `peer`; both directions start at
+    /// PSN `start_psn`. Returns its index.
+    pub fn create_qp(&mut self, qpn: u32, peer: Peer, start_psn: u32) -> usize {
+        let index = self.qps.len();
+        self.qps.push(Qp {
+            peer,
+            // RoCEv2 NICs spread QPs over UDP source ports for ECMP entropy.
+            udp_sport: 0xc000 | (qpn as u16 & 0x3fff),
+            req: Requester::new(start_psn),
+            resp: Responder::new(start_psn),
+            rp: ReactionPoint::new(self.cfg.dcqcn, self.cfg.bits_per_sec()),
+            np: NotificationPoint::default(),
+            next_send_ps: 0,
+            progress_at: Nanos::ZERO,
+        });
+        self.by_qpn.insert(qpn, index);
+        index
+    }
+
+    /// Registers `len` zeroed bytes at `va` under `rkey`, for peers to WRITE into.
+    pub fn register(&mut self, rkey: u32, va: u64, len: usize) {
+        self.regions.push(Region {
+            rkey,
+            va,
+            data: vec![0; len],
+        });
+    }
+
+    /// The bytes of a registered region.
+    pub fn region(&self, rkey: u32) -> Option<&[u8]> {
+        self.regions
+            .iter()
+            .find(|r| r.rkey == rkey)
+            .map(|r| &r.data[..])
+    }
+
+    /// The bytes of a registered region, to change.
+    pub fn region_mut(&mut self, rkey: u32) -> Option<&mut [u8]> {
+        self.regions
+            .iter_mut()
+            .find(|r| r.rkey == rkey)
+            .map(|r| &mut r.data[..])
+    }
+
+    /// Posts a WRITE on `qp`.
+    pub fn post_write(&mut self, qp: usize, wr: SendWr) {
+        let mtu = self.cfg.mtu as usize;
+        self.qps[qp].req.post(wr, mtu);
+    }
+
+    /// The next completion, if any.
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        self.completions.pop_front()
+    }
+
+    fn priority_open(&self, priority: u8, now: Nanos) -> bool {
+        self.pause_until[usize::from(priority & 7)] <= now && self.link_pause_until <= now
+    }
+
+    fn priority_opens_at(&self, priority: u8) -> Nanos {
+        self.pause_until[usize::from(priority & 7)].max(self.link_pause_until)
+    }
+
+    /// A frame arrives at `now`.
+    pub fn handle_frame(&mut self, now: Nanos, frame: &[u8]) {
+        let Ok(meta) = wire::parse(frame) else { return };
+        if meta.is_mac_control() {
+            self.receive_pause(now, frame, &meta);
+            return;
+        }
+        if !meta.is_roce() || frame.get(..6) != Some(&self.mac.0[..]) {
+            return;
+        }
+        if icrc::verify(frame, &meta) != Some(true) {
+            self.counters.icrc_errors += 1;
+            return;
+        }
+        let Ok(Some(pkt)) = RocePacket::parse(frame, &meta) else {
+            return;
+        };
+        let Some(&qi) = self.by_qpn.get(&pkt.bth.dest_qp) else {
+            return;
+        };
+        let opcode = pkt.bth.opcode;
+        if opcode.is_cnp() {
+            self.counters.cnps_received += 1;
+            self.qps[qi].rp.on_cnp(now);
+            return;
+        }
+        if meta.ecn() == Ecn::Ce {
+            self.counters.ce_received += 1;
+            let interval = self.cfg.dcqcn.cnp_interval();
+            if self.qps[qi].np.on_ce(now, interval) {
+                self.send_cnp(qi);
+            }
+        }
+        match opcode {
+            Opcode::RC_ACK => {
+                let aeth = pkt.ext.aeth.unwrap_or_default();
+                let before = self.qps[qi].req.outstanding();
+                let done = if aeth.syndrome >> 5 == 0b011 {
+                    self.counters.naks_received += 1;
+                    self.qps[qi].req.on_nak(pkt.bth.psn)
+                } else {
+                    self.qps[qi].req.on_ack(pkt.bth.psn)
+                };
+                if self.qps[qi].req.outstanding() != before || !done.is_empty() {
+                    self.qps[qi].progress_at = now;
+                }
+                for wr_id in done {
+                    self.completions
+                        .push_back(Completion::Sent { qp: qi, wr_id });
+                }
+            }
+            Opcode::RC_WRITE_FIRST
+            | Opcode::RC_WRITE_MIDDLE
+            | Opcode::RC_WRITE_LAST
+            | Opcode::RC_WRITE_LAST_IMM
+            | Opcode::RC_WRITE_ONLY
+            | Opcode::RC_WRITE_ONLY_IMM => self.receive_write(qi, &pkt),
+            _ => {}
+        }
+    }
+
+    fn receive_write(&mut self, qi: usize, pkt: &RocePacket<'_>) {
+        let verdict = self.qps[qi].resp.judge(pkt.bth.psn, pkt.bth.ack_req);
+        match verdict {
+            Verdict::Accept { ack } => {
+                self.counters.data_packets_received += 1;
+                let qp = &mut self.qps[qi];
+                if let Some(reth) = pkt.ext.reth {
+                    qp.resp.write_va = reth.va;
+                    qp.resp.write_rkey = reth.rkey;
+                }
+                if pkt.ext.reth.is_some() {
+                    qp.resp.message_bytes = 0;
+                }
+                let (va, rkey) = (qp.resp.write_va, qp.resp.write_rkey);
+                qp.resp.write_va += pkt.payload.len() as u64;
+                qp.resp.message_bytes += pkt.payload.len() as u64;
+                let bytes = qp.resp.message_bytes;
+                let last = matches!(
+                    pkt.bth.opcode,
+                    Opcode::RC_WRITE_LAST
+                        | Opcode::RC_WRITE_LAST_IMM
+                        | Opcode::RC_WRITE_ONLY
+                        | Opcode::RC_WRITE_ONLY_IMM
+                );
+                if last {
+                    qp.resp.msn = qp.resp.msn.wrapping_add(1) & 0x00ff_ffff;
+                }
+                if !self.write_memory(rkey, va, pkt.payload) {
+                    self.counters.access_errors += 1;
+                }
+                if let (true, Some(imm)) = (last, pkt.ext.immdt) {
+                    self.completions
+                        .push_back(Completion::Received { qp: qi, imm, bytes });
+                }
+                if ack {
+                    self.send_ack(qi, pkt.bth.psn, SYNDROME_ACK);
+                }
+            }
+            Verdict::OutOfOrder { nak, expected } => {
+                self.counters.out_of_order_received += 1;
+                if nak {
+                    self.counters.naks_sent += 1;
+                    self.send_ack(qi, expected, SYNDROME_NAK_PSN);
+                }
+            }
+            Verdict::Duplicate { ack, last } => {
+                self.counters.duplicates_received += 1;
+                if ack {
+                    self.send_ack(qi, last, SYNDROME_ACK);
+                }
+            }
+        }
+    }
+
+    fn write_memory(&mut self, rkey: u32, va: u64, bytes: &[u8]) -> bool {
+        let Some(region) = self.regions.iter_mut().find(|r| r.rkey == rkey) else {
+            return false;
+        };
+        let Some(offset) = va.checked_sub(region.va).map(|o| o as usize) else {
+            return false;
+        };
+        match region.data.get_mut(offset..offset + bytes.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(bytes);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn receive_pause(&mut self, now: Nanos, frame: &[u8], meta: &wire::FrameMeta) {
+        let rate = self.link.bits_per_sec();
+        match MacControl::parse_frame(frame, meta) {
+            Ok(MacControl::Pfc(pfc)) => {
+                for p in pfc.priorities().iter() {
+                    let quanta = pfc.quanta[usize::from(p)];
+                    self.pause_until[usize::from(p)] = now + pause_duration(quanta, rate);
+                    if quanta > 0 && (p == self.data_priority || p == self.cnp_priority) {
+                        self.counters.pauses_received += 1;
+                    }
+                }
+            }
+            Ok(MacControl::Pause { quanta }) => {
+                self.counters.link_pauses_received += 1;
+                self.link_pause_until = now + pause_duration(quanta, rate);
+            }
+            _ => {}
+        }
+    }
+
+    fn ip_header(&mut self, dst: Ipv4Addr, dscp: u8, ecn: Ecn) -> IpRepr {
+        self.ip_ident = self.ip_ident.wrapping_add(1);
+        IpRepr::V4(Ipv4Repr {
+            src: self.ip,
+            dst,
+            dscp,
+            ecn,
+            ident: self.ip_ident,
+            dont_frag: true,
+            ttl: 64,
+        })
+    }
+
+    fn send_ack(&mut self, qi: usize, psn: u32, syndrome: u8) {
+        let (peer, sport, msn) = {
+            let q = &self.qps[qi];
+            (q.peer, q.udp_sport, q.resp.msn)
+        };
+        let ip = self.ip_header(peer.ip, self.cfg.dscp, self.ecn);
+        let repr = RoceRepr {
+            eth_dst: peer.mac,
+            eth_src: self.mac,
+            vlan: None,
+            ip,
+            udp_src_port: sport,
+            bth: BthRepr {
+                opcode: Opcode::RC_ACK,
+                pkey: 0xffff,
+                dest_qp: peer.qpn,
+                psn,
+                ..BthRepr::default()
+            },
+            ext: ExtHeaders {
+                aeth: Some(Aeth { syndrome, msn }),
+                ..ExtHeaders::default()
+            },
+            payload: &[],
+        };
+        let mut buf = vec![0u8; repr.frame_len()];
+        if repr.emit(&mut buf).is_ok() {
+            self.counters.acks_sent += u64::from(syndrome == SYNDROME_ACK);
+            self.control.push_back((self.data_priority, buf));
+        }
+    }
+
+    fn send_cnp(&mut self, qi: usize) {
+        let (peer, sport) = (self.qps[qi].peer, self.qps[qi].udp_sport);
+        let ip = self.ip_header(peer.ip, self.cfg.cnp_dscp, Ecn::NotEct);
+        let cnp = CnpRepr {
+            eth_dst: peer.mac,
+            eth_src: self.mac,
+            vlan: None,
+            ip,
+            udp_src_port: sport,
+            pkey: 0xffff,
+            dest_qp: peer.qpn,
+        }
+        .to_roce();
+        let mut buf = vec![0u8; cnp.frame_len()];
+        if cnp.emit(&mut buf).is_ok() {
+            self.counters.cnps_sent += 1;
+            self.control.push_back((self.cnp_priority, buf));
+        }
+    }
+
+    /// The next frame to put on the link at `now`, if the link is free and something may
+    /// go: acknowledges and CNPs first, then data from the QPs in turn, each at its DCQCN
+    /// rate. Paused priorities wait. The frame borrows the endpoint until the next call.
+    pub fn poll_transmit(&mut self, now: Nanos) -> Option<&[u8]> {
+        if self.link.free_at() > now {
+            return None;
+        }
+        if let Some(i) = self
+            .control
+            .iter()
+            .position(|(p, _)| self.priority_open(*p, now))
+        {
+            let (_, frame) = self.control.remove(i)?;
+            self.link.start(now, frame.len());
+            self.out = frame;
+            return Some(&self.out);
+        }
+        if !self.priority_open(self.data_priority, now) {
+            return None;
+        }
+        let n = self.qps.len();
+        let window = u64::from(self.cfg.window_packets);
+        let now_ps = u128::from(now.0) * 1000;
+        for k in 0..n {
+            let qi = (self.next_qp + k) % n;
+            let q = &self.qps[qi];
+            if q.next_send_ps > now_ps || !q.req.can_send(window) {
+                continue;
+            }
+            self.next_qp = (qi + 1) % n;
+            return self.send_data(now, qi);
+        }
+        None
+    }
+
+    fn send_data(&mut self, now: Nanos, qi: usize) -> Option<&[u8]> {
+        let mtu = self.cfg.mtu as usize;
+        let seg = self.qps[qi]
+            .req
+            .next_segment(mtu, u64::from(self.cfg.ack_every))?;
+        let (peer, sport) = (self.qps[qi].peer, self.qps[qi].udp_sport);
+        let ip = self.ip_header(peer.ip, self.cfg.dscp, self.ecn);
+        let q = &mut self.qps[qi];
+        let payload = q.req.payload(&seg);
+        let repr = RoceRepr {
+            eth_dst: peer.mac,
+            eth_src: self.mac,
+            vlan: None,
+            ip,
+            udp_src_port: sport,
+            bth: BthRepr {
+                opcode: seg.opcode,
+                pkey: 0xffff,
+                dest_qp: peer.qpn,
+                ack_req: seg.ack_req,
+                psn: qp::wire_psn(seg.psn),
+                ..BthRepr::default()
+            },
+            ext: ExtHeaders {
+                reth: seg.reth,
+                immdt: seg.imm,
+                ..ExtHeaders::default()
+            },
+            payload,
+        };
+        self.out.resize(repr.frame_len(), 0);
+        let len = repr.emit(&mut self.out).ok()?;
+        self.out.truncate(len);
+        let payload_len = payload.len() as u64;
+        if q.req.outstanding() == 0 {
+            q.progress_at = now;
+        }
+        if q.req.sent(&seg) {
+            self.counters.retransmitted_packets += 1;
+        }
+        self.counters.data_packets_sent += 1;
+        self.counters.data_bytes_sent += payload_len;
+        q.rp.on_sent(len as u64);
+        // The pacer: the next packet of this QP no sooner than one frame time at Rc.
+        let rate = u128::from(q.rp.rate_bps().max(1));
+        let gap_ps = (u128::from(wire_bits(len)) * 1_000_000_000_000).div_ceil(rate);
+        q.next_send_ps = q.next_send_ps.max(u128::from(now.0) * 1000) + gap_ps;
+        self.link.start(now, len);
+        Some(&self.out)
+    }
+
+    /// When to call again; `None` when there is nothing to do until a frame arrives.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        let mut next: Option<Nanos> = None;
+        let mut at = |t: Nanos| next = Some(next.map_or(t, |n| n.min(t)));
+        let free = self.link.free_at();
+        for (p, _) in &self.control {
+            at(free.max(self.priority_opens_at(*p)));
+        }
+        let window = u64::from(self.cfg.window_packets);
+        let interval = self.cfg.dcqcn.cnp_interval();
+        let rto = self.cfg.rto();
+        for q in &self.qps {
+            if q.req.can_send(window) {
+                let pacer = Nanos(q.next_send_ps.div_ceil(1000) as u64);
+                at(free
+                    .max(pacer)
+                    .max(self.priority_opens_at(self.data_priority)));
+            }
+            if let Some(t) = q.rp.deadline() {
+                at(t);
+            }
+            if let Some(t) = q.np.deadline(interval) {
+                at(t);
+            }
+            if q.req.outstanding() > 0 {
+                at(q.rto_deadline(rto));
+            }
+        }
+        next
+    }
+
+    /// Runs the timers due at `now`: retransmission timeouts, DCQCN rate increases,
+    /// deferred CNPs.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        let interval = self.cfg.dcqcn.cnp_interval();
+        let rto = self.cfg.rto();
+        for qi in 0..self.qps.len() {
+            let q = &mut self.qps[qi];
+            q.rp.on_timeout(now);
+            if q.req.outstanding() > 0 && q.rto_deadline(rto) <= now {
+                q.req.on_timeout();
+                q.progress_at = now;
+                self.counters.timeouts += 1;
+            }
+            if self.qps[qi].np.on_timeout(now, interval) {
+                self.send_cnp(qi);
+            }
+        }
+    }
+}
+
+impl Qp {
+    fn rto_deadline(&self, rto: Nanos) -> Nanos {
+        self.progress_at + rto
+    }
+}

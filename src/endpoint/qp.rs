@@ -1,0 +1,414 @@
+//! The RC transport of one queue pair: the requester (segmentation to the path MTU, PSNs,
+//! AckReq, go-back-N on NAK or timeout) and the responder (in-order acceptance, coalesced
+//! ACKs, one NAK per sequence error, duplicate detection).
+//!
+//! PSNs are 24 bits on the wire and wrap; inside they are kept as 64-bit counts that never
+//! wrap, and a wire PSN is mapped to the count nearest the one expected.
+
+use crate::wire::bth::{MAX_24BIT, Opcode};
+use crate::wire::xth::Reth;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// A work request: an RDMA WRITE (with immediate data, if any) of `data` to the peer's
+/// memory at (`rkey`, `remote_va`).
+#[derive(Debug, Clone)]
+pub struct SendWr {
+    /// Caller's id, returned in the completion.
+    pub id: u64,
+    /// The bytes to write (shared: one buffer may back many WRITEs).
+    pub data: Arc<[u8]>,
+    /// Remote virtual address.
+    pub remote_va: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Immediate data (WRITE with Immediate: the responder gets a completion).
+    pub imm: Option<u32>,
+}
+
+#[derive(Debug)]
+struct Posted {
+    wr: SendWr,
+    first_psn: u64,
+    packets: u64,
+}
+
+/// One packet the requester is to (re)send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// 64-bit PSN count.
+    pub psn: u64,
+    /// Opcode.
+    pub opcode: Opcode,
+    /// RETH (first and only packets).
+    pub reth: Option<Reth>,
+    /// Immediate data (last and only packets of a WRITE with Immediate).
+    pub imm: Option<u32>,
+    /// AckReq.
+    pub ack_req: bool,
+    /// Which posted WR and which bytes of it.
+    wr_index: usize,
+    offset: usize,
+    len: usize,
+}
+
+/// The sending side of an RC QP.
+#[derive(Debug, Default)]
+pub struct Requester {
+    posted: VecDeque<Posted>,
+    /// PSN the next posted WR starts at.
+    next_new: u64,
+    /// Oldest unacknowledged PSN.
+    una: u64,
+    /// Next PSN to send (go-back-N moves it back to `una`).
+    send: u64,
+    /// One past the highest PSN ever sent.
+    highest: u64,
+    /// First PSN count, so that PSNs start where the QP was told (0 here).
+    base: u64,
+}
+
+/// Packets a message of `len` bytes takes at `mtu`.
+pub fn packets_for(len: usize, mtu: usize) -> u64 {
+    len.div_ceil(mtu).max(1) as u64
+}
+
+/// The 24-bit wire PSN of a count.
+pub fn wire_psn(count: u64) -> u32 {
+    (count & u64::from(MAX_24BIT)) as u32
+}
+
+/// The count nearest `reference` whose low 24 bits are `psn`.
+pub fn count_near(psn: u32, reference: u64) -> u64 {
+    let r = wire_psn(reference);
+    let d = psn.wrapping_sub(r) & MAX_24BIT;
+    if d < 1 << 23 {
+        reference + u64::from(d)
+    } else {
+        reference.saturating_sub(u64::from((1u32 << 24) - d))
+    }
+}
+
+impl Requester {
+    /// A requester whose first PSN is `start` (24 bits).
+    pub fn new(start: u32) -> Requester {
+        let base = u64::from(start);
+        Requester {
+            next_new: base,
+            una: base,
+            send: base,
+            highest: base,
+            base,
+            ..Requester::default()
+        }
+    }
+
+    /// Queues a WRITE.
+    pub fn post(&mut self, wr: SendWr, mtu: usize) {
+        let packets = packets_for(wr.data.len(), mtu);
+        self.posted.push_back(Posted {
+            wr,
+            first_psn: self.next_new,
+            packets,
+        });
+        self.next_new += packets;
+    }
+
+    /// Packets sent and not yet acknowledged.
+    pub fn outstanding(&self) -> u64 {
+        self.send - self.una
+    }
+
+    /// True when every posted WR is acknowledged.
+    pub fn idle(&self) -> bool {
+        self.posted.is_empty()
+    }
+
+    /// True when there is a packet to send and the window allows it.
+    pub fn can_send(&self, window: u64) -> bool {
+        self.send < self.next_new && self.send - self.una < window
+    }
+
+    /// The next packet to send (call [`sent`](Self::sent) once it is on its way).
+    pub fn next_segment(&self, mtu: usize, ack_every: u64) -> Option<Segment> {
+        if self.send >= self.next_new {
+            return None;
+        }
+        let psn = self.send;
+        let wr_index = self
+            .posted
+            .partition_point(|p| p.first_psn + p.packets <= psn);
+        let p = self.posted.get(wr_index)?;
+        let i = psn - p.first_psn;
+        let offset = (i as usize) * mtu;
+        let len = mtu.min(p.wr.data.len().saturating_sub(offset));
+        let (first, last) = (i == 0, i + 1 == p.packets);
+        let imm = p.wr.imm;
+        let opcode = match (first, last, imm.is_some()) {
+            (true, true, false) => Opcode::RC_WRITE_ONLY,
+            (true, true, true) => Opcode::RC_WRITE_ONLY_IMM,
+            (true, false, _) => Opcode::RC_WRITE_FIRST,
+            (false, true, false) => Opcode::RC_WRITE_LAST,
+            (false, true, true) => Opcode::RC_WRITE_LAST_IMM,
+            (false, false, _) => Opcode::RC_WRITE_MIDDLE,
+        };
+        Some(Segment {
+            psn,
+            opcode,
+            reth: first.then_some(Reth {
+                va: p.wr.remote_va,
+                rkey: p.wr.rkey,
+                dma_len: p.wr.data.len() as u32,
+            }),
+            imm: last.then_some(imm).flatten(),
+            ack_req: last || (i + 1) % ack_every.max(1) == 0,
+            wr_index,
+            offset,
+            len,
+        })
+    }
+
+    /// The payload of a segment.
+    pub fn payload(&self, s: &Segment) -> &[u8] {
+        &self.posted[s.wr_index].wr.data[s.offset..s.offset + s.len]
+    }
+
+    /// The segment went out; returns true if it was a retransmission.
+    pub fn sent(&mut self, s: &Segment) -> bool {
+        self.send = s.psn + 1;
+        let retransmission = s.psn < self.highest;
+        self.highest = self.highest.max(self.send);
+        retransmission
+    }
+
+    /// An ACK for wire PSN `psn`: everything up to it is delivered. Returns the ids of the
+    /// WRs now complete.
+    pub fn on_ack(&mut self, psn: u32) -> Vec<u64> {
+        let acked = count_near(psn, self.una);
+        if acked < self.una || acked >= self.highest {
+            return Vec::new(); // stale, or for something never sent
+        }
+        self.una = acked + 1;
+        if self.send < self.una {
+            self.send = self.una;
+        }
+        let mut done = Vec::new();
+        while let Some(p) = self.posted.front() {
+            if p.first_psn + p.packets <= self.una {
+                done.push(p.wr.id);
+                self.posted.pop_front();
+            } else {
+                break;
+            }
+        }
+        done
+    }
+
+    /// A NAK (PSN sequence error) naming wire PSN `psn`, the responder's expected PSN:
+    /// everything before it is delivered; go back to it. Returns completed WR ids.
+    pub fn on_nak(&mut self, psn: u32) -> Vec<u64> {
+        let expected = count_near(psn, self.una);
+        if expected < self.una || expected > self.highest {
+            return Vec::new();
+        }
+        let done = if expected > self.una {
+            self.on_ack(wire_psn(expected - 1))
+        } else {
+            Vec::new()
+        };
+        self.send = expected;
+        done
+    }
+
+    /// The retransmission timer fired with packets outstanding: go back to the oldest.
+    pub fn on_timeout(&mut self) {
+        self.send = self.una;
+    }
+
+    /// The first PSN count (for tests).
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+}
+
+/// What the responder does with a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// In order: accept it; ACK it if `ack`.
+    Accept {
+        /// AckReq was set: send an ACK for this PSN.
+        ack: bool,
+    },
+    /// Ahead of the expected PSN: discard; send a NAK for `expected` if `nak`.
+    OutOfOrder {
+        /// First time for this expected PSN.
+        nak: bool,
+        /// The expected wire PSN.
+        expected: u32,
+    },
+    /// Already received: discard; re-ACK the last in-order PSN if `ack`.
+    Duplicate {
+        /// AckReq was set.
+        ack: bool,
+        /// The last in-order wire PSN.
+        last: u32,
+    },
+}
+
+/// The receiving side of an RC QP.
+#[derive(Debug, Default)]
+pub struct Responder {
+    expected: u64,
+    nak_sent: bool,
+    /// Message sequence number: WRITE messages completed.
+    pub msn: u32,
+    /// Where the WRITE in progress writes next.
+    pub write_va: u64,
+    /// Its remote key.
+    pub write_rkey: u32,
+    /// Bytes of the WRITE message in progress accepted so far.
+    pub message_bytes: u64,
+}
+
+impl Responder {
+    /// A responder expecting wire PSN `start` first.
+    pub fn new(start: u32) -> Responder {
+        Responder {
+            expected: u64::from(start),
+            ..Responder::default()
+        }
+    }
+
+    /// Judges a packet with wire PSN `psn`.
+    pub fn judge(&mut self, psn: u32, ack_req: bool) -> Verdict {
+        let count = count_near(psn, self.expected);
+        if count == self.expected {
+            self.expected += 1;
+            self.nak_sent = false;
+            Verdict::Accept { ack: ack_req }
+        } else if count > self.expected {
+            let nak = !self.nak_sent;
+            self.nak_sent = true;
+            Verdict::OutOfOrder {
+                nak,
+                expected: wire_psn(self.expected),
+            }
+        } else {
+            Verdict::Duplicate {
+                ack: ack_req,
+                last: wire_psn(self.expected.wrapping_sub(1)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wr(id: u64, len: usize, imm: Option<u32>) -> SendWr {
+        SendWr {
+            id,
+            data: (0..len).map(|i| i as u8).collect::<Vec<u8>>().into(),
+            remote_va: 0x1000,
+            rkey: 7,
+            imm,
+        }
+    }
+
+    #[test]
+    fn segmentation_opcodes_and_ack_req() {
+        let mut r = Requester::new(0);
+        r.post(wr(1, 2500, Some(9)), 1024);
+        r.post(wr(2, 0, None), 1024);
+        let mut seen = Vec::new();
+        while let Some(s) = r.next_segment(1024, 2) {
+            seen.push((
+                s.opcode,
+                s.reth.is_some(),
+                s.imm,
+                s.ack_req,
+                r.payload(&s).len(),
+            ));
+            r.sent(&s);
+        }
+        assert_eq!(
+            seen,
+            [
+                (Opcode::RC_WRITE_FIRST, true, None, false, 1024),
+                (Opcode::RC_WRITE_MIDDLE, false, None, true, 1024),
+                (Opcode::RC_WRITE_LAST_IMM, false, Some(9), true, 452),
+                (Opcode::RC_WRITE_ONLY, true, None, true, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn ack_completes_and_nak_goes_back() {
+        let mut r = Requester::new(0x00ff_fffe); // wraps after two packets
+        r.post(wr(1, 3000, None), 1024); // 3 packets
+        r.post(wr(2, 100, None), 1024); // 1 packet
+        for _ in 0..4 {
+            let s = r.next_segment(1024, 1).unwrap();
+            r.sent(&s);
+        }
+        assert!(
+            r.on_ack(0x00ff_ffff).is_empty(),
+            "two of three packets of WR 1"
+        );
+        // NAK for PSN 0x000001 (the 4th packet): the 3rd (PSN 0) arrived; go back.
+        assert_eq!(r.on_nak(0x000001), vec![1]);
+        let s = r.next_segment(1024, 1).unwrap();
+        assert_eq!(wire_psn(s.psn), 1);
+        assert!(r.sent(&s), "a retransmission");
+        assert_eq!(r.on_ack(1), vec![2]);
+        assert!(r.idle());
+    }
+
+    #[test]
+    fn responder_accepts_in_order_naks_once_and_reacks_duplicates() {
+        let mut resp = Responder::new(0x00ff_ffff);
+        assert_eq!(
+            resp.judge(0x00ff_ffff, false),
+            Verdict::Accept { ack: false }
+        );
+        assert_eq!(
+            resp.judge(0, true),
+            Verdict::Accept { ack: true },
+            "PSN wrap"
+        );
+        assert_eq!(
+            resp.judge(2, false),
+            Verdict::OutOfOrder {
+                nak: true,
+                expected: 1
+            }
+        );
+        assert_eq!(
+            resp.judge(3, false),
+            Verdict::OutOfOrder {
+                nak: false,
+                expected: 1
+            }
+        );
+        assert_eq!(
+            resp.judge(0, true),
+            Verdict::Duplicate { ack: true, last: 0 }
+        );
+        assert_eq!(resp.judge(1, false), Verdict::Accept { ack: false });
+        assert_eq!(
+            resp.judge(3, false),
+            Verdict::OutOfOrder {
+                nak: true,
+                expected: 2
+            }
+        );
+    }
+
+    #[test]
+    fn count_near_handles_the_wrap_both_ways() {
+        assert_eq!(count_near(2, 0x00ff_fffe), 0x0100_0002);
+        assert_eq!(count_near(0x00ff_fffe, 0x0100_0002), 0x00ff_fffe);
+        assert_eq!(count_near(5, 5), 5);
+    }
+}

@@ -1,0 +1,409 @@
+//! The discrete-event engine: a heap of timed events with stable tie-breaking, switch and
+//! endpoint cores as nodes, and links of given rate, propagation delay and loss between
+//! their ports. Nothing reads a clock: a run is a function of its inputs and seed.
+
+use crate::endpoint::allreduce::Application;
+use crate::endpoint::{Completion, Endpoint};
+use crate::switch::Switch;
+use crate::switch::red::Rng;
+use crate::switch::sched::frame_time;
+use crate::time::Nanos;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// A host: an endpoint and the work it runs.
+pub struct Host {
+    /// The NIC.
+    pub endpoint: Endpoint,
+    /// What drives it, if anything.
+    pub app: Option<Box<dyn Application>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A node of the simulated network.
+#[derive(Debug)]
+pub enum Node {
+    /// A switch core.
+    Switch(Box<Switch>),
+    /// A host (one port, number 0).
+    Host(Box<Host>),
+}
+
+/// One direction of a link: where frames sent on a port arrive.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkEnd {
+    /// The node at the other end.
+    pub node: usize,
+    /// Its port.
+    pub port: usize,
+    /// Rate frames are serialised at, bit/s (the sender's port rate).
+    pub bits_per_sec: u64,
+    /// Propagation delay.
+    pub delay: Nanos,
+    /// Probability that a frame is lost on the way.
+    pub loss: f64,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// A frame arrives, whole, at a node's port.
+    Deliver {
+        node: usize,
+        port: usize,
+        frame: Vec<u8>,
+    },
+    /// A node's deadline (stale unless `generation` matches).
+    Wake { node: usize, generation: u64 },
+    /// Time-series sampling.
+    Sample,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    time: Nanos,
+    seq: u64,
+    kind: Kind,
+}
+
+/// What the engine did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Frames handed from one node to another.
+    pub frames_delivered: u64,
+    /// Frames lost on links.
+    pub frames_lost: u64,
+    /// Events processed.
+    pub events: u64,
+}
+
+/// A node made no progress at one instant (a timer that does not move): a bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("node {node} made no progress at t = {time:?}")]
+pub struct Stalled {
+    /// The node.
+    pub node: usize,
+    /// The instant.
+    pub time: Nanos,
+}
+
+/// The simulated network.
+#[derive(Debug)]
+pub struct Engine {
+    /// The nodes.
+    pub nodes: Vec<Node>,
+    links: Vec<Vec<Option<LinkEnd>>>,
+    heap: BinaryHeap<Reverse<Event>>,
+    seq: u64,
+    generation: Vec<u64>,
+    wake_at: Vec<Option<Nanos>>,
+    now: Nanos,
+    rng: Rng,
+    pool: Vec<Vec<u8>>,
+    /// Burst losses: (node, port, first frame index, count) of frames sent on that port.
+    bursts: Vec<(usize, usize, u64, u64)>,
+    sent_on: Vec<Vec<u64>>,
+    sample_every: Option<Nanos>,
+    stats: EngineStats,
+}
+
+impl Engine {
+    /// An empty network; `seed` drives link losses.
+    pub fn new(seed: u64) -> Engine {
+        Engine {
+            nodes: Vec::new(),
+            links: Vec::new(),
+            heap: BinaryHeap::new(),
+            seq: 0,
+            generation: Vec::new(),
+            wake_at: Vec::new(),
+            now: Nanos::ZERO,
+            rng: Rng::new(seed ^ 0x5eed_1234_abcd),
+            pool: Vec::new(),
+            bursts: Vec::new(),
+            sent_on: Vec::new(),
+            sample_every: None,
+            stats: EngineStats::default(),
+        }
+    }
+
+    /// Adds a node; returns its index.
+    pub fn add(&mut self, node: Node) -> usize {
+        let ports = match &node {
+            Node::Switch(s) => s.port_count(),
+            Node::Host(_) => 1,
+        };
+        self.nodes.push(node);
+        self.links.push(vec![None; ports]);
+        self.sent_on.push(vec![0; ports]);
+        self.generation.push(0);
+        self.wake_at.push(None);
+        self.nodes.len() - 1
+    }
+
+    /// Connects (a, port a) and (b, port b) both ways at `bits_per_sec` with `delay` and
+    /// loss probability `loss`.
+    pub fn connect(
+        &mut self,
+        a: (usize, usize),
+        b: (usize, usize),
+        bits_per_sec: u64,
+        delay: Nanos,
+        loss: f64,
+    ) {
+        self.links[a.0][a.1] = Some(LinkEnd {
+            node: b.0,
+            port: b.1,
+            bits_per_sec,
+            delay,
+            loss,
+        });
+        self.links[b.0][b.1] = Some(LinkEnd {
+            node: a.0,
+            port: a.1,
+            bits_per_sec,
+            delay,
+            loss,
+        });
+    }
+
+    /// Loses `count` frames sent on (node, port) from its `first`-th frame (0-based) on.
+    pub fn add_burst_loss(&mut self, node: usize, port: usize, first: u64, count: u64) {
+        self.bursts.push((node, port, first, count));
+    }
+
+    /// Asks for a [`Sampled`](Step::Sampled) step every `every`.
+    pub fn sample_every(&mut self, every: Nanos) {
+        self.sample_every = Some(every);
+        self.push(every, Kind::Sample);
+    }
+
+    /// The time reached.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// What the engine did so far.
+    pub fn stats(&self) -> EngineStats {
+        self.stats
+    }
+
+    fn push(&mut self, time: Nanos, kind: Kind) {
+        self.seq += 1;
+        self.heap.push(Reverse(Event {
+            time,
+            seq: self.seq,
+            kind,
+        }));
+    }
+
+    /// Starts every host's application at the current time and schedules every node.
+    pub fn start(&mut self) {
+        let now = self.now;
+        for n in 0..self.nodes.len() {
+            if let Node::Host(h) = &mut self.nodes[n] {
+                if let Some(app) = &mut h.app {
+                    app.start(now, &mut h.endpoint);
+                }
+            }
+            self.service(n);
+        }
+    }
+
+    /// Runs events up to and including `until`, or until no event is left. Returns at
+    /// each sample time with `Step::Sampled`, so the caller can read the nodes.
+    pub fn run(&mut self, until: Nanos) -> Result<Step, Stalled> {
+        let mut same_instant = 0u32;
+        while let Some(Reverse(ev)) = self.heap.pop() {
+            if ev.time > until {
+                self.heap.push(Reverse(ev));
+                self.now = until;
+                return Ok(Step::Until);
+            }
+            same_instant = if ev.time == self.now {
+                same_instant + 1
+            } else {
+                0
+            };
+            self.now = ev.time;
+            self.stats.events += 1;
+            match ev.kind {
+                Kind::Deliver { node, port, frame } => {
+                    self.stats.frames_delivered += 1;
+                    match &mut self.nodes[node] {
+                        Node::Switch(s) => {
+                            s.handle_frame(self.now, port, &frame);
+                        }
+                        Node::Host(h) => h.endpoint.handle_frame(self.now, &frame),
+                    }
+                    self.recycle(frame);
+                    self.service(node);
+                }
+                Kind::Wake { node, generation } => {
+                    if generation != self.generation[node] {
+                        continue;
+                    }
+                    self.wake_at[node] = None;
+                    let now = self.now;
+                    match &mut self.nodes[node] {
+                        Node::Switch(s) => s.handle_timeout(now),
+                        Node::Host(h) => {
+                            h.endpoint.handle_timeout(now);
+                            if let Some(app) = &mut h.app {
+                                if app.deadline().is_some_and(|t| t <= now) {
+                                    app.on_timeout(now, &mut h.endpoint);
+                                }
+                            }
+                        }
+                    }
+                    self.service(node);
+                    if same_instant > 1_000_000 {
+                        return Err(Stalled {
+                            node,
+                            time: self.now,
+                        });
+                    }
+                }
+                Kind::Sample => {
+                    if let Some(every) = self.sample_every {
+                        self.push(self.now + every, Kind::Sample);
+                    }
+                    return Ok(Step::Sampled);
+                }
+            }
+        }
+        Ok(Step::Idle)
+    }
+
+    fn recycle(&mut self, mut frame: Vec<u8>) {
+        if self.pool.len() < 4096 {
+            frame.clear();
+            self.pool.push(frame);
+        }
+    }
+
+    /// After a node changed: its application reacts to completions, it sends what it can
+    /// now, and its next deadline is scheduled.
+    fn service(&mut self, n: usize) {
+        let now = self.now;
+        if let Node::Host(h) = &mut self.nodes[n] {
+            while let Some(c) = h.endpoint.poll_completion() {
+                if let Some(app) = &mut h.app {
+                    app.on_completion(now, &mut h.endpoint, c);
+                } else if let Completion::Received { .. } = c {
+                    // Nothing listens: the data simply landed.
+                }
+            }
+        }
+        loop {
+            let mut buf = self.pool.pop().unwrap_or_default();
+            let port = match &mut self.nodes[n] {
+                Node::Switch(s) => s.poll_transmit(now).map(|tx| {
+                    buf.extend_from_slice(tx.frame);
+                    tx.port
+                }),
+                Node::Host(h) => h.endpoint.poll_transmit(now).map(|f| {
+                    buf.extend_from_slice(f);
+                    0
+                }),
+            };
+            let Some(port) = port else {
+                self.recycle(buf);
+                break;
+            };
+            self.send(n, port, buf);
+        }
+        let next = match &self.nodes[n] {
+            Node::Switch(s) => s.poll_timeout(),
+            Node::Host(h) => {
+                let app = h.app.as_ref().and_then(|a| a.deadline());
+                match (h.endpoint.poll_timeout(), app) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+        };
+        if next != self.wake_at[n] {
+            self.generation[n] += 1;
+            self.wake_at[n] = next;
+            if let Some(t) = next {
+                let generation = self.generation[n];
+                self.push(
+                    t.max(now),
+                    Kind::Wake {
+                        node: n,
+                        generation,
+                    },
+                );
+            }
+        }
+    }
+
+    fn send(&mut self, node: usize, port: usize, frame: Vec<u8>) {
+        let index = self.sent_on[node][port];
+        self.sent_on[node][port] += 1;
+        let Some(link) = self.links[node][port] else {
+            self.recycle(frame);
+            return;
+        };
+        let burst = self.bursts.iter().any(|&(n, p, first, count)| {
+            n == node && p == port && index >= first && index < first + count
+        });
+        let random = link.loss > 0.0 && self.rng.next_f64() < link.loss;
+        if burst || random {
+            self.stats.frames_lost += 1;
+            self.recycle(frame);
+            return;
+        }
+        let arrives = self.now + frame_time(frame.len(), link.bits_per_sec) + link.delay;
+        self.push(
+            arrives,
+            Kind::Deliver {
+                node: link.node,
+                port: link.port,
+                frame,
+            },
+        );
+    }
+
+    /// A host, by node index.
+    pub fn host(&self, n: usize) -> Option<&Host> {
+        match &self.nodes[n] {
+            Node::Host(h) => Some(h),
+            Node::Switch(_) => None,
+        }
+    }
+
+    /// A switch, by node index.
+    pub fn switch(&self, n: usize) -> Option<&Switch> {
+        match &self.nodes[n] {
+            Node::Switch(s) => Some(s),
+            Node::Host(_) => None,
+        }
+    }
+
+    /// True when every host's application is done.
+    pub fn apps_done(&self) -> bool {
+        self.nodes.iter().all(|n| match n {
+            Node::Host(h) => h.app.as_ref().is_none_or(|a| a.done()),
+            Node::Switch(_) => true,
+        })
+    }
+}
+
+/// Why [`Engine::run`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The time limit was reached.
+    Until,
+    /// A sample is due: read the nodes, then call `run` again.
+    Sampled,
+    /// No event is left.
+    Idle,
+}

@@ -1,0 +1,130 @@
+//! Bulk flows for incast and fairness scenarios: a host WRITEs messages to a peer as fast
+//! as its QP (and DCQCN) allows, from a start time, for a number of bytes or until the run
+//! ends.
+
+use crate::endpoint::allreduce::Application;
+use crate::endpoint::{Completion, Endpoint, SendWr};
+use crate::time::Nanos;
+use std::sync::Arc;
+
+/// R_Key of the receive ring a flow writes into.
+pub const FLOW_RKEY: u32 = 0xf10;
+/// Its virtual address.
+pub const FLOW_VA: u64 = 0x4000_0000;
+/// Messages in the receive ring.
+const RING_SLOTS: u64 = 64;
+
+/// One sending side of a flow.
+#[derive(Debug)]
+pub struct Flow {
+    qp: usize,
+    total: Option<u64>,
+    message: Arc<[u8]>,
+    start: Nanos,
+    started: bool,
+    posted: u64,
+    completed: u64,
+    in_flight: usize,
+    max_in_flight: usize,
+    index: u64,
+    finished: Option<Nanos>,
+}
+
+impl Flow {
+    /// A flow on the sender's QP `qp` of `total` bytes (`None`: endless) in messages of
+    /// `message_bytes`, starting at `start`. Call [`Flow::prepare_receiver`] on the peer.
+    pub fn new(qp: usize, total: Option<u64>, message_bytes: usize, start: Nanos) -> Flow {
+        Flow {
+            qp,
+            total,
+            message: vec![0x5a; message_bytes].into(),
+            start,
+            started: false,
+            posted: 0,
+            completed: 0,
+            in_flight: 0,
+            max_in_flight: 512,
+            index: 0,
+            finished: None,
+        }
+    }
+
+    /// Registers the receive ring on the receiving endpoint (once per endpoint).
+    pub fn prepare_receiver(ep: &mut Endpoint, message_bytes: usize) {
+        if ep.region(FLOW_RKEY).is_none() {
+            ep.register(FLOW_RKEY, FLOW_VA, message_bytes * RING_SLOTS as usize);
+        }
+    }
+
+    /// Bytes acknowledged so far.
+    pub fn completed_bytes(&self) -> u64 {
+        self.completed
+    }
+
+    /// When the last byte was acknowledged.
+    pub fn finished(&self) -> Option<Nanos> {
+        self.finished
+    }
+
+    fn fill(&mut self, ep: &mut Endpoint) {
+        let size = self.message.len() as u64;
+        while self.in_flight < self.max_in_flight && self.total.is_none_or(|t| self.posted < t) {
+            let len = self.total.map_or(size, |t| size.min(t - self.posted)) as usize;
+            let data = if len == self.message.len() {
+                self.message.clone()
+            } else {
+                self.message[..len].into()
+            };
+            ep.post_write(
+                self.qp,
+                SendWr {
+                    id: self.index,
+                    data,
+                    remote_va: FLOW_VA + (self.index % RING_SLOTS) * size,
+                    rkey: FLOW_RKEY,
+                    imm: None,
+                },
+            );
+            self.index += 1;
+            self.posted += len as u64;
+            self.in_flight += 1;
+        }
+    }
+}
+
+impl Application for Flow {
+    fn start(&mut self, now: Nanos, ep: &mut Endpoint) {
+        if now >= self.start {
+            self.started = true;
+            self.fill(ep);
+        }
+    }
+
+    fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
+        if let Completion::Sent { qp, wr_id } = completion {
+            if qp != self.qp {
+                return;
+            }
+            let size = self.message.len() as u64;
+            let len = self.total.map_or(size, |t| size.min(t - wr_id * size));
+            self.completed += len;
+            self.in_flight -= 1;
+            if self.total.is_some_and(|t| self.completed >= t) {
+                self.finished = Some(now);
+            }
+            self.fill(ep);
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.total.is_some_and(|t| self.completed >= t)
+    }
+
+    fn deadline(&self) -> Option<Nanos> {
+        (!self.started).then_some(self.start)
+    }
+
+    fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {
+        self.start(now, ep);
+    }
+}

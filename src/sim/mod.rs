@@ -1,0 +1,8 @@
+//! `rocelab sim`: switch and endpoint cores joined by links in deterministic virtual time.
+
+pub mod engine;
+pub mod flows;
+pub mod topology;
+pub mod workload;
+
+pub use engine::{Engine, Host, LinkEnd, Node, Stalled, Step};

@@ -1,0 +1,239 @@
+//! Networks to simulate: one switch with N hosts (a star), or a leaf–spine fabric whose
+//! leaves spread remote traffic over the spines by ECMP on the UDP source port.
+
+use super::engine::{Engine, Host, Node};
+use crate::config::endpoint::EndpointConfig;
+use crate::config::{PortConfig, SwitchConfig};
+use crate::endpoint::{Endpoint, Peer};
+use crate::switch::Switch;
+use crate::time::Nanos;
+use crate::wire::MacAddr;
+use std::net::Ipv4Addr;
+
+/// QP numbers start here (0 and 1 are special in InfiniBand).
+const FIRST_QPN: u32 = 0x100;
+
+/// A built network: the engine and where everything is.
+#[derive(Debug)]
+pub struct Network {
+    /// The engine holding the nodes.
+    pub engine: Engine,
+    /// Node index of each host, in host order.
+    pub hosts: Vec<usize>,
+    /// Node index of each switch (star: one; leaf–spine: leaves, then spines).
+    pub switches: Vec<usize>,
+    /// For each host, the switch node and port it is attached to.
+    pub attachments: Vec<(usize, usize)>,
+    /// The next QP number to hand out (unique in the network).
+    next_qpn: u32,
+}
+
+/// The MAC address of host `i`.
+pub fn host_mac(i: usize) -> MacAddr {
+    MacAddr([0x02, 0x00, 0xc6, 0x12, (i >> 8) as u8, i as u8])
+}
+
+/// The IPv4 address of host `i` (198.18.0.0/15, the benchmarking range).
+pub fn host_ip(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(
+        198,
+        18 + ((i >> 16) & 1) as u8,
+        (i >> 8) as u8,
+        (i as u8).wrapping_add(1),
+    )
+}
+
+fn ports(
+    names: impl Iterator<Item = String>,
+    bits_per_sec: u64,
+    cable: Nanos,
+    mtu: u32,
+) -> Vec<PortConfig> {
+    names
+        .map(|name| PortConfig {
+            name,
+            bits_per_sec,
+            cable,
+            mtu,
+        })
+        .collect()
+}
+
+fn add_host(engine: &mut Engine, ep_cfg: &EndpointConfig, i: usize) -> usize {
+    engine.add(Node::Host(Box::new(Host {
+        endpoint: Endpoint::new(ep_cfg, host_mac(i), host_ip(i)),
+        app: None,
+    })))
+}
+
+/// One switch (configured as `switch_cfg`, its ports replaced by one per host) with
+/// `hosts` hosts, every link at the endpoint's rate with propagation `delay` and loss
+/// probability `loss`. The switch knows every host's port (static routes): nothing floods.
+pub fn star(
+    switch_cfg: &SwitchConfig,
+    ep_cfg: &EndpointConfig,
+    hosts: usize,
+    delay: Nanos,
+    loss: f64,
+    seed: u64,
+) -> Network {
+    let rate = ep_cfg.bits_per_sec();
+    let mut cfg = switch_cfg.clone();
+    cfg.ports = ports(
+        (0..hosts).map(|i| format!("h{i}")),
+        rate,
+        delay,
+        cfg.port_defaults.mtu,
+    );
+    let mut engine = Engine::new(seed);
+    let mut switch = Switch::new(&cfg);
+    for i in 0..hosts {
+        switch.add_route(host_mac(i), &[i]);
+    }
+    let sw = engine.add(Node::Switch(Box::new(switch)));
+    let mut host_nodes = Vec::new();
+    let mut attachments = Vec::new();
+    for i in 0..hosts {
+        let h = add_host(&mut engine, ep_cfg, i);
+        engine.connect((sw, i), (h, 0), rate, delay, loss);
+        host_nodes.push(h);
+        attachments.push((sw, i));
+    }
+    Network {
+        engine,
+        hosts: host_nodes,
+        switches: vec![sw],
+        attachments,
+        next_qpn: FIRST_QPN,
+    }
+}
+
+/// `leaves` leaf switches with `hosts_per_leaf` hosts each, every leaf connected to each of
+/// `spines` spine switches. Leaves send remote traffic over an ECMP group of their uplinks;
+/// spines send to the leaf of the destination. All links at the endpoint's rate.
+pub fn leaf_spine(
+    switch_cfg: &SwitchConfig,
+    ep_cfg: &EndpointConfig,
+    leaves: usize,
+    spines: usize,
+    hosts_per_leaf: usize,
+    delay: Nanos,
+    seed: u64,
+) -> Network {
+    let rate = ep_cfg.bits_per_sec();
+    let mtu = switch_cfg.port_defaults.mtu;
+    let mut engine = Engine::new(seed);
+    let host_count = leaves * hosts_per_leaf;
+    let mut leaf_nodes = Vec::new();
+    for l in 0..leaves {
+        let mut cfg = switch_cfg.clone();
+        cfg.ports = ports(
+            (0..hosts_per_leaf)
+                .map(|h| format!("l{l}h{h}"))
+                .chain((0..spines).map(|s| format!("l{l}up{s}"))),
+            rate,
+            delay,
+            mtu,
+        );
+        let mut sw = Switch::new(&cfg);
+        let uplinks: Vec<usize> = (hosts_per_leaf..hosts_per_leaf + spines).collect();
+        for h in 0..host_count {
+            if h / hosts_per_leaf == l {
+                sw.add_route(host_mac(h), &[h % hosts_per_leaf]);
+            } else {
+                sw.add_route(host_mac(h), &uplinks);
+            }
+        }
+        leaf_nodes.push(engine.add(Node::Switch(Box::new(sw))));
+    }
+    let mut spine_nodes = Vec::new();
+    for s in 0..spines {
+        let mut cfg = switch_cfg.clone();
+        cfg.ports = ports((0..leaves).map(|l| format!("s{s}l{l}")), rate, delay, mtu);
+        let mut sw = Switch::new(&cfg);
+        for h in 0..host_count {
+            sw.add_route(host_mac(h), &[h / hosts_per_leaf]);
+        }
+        let node = engine.add(Node::Switch(Box::new(sw)));
+        for (l, &leaf) in leaf_nodes.iter().enumerate() {
+            engine.connect((leaf, hosts_per_leaf + s), (node, l), rate, delay, 0.0);
+        }
+        spine_nodes.push(node);
+    }
+    let mut hosts = Vec::new();
+    let mut attachments = Vec::new();
+    for h in 0..host_count {
+        let node = add_host(&mut engine, ep_cfg, h);
+        let leaf = leaf_nodes[h / hosts_per_leaf];
+        engine.connect((leaf, h % hosts_per_leaf), (node, 0), rate, delay, 0.0);
+        hosts.push(node);
+        attachments.push((leaf, h % hosts_per_leaf));
+    }
+    Network {
+        engine,
+        hosts,
+        switches: leaf_nodes.into_iter().chain(spine_nodes).collect(),
+        attachments,
+        next_qpn: FIRST_QPN,
+    }
+}
+
+impl Network {
+    /// Creates an RC QP between host `a` and host `b` (QP numbers unique in the
+    /// network); returns the QP index on each side.
+    pub fn connect_qp(&mut self, a: usize, b: usize) -> (usize, usize) {
+        let (qpn_a, qpn_b) = (self.next_qpn, self.next_qpn + 1);
+        self.next_qpn += 2;
+        let qa = self.endpoint_mut(a).create_qp(
+            qpn_a,
+            Peer {
+                mac: host_mac(b),
+                ip: host_ip(b),
+                qpn: qpn_b,
+            },
+            0,
+        );
+        let qb = self.endpoint_mut(b).create_qp(
+            qpn_b,
+            Peer {
+                mac: host_mac(a),
+                ip: host_ip(a),
+                qpn: qpn_a,
+            },
+            0,
+        );
+        (qa, qb)
+    }
+
+    /// Host `i`'s endpoint.
+    pub fn endpoint(&self, i: usize) -> &Endpoint {
+        match &self.engine.nodes[self.hosts[i]] {
+            Node::Host(h) => &h.endpoint,
+            Node::Switch(_) => unreachable!("hosts holds host nodes only"),
+        }
+    }
+
+    /// Host `i`'s endpoint, to change.
+    pub fn endpoint_mut(&mut self, i: usize) -> &mut Endpoint {
+        match &mut self.engine.nodes[self.hosts[i]] {
+            Node::Host(h) => &mut h.endpoint,
+            Node::Switch(_) => unreachable!("hosts holds host nodes only"),
+        }
+    }
+
+    /// Host `i`, to give it an application.
+    pub fn host_mut(&mut self, i: usize) -> &mut Host {
+        match &mut self.engine.nodes[self.hosts[i]] {
+            Node::Host(h) => h,
+            Node::Switch(_) => unreachable!("hosts holds host nodes only"),
+        }
+    }
+
+    /// Switch `i` (in [`Network::switches`] order).
+    pub fn switch(&self, i: usize) -> &Switch {
+        match &self.engine.nodes[self.switches[i]] {
+            Node::Switch(s) => s,
+            Node::Host(_) => unreachable!("switches holds switch nodes only"),
+        }
+    }
+}
