@@ -178,10 +178,12 @@ impl Engine {
         self.bursts.push((node, port, first, count));
     }
 
-    /// Asks for a [`Sampled`](Step::Sampled) step every `every`.
+    /// Asks for a [`Sampled`](Step::Sampled) step every `every` from now on. Called again,
+    /// it changes the interval from the next sample on.
     pub fn sample_every(&mut self, every: Nanos) {
-        self.sample_every = Some(every);
-        self.push(every, Kind::Sample);
+        if self.sample_every.replace(every).is_none() {
+            self.push(self.now + every, Kind::Sample);
+        }
     }
 
     /// The time reached.

@@ -59,6 +59,13 @@ fn ports(
         .collect()
 }
 
+/// The RED seed of the `index`-th switch in a network run with `seed`: each switch draws
+/// its own stream, and the network's seed decides them all.
+fn switch_seed(seed: u64, index: usize) -> u64 {
+    crate::switch::red::Rng::new(seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .next_u64()
+}
+
 fn add_host(engine: &mut Engine, ep_cfg: &EndpointConfig, i: usize) -> usize {
     engine.add(Node::Host(Box::new(Host {
         endpoint: Endpoint::new(ep_cfg, host_mac(i), host_ip(i)),
@@ -66,7 +73,8 @@ fn add_host(engine: &mut Engine, ep_cfg: &EndpointConfig, i: usize) -> usize {
     })))
 }
 
-/// One switch (configured as `switch_cfg`, its ports replaced by one per host) with
+/// One switch (configured as `switch_cfg`, its ports replaced by one per host and its RED
+/// seed drawn from `seed`) with
 /// `hosts` hosts, every link at the endpoint's rate with propagation `delay` and loss
 /// probability `loss`. The switch knows every host's port (static routes): nothing floods.
 pub fn star(
@@ -85,6 +93,7 @@ pub fn star(
         delay,
         cfg.port_defaults.mtu,
     );
+    cfg.seed = switch_seed(seed, 0);
     let mut engine = Engine::new(seed);
     let mut switch = Switch::new(&cfg);
     for i in 0..hosts {
@@ -135,6 +144,7 @@ pub fn leaf_spine(
             delay,
             mtu,
         );
+        cfg.seed = switch_seed(seed, l);
         let mut sw = Switch::new(&cfg);
         let uplinks: Vec<usize> = (hosts_per_leaf..hosts_per_leaf + spines).collect();
         for h in 0..host_count {
@@ -150,6 +160,7 @@ pub fn leaf_spine(
     for s in 0..spines {
         let mut cfg = switch_cfg.clone();
         cfg.ports = ports((0..leaves).map(|l| format!("s{s}l{l}")), rate, delay, mtu);
+        cfg.seed = switch_seed(seed, leaves + s);
         let mut sw = Switch::new(&cfg);
         for h in 0..host_count {
             sw.add_route(host_mac(h), &[h / hosts_per_leaf]);
