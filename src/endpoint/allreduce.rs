@@ -17,8 +17,9 @@ pub const DATA_VA: u64 = 0x1000_0000;
 /// Virtual address of the staging buffer.
 pub const STAGE_VA: u64 = 0x8000_0000;
 
-/// Work that drives an endpoint: posts WRITEs and reacts to completions.
-pub trait Application {
+/// Work that drives an endpoint: posts WRITEs and reacts to completions. Drivers that
+/// know the concrete type get it back by upcasting to `&dyn Any` and downcasting.
+pub trait Application: std::any::Any {
     /// Called once, when the run starts.
     fn start(&mut self, now: Nanos, ep: &mut Endpoint);
     /// Called for every completion of the endpoint.
@@ -58,6 +59,7 @@ pub struct RingAllReduce {
     qp_next: usize,
     received: usize,
     sends_done: usize,
+    start_at: Nanos,
     started: Option<Nanos>,
     finished: Option<Nanos>,
 }
@@ -95,9 +97,25 @@ impl RingAllReduce {
             qp_next,
             received: 0,
             sends_done: 0,
+            start_at: Nanos::ZERO,
             started: None,
             finished: None,
         }
+    }
+
+    /// Starts the all-reduce at `at` instead of when the run starts.
+    pub fn starting_at(mut self, at: Nanos) -> RingAllReduce {
+        self.start_at = at;
+        self
+    }
+
+    fn begin(&mut self, now: Nanos, ep: &mut Endpoint) {
+        self.started = Some(now);
+        if self.ranks <= 1 {
+            self.finished = Some(now);
+            return;
+        }
+        self.post_step(ep, 0);
     }
 
     fn steps(&self) -> usize {
@@ -186,12 +204,19 @@ impl RingAllReduce {
 
 impl Application for RingAllReduce {
     fn start(&mut self, now: Nanos, ep: &mut Endpoint) {
-        self.started = Some(now);
-        if self.ranks <= 1 {
-            self.finished = Some(now);
-            return;
+        if now >= self.start_at {
+            self.begin(now, ep);
         }
-        self.post_step(ep, 0);
+    }
+
+    fn deadline(&self) -> Option<Nanos> {
+        self.started.is_none().then_some(self.start_at)
+    }
+
+    fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {
+        if self.started.is_none() && now >= self.start_at {
+            self.begin(now, ep);
+        }
     }
 
     fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {

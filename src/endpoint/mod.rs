@@ -112,8 +112,51 @@ pub struct Peer {
     pub qpn: u32,
 }
 
+/// What one QP counted (its share of [`EndpointCounters`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct QpCounters {
+    /// Data packets sent (retransmissions included).
+    pub data_packets_sent: u64,
+    /// Their payload bytes.
+    pub data_bytes_sent: u64,
+    /// Data packets sent again (go-back-N).
+    pub retransmitted_packets: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Data packets accepted in order.
+    pub data_packets_received: u64,
+    /// CNPs sent for this QP's incoming data.
+    pub cnps_sent: u64,
+    /// CNPs received: DCQCN cuts asked of this QP.
+    pub cnps_received: u64,
+    /// CE-marked packets received.
+    pub ce_received: u64,
+}
+
+/// A QP as seen from outside: who it talks to, its DCQCN state and its counters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct QpStatus {
+    /// Its QP number.
+    pub qpn: u32,
+    /// The peer's QP number.
+    pub peer_qpn: u32,
+    /// The peer's IPv4 address.
+    pub peer_ip: Ipv4Addr,
+    /// The UDP source port of its packets.
+    pub udp_sport: u16,
+    /// DCQCN current rate Rc, bit/s.
+    pub rate_bps: u64,
+    /// DCQCN target rate Rt, bit/s.
+    pub target_bps: u64,
+    /// DCQCN alpha now.
+    pub alpha: f64,
+    /// Its counters.
+    pub counters: QpCounters,
+}
+
 #[derive(Debug)]
 struct Qp {
+    qpn: u32,
     peer: Peer,
     udp_sport: u16,
     req: Requester,
@@ -125,6 +168,7 @@ struct Qp {
     /// The last progress of the requester (ACK moving forward, or a send from idle): the
     /// retransmission timer runs from it.
     progress_at: Nanos,
+    counters: QpCounters,
 }
 
 /// A RoCEv2 NIC port.
@@ -201,6 +245,31 @@ impl Endpoint {
         self.qps[qp].rp.rate_bps()
     }
 
+    /// QP `qp` (an index from [`Endpoint::create_qp`]) at `now`.
+    pub fn qp_status(&self, qp: usize, now: Nanos) -> QpStatus {
+        let q = &self.qps[qp];
+        QpStatus {
+            qpn: q.qpn,
+            peer_qpn: q.peer.qpn,
+            peer_ip: q.peer.ip,
+            udp_sport: q.udp_sport,
+            rate_bps: q.rp.rate_bps(),
+            target_bps: q.rp.target_bps(),
+            alpha: q.rp.alpha(now),
+            counters: q.counters,
+        }
+    }
+
+    /// True when a received PFC frame (or a PAUSE) holds `priority` at `now`.
+    pub fn paused(&self, priority: u8, now: Nanos) -> bool {
+        !self.priority_open(priority, now)
+    }
+
+    /// The PFC priority data frames go on.
+    pub fn data_priority(&self) -> u8 {
+        self.data_priority
+    }
+
     /// Number of QPs.
     pub fn qp_count(&self) -> usize {
         self.qps.len()
@@ -216,6 +285,7 @@ impl Endpoint {
     pub fn create_qp(&mut self, qpn: u32, peer: Peer, start_psn: u32) -> usize {
         let index = self.qps.len();
         self.qps.push(Qp {
+            qpn,
             peer,
             // RoCEv2 NICs spread QPs over UDP source ports for ECMP entropy.
             udp_sport: 0xc000 | (qpn as u16 & 0x3fff),
@@ -225,6 +295,7 @@ impl Endpoint {
             np: NotificationPoint::default(),
             next_send_ps: 0,
             progress_at: Nanos::ZERO,
+            counters: QpCounters::default(),
         });
         self.by_qpn.insert(qpn, index);
         index
@@ -297,11 +368,13 @@ impl Endpoint {
         let opcode = pkt.bth.opcode;
         if opcode.is_cnp() {
             self.counters.cnps_received += 1;
+            self.qps[qi].counters.cnps_received += 1;
             self.qps[qi].rp.on_cnp(now);
             return;
         }
         if meta.ecn() == Ecn::Ce {
             self.counters.ce_received += 1;
+            self.qps[qi].counters.ce_received += 1;
             let interval = self.cfg.dcqcn.cnp_interval();
             if self.qps[qi].np.on_ce(now, interval) {
                 self.send_cnp(qi);
@@ -341,6 +414,7 @@ impl Endpoint {
             Verdict::Accept { ack } => {
                 self.counters.data_packets_received += 1;
                 let qp = &mut self.qps[qi];
+                qp.counters.data_packets_received += 1;
                 if let Some(reth) = pkt.ext.reth {
                     qp.resp.write_va = reth.va;
                     qp.resp.write_rkey = reth.rkey;
@@ -486,6 +560,7 @@ impl Endpoint {
         let mut buf = vec![0u8; cnp.frame_len()];
         if cnp.emit(&mut buf).is_ok() {
             self.counters.cnps_sent += 1;
+            self.qps[qi].counters.cnps_sent += 1;
             self.control.push_back((self.cnp_priority, buf));
         }
     }
@@ -564,9 +639,12 @@ impl Endpoint {
         }
         if q.req.sent(&seg) {
             self.counters.retransmitted_packets += 1;
+            q.counters.retransmitted_packets += 1;
         }
         self.counters.data_packets_sent += 1;
         self.counters.data_bytes_sent += payload_len;
+        q.counters.data_packets_sent += 1;
+        q.counters.data_bytes_sent += payload_len;
         q.rp.on_sent(len as u64);
         // The pacer: the next packet of this QP no sooner than one frame time at Rc.
         let rate = u128::from(q.rp.rate_bps().max(1));
@@ -618,6 +696,7 @@ impl Endpoint {
             if q.req.outstanding() > 0 && q.rto_deadline(rto) <= now {
                 q.req.on_timeout();
                 q.progress_at = now;
+                q.counters.timeouts += 1;
                 self.counters.timeouts += 1;
             }
             if self.qps[qi].np.on_timeout(now, interval) {
