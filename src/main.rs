@@ -41,10 +41,31 @@ enum Command {
     Switch(NotYet),
     /// Run a RoCEv2 endpoint (RC traffic, ring all-reduce, DCQCN) on an interface.
     Endpoint(NotYet),
-    /// Run a scenario (incast, ring) in deterministic virtual time.
-    Sim(NotYet),
+    /// Run a scenario (incast, staggered flows, ring all-reduce) in deterministic virtual
+    /// time: the switch and endpoint cores joined by simulated links.
+    Sim(SimArgs),
     /// Build namespaces and veths, run a ring all-reduce through the switch, report.
     Lab(NotYet),
+}
+
+#[derive(clap::Args)]
+struct SimArgs {
+    /// A scenario file (TOML), or a built-in scenario: incast, incast-8, staggered, ring,
+    /// ring-incast, leaf-spine (`--list` describes them).
+    #[arg(long, default_value = "incast")]
+    scenario: String,
+    /// Seed of every random draw, instead of the scenario's.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write series.csv, queues.svg, rates.svg, pauses.svg and report.json here.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// List the built-in scenarios.
+    #[arg(long)]
+    list: bool,
+    /// Print a built-in scenario as a TOML file to start from.
+    #[arg(long, value_name = "NAME")]
+    show: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -115,7 +136,7 @@ fn main() -> ExitCode {
         Command::Config { action } => run_config(action),
         Command::Switch(_) => not_yet("switch"),
         Command::Endpoint(_) => not_yet("endpoint"),
-        Command::Sim(_) => not_yet("sim"),
+        Command::Sim(args) => run_sim(args),
         Command::Lab(_) => not_yet("lab"),
     };
     match result {
@@ -129,7 +150,7 @@ fn main() -> ExitCode {
 
 fn not_yet(command: &str) -> Result<()> {
     anyhow::bail!(
-        "'rocelab {command}' is not implemented yet; 'rocelab inspect', 'replay' and 'config' work today (see README.md)"
+        "'rocelab {command}' is not implemented yet; 'rocelab inspect', 'replay', 'config' and 'sim' work today (see README.md)"
     )
 }
 
@@ -271,6 +292,92 @@ fn run_replay(args: ReplayArgs) -> Result<()> {
         let text = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write report {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn run_sim(args: SimArgs) -> Result<()> {
+    use rocelab::report::{plot, sim as report};
+    use rocelab::sim::scenario::{SCENARIOS, Scenario, names, scenario_text};
+    if args.list {
+        for (name, text) in SCENARIOS {
+            let s = Scenario::from_toml(name, text, None)?;
+            println!("{name:<12} {}", s.description);
+        }
+        return Ok(());
+    }
+    if let Some(name) = &args.show {
+        let text = scenario_text(name).with_context(|| {
+            format!("no built-in scenario named '{name}'; they are {}", names())
+        })?;
+        print!("{text}");
+        return Ok(());
+    }
+    let mut scenario = Scenario::load(&args.scenario)?;
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+    }
+    print!("{}", report::header(&scenario));
+    let wall = std::time::Instant::now();
+    let outcome = rocelab::sim::run::run(&scenario)?;
+    let elapsed = wall.elapsed().as_secs_f64();
+    let end = outcome.net.engine.now();
+    println!();
+    if let Some(plan) = &scenario.allreduce {
+        print!(
+            "{}",
+            report::allreduce_table(&outcome.allreduce, plan.ranks.len())
+        );
+        println!(
+            "\nthe {} B all-reduce in detail ({} of virtual time):",
+            plan.series_bytes,
+            end.human()
+        );
+    } else {
+        println!("ran {} of virtual time", end.human());
+    }
+    print!(
+        "{}",
+        report::qp_table(&outcome.qps, outcome.measured_from, end)
+    );
+    print!("{}", report::switch_tables(&outcome));
+    // Wall-clock figures vary from run to run: stderr, so stdout repeats exactly.
+    eprintln!(
+        "simulated {} frames in {elapsed:.2} s of wall time ({:.2} M frames/s)",
+        outcome.frames,
+        outcome.frames as f64 / elapsed.max(1e-9) / 1e6
+    );
+    if let Some(dir) = &args.out {
+        let write = |name: &str, text: &[u8]| -> Result<()> {
+            let path = dir.join(name);
+            std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+        };
+        let mut csv = Vec::new();
+        outcome.series.write_csv(&mut csv)?;
+        write("series.csv", &csv)?;
+        let title = &scenario.name;
+        write(
+            "queues.svg",
+            plot::queues_svg(&outcome.series, title)?.as_bytes(),
+        )?;
+        write(
+            "rates.svg",
+            plot::rates_svg(&outcome.series, title)?.as_bytes(),
+        )?;
+        write(
+            "pauses.svg",
+            plot::pauses_svg(&outcome.series, title)?.as_bytes(),
+        )?;
+        let json = serde_json::to_string_pretty(&report::json(&scenario, &outcome))?;
+        write("report.json", (json + "\n").as_bytes())?;
+        println!(
+            "\nwrote series.csv, queues.svg, rates.svg, pauses.svg and report.json to {}",
+            dir.display()
+        );
     }
     Ok(())
 }

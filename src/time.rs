@@ -82,9 +82,34 @@ impl fmt::Display for Nanos {
     }
 }
 
+impl Nanos {
+    /// For people: the largest unit of ns, µs, ms and s that keeps the value at 1 or more,
+    /// with up to three decimals ("1 µs", "20 ms", "1.234 s").
+    pub fn human(self) -> String {
+        let (scale, unit) = match self.0 {
+            0..1_000 => return format!("{} ns", self.0),
+            1_000..1_000_000 => (1e3, "µs"),
+            1_000_000..1_000_000_000 => (1e6, "ms"),
+            _ => (1e9, "s"),
+        };
+        let v = format!("{:.3}", self.0 as f64 / scale);
+        let v = v.trim_end_matches('0').trim_end_matches('.');
+        format!("{v} {unit}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn human_picks_the_unit() {
+        assert_eq!(Nanos(999).human(), "999 ns");
+        assert_eq!(Nanos(1000).human(), "1 µs");
+        assert_eq!(Nanos(20_000_000).human(), "20 ms");
+        assert_eq!(Nanos(1_234_600_000).human(), "1.235 s");
+        assert_eq!(Nanos(1_500).human(), "1.5 µs");
+    }
 
     #[test]
     fn display_is_seconds_with_nine_decimals() {

@@ -127,7 +127,8 @@ fn allreduce_is_bit_exact_for_2_3_4_and_8_ranks() {
     for ranks in [2usize, 3, 4, 8] {
         for count in [1usize, 1000, 50_000] {
             let mut net = topology::star(&cfg, &ep_cfg(), ranks, Nanos(1000), 0.0, 1);
-            workload::ring_allreduce(&mut net, count, 42);
+            let hosts: Vec<usize> = (0..ranks).collect();
+            workload::ring_allreduce(&mut net, &hosts, count, 42, Nanos::ZERO);
             run_to_done(&mut net, Nanos::from_secs(1));
             for r in 0..ranks {
                 let data = net.endpoint(r).region(DATA_RKEY).unwrap();

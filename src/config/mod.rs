@@ -523,6 +523,29 @@ impl SwitchConfig {
         SwitchConfig::from_toml(text)
     }
 
+    /// Validates a configuration given as a TOML table (as a file would parse to).
+    pub fn from_table(table: toml::Table) -> Result<SwitchConfig, ConfigError> {
+        use serde::Deserialize as _;
+        let file = ConfigFile::deserialize(toml::Value::Table(table))
+            .map_err(|e| err("config", e.message().trim_end().to_owned()))?;
+        file.resolve()
+    }
+
+    /// PFC off: every priority lossy, so congestion drops instead of pausing.
+    pub fn disable_pfc(&mut self) {
+        self.lossless = PrioritySet::EMPTY;
+        for pg in &mut self.pgs {
+            pg.lossless = false;
+        }
+    }
+
+    /// ECN marking off on every queue (and with it WRED's drops of Not-ECT frames).
+    pub fn disable_ecn(&mut self) {
+        for q in &mut self.queues {
+            q.ecn = None;
+        }
+    }
+
     /// The port named `name`, or one with the port defaults under that name.
     pub fn port_or_default(&self, name: &str) -> PortConfig {
         self.ports
@@ -544,8 +567,20 @@ impl SwitchConfig {
     }
 }
 
+/// Lays `over` onto `base`: tables merge key by key, any other value replaces.
+pub fn merge_toml(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_toml(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
 /// "line L, column C" for a byte offset, for parse errors.
-fn location(text: &str, offset: usize) -> String {
+pub(crate) fn location(text: &str, offset: usize) -> String {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;

@@ -1,6 +1,9 @@
 //! Counters for people and programs: the switch's counter table as switches print it, and
 //! the same counters as JSON.
 
+pub mod plot;
+pub mod sim;
+
 use crate::config::{CLASSES, SwitchConfig};
 use crate::switch::{ClassCounters, Switch};
 use serde::Serialize;

@@ -61,6 +61,11 @@ impl Flow {
         self.completed
     }
 
+    /// When the flow starts.
+    pub fn start(&self) -> Nanos {
+        self.start
+    }
+
     /// When the last byte was acknowledged.
     pub fn finished(&self) -> Option<Nanos> {
         self.finished

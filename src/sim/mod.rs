@@ -2,6 +2,9 @@
 
 pub mod engine;
 pub mod flows;
+pub mod run;
+pub mod scenario;
+pub mod series;
 pub mod topology;
 pub mod workload;
 

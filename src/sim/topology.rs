@@ -22,6 +22,8 @@ pub struct Network {
     pub hosts: Vec<usize>,
     /// Node index of each switch (star: one; leaf–spine: leaves, then spines).
     pub switches: Vec<usize>,
+    /// A name for each switch, in the same order ("sw"; "leaf0", "spine1").
+    pub switch_names: Vec<String>,
     /// For each host, the switch node and port it is attached to.
     pub attachments: Vec<(usize, usize)>,
     /// The next QP number to hand out (unique in the network).
@@ -112,6 +114,7 @@ pub fn star(
         engine,
         hosts: host_nodes,
         switches: vec![sw],
+        switch_names: vec!["sw".to_owned()],
         attachments,
         next_qpn: FIRST_QPN,
     }
@@ -183,6 +186,10 @@ pub fn leaf_spine(
     Network {
         engine,
         hosts,
+        switch_names: (0..leaves)
+            .map(|l| format!("leaf{l}"))
+            .chain((0..spines).map(|s| format!("spine{s}")))
+            .collect(),
         switches: leaf_nodes.into_iter().chain(spine_nodes).collect(),
         attachments,
         next_qpn: FIRST_QPN,
@@ -228,6 +235,14 @@ impl Network {
     pub fn endpoint_mut(&mut self, i: usize) -> &mut Endpoint {
         match &mut self.engine.nodes[self.hosts[i]] {
             Node::Host(h) => &mut h.endpoint,
+            Node::Switch(_) => unreachable!("hosts holds host nodes only"),
+        }
+    }
+
+    /// Host `i`.
+    pub fn host(&self, i: usize) -> &Host {
+        match &self.engine.nodes[self.hosts[i]] {
+            Node::Host(h) => h,
             Node::Switch(_) => unreachable!("hosts holds host nodes only"),
         }
     }

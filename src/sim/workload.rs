@@ -6,17 +6,24 @@ use super::topology::Network;
 use crate::endpoint::allreduce::RingAllReduce;
 use crate::time::Nanos;
 
-/// Sets up ring all-reduce of `count` f32 per rank over all hosts, in host order: one QP
-/// from each rank to the next.
-pub fn ring_allreduce(net: &mut Network, count: usize, seed: u64) {
-    let ranks = net.hosts.len();
-    let next_qps: Vec<usize> = (0..ranks)
-        .map(|r| net.connect_qp(r, (r + 1) % ranks).0)
+/// Sets up ring all-reduce of `count` f32 per rank on the hosts `ranks`, in that ring
+/// order, to start at `start`: one QP from each rank to the next.
+pub fn ring_allreduce(net: &mut Network, ranks: &[usize], count: usize, seed: u64, start: Nanos) {
+    let n = ranks.len();
+    let next_qps: Vec<usize> = (0..n)
+        .map(|r| net.connect_qp(ranks[r], ranks[(r + 1) % n]).0)
         .collect();
     for (r, qp) in next_qps.into_iter().enumerate() {
-        let app = RingAllReduce::new(net.endpoint_mut(r), r, ranks, count, seed, qp);
-        net.host_mut(r).app = Some(Box::new(app));
+        let app = RingAllReduce::new(net.endpoint_mut(ranks[r]), r, n, count, seed, qp)
+            .starting_at(start);
+        net.host_mut(ranks[r]).app = Some(Box::new(app));
     }
+}
+
+/// The all-reduce rank on host `host`, if that host runs one.
+pub fn allreduce_rank(net: &Network, host: usize) -> Option<&RingAllReduce> {
+    let app: &dyn std::any::Any = net.host(host).app.as_deref()?;
+    app.downcast_ref::<RingAllReduce>()
 }
 
 /// Starts the applications and runs until they are all done, nothing is left to do, or

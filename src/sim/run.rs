@@ -1,0 +1,311 @@
+//! Running a scenario. Flows run for the scenario's duration on one network. An all-reduce
+//! sweep runs each size on a fresh network (with the scenario's flows in the background),
+//! as nccl-tests times each size on its own, until every rank is done. One run, the flows'
+//! or the chosen all-reduce size's, is recorded as a time series.
+
+use super::engine::{Stalled, Step};
+use super::flows::Flow;
+use super::scenario::Scenario;
+use super::series::Series;
+use super::topology::Network;
+use super::workload::{allreduce_rank, ring_allreduce};
+use crate::endpoint::QpStatus;
+use crate::endpoint::allreduce::Application as _;
+use crate::time::Nanos;
+use serde::Serialize;
+
+/// One QP that sent data, at the end of the recorded run.
+#[derive(Debug, Clone, Serialize)]
+pub struct QpRow {
+    /// The sending host.
+    pub host: usize,
+    /// The receiving host.
+    pub peer_host: Option<usize>,
+    /// Its state and counters.
+    pub status: QpStatus,
+    /// Its packets that arrived CE-marked (counted by the peer's QP).
+    pub ce_marked: u64,
+    /// Mean payload rate over the measured span, Gb/s.
+    pub gbps: f64,
+    /// For a flow of a given size: when its last byte was acknowledged, from its start.
+    pub completion_ns: Option<u64>,
+}
+
+/// One size of the all-reduce sweep, as nccl-tests prints it, with what the fabric counted
+/// while it ran.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct AllReduceRow {
+    /// Bytes per rank.
+    pub size: u64,
+    /// f32 elements per rank.
+    pub count: u64,
+    /// Time from the start to the last rank's end; `None` when it did not finish.
+    pub time_ns: Option<u64>,
+    /// size / time, GB/s.
+    pub algbw: f64,
+    /// algbw × 2(N − 1)/N, GB/s.
+    pub busbw: f64,
+    /// Elements, over all ranks, that differ from the closed-form sum.
+    pub wrong: u64,
+    /// CNPs the endpoints sent.
+    pub cnps_sent: u64,
+    /// CNPs the endpoints received.
+    pub cnps_received: u64,
+    /// PFC and PAUSE frames the endpoints received that paused them.
+    pub pauses_received: u64,
+    /// Data packets sent again.
+    pub retransmitted: u64,
+    /// PFC frames the switches sent.
+    pub pfc_sent: u64,
+    /// Frames the switches marked CE.
+    pub ecn_marked: u64,
+    /// Frames the switches dropped.
+    pub dropped: u64,
+}
+
+/// What a scenario run gives.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The recorded run's network, as it ended.
+    pub net: Network,
+    /// Its time series.
+    pub series: Series,
+    /// Its sending QPs.
+    pub qps: Vec<QpRow>,
+    /// The start of the span flow rates are averaged over.
+    pub measured_from: Nanos,
+    /// The all-reduce sweep, smallest size first.
+    pub allreduce: Vec<AllReduceRow>,
+    /// Frames moved over links in all runs.
+    pub frames: u64,
+}
+
+/// Runs `scenario`.
+pub fn run(scenario: &Scenario) -> Result<Outcome, Stalled> {
+    match &scenario.allreduce {
+        None => {
+            let mut net = scenario.build(scenario.seed);
+            let (series, qps, from) = run_flows(scenario, &mut net)?;
+            let frames = net.engine.stats().frames_delivered;
+            Ok(Outcome {
+                net,
+                series,
+                qps,
+                measured_from: from,
+                allreduce: Vec::new(),
+                frames,
+            })
+        }
+        Some(plan) => {
+            let mut rows = Vec::new();
+            let mut recorded = None;
+            let mut frames = 0;
+            for &size in &plan.sizes {
+                let mut net = scenario.build(scenario.seed);
+                let count = (size / 4) as usize;
+                ring_allreduce(&mut net, &plan.ranks, count, scenario.seed, plan.start);
+                let record = size == plan.series_bytes;
+                let mut series = record.then(|| Series::new(&net));
+                net.engine.start();
+                net.engine.sample_every(scenario.sample);
+                if let Some(s) = series.as_mut() {
+                    s.sample(&net);
+                }
+                // The background flows run alone until the ranks start; count from there.
+                if plan.start > Nanos::ZERO {
+                    run_until(&mut net, plan.start, series.as_mut(), |_| false)?;
+                }
+                let (before, sent_before) = (FabricCounts::of(&net), sent_bytes(&net));
+                let end = run_until(&mut net, scenario.duration, series.as_mut(), |net| {
+                    plan.ranks
+                        .iter()
+                        .all(|&h| allreduce_rank(net, h).is_some_and(|r| r.done()))
+                })?;
+                rows.push(allreduce_row(&net, &plan.ranks, size, &before));
+                frames += net.engine.stats().frames_delivered;
+                if let Some(series) = series {
+                    let qps = qp_rows(&net, plan.start, &sent_before, end);
+                    recorded = Some((net, series, qps));
+                }
+            }
+            let (net, series, qps) = recorded.expect("series_bytes is one of the sizes");
+            Ok(Outcome {
+                net,
+                series,
+                qps,
+                measured_from: plan.start,
+                allreduce: rows,
+                frames,
+            })
+        }
+    }
+}
+
+/// Runs the started `net` to `limit`, or until `done` holds after a step, sampling into
+/// `series` at every step. Returns the time reached.
+fn run_until(
+    net: &mut Network,
+    limit: Nanos,
+    mut series: Option<&mut Series>,
+    mut done: impl FnMut(&Network) -> bool,
+) -> Result<Nanos, Stalled> {
+    loop {
+        let step = net.engine.run(limit)?;
+        if let Some(s) = series.as_deref_mut() {
+            s.sample(net);
+        }
+        if step != Step::Sampled || done(net) {
+            return Ok(net.engine.now());
+        }
+    }
+}
+
+type FlowRun = (Series, Vec<QpRow>, Nanos);
+
+fn run_flows(scenario: &Scenario, net: &mut Network) -> Result<FlowRun, Stalled> {
+    let mut series = Series::new(net);
+    let from = scenario.measure_from;
+    let mut before = Vec::new();
+    let all_sized = scenario.flows.iter().all(|f| f.bytes.is_some());
+    net.engine.start();
+    net.engine.sample_every(scenario.sample);
+    series.sample(net);
+    if from == Nanos::ZERO {
+        before = sent_bytes(net);
+    }
+    let end = loop {
+        let step = net.engine.run(scenario.duration)?;
+        series.sample(net);
+        if before.is_empty() && net.engine.now() >= from {
+            before = sent_bytes(net);
+        }
+        if step != Step::Sampled || (all_sized && net.engine.apps_done()) {
+            break net.engine.now();
+        }
+    };
+    if before.is_empty() {
+        before = sent_bytes(net);
+    }
+    let qps = qp_rows(net, from, &before, end);
+    Ok((series, qps, from))
+}
+
+/// Payload bytes sent by each (host, QP), in host and QP order.
+fn sent_bytes(net: &Network) -> Vec<u64> {
+    let now = net.engine.now();
+    (0..net.hosts.len())
+        .flat_map(|h| {
+            let ep = net.endpoint(h);
+            (0..ep.qp_count()).map(move |q| ep.qp_status(q, now).counters.data_bytes_sent)
+        })
+        .collect()
+}
+
+fn qp_rows(net: &Network, from: Nanos, before: &[u64], end: Nanos) -> Vec<QpRow> {
+    let span = end.0.saturating_sub(from.0).max(1) as f64;
+    let mut rows = Vec::new();
+    let mut k = 0;
+    for host in 0..net.hosts.len() {
+        let ep = net.endpoint(host);
+        let flow: Option<&Flow> = net
+            .host(host)
+            .app
+            .as_deref()
+            .and_then(|a| (a as &dyn std::any::Any).downcast_ref::<Flow>());
+        for qp in 0..ep.qp_count() {
+            let status = ep.qp_status(qp, end);
+            let start = before.get(k).copied().unwrap_or(0);
+            k += 1;
+            if status.counters.data_packets_sent == 0 {
+                continue;
+            }
+            let peer_host = (0..net.hosts.len()).find(|&h| net.endpoint(h).ip() == status.peer_ip);
+            let ce_marked = peer_host.map_or(0, |h| {
+                let peer = net.endpoint(h);
+                (0..peer.qp_count())
+                    .map(|q| peer.qp_status(q, end))
+                    .find(|p| p.qpn == status.peer_qpn)
+                    .map_or(0, |p| p.counters.ce_received)
+            });
+            let completion_ns =
+                flow.and_then(|f| Some(f.finished()?.0.saturating_sub(f.start().0)));
+            rows.push(QpRow {
+                host,
+                peer_host,
+                status,
+                ce_marked,
+                gbps: (status.counters.data_bytes_sent - start) as f64 * 8.0 / span,
+                completion_ns,
+            });
+        }
+    }
+    rows
+}
+
+/// What the endpoints and switches of a network counted, summed.
+#[derive(Debug, Clone, Copy, Default)]
+struct FabricCounts {
+    cnps_sent: u64,
+    cnps_received: u64,
+    pauses_received: u64,
+    retransmitted: u64,
+    pfc_sent: u64,
+    ecn_marked: u64,
+    dropped: u64,
+}
+
+impl FabricCounts {
+    fn of(net: &Network) -> FabricCounts {
+        let mut c = FabricCounts::default();
+        for h in 0..net.hosts.len() {
+            let e = net.endpoint(h).counters();
+            c.cnps_sent += e.cnps_sent;
+            c.cnps_received += e.cnps_received;
+            c.pauses_received += e.pauses_received + e.link_pauses_received;
+            c.retransmitted += e.retransmitted_packets;
+        }
+        for s in 0..net.switches.len() {
+            let sw = net.switch(s);
+            for p in 0..sw.port_count() {
+                for k in &sw.counters(p).classes {
+                    c.pfc_sent += k.tx_pause_frames;
+                    c.ecn_marked += k.ecn_marked;
+                    c.dropped += k.dropped();
+                }
+            }
+        }
+        c
+    }
+}
+
+fn allreduce_row(net: &Network, ranks: &[usize], size: u64, before: &FabricCounts) -> AllReduceRow {
+    let n = ranks.len() as f64;
+    let mut wrong = 0;
+    let mut span: Option<(Nanos, Nanos)> = Some((Nanos(u64::MAX), Nanos::ZERO));
+    for &h in ranks {
+        let r = allreduce_rank(net, h);
+        wrong += r.map_or(size / 4, |r| r.wrong(net.endpoint(h)) as u64);
+        span = match (span, r.and_then(|r| r.elapsed())) {
+            (Some((a, b)), Some((started, finished))) => Some((a.min(started), b.max(finished))),
+            _ => None,
+        };
+    }
+    let time_ns = span.map(|(a, b)| b.0.saturating_sub(a.0));
+    let algbw = time_ns.map_or(0.0, |t| size as f64 / t.max(1) as f64);
+    let now = FabricCounts::of(net);
+    AllReduceRow {
+        size,
+        count: size / 4,
+        time_ns,
+        algbw,
+        busbw: algbw * 2.0 * (n - 1.0) / n,
+        wrong,
+        cnps_sent: now.cnps_sent - before.cnps_sent,
+        cnps_received: now.cnps_received - before.cnps_received,
+        pauses_received: now.pauses_received - before.pauses_received,
+        retransmitted: now.retransmitted - before.retransmitted,
+        pfc_sent: now.pfc_sent - before.pfc_sent,
+        ecn_marked: now.ecn_marked - before.ecn_marked,
+        dropped: now.dropped - before.dropped,
+    }
+}

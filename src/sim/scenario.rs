@@ -1,0 +1,680 @@
+//! Scenarios for `rocelab sim`: a TOML file (or a built-in one) that names a topology, the
+//! switch configuration (a preset or a file, with keys laid over it), the endpoint
+//! configuration, bulk flows and a ring all-reduce sweep. Errors name the key and say
+//! what is allowed, as the switch configuration's do.
+
+use super::flows::Flow;
+use super::topology::{self, Network};
+use crate::config::endpoint::EndpointConfig;
+use crate::config::{ConfigError, SwitchConfig, location, merge_toml, preset_text};
+use crate::time::Nanos;
+use serde::Deserialize;
+use std::path::Path;
+
+/// The built-in scenarios: (name, TOML text).
+pub const SCENARIOS: [(&str, &str); 6] = [
+    ("incast", include_str!("scenarios/incast.toml")),
+    ("incast-8", include_str!("scenarios/incast-8.toml")),
+    ("staggered", include_str!("scenarios/staggered.toml")),
+    ("ring", include_str!("scenarios/ring.toml")),
+    ("ring-incast", include_str!("scenarios/ring-incast.toml")),
+    ("leaf-spine", include_str!("scenarios/leaf-spine.toml")),
+];
+
+/// The TOML text of a built-in scenario.
+pub fn scenario_text(name: &str) -> Option<&'static str> {
+    SCENARIOS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+fn err(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+/// The file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    #[serde(default)]
+    description: String,
+    #[serde(default = "one")]
+    seed: u64,
+    duration_ms: Option<f64>,
+    #[serde(default)]
+    measure_from_ms: f64,
+    #[serde(default = "ten")]
+    sample_us: f64,
+    topology: TopologySpec,
+    #[serde(default)]
+    switch: toml::Table,
+    #[serde(default)]
+    endpoint: toml::Table,
+    #[serde(default, rename = "flow")]
+    flows: Vec<FlowSpec>,
+    allreduce: Option<AllReduceSpec>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn ten() -> f64 {
+    10.0
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TopologySpec {
+    kind: String,
+    hosts: Option<usize>,
+    leaves: Option<usize>,
+    spines: Option<usize>,
+    hosts_per_leaf: Option<usize>,
+    link_gbps: f64,
+    #[serde(default = "thousand")]
+    delay_ns: u64,
+    #[serde(default)]
+    loss: f64,
+}
+
+fn thousand() -> u64 {
+    1000
+}
+
+/// A bulk flow as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlowSpec {
+    from: usize,
+    to: usize,
+    #[serde(default)]
+    start_us: f64,
+    bytes: Option<u64>,
+    #[serde(default = "default_message")]
+    message_bytes: u64,
+}
+
+fn default_message() -> u64 {
+    1000
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AllReduceSpec {
+    ranks: Option<Vec<usize>>,
+    #[serde(default = "default_min")]
+    min_bytes: u64,
+    #[serde(default = "default_max")]
+    max_bytes: u64,
+    #[serde(default = "two")]
+    factor: u64,
+    series_bytes: Option<u64>,
+    #[serde(default)]
+    start_us: f64,
+}
+
+fn default_min() -> u64 {
+    8 << 10
+}
+
+fn default_max() -> u64 {
+    64 << 20
+}
+
+fn two() -> u64 {
+    2
+}
+
+/// The shape of the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One switch, `hosts` hosts.
+    Star {
+        /// Hosts.
+        hosts: usize,
+    },
+    /// Leaves with hosts, every leaf linked to every spine, ECMP over the spines.
+    LeafSpine {
+        /// Leaf switches.
+        leaves: usize,
+        /// Spine switches.
+        spines: usize,
+        /// Hosts under each leaf.
+        hosts_per_leaf: usize,
+    },
+}
+
+/// The topology, resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Topology {
+    /// Star or leaf–spine.
+    pub shape: Shape,
+    /// Every link's rate, bit/s.
+    pub bits_per_sec: u64,
+    /// Every link's propagation delay.
+    pub delay: Nanos,
+    /// Loss probability on host links (star only).
+    pub loss: f64,
+}
+
+impl Topology {
+    /// Number of hosts.
+    pub fn hosts(&self) -> usize {
+        match self.shape {
+            Shape::Star { hosts } => hosts,
+            Shape::LeafSpine {
+                leaves,
+                hosts_per_leaf,
+                ..
+            } => leaves * hosts_per_leaf,
+        }
+    }
+}
+
+/// A bulk flow, resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlowPlan {
+    /// Sending host.
+    pub from: usize,
+    /// Receiving host.
+    pub to: usize,
+    /// When it starts.
+    pub start: Nanos,
+    /// Bytes to send (`None`: until the run ends).
+    pub bytes: Option<u64>,
+    /// Message size.
+    pub message_bytes: usize,
+}
+
+/// A ring all-reduce sweep, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AllReducePlan {
+    /// The hosts that are ranks, in ring order.
+    pub ranks: Vec<usize>,
+    /// Sizes in bytes per rank, smallest first.
+    pub sizes: Vec<u64>,
+    /// The size whose run is recorded as the time series.
+    pub series_bytes: u64,
+    /// When the ranks start (the background flows from their own start).
+    pub start: Nanos,
+}
+
+/// A validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Its name (the built-in name or the file name).
+    pub name: String,
+    /// What it shows.
+    pub description: String,
+    /// Seed of every random draw (RED, link loss).
+    pub seed: u64,
+    /// How long flows run; with an all-reduce, the limit of each size's run.
+    pub duration: Nanos,
+    /// Flow rates are averaged from here to the end (warm-up left out).
+    pub measure_from: Nanos,
+    /// Time-series step.
+    pub sample: Nanos,
+    /// The network.
+    pub topology: Topology,
+    /// Every switch's configuration (ports come from the topology).
+    pub switch: SwitchConfig,
+    /// Every endpoint's configuration.
+    pub endpoint: EndpointConfig,
+    /// Bulk flows.
+    pub flows: Vec<FlowPlan>,
+    /// The all-reduce sweep, if any.
+    pub allreduce: Option<AllReducePlan>,
+}
+
+/// Virtual time an all-reduce size may take when the scenario gives no duration.
+const DEFAULT_ALLREDUCE_LIMIT: Nanos = Nanos(10_000_000_000);
+/// Most time-series rows a scenario may ask for.
+const MAX_ROWS: u64 = 2_000_000;
+
+fn positive_time(key: &str, v: f64, unit: &str, scale: f64) -> Result<Nanos, ConfigError> {
+    if v.is_finite() && v > 0.0 && v * scale < 1e15 {
+        Ok(Nanos((v * scale).round() as u64))
+    } else {
+        Err(err(
+            key,
+            format!("{v} is not allowed; give a positive number of {unit}"),
+        ))
+    }
+}
+
+impl Scenario {
+    /// A built-in scenario by name, or a scenario file.
+    pub fn load(name_or_path: &str) -> anyhow::Result<Scenario> {
+        if let Some(text) = scenario_text(name_or_path) {
+            return Ok(Scenario::from_toml(name_or_path, text, None)?);
+        }
+        let path = Path::new(name_or_path);
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            anyhow::anyhow!(
+                "{name_or_path}: {e}; give a scenario file or a built-in scenario ({})",
+                names()
+            )
+        })?;
+        let name = path.file_stem().map_or_else(
+            || name_or_path.to_owned(),
+            |s| s.to_string_lossy().into_owned(),
+        );
+        Scenario::from_toml(&name, &text, path.parent())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+
+    /// Parses and validates a scenario's TOML text; a switch `file` is looked up relative
+    /// to `dir`.
+    pub fn from_toml(name: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, ConfigError> {
+        let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+            let key = e
+                .span()
+                .map(|s| location(text, s.start))
+                .unwrap_or_else(|| "scenario".to_owned());
+            err(key, e.message().trim_end().to_owned())
+        })?;
+        file.resolve(name, dir)
+    }
+
+    /// Builds the network with its flows (the all-reduce ranks get theirs from
+    /// [`super::workload`]), seeded with `seed`.
+    pub fn build(&self, seed: u64) -> Network {
+        let t = &self.topology;
+        let mut ep = self.endpoint.clone();
+        ep.link_gbps = t.bits_per_sec as f64 / 1e9;
+        let mut net = match t.shape {
+            Shape::Star { hosts } => {
+                topology::star(&self.switch, &ep, hosts, t.delay, t.loss, seed)
+            }
+            Shape::LeafSpine {
+                leaves,
+                spines,
+                hosts_per_leaf,
+            } => topology::leaf_spine(
+                &self.switch,
+                &ep,
+                leaves,
+                spines,
+                hosts_per_leaf,
+                t.delay,
+                seed,
+            ),
+        };
+        for f in &self.flows {
+            Flow::prepare_receiver(net.endpoint_mut(f.to), f.message_bytes);
+            let (q, _) = net.connect_qp(f.from, f.to);
+            net.host_mut(f.from).app =
+                Some(Box::new(Flow::new(q, f.bytes, f.message_bytes, f.start)));
+        }
+        net
+    }
+}
+
+/// The built-in scenario names, comma-separated.
+pub fn names() -> String {
+    SCENARIOS
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl ScenarioFile {
+    fn resolve(self, name: &str, dir: Option<&Path>) -> Result<Scenario, ConfigError> {
+        let topology = self.topology.resolve()?;
+        let hosts = topology.hosts();
+        let switch = resolve_switch(self.switch, dir)?;
+        if self.endpoint.contains_key("link_gbps") {
+            return Err(err(
+                "endpoint.link_gbps",
+                "every link runs at topology.link_gbps; set it there",
+            ));
+        }
+        let mut endpoint = EndpointConfig::deserialize(toml::Value::Table(self.endpoint))
+            .map_err(|e| err("endpoint", e.message().trim_end().to_owned()))?;
+        endpoint.link_gbps = topology.bits_per_sec as f64 / 1e9;
+        endpoint.validate("endpoint")?;
+
+        let mut flows = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            let key = format!("flow[{i}]");
+            for (field, h) in [("from", f.from), ("to", f.to)] {
+                if h >= hosts {
+                    return Err(err(
+                        format!("{key}.{field}"),
+                        format!("host {h} does not exist; hosts are 0-{}", hosts - 1),
+                    ));
+                }
+            }
+            if f.from == f.to {
+                return Err(err(&key, "a flow needs two different hosts"));
+            }
+            if flows.iter().any(|p: &FlowPlan| p.from == f.from) {
+                return Err(err(
+                    format!("{key}.from"),
+                    format!(
+                        "host {} already sends a flow; a host runs one application",
+                        f.from
+                    ),
+                ));
+            }
+            if !(1..=1 << 30).contains(&f.message_bytes) {
+                return Err(err(format!("{key}.message_bytes"), "give 1 byte to 1 GiB"));
+            }
+            if f.bytes == Some(0) {
+                return Err(err(
+                    format!("{key}.bytes"),
+                    "give at least 1 byte, or leave it out for a flow that runs to the end",
+                ));
+            }
+            let start = if f.start_us == 0.0 {
+                Nanos::ZERO
+            } else {
+                positive_time(&format!("{key}.start_us"), f.start_us, "µs", 1e3)?
+            };
+            flows.push(FlowPlan {
+                from: f.from,
+                to: f.to,
+                start,
+                bytes: f.bytes,
+                message_bytes: f.message_bytes as usize,
+            });
+        }
+
+        let allreduce = self
+            .allreduce
+            .map(|a| a.resolve(hosts, &flows))
+            .transpose()?;
+        if allreduce.is_none() && flows.is_empty() {
+            return Err(err(
+                "scenario",
+                "nothing to run: give [[flow]] entries, an [allreduce] section, or both",
+            ));
+        }
+        let duration = match self.duration_ms {
+            Some(ms) => positive_time("duration_ms", ms, "ms", 1e6)?,
+            None if allreduce.is_some() => DEFAULT_ALLREDUCE_LIMIT,
+            None if flows.iter().all(|f| f.bytes.is_some()) => DEFAULT_ALLREDUCE_LIMIT,
+            None => {
+                return Err(err(
+                    "duration_ms",
+                    "a flow without `bytes` runs until the end: say when the run ends",
+                ));
+            }
+        };
+        let measure_from = if self.measure_from_ms == 0.0 {
+            Nanos::ZERO
+        } else {
+            positive_time("measure_from_ms", self.measure_from_ms, "ms", 1e6)?
+        };
+        if measure_from >= duration {
+            return Err(err(
+                "measure_from_ms",
+                "must be before the end of the run (duration_ms)",
+            ));
+        }
+        let sample = positive_time("sample_us", self.sample_us, "µs", 1e3)?;
+        let series_span = match &allreduce {
+            Some(_) if self.duration_ms.is_none() => None,
+            _ => Some(duration),
+        };
+        if let Some(span) = series_span
+            && span.0 / sample.0.max(1) > MAX_ROWS
+        {
+            return Err(err(
+                "sample_us",
+                format!(
+                    "{} rows of time series over {} ms; at most {MAX_ROWS}: sample less often",
+                    span.0 / sample.0.max(1),
+                    span.0 / 1_000_000
+                ),
+            ));
+        }
+        Ok(Scenario {
+            name: name.to_owned(),
+            description: self.description.trim().to_owned(),
+            seed: self.seed,
+            duration,
+            measure_from,
+            sample,
+            topology,
+            switch,
+            endpoint,
+            flows,
+            allreduce,
+        })
+    }
+}
+
+/// The switch section: `preset` (default "default") or `file`, `pfc = false` and
+/// `ecn = false` switches, and any switch-configuration keys laid over the base.
+fn resolve_switch(mut table: toml::Table, dir: Option<&Path>) -> Result<SwitchConfig, ConfigError> {
+    let flag = |table: &mut toml::Table, key: &str| match table.remove(key) {
+        None => Ok(true),
+        Some(toml::Value::Boolean(b)) => Ok(b),
+        Some(_) => Err(err(format!("switch.{key}"), "give true or false")),
+    };
+    let pfc = flag(&mut table, "pfc")?;
+    let ecn = flag(&mut table, "ecn")?;
+    let text_of = |key: &str, v: toml::Value| match v {
+        toml::Value::String(s) => Ok(s),
+        _ => Err(err(format!("switch.{key}"), "give a string")),
+    };
+    let preset = table
+        .remove("preset")
+        .map(|v| text_of("preset", v))
+        .transpose()?;
+    let file = table
+        .remove("file")
+        .map(|v| text_of("file", v))
+        .transpose()?;
+    let base_text = match (preset, file) {
+        (Some(_), Some(_)) => return Err(err("switch", "give preset or file, not both")),
+        (None, Some(f)) => {
+            let path = dir.map_or_else(|| Path::new(&f).to_path_buf(), |d| d.join(&f));
+            std::fs::read_to_string(&path)
+                .map_err(|e| err("switch.file", format!("{}: {e}", path.display())))?
+        }
+        (preset, None) => {
+            let p = preset.unwrap_or_else(|| "default".to_owned());
+            preset_text(&p)
+                .ok_or_else(|| {
+                    err(
+                        "switch.preset",
+                        format!(
+                            "no preset named '{p}'; the presets are {}",
+                            crate::config::PRESETS.map(|(n, _)| n).join(", ")
+                        ),
+                    )
+                })?
+                .to_owned()
+        }
+    };
+    for key in ["ports"] {
+        if table.contains_key(key) {
+            return Err(err(
+                format!("switch.{key}"),
+                "the topology makes one port per link; set topology.link_gbps and delay_ns",
+            ));
+        }
+    }
+    if let Some(toml::Value::Table(d)) = table.get("port_defaults")
+        && let Some(k) = ["speed_gbps", "cable_m", "cable_ns"]
+            .into_iter()
+            .find(|k| d.contains_key(*k))
+    {
+        return Err(err(
+            format!("switch.port_defaults.{k}"),
+            "the topology gives every link's rate and delay (topology.link_gbps, delay_ns)",
+        ));
+    }
+    let mut base: toml::Table = toml::from_str(&base_text).map_err(|e| {
+        err(
+            "switch.file",
+            format!("not a switch configuration: {}", e.message()),
+        )
+    })?;
+    merge_toml(&mut base, table);
+    let mut cfg = SwitchConfig::from_table(base).map_err(|e| ConfigError {
+        key: format!("switch.{}", e.key),
+        message: e.message,
+    })?;
+    if !pfc {
+        cfg.disable_pfc();
+    }
+    if !ecn {
+        cfg.disable_ecn();
+    }
+    Ok(cfg)
+}
+
+impl TopologySpec {
+    fn resolve(&self) -> Result<Topology, ConfigError> {
+        let count = |key: &str, v: Option<usize>, min: usize| -> Result<usize, ConfigError> {
+            match v {
+                Some(n) if (min..=4096).contains(&n) => Ok(n),
+                Some(n) => Err(err(
+                    format!("topology.{key}"),
+                    format!("{n} is not allowed; give {min} to 4096"),
+                )),
+                None => Err(err(
+                    format!("topology.{key}"),
+                    format!("needed for kind = \"{}\"", self.kind),
+                )),
+            }
+        };
+        let unused = |keys: &[(&str, bool)]| -> Result<(), ConfigError> {
+            match keys.iter().find(|(_, set)| *set) {
+                Some((k, _)) => Err(err(
+                    format!("topology.{k}"),
+                    format!("not used by kind = \"{}\"", self.kind),
+                )),
+                None => Ok(()),
+            }
+        };
+        let shape = match self.kind.as_str() {
+            "star" => {
+                unused(&[
+                    ("leaves", self.leaves.is_some()),
+                    ("spines", self.spines.is_some()),
+                    ("hosts_per_leaf", self.hosts_per_leaf.is_some()),
+                ])?;
+                Shape::Star {
+                    hosts: count("hosts", self.hosts, 2)?,
+                }
+            }
+            "leaf-spine" => {
+                unused(&[("hosts", self.hosts.is_some())])?;
+                if self.loss != 0.0 {
+                    return Err(err("topology.loss", "only a star has lossy links"));
+                }
+                Shape::LeafSpine {
+                    leaves: count("leaves", self.leaves, 1)?,
+                    spines: count("spines", self.spines, 1)?,
+                    hosts_per_leaf: count("hosts_per_leaf", self.hosts_per_leaf, 1)?,
+                }
+            }
+            other => {
+                return Err(err(
+                    "topology.kind",
+                    format!("'{other}': give \"star\" or \"leaf-spine\""),
+                ));
+            }
+        };
+        if !(self.link_gbps.is_finite() && (0.001..=1600.0).contains(&self.link_gbps)) {
+            return Err(err(
+                "topology.link_gbps",
+                format!("{} is not allowed; give 0.001 to 1600", self.link_gbps),
+            ));
+        }
+        if !(0.0..1.0).contains(&self.loss) {
+            return Err(err("topology.loss", "a probability: 0 or more, below 1"));
+        }
+        if self.delay_ns > 1_000_000_000 {
+            return Err(err("topology.delay_ns", "at most 1 s"));
+        }
+        let topology = Topology {
+            shape,
+            bits_per_sec: (self.link_gbps * 1e9).round() as u64,
+            delay: Nanos(self.delay_ns),
+            loss: self.loss,
+        };
+        if topology.hosts() < 2 {
+            return Err(err("topology", "needs at least 2 hosts"));
+        }
+        Ok(topology)
+    }
+}
+
+impl AllReduceSpec {
+    fn resolve(self, hosts: usize, flows: &[FlowPlan]) -> Result<AllReducePlan, ConfigError> {
+        let ranks = self.ranks.unwrap_or_else(|| {
+            (0..hosts)
+                .filter(|h| !flows.iter().any(|f| f.from == *h))
+                .collect()
+        });
+        if ranks.len() < 2 {
+            return Err(err("allreduce.ranks", "needs at least 2 ranks"));
+        }
+        for (i, &r) in ranks.iter().enumerate() {
+            if r >= hosts {
+                return Err(err(
+                    format!("allreduce.ranks[{i}]"),
+                    format!("host {r} does not exist; hosts are 0-{}", hosts - 1),
+                ));
+            }
+            if ranks[..i].contains(&r) {
+                return Err(err(
+                    format!("allreduce.ranks[{i}]"),
+                    format!("host {r} is listed twice"),
+                ));
+            }
+            if flows.iter().any(|f| f.from == r) {
+                return Err(err(
+                    format!("allreduce.ranks[{i}]"),
+                    format!("host {r} sends a flow; a host runs one application"),
+                ));
+            }
+        }
+        if self.min_bytes < 4 || self.min_bytes % 4 != 0 {
+            return Err(err(
+                "allreduce.min_bytes",
+                "a whole number of f32: a multiple of 4, at least 4",
+            ));
+        }
+        if self.max_bytes < self.min_bytes || self.max_bytes > 1 << 30 {
+            return Err(err("allreduce.max_bytes", "from min_bytes up to 1 GiB"));
+        }
+        if self.factor < 2 {
+            return Err(err("allreduce.factor", "at least 2"));
+        }
+        let mut sizes = Vec::new();
+        let mut size = self.min_bytes;
+        while size <= self.max_bytes {
+            sizes.push(size);
+            size *= self.factor;
+        }
+        let series_bytes = self
+            .series_bytes
+            .unwrap_or(*sizes.last().unwrap_or(&self.min_bytes));
+        if !sizes.contains(&series_bytes) {
+            return Err(err(
+                "allreduce.series_bytes",
+                format!("{series_bytes} is not one of the sizes swept ({sizes:?})"),
+            ));
+        }
+        let start = if self.start_us == 0.0 {
+            Nanos::ZERO
+        } else {
+            positive_time("allreduce.start_us", self.start_us, "µs", 1e3)?
+        };
+        Ok(AllReducePlan {
+            ranks,
+            sizes,
+            series_bytes,
+            start,
+        })
+    }
+}

@@ -1,0 +1,329 @@
+//! `rocelab sim`: scenario files and the built-in ones, the same output for the same seed,
+//! the nccl-tests-like table, the time-series CSV, the SVG plots and the JSON report, and
+//! clear errors for bad scenarios.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn rocelab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(args)
+        .output()
+        .expect("run rocelab")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// A short 2:1 incast at 10 Gb/s that reaches PFC: ECN off, a small buffer.
+const SMALL_INCAST: &str = r#"
+description = "test incast"
+seed = 7
+duration_ms = 3
+measure_from_ms = 1
+sample_us = 20
+
+[topology]
+kind = "star"
+hosts = 3
+link_gbps = 10
+delay_ns = 500
+
+[switch]
+ecn = false
+buffer.shared_bytes = 262144
+
+[[flow]]
+from = 0
+to = 2
+
+[[flow]]
+from = 1
+to = 2
+"#;
+
+#[test]
+fn same_seed_same_output_and_every_file_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write(dir.path(), "incast.toml", SMALL_INCAST);
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let run = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "--scenario",
+            &scenario,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = rocelab(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        o
+    };
+    let first = run(&a, &[]);
+    let second = run(&b, &[]);
+    let strip = |o: &Output, dir: &Path| text(&o.stdout).replace(dir.to_str().unwrap(), "DIR");
+    assert_eq!(
+        strip(&first, &a),
+        strip(&second, &b),
+        "same seed, same stdout"
+    );
+    for f in ["series.csv", "report.json"] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f} differs between two runs of the same seed"
+        );
+    }
+    let stdout = text(&first.stdout);
+    assert!(stdout.contains("scenario incast: test incast"), "{stdout}");
+    assert!(stdout.contains("Jain fairness"), "{stdout}");
+    assert!(text(&first.stderr).contains("M frames/s"));
+
+    // The series: a time column, then the congested queue, both QPs' rates and Rc, and the
+    // PFC state of the two senders' ports; one row per 20 µs over 3 ms.
+    let csv = std::fs::read_to_string(a.join("series.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert_eq!(header[0], "time_us");
+    for col in [
+        "queue_sw_h2_q3_bytes",
+        "rate_h0_qp0x100_gbps",
+        "rc_h1_qp0x102_gbps",
+        "xoff_sw_h0_pg3",
+        "xoff_sw_h1_pg3",
+        "paused_h0_p3",
+    ] {
+        assert!(header.contains(&col), "{col} missing from {header:?}");
+    }
+    let rows: Vec<Vec<f64>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 3_000 / 20 + 1, "one row per sample");
+    assert!(rows.iter().all(|r| r.len() == header.len()));
+    let q = header
+        .iter()
+        .position(|c| *c == "queue_sw_h2_q3_bytes")
+        .unwrap();
+    assert!(rows.iter().any(|r| r[q] > 0.0));
+
+    for svg in ["queues.svg", "rates.svg", "pauses.svg"] {
+        let body = std::fs::read_to_string(a.join(svg)).unwrap();
+        assert!(
+            body.starts_with("<svg") && body.trim_end().ends_with("</svg>"),
+            "{svg}"
+        );
+        assert!(
+            body.contains("<polyline") || body.contains("<rect"),
+            "{svg} draws nothing"
+        );
+    }
+    let pauses = std::fs::read_to_string(a.join("pauses.svg")).unwrap();
+    assert!(
+        pauses.contains("sw/h0 PG3 XOFF"),
+        "the pause plot names the paused port"
+    );
+
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["seed"], 7);
+    assert_eq!(report["qps"].as_array().unwrap().len(), 2);
+    let pfc: u64 = report["switches"][0]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["classes"].as_array().unwrap())
+        .map(|c| c["tx_pause_frames"].as_u64().unwrap())
+        .sum();
+    assert!(pfc > 0, "ECN off and a small buffer: PFC must fire");
+
+    // --seed overrides the scenario's seed.
+    let other = run(&dir.path().join("c"), &["--seed", "8"]);
+    assert!(text(&other.stdout).contains("seed 8"));
+}
+
+#[test]
+fn a_different_seed_gives_different_marks() {
+    let dir = tempfile::tempdir().unwrap();
+    let marking = SMALL_INCAST
+        .replace(
+            "ecn = false",
+            "queue.3.ecn = { kmin_bytes = 2000, kmax_bytes = 100000, pmax = 0.05 }",
+        )
+        .replace("buffer.shared_bytes = 262144", "");
+    let scenario = write(dir.path(), "marking.toml", &marking);
+    let run = |seed: &str| {
+        let o = rocelab(&["sim", "--scenario", &scenario, "--seed", seed]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stdout).replace(&format!("seed {seed}"), "seed N")
+    };
+    assert_eq!(run("3"), run("3"));
+    assert_ne!(run("3"), run("4"), "RED draws follow the seed");
+}
+
+#[test]
+fn allreduce_sweep_prints_the_nccl_tests_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write(
+        dir.path(),
+        "ring.toml",
+        r#"
+description = "small ring"
+[topology]
+kind = "star"
+hosts = 3
+link_gbps = 25
+[endpoint]
+mtu = 1024
+[allreduce]
+min_bytes = 4096
+max_bytes = 65536
+factor = 4
+"#,
+    );
+    let out_dir = dir.path().join("out");
+    let o = rocelab(&[
+        "sim",
+        "--scenario",
+        &scenario,
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    assert!(stdout.contains("# Out of bounds values : 0 OK"), "{stdout}");
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.starts_with("  ") && l.contains("float"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let sizes: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(sizes, ["4096", "16384", "65536"]);
+    for r in &rows {
+        assert_eq!(
+            r[1].parse::<u64>().unwrap() * 4,
+            r[0].parse::<u64>().unwrap()
+        );
+        assert_eq!(r[7], "0", "#wrong: {r:?}");
+        let (time_us, algbw, busbw): (f64, f64, f64) = (
+            r[4].parse().unwrap(),
+            r[5].parse().unwrap(),
+            r[6].parse().unwrap(),
+        );
+        let size: f64 = r[0].parse().unwrap();
+        assert!(
+            (algbw - size / time_us / 1e3).abs() < 0.011,
+            "algbw = size / time: {r:?}"
+        );
+        assert!(
+            (busbw - algbw * 2.0 * 2.0 / 3.0).abs() < 0.011,
+            "busbw = algbw × 2(N−1)/N: {r:?}"
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("report.json")).unwrap()).unwrap();
+    let rows = report["allreduce"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    // The line bounds the time: each rank sends 2(N−1)/N × size bytes of payload.
+    for r in rows {
+        let size = r["size"].as_f64().unwrap();
+        let t = r["time_ns"].as_f64().unwrap();
+        let payload_bits = size * 4.0 / 3.0 * 8.0;
+        assert!(t > payload_bits / 25.0, "faster than the line: {r}");
+    }
+}
+
+#[test]
+fn every_builtin_scenario_is_listed_and_shown() {
+    let o = rocelab(&["sim", "--list"]);
+    assert!(o.status.success());
+    let list = text(&o.stdout);
+    for name in [
+        "incast",
+        "incast-8",
+        "staggered",
+        "ring",
+        "ring-incast",
+        "leaf-spine",
+    ] {
+        assert!(
+            list.lines().any(|l| l.starts_with(name)),
+            "{name} not listed: {list}"
+        );
+        let shown = rocelab(&["sim", "--show", name]);
+        assert!(shown.status.success());
+        assert!(text(&shown.stdout).contains("[topology]"));
+    }
+    let o = rocelab(&["sim", "--show", "nope"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("incast, incast-8"));
+}
+
+#[test]
+fn bad_scenarios_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            SMALL_INCAST.replace("sample_us = 20", "sample_us = 20\nspeed = 3"),
+            "line 7",
+        ),
+        (
+            SMALL_INCAST.replace("to = 2\n\n[[flow]]", "to = 9\n\n[[flow]]"),
+            "flow[0].to: host 9 does not exist",
+        ),
+        (
+            SMALL_INCAST.replace(
+                "ecn = false",
+                "queue.3.ecn = { kmin_bytes = 9, kmax_bytes = 1, pmax = 0.1 }",
+            ),
+            "switch.queue.3.ecn",
+        ),
+        (
+            SMALL_INCAST.replace("kind = \"star\"", "kind = \"ring\""),
+            "topology.kind",
+        ),
+        (SMALL_INCAST.replace("duration_ms = 3", ""), "duration_ms"),
+        (
+            SMALL_INCAST.replace("[switch]", "[switch]\npreset = \"cisco\""),
+            "switch.preset: no preset named 'cisco'",
+        ),
+        (
+            SMALL_INCAST.replace("[switch]", "[endpoint]\nmtu = 1500\n[switch]"),
+            "endpoint.mtu",
+        ),
+        (
+            SMALL_INCAST.replace("[switch]", "[endpoint]\nlink_gbps = 5\n[switch]"),
+            "endpoint.link_gbps",
+        ),
+        (
+            SMALL_INCAST.replace("[switch]", "[switch]\nport_defaults.speed_gbps = 5"),
+            "switch.port_defaults.speed_gbps",
+        ),
+    ];
+    for (i, (body, expect)) in cases.iter().enumerate() {
+        let path = write(dir.path(), &format!("bad{i}.toml"), body);
+        let o = rocelab(&["sim", "--scenario", &path]);
+        assert!(!o.status.success(), "case {i} ran");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(expect),
+            "case {i}: expected '{expect}' in: {err}"
+        );
+        assert!(
+            err.contains(&format!("bad{i}.toml")),
+            "case {i} names the file: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let o = rocelab(&["sim", "--scenario", "/nonexistent/x.toml"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("built-in scenario"));
+}
