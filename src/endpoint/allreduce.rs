@@ -59,6 +59,8 @@ pub struct RingAllReduce {
     qp_next: usize,
     received: usize,
     sends_done: usize,
+    /// Reused to copy a staged chunk out of the endpoint.
+    scratch: Vec<u8>,
     start_at: Nanos,
     started: Option<Nanos>,
     finished: Option<Nanos>,
@@ -97,6 +99,7 @@ impl RingAllReduce {
             qp_next,
             received: 0,
             sends_done: 0,
+            scratch: Vec::new(),
             start_at: Nanos::ZERO,
             started: None,
             finished: None,
@@ -165,22 +168,27 @@ impl RingAllReduce {
         let n = self.ranks;
         let c = (self.rank + 2 * n - s - 1) % n; // r − s − 1
         let range = self.range(c);
-        let stage: Vec<f32> = ep
-            .region(STAGE_RKEY)
-            .unwrap_or_default()
-            .get(s * self.chunk * 4..(s * self.chunk + range.len()) * 4)
-            .unwrap_or_default()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        if let Some(data) = ep.region_mut(DATA_RKEY) {
-            for (k, add) in stage.iter().enumerate() {
-                let at = (range.start + k) * 4;
-                let v =
-                    f32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]) + add;
-                data[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        let at = s * self.chunk * 4;
+        // The staged bytes are copied out first: both buffers live in the endpoint.
+        let mut stage = std::mem::take(&mut self.scratch);
+        stage.clear();
+        stage.extend_from_slice(
+            ep.region(STAGE_RKEY)
+                .unwrap_or_default()
+                .get(at..at + range.len() * 4)
+                .unwrap_or_default(),
+        );
+        if let Some(data) = ep
+            .region_mut(DATA_RKEY)
+            .and_then(|d| d.get_mut(range.start * 4..range.end * 4))
+        {
+            for (d, a) in data.chunks_exact_mut(4).zip(stage.chunks_exact(4)) {
+                let sum = f32::from_le_bytes([d[0], d[1], d[2], d[3]])
+                    + f32::from_le_bytes([a[0], a[1], a[2], a[3]]);
+                d.copy_from_slice(&sum.to_le_bytes());
             }
         }
+        self.scratch = stage;
     }
 
     /// When the run started and ended on this rank.

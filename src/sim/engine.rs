@@ -239,12 +239,16 @@ impl Engine {
                 Kind::Deliver { node, port, frame } => {
                     self.stats.frames_delivered += 1;
                     match &mut self.nodes[node] {
+                        // The switch keeps the buffer and hands it out again when the
+                        // frame leaves: no copy per hop.
                         Node::Switch(s) => {
-                            s.handle_frame(self.now, port, &frame);
+                            s.handle_owned_frame(self.now, port, frame);
                         }
-                        Node::Host(h) => h.endpoint.handle_frame(self.now, &frame),
+                        Node::Host(h) => {
+                            h.endpoint.handle_frame(self.now, &frame);
+                            self.recycle(frame);
+                        }
                     }
-                    self.recycle(frame);
                     self.service(node);
                 }
                 Kind::Wake { node, generation } => {
@@ -304,21 +308,15 @@ impl Engine {
             }
         }
         loop {
-            let mut buf = self.pool.pop().unwrap_or_default();
-            let port = match &mut self.nodes[n] {
-                Node::Switch(s) => s.poll_transmit(now).map(|tx| {
-                    buf.extend_from_slice(tx.frame);
-                    tx.port
-                }),
+            let out = match &mut self.nodes[n] {
+                Node::Switch(s) => s.poll_transmit_owned(now),
                 Node::Host(h) => h.endpoint.poll_transmit(now).map(|f| {
+                    let mut buf = self.pool.pop().unwrap_or_default();
                     buf.extend_from_slice(f);
-                    0
+                    (0, buf)
                 }),
             };
-            let Some(port) = port else {
-                self.recycle(buf);
-                break;
-            };
+            let Some((port, buf)) = out else { break };
             self.send(n, port, buf);
         }
         let next = match &self.nodes[n] {

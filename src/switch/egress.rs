@@ -28,6 +28,27 @@ impl Switch {
     /// Call repeatedly until `None`, then again at [`poll_timeout`](Self::poll_timeout).
     pub fn poll_transmit(&mut self, now: Nanos) -> Option<Transmit<'_>> {
         self.recycle_last();
+        let (port, packet) = self.next_packet(now)?;
+        let note = packet.note.as_deref().copied();
+        let packet = self.last_tx.insert(packet);
+        Some(Transmit {
+            port,
+            time: now,
+            frame: &packet.buf,
+            note,
+        })
+    }
+
+    /// As [`poll_transmit`](Self::poll_transmit), but hands over the frame's buffer with
+    /// its egress port, for a driver that passes frames on without copying them (and
+    /// gives buffers back through [`handle_owned_frame`](Self::handle_owned_frame)).
+    pub fn poll_transmit_owned(&mut self, now: Nanos) -> Option<(usize, Vec<u8>)> {
+        self.recycle_last();
+        self.next_packet(now)
+            .map(|(port, packet)| (port, packet.buf))
+    }
+
+    fn next_packet(&mut self, now: Nanos) -> Option<(usize, Packet)> {
         self.anchor(now);
         let n = self.ports.len();
         // Round robin over ports, without a division per step.
@@ -37,15 +58,7 @@ impl Switch {
             port = if port + 1 == n { 0 } else { port + 1 };
             if let Some(packet) = self.dequeue(now, this) {
                 self.next_port = port;
-                let port = this;
-                let note = packet.note.as_deref().copied();
-                let packet = self.last_tx.insert(packet);
-                return Some(Transmit {
-                    port,
-                    time: now,
-                    frame: &packet.buf,
-                    note,
-                });
+                return Some((this, packet));
             }
         }
         None

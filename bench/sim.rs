@@ -1,0 +1,87 @@
+//! The simulator's speed: simulated frames per wall-clock second on one core.
+//!
+//! Run: `cargo bench --bench sim`. A "frame" is one frame handed over a link (a data frame
+//! from a sender to the switch and from the switch to the receiver counts twice; ACKs and
+//! CNPs count too), each one parsed, queued, scheduled and ICRC-checked by the real cores.
+//!
+//! - `incast_2to1_40g_5ms`: the built-in `incast` scenario (2:1 at 40 Gb/s, DCQCN, the
+//!   paper's marking) warmed up for 20 ms outside the timing, then 5 ms of steady state
+//!   timed: the regime the DCQCN checks run in.
+//! - `ring_4x100g_16mb`: a ring all-reduce of 16 MB over 4 ranks at 100 Gb/s with 4 KB
+//!   MTU, from the first WRITE to the last rank's completion (building the network and
+//!   filling the buffers are outside the timing).
+//!
+//! The run is deterministic, so the frame count of each case is measured once and
+//! criterion reports elements (frames) per second.
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use rocelab::sim::scenario::Scenario;
+use rocelab::sim::topology::Network;
+use rocelab::sim::workload;
+use rocelab::time::Nanos;
+
+const WARM: Nanos = Nanos(20_000_000);
+const SPAN: Nanos = Nanos(5_000_000);
+
+fn warmed_incast() -> Network {
+    let s = Scenario::load("incast").expect("built-in scenario");
+    let mut net = s.build(s.seed);
+    net.engine.start();
+    net.engine.run(WARM).unwrap();
+    net
+}
+
+fn ring() -> Network {
+    let s = Scenario::load("ring").expect("built-in scenario");
+    let mut net = s.build(s.seed);
+    let ranks: Vec<usize> = (0..net.hosts.len()).collect();
+    workload::ring_allreduce(&mut net, &ranks, 4 << 20, 1, Nanos::ZERO);
+    net
+}
+
+fn incast_frames() -> u64 {
+    let mut net = warmed_incast();
+    let before = net.engine.stats().frames_delivered;
+    net.engine.run(WARM + SPAN).unwrap();
+    net.engine.stats().frames_delivered - before
+}
+
+fn ring_frames() -> u64 {
+    let mut net = ring();
+    workload::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
+    assert!(net.engine.apps_done());
+    net.engine.stats().frames_delivered
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sim");
+    group.sample_size(10);
+
+    group.throughput(Throughput::Elements(incast_frames()));
+    group.bench_function("incast_2to1_40g_5ms", |b| {
+        b.iter_batched(
+            warmed_incast,
+            |mut net| {
+                net.engine.run(WARM + SPAN).unwrap();
+                net
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    group.throughput(Throughput::Elements(ring_frames()));
+    group.bench_function("ring_4x100g_16mb", |b| {
+        b.iter_batched(
+            ring,
+            |mut net| {
+                workload::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
+                net
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
