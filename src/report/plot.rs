@@ -3,6 +3,7 @@
 
 use crate::sim::series::{Column, ColumnKind, Series};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Most points drawn per line: longer series are bucketed (queues keep each bucket's peak,
 /// rates its mean), so a plot stays a few hundred KB.
@@ -226,14 +227,18 @@ pub fn pauses_svg(series: &Series, title: &str) -> Result<String> {
         chart
             .configure_mesh()
             .x_desc("time (ms)")
-            .y_labels(n)
-            .y_label_formatter(&|y| {
-                let i = y.floor() as usize;
-                labels.get(i).cloned().unwrap_or_default()
-            })
+            .y_labels(0)
             .disable_y_mesh()
             .draw()
             .map_err(plot_err)?;
+        // Row names beside the rows' middles (plotters' own labels sit on round numbers).
+        for (i, label) in labels.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(0.0, i as f64 + 0.5));
+            let style = TextStyle::from(("sans-serif", 13).into_font())
+                .pos(Pos::new(HPos::Right, VPos::Center));
+            root.draw(&Text::new(label.clone(), (x - 8, y), style))
+                .map_err(plot_err)?;
+        }
         if rows.is_empty() {
             root.draw(&Text::new(
                 "no PFC pause in this run",
