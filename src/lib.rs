@@ -4,10 +4,12 @@
 //! endpoint (RC transport, CNP, DCQCN) as I/O-free cores, driven live on veth pairs, over
 //! pcap files, or in virtual time. See `DESIGN.md` in the repository for the architecture.
 //!
-//! Modules so far: [`wire`] (frame formats and the hot-path parse), [`capture`] (pcap and
-//! pcapng files), [`inspect`] (the RoCE-aware capture inspector), [`config`] (the switch
-//! configuration and presets), [`switch`] (the switch core), [`replay`] (captures through
-//! the switch in virtual time), [`report`] (counter tables) and [`time`].
+//! Modules: [`wire`] (frame formats and the hot-path parse), [`capture`] (pcap and pcapng
+//! files), [`inspect`] (the RoCE-aware capture inspector), [`config`] (switch and endpoint
+//! configuration), [`switch`] and [`endpoint`] (the cores), [`replay`] (captures through
+//! the switch in virtual time), [`sim`] (the discrete-event simulator), [`io`] and
+//! [`runtime`] (the cores live on network interfaces), [`report`] (tables, JSON, plots)
+//! and [`time`].
 
 #![warn(missing_docs)]
 
@@ -15,8 +17,11 @@ pub mod capture;
 pub mod config;
 pub mod endpoint;
 pub mod inspect;
+pub mod io;
+pub mod lab;
 pub mod replay;
 pub mod report;
+pub mod runtime;
 pub mod sim;
 pub mod switch;
 pub mod time;

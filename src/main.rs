@@ -37,15 +37,107 @@ enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
-    /// Run the software switch live between network interfaces.
-    Switch(NotYet),
+    /// Run the software switch live between network interfaces (as root).
+    Switch(SwitchArgs),
     /// Run a RoCEv2 endpoint (RC traffic, ring all-reduce, DCQCN) on an interface.
     Endpoint(NotYet),
     /// Run a scenario (incast, staggered flows, ring all-reduce) in deterministic virtual
     /// time: the switch and endpoint cores joined by simulated links.
     Sim(SimArgs),
+    /// Traffic tools for benchmarks and tests: a fast RoCE sender (ignores PFC) and a
+    /// frame counter.
+    Traffic {
+        #[command(subcommand)]
+        action: TrafficAction,
+    },
     /// Build namespaces and veths, run a ring all-reduce through the switch, report.
     Lab(NotYet),
+}
+
+#[derive(Subcommand)]
+enum TrafficAction {
+    /// Send RoCEv2 RC WRITE frames as fast as the socket allows (or at --pps).
+    Send {
+        /// Interface to send on.
+        #[arg(long)]
+        iface: String,
+        /// Destination MAC address.
+        #[arg(long)]
+        dst_mac: String,
+        /// Source MAC address (default: the interface's).
+        #[arg(long)]
+        src_mac: Option<String>,
+        /// Destination IPv4 address.
+        #[arg(long, default_value = "198.18.0.2")]
+        dst_ip: std::net::Ipv4Addr,
+        /// Source IPv4 address.
+        #[arg(long, default_value = "198.18.0.1")]
+        src_ip: std::net::Ipv4Addr,
+        /// Frame length in bytes without FCS (62 or more; size - 58 a multiple of 4).
+        #[arg(long, default_value_t = 62)]
+        size: usize,
+        /// DSCP of the frames.
+        #[arg(long, default_value_t = 26)]
+        dscp: u8,
+        /// Seconds to send.
+        #[arg(long, default_value_t = 5.0)]
+        duration: f64,
+        /// Frames per second (default: as fast as possible).
+        #[arg(long)]
+        pps: Option<f64>,
+        /// Stop after this many frames.
+        #[arg(long)]
+        count: Option<u64>,
+    },
+    /// Count frames arriving on an interface; prints one JSON line.
+    Count {
+        /// Interface to listen on.
+        #[arg(long)]
+        iface: String,
+        /// Seconds to count.
+        #[arg(long, default_value_t = 5.0)]
+        duration: f64,
+        /// Socket backend.
+        #[arg(long = "io", default_value = "mmap")]
+        backend: rocelab::io::Backend,
+    },
+}
+
+#[derive(clap::Args)]
+struct SwitchArgs {
+    /// Switch configuration file (TOML).
+    #[arg(long, conflicts_with = "preset")]
+    config: Option<PathBuf>,
+    /// Built-in configuration: default, nexus-ai or sonic.
+    #[arg(long)]
+    preset: Option<String>,
+    /// A switch port on an interface (repeatable, in port order). A port the configuration
+    /// does not name takes its port defaults.
+    #[arg(long = "port", value_name = "NAME=IFNAME", required = true)]
+    ports: Vec<String>,
+    /// Socket backend: pnet (portable, low latency) or mmap (TPACKET_V3 ring and
+    /// sendmmsg: faster, up to 1 ms of latency at low load).
+    #[arg(long = "io", default_value = "pnet")]
+    backend: rocelab::io::Backend,
+    /// CPU cores to pin to, e.g. 0,1 or 0-3: the switch core on the first, port threads
+    /// on the rest.
+    #[arg(long)]
+    cores: Option<rocelab::runtime::CoreList>,
+    /// Spin while waiting instead of sleeping (lower latency, a whole core busy).
+    #[arg(long)]
+    busy_poll: bool,
+    /// Stop after this many seconds (default: run until Ctrl-C or SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Print a summary line this often, in seconds (0: none).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    interval: f64,
+    /// Write the final counters (and kernel drop counts) as JSON.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (loopback addresses only).
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(clap::Args)]
@@ -134,9 +226,10 @@ fn main() -> ExitCode {
         Command::Inspect { file, json } => run_inspect(file, json),
         Command::Replay(args) => run_replay(args),
         Command::Config { action } => run_config(action),
-        Command::Switch(_) => not_yet("switch"),
+        Command::Switch(args) => run_switch(args),
         Command::Endpoint(_) => not_yet("endpoint"),
         Command::Sim(args) => run_sim(args),
+        Command::Traffic { action } => run_traffic(action),
         Command::Lab(_) => not_yet("lab"),
     };
     match result {
@@ -150,7 +243,7 @@ fn main() -> ExitCode {
 
 fn not_yet(command: &str) -> Result<()> {
     anyhow::bail!(
-        "'rocelab {command}' is not implemented yet; 'rocelab inspect', 'replay', 'config' and 'sim' work today (see README.md)"
+        "'rocelab {command}' is not implemented yet; 'rocelab inspect', 'replay', 'config', 'sim' and 'switch' work today (see README.md)"
     )
 }
 
@@ -380,4 +473,171 @@ fn run_sim(args: SimArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn seconds(flag: &str, v: f64) -> Result<std::time::Duration> {
+    if (0.0..1e9).contains(&v) {
+        Ok(std::time::Duration::from_secs_f64(v))
+    } else {
+        anyhow::bail!("{flag} {v}: give a number of seconds, 0 or more")
+    }
+}
+
+fn run_switch(args: SwitchArgs) -> Result<()> {
+    use rocelab::runtime::{self, switch::SwitchOptions};
+    let mut config = load_config(args.config.as_ref(), args.preset.as_deref())?;
+    let mut names = Vec::new();
+    let mut ifaces = Vec::new();
+    for spec in &args.ports {
+        let (name, iface) = spec
+            .split_once('=')
+            .filter(|(n, i)| !n.is_empty() && !i.is_empty())
+            .with_context(|| {
+                format!("--port {spec}: expected NAME=IFNAME, e.g. --port p1=veth1")
+            })?;
+        if names.contains(&name) {
+            anyhow::bail!("--port {spec}: port {name} is given twice");
+        }
+        if ifaces.iter().any(|i: &String| i == iface) {
+            anyhow::bail!("--port {spec}: interface {iface} is already a port");
+        }
+        names.push(name);
+        ifaces.push(iface.to_owned());
+    }
+    config.ports = names.iter().map(|n| config.port_or_default(n)).collect();
+    let cores = args.cores.unwrap_or_default();
+    cores.check().map_err(|e| anyhow::anyhow!("--cores: {e}"))?;
+    let opts = SwitchOptions {
+        config,
+        ifaces,
+        backend: args.backend,
+        cores,
+        busy_poll: args.busy_poll,
+        duration: args
+            .duration
+            .map(|d| seconds("--duration", d))
+            .transpose()?,
+        interval: Some(seconds("--interval", args.interval)?).filter(|d| !d.is_zero()),
+        metrics: args.metrics,
+    };
+    let stop = runtime::stop_on_signals()?;
+    eprintln!(
+        "rocelab switch: {} ports ({}), {:?} backend; Ctrl-C stops",
+        opts.ifaces.len(),
+        names
+            .iter()
+            .zip(&opts.ifaces)
+            .map(|(n, i)| format!("{n}={i}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        opts.backend
+    );
+    let mut stdout = io::stdout();
+    let outcome = runtime::switch::run(&opts, &stop, &mut stdout)?;
+    println!(
+        "\nran {:.1} s; kernel receive drops: {}",
+        outcome.elapsed.as_secs_f64(),
+        names
+            .iter()
+            .zip(&outcome.kernel)
+            .map(|(n, k)| format!("{n} {}", k.drops))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    print!("{}", rocelab::report::counter_table(&outcome.switch));
+    if let Some(path) = &args.stats_json {
+        let kernel: Vec<serde_json::Value> = names
+            .iter()
+            .zip(&opts.ifaces)
+            .zip(&outcome.kernel)
+            .map(|((n, i), k)| serde_json::json!({"port": n, "interface": i, "packets": k.packets, "drops": k.drops}))
+            .collect();
+        let report = serde_json::json!({
+            "elapsed_s": outcome.elapsed.as_secs_f64(),
+            "ports": rocelab::report::ports(&outcome.switch),
+            "kernel": kernel,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    match outcome.error {
+        Some(e) => Err(anyhow::anyhow!("stopped: {e}")),
+        None => Ok(()),
+    }
+}
+
+fn parse_mac(flag: &str, s: &str) -> Result<rocelab::wire::MacAddr> {
+    let bytes: Vec<u8> = s
+        .split(':')
+        .map(|p| u8::from_str_radix(p, 16))
+        .collect::<std::result::Result<_, _>>()
+        .ok()
+        .filter(|b: &Vec<u8>| b.len() == 6)
+        .with_context(|| format!("{flag} {s}: give a MAC address like 02:00:c6:12:00:01"))?;
+    let mut mac = [0u8; 6];
+    mac.copy_from_slice(&bytes);
+    Ok(rocelab::wire::MacAddr(mac))
+}
+
+fn interface_mac(iface: &str) -> Result<rocelab::wire::MacAddr> {
+    let path = format!("/sys/class/net/{iface}/address");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("no interface named '{iface}' in this network namespace"))?;
+    parse_mac("--src-mac", text.trim())
+}
+
+fn run_traffic(action: TrafficAction) -> Result<()> {
+    use rocelab::runtime::{self, traffic};
+    let stop = runtime::stop_on_signals()?;
+    match action {
+        TrafficAction::Send {
+            iface,
+            dst_mac,
+            src_mac,
+            dst_ip,
+            src_ip,
+            size,
+            dscp,
+            duration,
+            pps,
+            count,
+        } => {
+            if dscp > 63 {
+                anyhow::bail!("--dscp {dscp}: DSCPs are 0-63");
+            }
+            if pps.is_some_and(|p| !(p.is_finite() && p > 0.0)) {
+                anyhow::bail!("--pps: give a positive rate");
+            }
+            let spec = traffic::SendSpec {
+                dst_mac: parse_mac("--dst-mac", &dst_mac)?,
+                src_mac: match src_mac {
+                    Some(m) => parse_mac("--src-mac", &m)?,
+                    None => interface_mac(&iface)?,
+                },
+                iface,
+                dst_ip,
+                src_ip,
+                size,
+                dscp,
+                duration: seconds("--duration", duration)?,
+                pps,
+                count,
+            };
+            let (sent, secs) = traffic::send(&spec, &stop)?;
+            println!(
+                "{}",
+                serde_json::json!({"sent": sent, "seconds": secs, "pps": sent as f64 / secs.max(1e-9)})
+            );
+            Ok(())
+        }
+        TrafficAction::Count {
+            iface,
+            duration,
+            backend,
+        } => {
+            let c = traffic::count(&iface, backend, seconds("--duration", duration)?, &stop)?;
+            println!("{}", serde_json::to_string(&c)?);
+            Ok(())
+        }
+    }
 }

@@ -39,7 +39,7 @@ fn help_lists_every_subcommand() {
 
 #[test]
 fn unbuilt_subcommands_say_so_and_fail() {
-    for cmd in ["switch", "endpoint", "lab"] {
+    for cmd in ["endpoint", "lab"] {
         let out = rocelab(&[cmd, "--in", "p0=x.pcap"]);
         assert!(!out.status.success(), "{cmd} exited 0");
         assert!(

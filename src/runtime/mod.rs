@@ -1,0 +1,138 @@
+//! The live driver: the I/O-free cores on network interfaces, in real time. A receive
+//! thread and a transmit thread per port move frame batches through crossbeam channels to
+//! and from the core's thread, which owns the switch (or endpoint), reads the monotonic
+//! clock and sleeps until the core's next deadline. Threads are pinned to a configurable
+//! core list; waits block with timeouts by default (the machine is shared with the
+//! endpoints), or spin with `--busy-poll`. SIGINT and SIGTERM stop everything cleanly.
+
+pub mod metrics;
+pub mod ports;
+pub mod switch;
+pub mod traffic;
+
+use crate::time::Nanos;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Nanoseconds since the run began, as the cores want them.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: Instant,
+}
+
+impl Clock {
+    /// A clock that reads 0 now.
+    pub fn start() -> Clock {
+        Clock {
+            start: Instant::now(),
+        }
+    }
+
+    /// The time now.
+    pub fn now(&self) -> Nanos {
+        Nanos(self.start.elapsed().as_nanos() as u64)
+    }
+
+    /// The instant of core time `t`.
+    pub fn instant(&self, t: Nanos) -> Instant {
+        self.start + Duration::from_nanos(t.0)
+    }
+}
+
+/// A flag that SIGINT and SIGTERM raise.
+pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}
+
+/// True once `stop` is raised.
+pub fn stopped(stop: &AtomicBool) -> bool {
+    stop.load(Ordering::Relaxed)
+}
+
+/// CPU cores to pin threads to: the core thread on the first, the port threads on the
+/// others in turn (or on the first when there is only one).
+#[derive(Debug, Clone, Default)]
+pub struct CoreList(pub Vec<usize>);
+
+impl std::str::FromStr for CoreList {
+    type Err = String;
+    /// "0,1", "0-3", "2".
+    fn from_str(s: &str) -> Result<CoreList, String> {
+        let mut cores = Vec::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = || format!("'{part}': give core numbers like 0,1 or 0-3");
+            match part.split_once('-') {
+                Some((a, b)) => {
+                    let (a, b): (usize, usize) =
+                        (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                    if a > b {
+                        return Err(bad());
+                    }
+                    cores.extend(a..=b);
+                }
+                None => cores.push(part.parse().map_err(|_| bad())?),
+            }
+        }
+        if cores.is_empty() {
+            return Err("no cores given".into());
+        }
+        Ok(CoreList(cores))
+    }
+}
+
+impl CoreList {
+    /// Checks that every core exists on this machine.
+    pub fn check(&self) -> Result<(), String> {
+        let ids = core_affinity::get_core_ids().unwrap_or_default();
+        match self.0.iter().find(|c| !ids.iter().any(|id| id.id == **c)) {
+            Some(c) => Err(format!(
+                "core {c} does not exist or is not allowed here; this machine offers {:?}",
+                ids.iter().map(|i| i.id).collect::<Vec<_>>()
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Pins the calling thread to the core for role `k` (0: the core thread, 1.. port
+    /// threads). Does nothing for an empty list.
+    pub fn pin(&self, k: usize) {
+        if self.0.is_empty() {
+            return;
+        }
+        let core = if k == 0 || self.0.len() == 1 {
+            self.0[0]
+        } else {
+            self.0[1 + (k - 1) % (self.0.len() - 1)]
+        };
+        core_affinity::set_for_current(core_affinity::CoreId { id: core });
+    }
+}
+
+/// Asks the kernel to wake the calling thread on time (timer slack 1 ns instead of 50 µs).
+pub fn precise_timers() {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) takes an integer and affects this thread only.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Waits until `deadline`: sleeping for most of it, spinning at the end when `busy`.
+pub fn wait_until(deadline: Instant, busy: bool) {
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        if busy {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(deadline - now);
+        }
+    }
+}

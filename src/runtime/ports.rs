@@ -1,0 +1,167 @@
+//! A receive thread and a transmit thread per interface, joined to the core's thread by
+//! crossbeam channels: received batches come in on one channel tagged with their port;
+//! batches to send go out on one channel per port, and their buffers return to the pool.
+
+use super::{CoreList, stopped};
+use crate::io::{self, Backend, FrameRx, FrameTx, KernelStats, Pool};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Most frames a receive thread hands over at once.
+const RX_BATCH: usize = 64;
+/// Batches waiting between threads before the sender blocks.
+const QUEUE_BATCHES: usize = 1024;
+/// How often idle threads look at the stop flag.
+const IDLE: Duration = Duration::from_millis(20);
+
+/// A batch of frames received on a port.
+pub type RxBatch = (usize, Vec<Vec<u8>>);
+
+/// The running port threads.
+pub struct PortThreads {
+    /// Batches received, tagged with their port.
+    pub rx: Receiver<RxBatch>,
+    /// Where to put batches to send, per port.
+    pub tx: Vec<Sender<Vec<Vec<u8>>>>,
+    /// The buffers.
+    pub pool: Pool,
+    /// The first fatal I/O error of a port thread, if any (it also raises the stop flag).
+    pub errors: Receiver<String>,
+    rx_threads: Vec<JoinHandle<KernelStats>>,
+    tx_threads: Vec<JoinHandle<()>>,
+    done: Arc<AtomicBool>,
+}
+
+impl PortThreads {
+    /// Opens every interface with `backend` for frames up to `mtu` bytes and starts its
+    /// threads, pinned by `cores` (role 1 onwards). Opening errors come back here, before
+    /// any thread runs.
+    pub fn start(
+        ifaces: &[String],
+        backend: Backend,
+        mtu: usize,
+        cores: &CoreList,
+        stop: &Arc<AtomicBool>,
+    ) -> std::io::Result<PortThreads> {
+        let mut opened = Vec::new();
+        for name in ifaces {
+            opened.push(io::open(backend, name, mtu)?);
+        }
+        let pool = Pool::new(4096, mtu + 64);
+        let (rx_send, rx) = crossbeam_channel::bounded(QUEUE_BATCHES);
+        let (err_send, errors) = crossbeam_channel::bounded(ifaces.len() * 2);
+        let done = Arc::new(AtomicBool::new(false));
+        let mut tx = Vec::new();
+        let (mut rx_threads, mut tx_threads) = (Vec::new(), Vec::new());
+        for (port, ((frx, ftx), name)) in opened.into_iter().zip(ifaces).enumerate() {
+            let (send, recv) = crossbeam_channel::bounded(QUEUE_BATCHES);
+            tx.push(send);
+            let ctx = Ctx {
+                port,
+                name: name.clone(),
+                pool: pool.clone(),
+                stop: Arc::clone(stop),
+                done: Arc::clone(&done),
+                errors: err_send.clone(),
+                cores: cores.clone(),
+            };
+            let c = ctx.clone();
+            let s = rx_send.clone();
+            rx_threads.push(
+                std::thread::Builder::new()
+                    .name(format!("rx-{name}"))
+                    .spawn(move || receive_loop(c, frx, s))?,
+            );
+            tx_threads.push(
+                std::thread::Builder::new()
+                    .name(format!("tx-{name}"))
+                    .spawn(move || transmit_loop(ctx, ftx, recv))?,
+            );
+        }
+        Ok(PortThreads {
+            rx,
+            tx,
+            pool,
+            errors,
+            rx_threads,
+            tx_threads,
+            done,
+        })
+    }
+
+    /// Stops the threads once the transmit queues are drained; returns each port's
+    /// kernel receive statistics.
+    pub fn finish(self) -> Vec<KernelStats> {
+        drop(self.tx);
+        for t in self.tx_threads {
+            let _ = t.join();
+        }
+        self.done.store(true, Ordering::Relaxed);
+        drop(self.rx);
+        self.rx_threads
+            .into_iter()
+            .map(|t| t.join().unwrap_or_default())
+            .collect()
+    }
+}
+
+#[derive(Clone)]
+struct Ctx {
+    port: usize,
+    name: String,
+    pool: Pool,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    errors: Sender<String>,
+    cores: CoreList,
+}
+
+impl Ctx {
+    fn fail(&self, what: &str, e: std::io::Error) {
+        let _ = self.errors.try_send(format!("{} ({what}): {e}", self.name));
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn receive_loop(ctx: Ctx, mut rx: Box<dyn FrameRx>, out: Sender<RxBatch>) -> KernelStats {
+    ctx.cores.pin(1 + 2 * ctx.port);
+    let mut batch = Vec::with_capacity(RX_BATCH);
+    while !ctx.done.load(Ordering::Relaxed) && !stopped(&ctx.stop) {
+        match rx.receive(&mut batch, RX_BATCH, IDLE, &ctx.pool) {
+            Ok(0) => {}
+            Ok(_) => {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(RX_BATCH));
+                if out.send((ctx.port, full)).is_err() {
+                    break;
+                }
+            }
+            Err(e) => {
+                ctx.fail("receive", e);
+                break;
+            }
+        }
+    }
+    rx.kernel_stats()
+}
+
+fn transmit_loop(ctx: Ctx, mut tx: Box<dyn FrameTx>, input: Receiver<Vec<Vec<u8>>>) {
+    ctx.cores.pin(2 + 2 * ctx.port);
+    loop {
+        match input.recv_timeout(IDLE) {
+            Ok(mut batch) => {
+                if let Err(e) = tx.transmit(&batch) {
+                    ctx.fail("send", e);
+                    return;
+                }
+                for buf in batch.drain(..) {
+                    ctx.pool.put(buf);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! `rocelab traffic`: a fast RoCEv2 frame blaster and a frame counter, for benchmarks and
+//! tests. The sender builds valid RC WRITE frames (ICRC included) once and sends them in
+//! `sendmmsg` batches with PACKET_QDISC_BYPASS (the mmap backend's send side); it ignores
+//! PFC, as a plain traffic generator does. The counter counts RoCE frames arriving.
+
+use super::stopped;
+use crate::io::{self, Backend, Pool};
+use crate::wire::bth::{BthRepr, Opcode};
+use crate::wire::xth::ExtHeaders;
+use crate::wire::{self, Ecn, IpRepr, Ipv4Repr, MacAddr, RoceRepr};
+use std::net::Ipv4Addr;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// What to send.
+#[derive(Debug, Clone)]
+pub struct SendSpec {
+    /// The interface.
+    pub iface: String,
+    /// Destination and source MAC.
+    pub dst_mac: MacAddr,
+    /// Source MAC.
+    pub src_mac: MacAddr,
+    /// Destination and source IPv4.
+    pub dst_ip: Ipv4Addr,
+    /// Source IPv4.
+    pub src_ip: Ipv4Addr,
+    /// Frame length in bytes (FCS excluded), at least 62.
+    pub size: usize,
+    /// DSCP (26: the lossless class by default).
+    pub dscp: u8,
+    /// Stop after this long.
+    pub duration: Duration,
+    /// At most this many frames per second (None: as fast as possible).
+    pub pps: Option<f64>,
+    /// Stop after this many frames.
+    pub count: Option<u64>,
+}
+
+/// RC WRITE Middle frames of `spec.size` bytes with consecutive PSNs.
+fn frames(spec: &SendSpec, n: usize) -> anyhow::Result<Vec<Vec<u8>>> {
+    // 58 bytes of headers and ICRC around the payload (Ethernet, IPv4, UDP, BTH, ICRC).
+    let payload_len = spec
+        .size
+        .checked_sub(58)
+        .filter(|p| p % 4 == 0)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--size {}: give 62 or more, with (size - 58) a multiple of 4 (e.g. 62, 66, 1082)",
+                spec.size
+            )
+        })?;
+    let payload = vec![0x5a; payload_len];
+    (0..n)
+        .map(|i| {
+            let repr = RoceRepr {
+                eth_dst: spec.dst_mac,
+                eth_src: spec.src_mac,
+                vlan: None,
+                ip: IpRepr::V4(Ipv4Repr {
+                    src: spec.src_ip,
+                    dst: spec.dst_ip,
+                    dscp: spec.dscp,
+                    ecn: Ecn::Ect0,
+                    ident: i as u16,
+                    dont_frag: true,
+                    ttl: 64,
+                }),
+                udp_src_port: 0xc000,
+                bth: BthRepr {
+                    opcode: Opcode::RC_WRITE_MIDDLE,
+                    pkey: 0xffff,
+                    dest_qp: 0x11,
+                    psn: i as u32,
+                    ..BthRepr::default()
+                },
+                ext: ExtHeaders::default(),
+                payload: &payload,
+            };
+            let mut buf = vec![0u8; repr.frame_len()];
+            repr.emit(&mut buf)?;
+            Ok(buf)
+        })
+        .collect()
+}
+
+/// Sends until the duration, the count or `stop`; returns (frames sent, seconds).
+pub fn send(spec: &SendSpec, stop: &AtomicBool) -> anyhow::Result<(u64, f64)> {
+    let (_, mut tx) = io::open(Backend::Mmap, &spec.iface, spec.size + 64)?;
+    let batch = frames(spec, 64)?;
+    let started = Instant::now();
+    let end = started + spec.duration;
+    let mut sent = 0u64;
+    while !stopped(stop) && Instant::now() < end && spec.count.is_none_or(|c| sent < c) {
+        let n = spec
+            .count
+            .map_or(batch.len(), |c| (c - sent).min(batch.len() as u64) as usize);
+        sent += tx.transmit(&batch[..n])? as u64;
+        if let Some(pps) = spec.pps {
+            let due = started + Duration::from_secs_f64(sent as f64 / pps);
+            super::wait_until(due.min(end), false);
+        }
+    }
+    Ok((sent, started.elapsed().as_secs_f64()))
+}
+
+/// What the counter saw.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Counted {
+    /// RoCE frames.
+    pub roce: u64,
+    /// Of which CE-marked.
+    pub ce: u64,
+    /// Other frames.
+    pub other: u64,
+    /// Seconds from the first RoCE frame to the last.
+    pub span_s: f64,
+}
+
+/// Counts frames on `iface` for `duration` (or until `stop`).
+pub fn count(
+    iface: &str,
+    backend: Backend,
+    duration: Duration,
+    stop: &AtomicBool,
+) -> anyhow::Result<Counted> {
+    let (mut rx, _) = io::open(backend, iface, 9216 + 64)?;
+    let pool = Pool::new(256, 9216 + 64);
+    let end = Instant::now() + duration;
+    let mut c = Counted::default();
+    let (mut first, mut last) = (None, None);
+    let mut batch = Vec::with_capacity(256);
+    while !stopped(stop) && Instant::now() < end {
+        rx.receive(&mut batch, 256, Duration::from_millis(20), &pool)?;
+        let now = Instant::now();
+        for f in batch.drain(..) {
+            match wire::parse(&f) {
+                Ok(m) if m.is_roce() => {
+                    c.roce += 1;
+                    if m.ecn() == Ecn::Ce {
+                        c.ce += 1;
+                    }
+                    first.get_or_insert(now);
+                    last = Some(now);
+                }
+                _ => c.other += 1,
+            }
+            pool.put(f);
+        }
+    }
+    if let (Some(a), Some(b)) = (first, last) {
+        c.span_s = (b - a).as_secs_f64();
+    }
+    Ok(c)
+}
