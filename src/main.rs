@@ -39,8 +39,9 @@ enum Command {
     },
     /// Run the software switch live between network interfaces (as root).
     Switch(SwitchArgs),
-    /// Run a RoCEv2 endpoint (RC traffic, ring all-reduce, DCQCN) on an interface.
-    Endpoint(NotYet),
+    /// Run one RoCEv2 endpoint (RC, DCQCN, PFC) live on an interface: a rank of a ring
+    /// all-reduce sweep, a bulk sender, or a receiver (as root).
+    Endpoint(EndpointArgs),
     /// Run a scenario (incast, staggered flows, ring all-reduce) in deterministic virtual
     /// time: the switch and endpoint cores joined by simulated links.
     Sim(SimArgs),
@@ -101,6 +102,70 @@ enum TrafficAction {
         #[arg(long = "io", default_value = "mmap")]
         backend: rocelab::io::Backend,
     },
+}
+
+#[derive(clap::Args)]
+struct EndpointArgs {
+    /// The interface (in this network namespace).
+    #[arg(long)]
+    iface: String,
+    /// The peers file: `[[peer]]` entries with rank, mac, ip and qpn.
+    #[arg(long)]
+    peers: PathBuf,
+    /// This endpoint's rank in the peers file.
+    #[arg(long)]
+    rank: usize,
+    /// allreduce (a ring over every peer), send (a bulk flow to --to) or receive.
+    #[arg(long, default_value = "allreduce")]
+    mode: String,
+    /// send: the receiving rank.
+    #[arg(long)]
+    to: Option<usize>,
+    /// send: bytes to send (default: until --limit).
+    #[arg(long)]
+    bytes: Option<u64>,
+    /// send: message size.
+    #[arg(long, default_value_t = 65536)]
+    message_bytes: usize,
+    /// allreduce: smallest size in bytes (K and M suffixes allowed), as nccl-tests -b.
+    #[arg(short = 'b', long, default_value = "8K")]
+    min_bytes: String,
+    /// allreduce: largest size, as nccl-tests -e.
+    #[arg(short = 'e', long, default_value = "16M")]
+    max_bytes: String,
+    /// allreduce: size factor, as nccl-tests -f.
+    #[arg(short = 'f', long, default_value_t = 2)]
+    factor: u64,
+    /// Seed of the all-reduce data.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Endpoint configuration (TOML: mtu, dscp, dcqcn, ...).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// NIC line rate in Gb/s (the pacer's ceiling), instead of the configuration's.
+    #[arg(long)]
+    link_gbps: Option<f64>,
+    /// Start at this wall-clock time (Unix milliseconds), so ranks start together.
+    #[arg(long, value_name = "UNIX_MS")]
+    start_at: Option<u64>,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 60.0)]
+    limit: f64,
+    /// After finishing, keep answering the peers this many seconds.
+    #[arg(long, default_value_t = 0.5)]
+    linger: f64,
+    /// Socket backend: pnet or mmap.
+    #[arg(long = "io", default_value = "pnet")]
+    backend: rocelab::io::Backend,
+    /// CPU cores to pin to.
+    #[arg(long)]
+    cores: Option<rocelab::runtime::CoreList>,
+    /// Spin instead of sleeping.
+    #[arg(long)]
+    busy_poll: bool,
+    /// Write what happened as JSON.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -227,7 +292,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => run_replay(args),
         Command::Config { action } => run_config(action),
         Command::Switch(args) => run_switch(args),
-        Command::Endpoint(_) => not_yet("endpoint"),
+        Command::Endpoint(args) => run_endpoint(args),
         Command::Sim(args) => run_sim(args),
         Command::Traffic { action } => run_traffic(action),
         Command::Lab(_) => not_yet("lab"),
@@ -243,7 +308,7 @@ fn main() -> ExitCode {
 
 fn not_yet(command: &str) -> Result<()> {
     anyhow::bail!(
-        "'rocelab {command}' is not implemented yet; 'rocelab inspect', 'replay', 'config', 'sim' and 'switch' work today (see README.md)"
+        "'rocelab {command}' is not implemented yet; everything else works today (see README.md)"
     )
 }
 
@@ -485,6 +550,13 @@ fn seconds(flag: &str, v: f64) -> Result<std::time::Duration> {
 
 fn run_switch(args: SwitchArgs) -> Result<()> {
     use rocelab::runtime::{self, switch::SwitchOptions};
+    if let Some(addr) = args.metrics
+        && !addr.ip().is_loopback()
+    {
+        anyhow::bail!(
+            "--metrics {addr}: the metrics endpoint binds to loopback only (127.0.0.1 or ::1)"
+        );
+    }
     let mut config = load_config(args.config.as_ref(), args.preset.as_deref())?;
     let mut names = Vec::new();
     let mut ifaces = Vec::new();
@@ -639,5 +711,221 @@ fn run_traffic(action: TrafficAction) -> Result<()> {
             println!("{}", serde_json::to_string(&c)?);
             Ok(())
         }
+    }
+}
+
+fn parse_size(flag: &str, s: &str) -> Result<u64> {
+    let (digits, scale) = match s.chars().last() {
+        Some('K' | 'k') => (&s[..s.len() - 1], 1 << 10),
+        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|v| v.checked_mul(scale))
+        .filter(|v| *v >= 4 && v % 4 == 0 && *v <= 1 << 30)
+        .with_context(|| {
+            format!("{flag} {s}: give a size in bytes, a multiple of 4 up to 1G (8K, 16M)")
+        })
+}
+
+fn run_endpoint(args: EndpointArgs) -> Result<()> {
+    use rocelab::endpoint::allreduce::Sweep;
+    use rocelab::runtime::{self, endpoint as live};
+    use rocelab::sim::flows::Flow;
+    let text = std::fs::read_to_string(&args.peers)
+        .with_context(|| format!("cannot read peers file {}", args.peers.display()))?;
+    let peers =
+        live::parse_peers(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.peers.display()))?;
+    let me = peers.get(args.rank).with_context(|| {
+        format!(
+            "--rank {}: the peers file has ranks 0 to {}",
+            args.rank,
+            peers.len() - 1
+        )
+    })?;
+    let mut cfg = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            toml::from_str::<rocelab::config::endpoint::EndpointConfig>(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message().trim_end()))?
+        }
+        None => rocelab::config::endpoint::EndpointConfig::default(),
+    };
+    if let Some(g) = args.link_gbps {
+        cfg.link_gbps = g;
+    }
+    cfg.validate("endpoint")
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let actual_mac = interface_mac(&args.iface)?;
+    if actual_mac != me.mac {
+        anyhow::bail!(
+            "{} has MAC {actual_mac}, but the peers file gives rank {} {}",
+            args.iface,
+            args.rank,
+            me.mac
+        );
+    }
+    let mut ep = rocelab::endpoint::Endpoint::new(&cfg, me.mac, me.ip);
+    let start = match args.start_at {
+        Some(ms) => {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_millis() as u64;
+            rocelab::time::Nanos(ms.saturating_sub(now_ms) * 1_000_000)
+        }
+        None => rocelab::time::Nanos::ZERO,
+    };
+    let mut sizes = Vec::new();
+    let app: Box<dyn rocelab::endpoint::allreduce::Application> = match args.mode.as_str() {
+        "allreduce" => {
+            let (min, max) = (
+                parse_size("-b", &args.min_bytes)?,
+                parse_size("-e", &args.max_bytes)?,
+            );
+            if max < min || args.factor < 2 {
+                anyhow::bail!(
+                    "-b {min} -e {max} -f {}: need b <= e and f >= 2",
+                    args.factor
+                );
+            }
+            let mut s = min;
+            while s <= max {
+                sizes.push(s);
+                s *= args.factor;
+            }
+            let (to_next, _) = live::ring_qps(&mut ep, &peers, args.rank);
+            Box::new(
+                Sweep::new(&mut ep, args.rank, peers.len(), &sizes, args.seed, to_next)
+                    .starting_at(start),
+            )
+        }
+        "send" => {
+            let to = args.to.context("--mode send needs --to RANK")?;
+            if to >= peers.len() || to == args.rank {
+                anyhow::bail!("--to {to}: give another rank of the peers file");
+            }
+            if args.message_bytes == 0 || args.message_bytes > 1 << 30 {
+                anyhow::bail!("--message-bytes: give 1 byte to 1 GiB");
+            }
+            let qp = live::flow_send_qp(&mut ep, &peers, args.rank, to);
+            Box::new(Flow::new(qp, args.bytes, args.message_bytes, start))
+        }
+        "receive" => {
+            live::flow_receive_qps(&mut ep, &peers, args.rank);
+            Flow::prepare_receiver(&mut ep, args.message_bytes);
+            Box::new(Idle)
+        }
+        other => anyhow::bail!("--mode {other}: give allreduce, send or receive"),
+    };
+    let cores = args.cores.unwrap_or_default();
+    cores.check().map_err(|e| anyhow::anyhow!("--cores: {e}"))?;
+    let opts = live::EndpointOptions {
+        cfg,
+        iface: args.iface.clone(),
+        backend: args.backend,
+        cores,
+        busy_poll: args.busy_poll,
+        limit: Some(seconds("--limit", args.limit)?),
+        linger: seconds("--linger", args.linger)?,
+    };
+    let stop = runtime::stop_on_signals()?;
+    let outcome = live::run(&opts, ep, app, &stop)?;
+    let counters = *outcome.endpoint.counters();
+    let mut rows = Vec::new();
+    let mut wrong_total = 0u64;
+    let n = peers.len() as f64;
+    let app: &dyn std::any::Any = outcome.app.as_ref();
+    if let Some(sweep) = app.downcast_ref::<Sweep>() {
+        println!(
+            "# rank {} of {}: ring all-reduce, float sum (this rank's view)",
+            args.rank,
+            peers.len()
+        );
+        println!(
+            "# {:>10} {:>11} {:>10} {:>7} {:>7} {:>7}",
+            "size", "count", "time", "algbw", "busbw", "#wrong"
+        );
+        println!(
+            "# {:>10} {:>11} {:>10} {:>7} {:>7} {:>7}",
+            "(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)", ""
+        );
+        for (size, run) in sweep.runs() {
+            let wrong = run.wrong(&outcome.endpoint) as u64;
+            wrong_total += wrong;
+            let time = run.elapsed().map(|(a, b)| b.0.saturating_sub(a.0));
+            let algbw = time.map_or(0.0, |t| size as f64 / t.max(1) as f64);
+            println!(
+                "  {:>10} {:>11} {:>10} {:>7.3} {:>7.3} {:>7}",
+                size,
+                size / 4,
+                time.map_or_else(|| "timeout".into(), |t| format!("{:.1}", t as f64 / 1e3)),
+                algbw,
+                algbw * 2.0 * (n - 1.0) / n,
+                wrong
+            );
+            rows.push(
+                serde_json::json!({"size": size, "count": size / 4, "time_ns": time, "algbw": algbw,
+                "busbw": algbw * 2.0 * (n - 1.0) / n, "wrong": wrong}),
+            );
+        }
+    }
+    if let Some(flow) = app.downcast_ref::<Flow>() {
+        println!(
+            "sent {} bytes{}",
+            flow.completed_bytes(),
+            flow.finished()
+                .map_or_else(String::new, |t| format!(" in {}", t.human()))
+        );
+    }
+    println!(
+        "endpoint: {} data packets sent ({} retransmitted, {} timeouts), {} received; CNPs sent {} received {}; CE received {}; PFC pauses received {}; kernel drops {}",
+        counters.data_packets_sent,
+        counters.retransmitted_packets,
+        counters.timeouts,
+        counters.data_packets_received,
+        counters.cnps_sent,
+        counters.cnps_received,
+        counters.ce_received,
+        counters.pauses_received + counters.link_pauses_received,
+        outcome.kernel.drops
+    );
+    if let Some(path) = &args.report {
+        let report = serde_json::json!({
+            "rank": args.rank, "mode": args.mode, "done": outcome.app.done(),
+            "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(e) = outcome.error {
+        anyhow::bail!("stopped: {e}");
+    }
+    if args.mode != "receive" && !outcome.app.done() {
+        anyhow::bail!("not finished before --limit or a stop signal");
+    }
+    if wrong_total > 0 {
+        anyhow::bail!("{wrong_total} values differ from the expected sum");
+    }
+    Ok(())
+}
+
+/// The receiver's application: nothing to post; the endpoint answers on its own.
+struct Idle;
+
+impl rocelab::endpoint::allreduce::Application for Idle {
+    fn start(&mut self, _: rocelab::time::Nanos, _: &mut rocelab::endpoint::Endpoint) {}
+    fn on_completion(
+        &mut self,
+        _: rocelab::time::Nanos,
+        _: &mut rocelab::endpoint::Endpoint,
+        _: rocelab::endpoint::Completion,
+    ) {
+    }
+    fn done(&self) -> bool {
+        false
     }
 }

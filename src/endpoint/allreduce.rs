@@ -34,6 +34,22 @@ pub trait Application: std::any::Any {
     fn on_timeout(&mut self, _now: Nanos, _ep: &mut Endpoint) {}
 }
 
+fn data_rkey(tag: u32) -> u32 {
+    DATA_RKEY + (tag << 20)
+}
+
+fn stage_rkey(tag: u32) -> u32 {
+    STAGE_RKEY + (tag << 20)
+}
+
+fn data_va(tag: u32) -> u64 {
+    DATA_VA + (u64::from(tag) << 36)
+}
+
+fn stage_va(tag: u32) -> u64 {
+    STAGE_VA + (u64::from(tag) << 36)
+}
+
 /// The value rank `rank` starts with at element `i`: a small integer, so that any order of
 /// summation is exact in f32 and the result can be checked bit for bit.
 pub fn initial_value(seed: u64, rank: usize, i: usize) -> f32 {
@@ -57,6 +73,8 @@ pub struct RingAllReduce {
     chunk: usize,
     seed: u64,
     qp_next: usize,
+    /// Tells this run's keys, addresses and messages from other runs' on the same QPs.
+    tag: u32,
     received: usize,
     sends_done: usize,
     /// Reused to copy a staged chunk out of the endpoint.
@@ -78,14 +96,30 @@ impl RingAllReduce {
         seed: u64,
         qp_next: usize,
     ) -> RingAllReduce {
+        RingAllReduce::tagged(ep, rank, ranks, count, seed, qp_next, 0)
+    }
+
+    /// As [`RingAllReduce::new`], for run `tag` of several on the same QPs: its buffers get
+    /// their own keys and addresses, and its messages carry the tag in the immediate data
+    /// (high 16 bits) and the work request id (high 32 bits).
+    pub fn tagged(
+        ep: &mut Endpoint,
+        rank: usize,
+        ranks: usize,
+        count: usize,
+        seed: u64,
+        qp_next: usize,
+        tag: u16,
+    ) -> RingAllReduce {
         let chunk = count.div_ceil(ranks.max(1));
-        ep.register(DATA_RKEY, DATA_VA, count * 4);
+        let tag = u32::from(tag);
+        ep.register(data_rkey(tag), data_va(tag), count * 4);
         ep.register(
-            STAGE_RKEY,
-            STAGE_VA,
+            stage_rkey(tag),
+            stage_va(tag),
             ranks.saturating_sub(1).max(1) * chunk * 4,
         );
-        if let Some(data) = ep.region_mut(DATA_RKEY) {
+        if let Some(data) = ep.region_mut(data_rkey(tag)) {
             for (i, v) in data.chunks_exact_mut(4).enumerate() {
                 v.copy_from_slice(&initial_value(seed, rank, i).to_le_bytes());
             }
@@ -97,6 +131,7 @@ impl RingAllReduce {
             chunk,
             seed,
             qp_next,
+            tag,
             received: 0,
             sends_done: 0,
             scratch: Vec::new(),
@@ -144,21 +179,22 @@ impl RingAllReduce {
     fn post_step(&mut self, ep: &mut Endpoint, s: usize) {
         let c = self.chunk_sent(s);
         let range = self.range(c);
-        let data = ep.region(DATA_RKEY).unwrap_or_default();
+        let tag = self.tag;
+        let data = ep.region(data_rkey(tag)).unwrap_or_default();
         let bytes: std::sync::Arc<[u8]> = data[range.start * 4..range.end * 4].into();
         let (rkey, va) = if s < self.ranks - 1 {
-            (STAGE_RKEY, STAGE_VA + (s * self.chunk * 4) as u64)
+            (stage_rkey(tag), stage_va(tag) + (s * self.chunk * 4) as u64)
         } else {
-            (DATA_RKEY, DATA_VA + (range.start * 4) as u64)
+            (data_rkey(tag), data_va(tag) + (range.start * 4) as u64)
         };
         ep.post_write(
             self.qp_next,
             SendWr {
-                id: s as u64,
+                id: (u64::from(tag) << 32) | s as u64,
                 data: bytes,
                 remote_va: va,
                 rkey,
-                imm: Some(s as u32),
+                imm: Some((tag << 16) | s as u32),
             },
         );
     }
@@ -173,13 +209,13 @@ impl RingAllReduce {
         let mut stage = std::mem::take(&mut self.scratch);
         stage.clear();
         stage.extend_from_slice(
-            ep.region(STAGE_RKEY)
+            ep.region(stage_rkey(self.tag))
                 .unwrap_or_default()
                 .get(at..at + range.len() * 4)
                 .unwrap_or_default(),
         );
         if let Some(data) = ep
-            .region_mut(DATA_RKEY)
+            .region_mut(data_rkey(self.tag))
             .and_then(|d| d.get_mut(range.start * 4..range.end * 4))
         {
             for (d, a) in data.chunks_exact_mut(4).zip(stage.chunks_exact(4)) {
@@ -198,7 +234,7 @@ impl RingAllReduce {
 
     /// Elements of this rank's buffer that differ from the closed-form sum.
     pub fn wrong(&self, ep: &Endpoint) -> usize {
-        let data = ep.region(DATA_RKEY).unwrap_or_default();
+        let data = ep.region(data_rkey(self.tag)).unwrap_or_default();
         data.chunks_exact(4)
             .enumerate()
             .filter(|(i, b)| {
@@ -229,9 +265,17 @@ impl Application for RingAllReduce {
 
     fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
         match completion {
-            Completion::Sent { .. } => self.sends_done += 1,
+            Completion::Sent { wr_id, .. } => {
+                if wr_id >> 32 != u64::from(self.tag) {
+                    return;
+                }
+                self.sends_done += 1;
+            }
             Completion::Received { imm, .. } => {
-                let s = imm as usize;
+                if imm >> 16 != self.tag {
+                    return;
+                }
+                let s = (imm & 0xffff) as usize;
                 if s < self.ranks - 1 {
                     self.reduce(ep, s);
                 }
@@ -248,5 +292,111 @@ impl Application for RingAllReduce {
 
     fn done(&self) -> bool {
         self.ranks <= 1 || (self.received == self.steps() && self.sends_done == self.steps())
+    }
+}
+
+/// An nccl-tests-like sweep on one rank: one ring all-reduce per size, run one after the
+/// other on the same QPs, each tagged with its index. A rank starts size k + 1 when it is
+/// done with size k; data for a size it has not started yet is still reduced and passed
+/// on, so ranks that drift apart never deadlock and never mix sizes up.
+#[derive(Debug)]
+pub struct Sweep {
+    runs: Vec<RingAllReduce>,
+    sizes: Vec<u64>,
+    current: usize,
+    start_at: Nanos,
+    started: bool,
+}
+
+impl Sweep {
+    /// Rank `rank` of `ranks` on `ep`, sizes in bytes (each a multiple of 4), `qp_next` the
+    /// QP to the next rank.
+    pub fn new(
+        ep: &mut Endpoint,
+        rank: usize,
+        ranks: usize,
+        sizes: &[u64],
+        seed: u64,
+        qp_next: usize,
+    ) -> Sweep {
+        let runs = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| {
+                RingAllReduce::tagged(
+                    ep,
+                    rank,
+                    ranks,
+                    (size / 4) as usize,
+                    seed,
+                    qp_next,
+                    i as u16,
+                )
+            })
+            .collect();
+        Sweep {
+            runs,
+            sizes: sizes.to_vec(),
+            current: 0,
+            start_at: Nanos::ZERO,
+            started: false,
+        }
+    }
+
+    /// Starts at `at` instead of when the run starts.
+    pub fn starting_at(mut self, at: Nanos) -> Sweep {
+        self.start_at = at;
+        self
+    }
+
+    /// Each size with its run.
+    pub fn runs(&self) -> impl Iterator<Item = (u64, &RingAllReduce)> {
+        self.sizes.iter().copied().zip(&self.runs)
+    }
+
+    fn advance(&mut self, now: Nanos, ep: &mut Endpoint) {
+        while self.current < self.runs.len() && self.runs[self.current].done() {
+            self.current += 1;
+            if let Some(next) = self.runs.get_mut(self.current) {
+                next.start(now, ep);
+            }
+        }
+    }
+}
+
+impl Application for Sweep {
+    fn start(&mut self, now: Nanos, ep: &mut Endpoint) {
+        if now >= self.start_at && !self.started {
+            self.started = true;
+            if let Some(first) = self.runs.first_mut() {
+                first.start(now, ep);
+            }
+            self.advance(now, ep);
+        }
+    }
+
+    fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
+        let tag = match completion {
+            Completion::Sent { wr_id, .. } => (wr_id >> 32) as usize,
+            Completion::Received { imm, .. } => (imm >> 16) as usize,
+        };
+        if let Some(run) = self.runs.get_mut(tag) {
+            run.on_completion(now, ep, completion);
+        }
+        if self.started {
+            self.advance(now, ep);
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.started && self.current >= self.runs.len()
+    }
+
+    fn deadline(&self) -> Option<Nanos> {
+        (!self.started).then_some(self.start_at)
+    }
+
+    fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {
+        self.start(now, ep);
     }
 }

@@ -5,6 +5,7 @@
 //! core list; waits block with timeouts by default (the machine is shared with the
 //! endpoints), or spin with `--busy-poll`. SIGINT and SIGTERM stop everything cleanly.
 
+pub mod endpoint;
 pub mod metrics;
 pub mod ports;
 pub mod switch;

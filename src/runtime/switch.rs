@@ -6,6 +6,7 @@ use super::{Clock, CoreList, stopped};
 use crate::config::{CLASSES, SwitchConfig};
 use crate::io::{Backend, KernelStats};
 use crate::switch::Switch;
+use crate::time::Nanos;
 use crossbeam_channel::RecvTimeoutError;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -47,10 +48,6 @@ pub struct SwitchOutcome {
     pub error: Option<String>,
 }
 
-/// Deadlines closer than this are waited for by spinning: a sleeping thread wakes tens of
-/// µs late, which would stretch every frame time at high rates.
-const SPIN_WINDOW: Duration = Duration::from_micros(60);
-
 /// Largest frame the ports must carry: the configured MTU plus the Ethernet header and a
 /// VLAN tag.
 fn frame_mtu(cfg: &SwitchConfig) -> usize {
@@ -84,8 +81,9 @@ pub fn run(
     let mut next_line = opts.interval.map(|i| started + i);
     let mut next_snapshot = started;
     let mut outgoing: Vec<Vec<Vec<u8>>> = vec![Vec::new(); opts.ifaces.len()];
-    let mut last = Totals::of(&switch);
+    let mut last_totals = Totals::of(&switch);
     let mut last_line = started;
+    let mut last = Nanos::ZERO;
     let mut error = None;
 
     loop {
@@ -107,9 +105,7 @@ pub fn run(
         {
             wake = wake.min(t);
         }
-        // Far deadlines are slept through (blocking); the last stretch, and any deadline
-        // closer than a thread wake-up takes, is spun, so the shaper keeps µs accuracy.
-        let first = if opts.busy_poll || wake <= Instant::now() + SPIN_WINDOW {
+        let first = if opts.busy_poll {
             loop {
                 match ports.rx.try_recv() {
                     Ok(b) => break Some(b),
@@ -118,13 +114,16 @@ pub fn run(
                 }
             }
         } else {
-            match ports.rx.recv_deadline(wake - SPIN_WINDOW) {
+            match ports.rx.recv_deadline(wake) {
                 Ok(b) => Some(b),
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         };
-        let now = clock.now();
+        // A thread wakes late: what the ports would have sent meanwhile leaves now, at the
+        // times the shapers give it, so the emulated line rate holds on average.
+        let now = clock.now().max(last);
+        catch_up(&mut switch, now, &mut last, &mut outgoing);
         if let Some((port, batch)) = first {
             for frame in batch {
                 switch.handle_owned_frame(now, port, frame);
@@ -139,7 +138,6 @@ pub fn run(
                 }
             }
         }
-        let now = clock.now();
         if switch.poll_timeout().is_some_and(|t| t <= now) {
             switch.handle_timeout(now);
         }
@@ -159,10 +157,16 @@ pub fn run(
             let _ = writeln!(
                 out,
                 "{}",
-                summary_line(&switch, &last, &totals, now_i - started, now_i - last_line)
+                summary_line(
+                    &switch,
+                    &last_totals,
+                    &totals,
+                    now_i - started,
+                    now_i - last_line
+                )
             );
             let _ = out.flush();
-            last = totals;
+            last_totals = totals;
             last_line = now_i;
             next_line = Some(t + interval);
         }
@@ -181,6 +185,34 @@ pub fn run(
         elapsed,
         error,
     })
+}
+
+/// How far back a late core thread sends what the shapers allowed while it slept.
+const MAX_CATCH_UP: Nanos = Nanos(200_000);
+
+/// Runs the switch's timers and transmissions that fell due before `now`, each at its own
+/// time, in order; `last` is the latest time the switch has seen.
+fn catch_up(sw: &mut Switch, now: Nanos, last: &mut Nanos, out: &mut [Vec<Vec<u8>>]) {
+    // No further back than MAX_CATCH_UP: a long stall is lost time, not a burst.
+    let floor = Nanos(now.0.saturating_sub(MAX_CATCH_UP.0)).max(*last);
+    // Bounded: every round sends a frame or moves time forward.
+    for _ in 0..1_000_000 {
+        let Some(t) = sw.poll_timeout().filter(|&t| t < now) else {
+            break;
+        };
+        let t = t.max(floor);
+        sw.handle_timeout(t);
+        let mut sent = false;
+        while let Some((port, buf)) = sw.poll_transmit_owned(t) {
+            out[port].push(buf);
+            sent = true;
+        }
+        if !sent && t == *last && sw.poll_timeout() == Some(t) {
+            break;
+        }
+        *last = t;
+    }
+    *last = now;
 }
 
 /// Counter sums over every port and class.

@@ -1,0 +1,325 @@
+//! `rocelab endpoint`: one endpoint core and its application live on an interface, with
+//! a peers file naming every rank's MAC, IP and QP numbers.
+
+use super::ports::PortThreads;
+use super::{Clock, CoreList, stopped};
+use crate::config::endpoint::EndpointConfig;
+use crate::endpoint::allreduce::Application;
+use crate::endpoint::{Endpoint, Peer};
+use crate::io::{Backend, KernelStats};
+use crate::time::Nanos;
+use crate::wire::MacAddr;
+use crossbeam_channel::RecvTimeoutError;
+use serde::Deserialize;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// One rank of the peers file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerSpec {
+    /// Its rank.
+    pub rank: usize,
+    /// Its MAC address.
+    pub mac: MacAddr,
+    /// Its IPv4 address.
+    pub ip: Ipv4Addr,
+    /// Its first QP number: the ring QP to the next rank is `qpn`, from the previous
+    /// `qpn + 1`, and bulk flows use `qpn + 2` (sender) and `qpn + 3 + sender rank`
+    /// (receiver).
+    pub qpn: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeersFile {
+    peer: Vec<PeerEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeerEntry {
+    rank: usize,
+    mac: String,
+    ip: Ipv4Addr,
+    qpn: u32,
+}
+
+/// Parses a peers file: `[[peer]]` entries with `rank`, `mac`, `ip`, `qpn`, ranks 0..N
+/// each once.
+pub fn parse_peers(text: &str) -> Result<Vec<PeerSpec>, String> {
+    let file: PeersFile = toml::from_str(text).map_err(|e| e.message().trim_end().to_owned())?;
+    let mut peers = Vec::new();
+    for (i, e) in file.peer.iter().enumerate() {
+        let mac = parse_mac(&e.mac).ok_or_else(|| {
+            format!(
+                "peer[{i}].mac: '{}' is not a MAC address like 02:00:c6:12:00:01",
+                e.mac
+            )
+        })?;
+        if !(2..0x00ff_0000).contains(&e.qpn) {
+            return Err(format!(
+                "peer[{i}].qpn: {} is not allowed; give 2 to 16711679",
+                e.qpn
+            ));
+        }
+        peers.push(PeerSpec {
+            rank: e.rank,
+            mac,
+            ip: e.ip,
+            qpn: e.qpn,
+        });
+    }
+    peers.sort_by_key(|p| p.rank);
+    for (i, p) in peers.iter().enumerate() {
+        if p.rank != i {
+            return Err(format!(
+                "ranks must be 0 to {} once each; rank {i} is missing or repeated",
+                peers.len() - 1
+            ));
+        }
+    }
+    if peers.len() < 2 {
+        return Err("a peers file needs at least 2 ranks".into());
+    }
+    Ok(peers)
+}
+
+/// A MAC address "aa:bb:cc:dd:ee:ff".
+pub fn parse_mac(s: &str) -> Option<MacAddr> {
+    let bytes: Vec<u8> = s
+        .split(':')
+        .map(|p| u8::from_str_radix(p, 16).ok())
+        .collect::<Option<_>>()?;
+    let b: [u8; 6] = bytes.try_into().ok()?;
+    Some(MacAddr(b))
+}
+
+fn peer(p: &PeerSpec, qpn: u32) -> Peer {
+    Peer {
+        mac: p.mac,
+        ip: p.ip,
+        qpn,
+    }
+}
+
+/// The ring QPs of `rank`: (to the next rank, from the previous one).
+pub fn ring_qps(ep: &mut Endpoint, peers: &[PeerSpec], rank: usize) -> (usize, usize) {
+    let n = peers.len();
+    let (me, next, prev) = (
+        &peers[rank],
+        &peers[(rank + 1) % n],
+        &peers[(rank + n - 1) % n],
+    );
+    let to_next = ep.create_qp(me.qpn, peer(next, next.qpn + 1), 0);
+    let from_prev = ep.create_qp(me.qpn + 1, peer(prev, prev.qpn), 0);
+    (to_next, from_prev)
+}
+
+/// The QP for a bulk flow from `rank` to `to`.
+pub fn flow_send_qp(ep: &mut Endpoint, peers: &[PeerSpec], rank: usize, to: usize) -> usize {
+    let dst = &peers[to];
+    ep.create_qp(peers[rank].qpn + 2, peer(dst, dst.qpn + 3 + rank as u32), 0)
+}
+
+/// The QPs that receive bulk flows from every other rank.
+pub fn flow_receive_qps(ep: &mut Endpoint, peers: &[PeerSpec], rank: usize) {
+    for (s, p) in peers.iter().enumerate() {
+        if s != rank {
+            ep.create_qp(peers[rank].qpn + 3 + s as u32, peer(p, p.qpn + 2), 0);
+        }
+    }
+}
+
+/// How far back a late thread sends what fell due while it slept.
+const MAX_CATCH_UP: Nanos = Nanos(100_000);
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct EndpointOptions {
+    /// The endpoint configuration (its link rate paces the NIC).
+    pub cfg: EndpointConfig,
+    /// The interface.
+    pub iface: String,
+    /// The socket backend.
+    pub backend: Backend,
+    /// Cores to pin to.
+    pub cores: CoreList,
+    /// Spin instead of sleeping.
+    pub busy_poll: bool,
+    /// Give up after this long.
+    pub limit: Option<Duration>,
+    /// After the application is done, keep answering (ACKs for retransmissions) this long.
+    pub linger: Duration,
+}
+
+/// How the run ended.
+pub struct EndpointOutcome {
+    /// The endpoint with its counters and memory.
+    pub endpoint: Endpoint,
+    /// The application.
+    pub app: Box<dyn Application>,
+    /// When the application finished, if it did.
+    pub done_at: Option<Nanos>,
+    /// Kernel receive statistics.
+    pub kernel: KernelStats,
+    /// A port's fatal error, if that is what stopped it.
+    pub error: Option<String>,
+}
+
+/// Runs `ep` with `app` until the application is done (and the linger time passed), the
+/// limit, `stop`, or a port error. The application's clock starts at 0 now.
+pub fn run(
+    opts: &EndpointOptions,
+    mut ep: Endpoint,
+    mut app: Box<dyn Application>,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<EndpointOutcome> {
+    let mtu = opts.cfg.mtu as usize + 128;
+    let ports = PortThreads::start(
+        std::slice::from_ref(&opts.iface),
+        opts.backend,
+        mtu,
+        &opts.cores,
+        stop,
+    )?;
+    opts.cores.pin(0);
+    super::precise_timers();
+    let clock = Clock::start();
+    let started = Instant::now();
+    let end = opts.limit.map(|l| started + l);
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut last = Nanos::ZERO;
+    let mut done_at: Option<Nanos> = None;
+    let mut error = None;
+    app.start(Nanos::ZERO, &mut ep);
+    drive(
+        &mut ep,
+        app.as_mut(),
+        Nanos::ZERO,
+        &mut last,
+        &mut out,
+        &ports.pool,
+    );
+
+    loop {
+        if stopped(stop) || end.is_some_and(|e| Instant::now() >= e) {
+            break;
+        }
+        if let Ok(e) = ports.errors.try_recv() {
+            error = Some(e);
+            break;
+        }
+        let now = clock.now();
+        if app.done() {
+            let at = *done_at.get_or_insert(now);
+            if now.0.saturating_sub(at.0) >= opts.linger.as_nanos() as u64 && ep.idle() {
+                break;
+            }
+        }
+        let mut wake = Instant::now() + Duration::from_millis(20);
+        for t in [ep.poll_timeout(), app.deadline()].into_iter().flatten() {
+            wake = wake.min(clock.instant(t));
+        }
+        if let Some(e) = end {
+            wake = wake.min(e);
+        }
+        let first = if opts.busy_poll {
+            loop {
+                match ports.rx.try_recv() {
+                    Ok(b) => break Some(b),
+                    Err(_) if Instant::now() >= wake => break None,
+                    Err(_) => std::hint::spin_loop(),
+                }
+            }
+        } else {
+            match ports.rx.recv_deadline(wake) {
+                Ok(b) => Some(b),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        };
+        let now = clock.now().max(last);
+        // Sends and timers that fell due while the thread slept, at their own times, but
+        // no further back than MAX_CATCH_UP: a long stall is lost time, not a burst (a
+        // NIC does not send what it missed, and a burst would outrun a pause in flight).
+        let floor = Nanos(now.0.saturating_sub(MAX_CATCH_UP.0)).max(last);
+        for _ in 0..1_000_000 {
+            let due = [ep.poll_timeout(), app.deadline()]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(t) = due.filter(|&t| t < now) else {
+                break;
+            };
+            let t = t.max(floor);
+            let t = t.max(last);
+            let before = out.len();
+            drive(&mut ep, app.as_mut(), t, &mut last, &mut out, &ports.pool);
+            if out.len() == before
+                && [ep.poll_timeout(), app.deadline()]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    == Some(t)
+            {
+                break;
+            }
+        }
+        if let Some((_, batch)) = first {
+            for frame in batch {
+                ep.handle_frame(now, &frame);
+                ports.pool.put(frame);
+            }
+            for _ in 0..64 {
+                let Ok((_, batch)) = ports.rx.try_recv() else {
+                    break;
+                };
+                for frame in batch {
+                    ep.handle_frame(now, &frame);
+                    ports.pool.put(frame);
+                }
+            }
+        }
+        drive(&mut ep, app.as_mut(), now, &mut last, &mut out, &ports.pool);
+        if !out.is_empty() {
+            let _ = ports.tx[0].send(std::mem::take(&mut out));
+        }
+    }
+    let kernel = ports.finish().into_iter().next().unwrap_or_default();
+    Ok(EndpointOutcome {
+        endpoint: ep,
+        app,
+        done_at,
+        kernel,
+        error,
+    })
+}
+
+/// One step at time `t`: timers, the application's reactions, then every frame the link
+/// and the pacers let go.
+fn drive(
+    ep: &mut Endpoint,
+    app: &mut dyn Application,
+    t: Nanos,
+    last: &mut Nanos,
+    out: &mut Vec<Vec<u8>>,
+    pool: &crate::io::Pool,
+) {
+    if ep.poll_timeout().is_some_and(|d| d <= t) {
+        ep.handle_timeout(t);
+    }
+    if app.deadline().is_some_and(|d| d <= t) {
+        app.on_timeout(t, ep);
+    }
+    while let Some(c) = ep.poll_completion() {
+        app.on_completion(t, ep, c);
+    }
+    while let Some(f) = ep.poll_transmit(t) {
+        let mut buf = pool.get();
+        buf.extend_from_slice(f);
+        out.push(buf);
+    }
+    *last = t;
+}

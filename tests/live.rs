@@ -1,0 +1,601 @@
+//! The switch and the endpoint live, on veth pairs between network namespaces (root only;
+//! skipped with a reason otherwise, a failure under CI=true). Every namespace and veth is
+//! removed afterwards, also when a test fails. Tests run one at a time: they share two
+//! cores and time matters to them.
+
+mod common;
+
+use rocelab::lab::netns::{self, Netns};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rocelab")
+}
+
+/// True when the test can run; otherwise it was skipped (or fails under CI).
+fn live(test: &str) -> bool {
+    match netns::can_make_namespaces() {
+        Ok(()) => true,
+        Err(why) => {
+            common::skip(test, &why);
+            false
+        }
+    }
+}
+
+fn mac(i: usize) -> String {
+    format!("02:00:c6:12:00:{i:02x}")
+}
+
+fn ip(i: usize) -> String {
+    format!("198.18.0.{}", i + 1)
+}
+
+/// `hosts` namespaces `{tag}n{i}`, each with a veth `{tag}h{i}` (MAC `mac(i)`, address
+/// `ip(i)`/24) whose root end is `{tag}s{i}`.
+struct Lab {
+    net: Netns,
+    namespaces: Vec<String>,
+    tag: String,
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new(tag: &str, hosts: usize) -> Lab {
+        let mut net = Netns::new().unwrap();
+        let mut namespaces = Vec::new();
+        for i in 0..hosts {
+            let ns = net.namespace(&format!("{tag}n{i}")).unwrap();
+            net.veth(
+                &format!("{tag}s{i}"),
+                &ns,
+                &format!("{tag}h{i}"),
+                Some(&mac(i)),
+                Some(&format!("{}/24", ip(i))),
+                9000,
+            )
+            .unwrap();
+            namespaces.push(ns);
+        }
+        Lab {
+            net,
+            namespaces,
+            tag: tag.to_owned(),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn root_if(&self, i: usize) -> String {
+        self.net.name(&format!("{}s{i}", self.tag))
+    }
+
+    fn host_if(&self, i: usize) -> String {
+        self.net.name(&format!("{}h{i}", self.tag))
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A switch on every root end, `extra` arguments after the port list.
+    fn switch(&self, config: &Path, extra: &[&str]) -> Child {
+        let mut c = Command::new(bin());
+        c.args([
+            "switch",
+            "--config",
+            config.to_str().unwrap(),
+            "--interval",
+            "0",
+        ]);
+        for i in 0..self.namespaces.len() {
+            c.arg("--port").arg(format!("p{i}={}", self.root_if(i)));
+        }
+        c.args(extra);
+        let child = c
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        child
+    }
+
+    /// `program args...` inside namespace `i`.
+    fn exec(&self, i: usize, program: &str, args: &[&str]) -> Command {
+        let mut c = self.net.exec(&self.namespaces[i], program);
+        c.args(args);
+        c
+    }
+
+    fn peers(&self) -> PathBuf {
+        let mut text = String::new();
+        for i in 0..self.namespaces.len() {
+            text += &format!(
+                "[[peer]]\nrank = {i}\nmac = \"{}\"\nip = \"{}\"\nqpn = {}\n",
+                mac(i),
+                ip(i),
+                0x100 * (i + 1)
+            );
+        }
+        let path = self.path("peers.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// `rocelab endpoint` as rank `i` with `args`.
+    fn endpoint(&self, i: usize, args: &[&str]) -> Child {
+        let peers = self.peers();
+        let iface = self.host_if(i);
+        let rank = i.to_string();
+        let mut all = vec![
+            "endpoint",
+            "--iface",
+            &iface,
+            "--peers",
+            peers.to_str().unwrap(),
+            "--rank",
+            &rank,
+        ];
+        all.extend_from_slice(args);
+        self.exec(i, bin(), &all)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+}
+
+/// The switch configuration `preset` with every port at `gbps` and `edit` applied.
+fn switch_config(lab: &Lab, gbps: f64, edit: &[(&str, &str)]) -> PathBuf {
+    let out = Command::new(bin())
+        .args(["config", "show", "default"])
+        .output()
+        .unwrap();
+    let mut text = String::from_utf8(out.stdout).unwrap();
+    text = text.replace("speed_gbps = 100", &format!("speed_gbps = {gbps}"));
+    for (from, to) in edit {
+        assert!(text.contains(from), "{from} not in the preset");
+        text = text.replace(from, to);
+    }
+    let path = lab.path("switch.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn stop(mut child: Child) -> Output {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn unix_ms_in(ms: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    (now + ms).to_string()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Sums a class counter over the switch's ports in a --stats-json report.
+fn class_sum(report: &serde_json::Value, class: u64, field: &str) -> u64 {
+    report["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["classes"].as_array().unwrap())
+        .filter(|c| c["class"] == class)
+        .map(|c| c[field].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn ping_and_a_tcp_transfer_cross_the_switch() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("ping_and_a_tcp_transfer_cross_the_switch") {
+        return;
+    }
+    let lab = Lab::new("pt", 2);
+    let config = switch_config(&lab, 10.0, &[]);
+    let sw = lab.switch(&config, &[]);
+    let ping = lab
+        .exec(0, "ping", &["-c", "3", "-i", "0.2", "-W", "2", &ip(1)])
+        .output()
+        .unwrap();
+    assert!(
+        ping.status.success(),
+        "ping: {}{}",
+        text(&ping.stdout),
+        text(&ping.stderr)
+    );
+
+    // 2 MB over TCP, counted by the receiver (python3: no extra tool needed).
+    let server = lab
+        .exec(1, "python3", &["-c", "import socket\ns=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', 5001)); s.listen(1)\nc,_=s.accept(); n=0\nwhile True:\n  b=c.recv(65536)\n  if not b: break\n  n+=len(b)\nprint(n)"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let client = lab
+        .exec(0, "python3", &["-c", &format!("import socket\ns=socket.create_connection(('{}', 5001), timeout=10); s.sendall(b'x'*2000000); s.close()", ip(1))])
+        .output()
+        .unwrap();
+    assert!(client.status.success(), "client: {}", text(&client.stderr));
+    let got = server.wait_with_output().unwrap();
+    assert_eq!(text(&got.stdout).trim(), "2000000");
+    let out = stop(sw);
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("Port p0") && table.contains("Port p1"),
+        "{table}"
+    );
+}
+
+#[test]
+fn three_ranks_allreduce_through_the_live_switch() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("three_ranks_allreduce_through_the_live_switch") {
+        return;
+    }
+    let lab = Lab::new("ar", 3);
+    let config = switch_config(&lab, 1.0, &[]);
+    let sw = lab.switch(&config, &[]);
+    let start = unix_ms_in(800);
+    let ranks: Vec<Child> = (0..3)
+        .map(|i| {
+            lab.endpoint(
+                i,
+                &[
+                    "--link-gbps",
+                    "1",
+                    "-b",
+                    "8K",
+                    "-e",
+                    "256K",
+                    "-f",
+                    "4",
+                    "--start-at",
+                    &start,
+                    "--limit",
+                    "30",
+                ],
+            )
+        })
+        .collect();
+    for (i, r) in ranks.into_iter().enumerate() {
+        let out = r.wait_with_output().unwrap();
+        let stdout = text(&out.stdout);
+        assert!(
+            out.status.success(),
+            "rank {i}: {stdout}{}",
+            text(&out.stderr)
+        );
+        let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  ")).collect();
+        assert_eq!(rows.len(), 3, "8K, 32K and 128K: {stdout}");
+        for row in rows {
+            assert_eq!(
+                row.split_whitespace().last(),
+                Some("0"),
+                "rank {i} #wrong: {row}"
+            );
+        }
+    }
+    stop(sw);
+}
+
+/// Starts tshark in namespace `i` on its veth, writing to `file`, for `secs` seconds.
+fn capture(lab: &Lab, i: usize, file: &Path, secs: u32) -> Child {
+    let iface = lab.host_if(i);
+    lab.exec(
+        i,
+        "tshark",
+        &[
+            "-q",
+            "-i",
+            &iface,
+            "-a",
+            &format!("duration:{secs}"),
+            "-w",
+            file.to_str().unwrap(),
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap()
+}
+
+/// How many frames of `file` match the display filter.
+fn tshark_count(file: &Path, filter: &str) -> usize {
+    let out = Command::new("tshark")
+        .args([
+            "-r",
+            file.to_str().unwrap(),
+            "-Y",
+            filter,
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ])
+        .output()
+        .unwrap();
+    text(&out.stdout).lines().filter(|l| !l.is_empty()).count()
+}
+
+/// A small shared buffer (XOFF near 58 KB per priority group) and RED-ECN from 10 KB, on
+/// 1 Gb/s ports: two senders into one port reach both. The headroom covers 8 ms at
+/// 1 Gb/s: on veth, the "cable" a pause crosses includes four threads waking up on a
+/// shared 2-core machine (about 1.3 ms measured with a release build, more with the test
+/// build), far longer than the 5 m of copper the computed minimum assumes.
+fn pressure_config(lab: &Lab) -> PathBuf {
+    switch_config(
+        lab,
+        1.0,
+        &[
+            ("shared_bytes = 33554432", "shared_bytes = 524288"),
+            ("pg_alpha = 1.0", "pg_alpha = 0.125"),
+            (
+                "xon_offset_bytes = 2496",
+                "xon_offset_bytes = 2496\nheadroom_bytes = 1048576",
+            ),
+            (
+                "ecn = { kmin_bytes = 150000, kmax_bytes = 3000000, pmax = 0.07 }",
+                "ecn = { kmin_bytes = 10000, kmax_bytes = 100000, pmax = 0.2 }",
+            ),
+        ],
+    )
+}
+
+#[test]
+fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing";
+    if !live(test) || !common::have_tool(test, "tshark", "apt-get install tshark") {
+        return;
+    }
+    let lab = Lab::new("ic", 3);
+    let config = pressure_config(&lab);
+    let stats = lab.path("stats.json");
+    let sw = lab.switch(&config, &["--stats-json", stats.to_str().unwrap()]);
+    let pcaps: Vec<PathBuf> = (0..3).map(|i| lab.path(&format!("h{i}.pcapng"))).collect();
+    let captures: Vec<Child> = (0..3).map(|i| capture(&lab, i, &pcaps[i], 12)).collect();
+    std::thread::sleep(Duration::from_millis(2000));
+    let report2 = lab.path("r2.json");
+    let receiver = lab.endpoint(
+        2,
+        &[
+            "--mode",
+            "receive",
+            "--link-gbps",
+            "1",
+            "--limit",
+            "20",
+            "--report",
+            report2.to_str().unwrap(),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let start = unix_ms_in(500);
+    let bytes = "4000000";
+    let senders: Vec<Child> = (0..2)
+        .map(|i| {
+            lab.endpoint(
+                i,
+                &[
+                    "--mode",
+                    "send",
+                    "--to",
+                    "2",
+                    "--bytes",
+                    bytes,
+                    "--link-gbps",
+                    "1",
+                    "--start-at",
+                    &start,
+                    "--limit",
+                    "15",
+                ],
+            )
+        })
+        .collect();
+    let mut sent = 0;
+    for (i, s) in senders.into_iter().enumerate() {
+        let out = s.wait_with_output().unwrap();
+        let stdout = text(&out.stdout);
+        assert!(
+            out.status.success(),
+            "sender {i}: {stdout}{}",
+            text(&out.stderr)
+        );
+        assert!(stdout.contains(&format!("sent {bytes} bytes")), "{stdout}");
+        assert!(
+            stdout.contains("(0 retransmitted, 0 timeouts)"),
+            "lossless: {stdout}"
+        );
+        sent += stdout
+            .split("endpoint: ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap();
+    }
+    let r = stop(receiver);
+    assert!(r.status.success(), "receiver: {}", text(&r.stderr));
+    let got = json(&report2)["counters"]["data_packets_received"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(got, sent, "every data packet arrived once");
+    stop(sw);
+    for c in captures {
+        let _ = stop(c);
+    }
+    let report = json(&stats);
+    assert!(class_sum(&report, 3, "tx_pause_frames") > 0, "PFC fired");
+    assert!(class_sum(&report, 3, "ecn_marked") > 0, "CE marked");
+    assert_eq!(class_sum(&report, 3, "dropped_ingress_overflow"), 0);
+    assert_eq!(class_sum(&report, 3, "dropped_tail"), 0);
+    // What tshark saw in the namespaces: PFC frames and CNPs at the senders, CE-marked
+    // data at the receiver.
+    let pfc: usize = (0..2)
+        .map(|i| tshark_count(&pcaps[i], "macc.cbfc.enbv == 0x0008"))
+        .sum();
+    let cnps: usize = (0..2)
+        .map(|i| tshark_count(&pcaps[i], "infiniband.bth.opcode == 129"))
+        .sum();
+    let ce = tshark_count(&pcaps[2], "udp.dstport == 4791 && ip.dsfield.ecn == 3");
+    assert!(pfc > 0, "tshark saw no PFC frame in the sender namespaces");
+    assert!(cnps > 0, "tshark saw no CNP in the sender namespaces");
+    assert!(ce > 0, "tshark saw no CE-marked frame at the receiver");
+}
+
+#[test]
+fn senders_that_ignore_pause_overflow_the_headroom() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("senders_that_ignore_pause_overflow_the_headroom") {
+        return;
+    }
+    let lab = Lab::new("ig", 3);
+    let config = pressure_config(&lab);
+    let stats = lab.path("stats.json");
+    let sw = lab.switch(&config, &["--stats-json", stats.to_str().unwrap()]);
+    let blasters: Vec<Child> = (0..2)
+        .map(|i| {
+            let iface = lab.host_if(i);
+            lab.exec(
+                i,
+                bin(),
+                &[
+                    "traffic",
+                    "send",
+                    "--iface",
+                    &iface,
+                    "--dst-mac",
+                    &mac(2),
+                    "--size",
+                    "1082",
+                    "--duration",
+                    "1.5",
+                ],
+            )
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for b in blasters {
+        assert!(b.wait_with_output().unwrap().status.success());
+    }
+    stop(sw);
+    let report = json(&stats);
+    assert!(
+        class_sum(&report, 3, "tx_pause_frames") > 0,
+        "the switch asked them to pause"
+    );
+    assert!(
+        class_sum(&report, 3, "dropped_ingress_overflow") > 0,
+        "ignoring pause, they overflow the headroom: {report}"
+    );
+}
+
+#[test]
+fn a_killed_switch_leaves_everything_removable() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_killed_switch_leaves_everything_removable") {
+        return;
+    }
+    let mut lab = Lab::new("kl", 2);
+    let config = switch_config(&lab, 1.0, &[]);
+    let mut sw = lab.switch(&config, &["--io", "mmap"]);
+    let iface = lab.host_if(0);
+    let blaster = lab
+        .exec(
+            0,
+            bin(),
+            &[
+                "traffic",
+                "send",
+                "--iface",
+                &iface,
+                "--dst-mac",
+                &mac(1),
+                "--duration",
+                "2",
+            ],
+        )
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    sw.kill().unwrap(); // SIGKILL mid-run: no chance to clean anything up
+    sw.wait().unwrap();
+    blaster.wait_with_output().unwrap();
+    lab.net.remove();
+    assert_eq!(
+        netns::leftovers_of(std::process::id()),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn what_a_killed_run_left_is_removed_by_the_next() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("what_a_killed_run_left_is_removed_by_the_next") {
+        return;
+    }
+    // A process that is gone, and a namespace and veth named after it.
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    let prefix = netns::prefix_of(pid);
+    let ns = format!("{prefix}x");
+    assert!(
+        Command::new("ip")
+            .args(["netns", "add", &ns])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let link = format!("{prefix}v");
+    assert!(
+        Command::new("ip")
+            .args([
+                "link",
+                "add",
+                &link,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &format!("{prefix}w")
+            ])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(netns::leftovers_of(pid).len(), 3);
+    let _next = Netns::new().unwrap();
+    assert_eq!(netns::leftovers_of(pid), Vec::<String>::new());
+}
