@@ -219,7 +219,8 @@ fn ping_and_a_tcp_transfer_cross_the_switch() {
     }
     let lab = Lab::new("pt", 2);
     let config = switch_config(&lab, 10.0, &[]);
-    let sw = lab.switch(&config, &[]);
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let sw = lab.switch(&config, &["--metrics", &metrics.to_string(), "--cores", "0,1"]);
     let ping = lab
         .exec(0, "ping", &["-c", "3", "-i", "0.2", "-W", "2", &ip(1)])
         .output()
@@ -245,6 +246,20 @@ fn ping_and_a_tcp_transfer_cross_the_switch() {
     assert!(client.status.success(), "client: {}", text(&client.stderr));
     let got = server.wait_with_output().unwrap();
     assert_eq!(text(&got.stdout).trim(), "2000000");
+    // The Prometheus endpoint serves the counters.
+    std::thread::sleep(Duration::from_millis(400));
+    let mut conn = std::net::TcpStream::connect(metrics).unwrap();
+    use std::io::{Read, Write};
+    conn.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut body = String::new();
+    conn.read_to_string(&mut body).unwrap();
+    assert!(body.starts_with("HTTP/1.0 200 OK"), "{body}");
+    let rx: u64 = body
+        .lines()
+        .filter(|l| l.starts_with("rocelab_rx_bytes_total{port=\"p0\""))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(rx > 2_000_000, "the TCP transfer's bytes are counted: {rx}");
     let out = stop(sw);
     let table = text(&out.stdout);
     assert!(
