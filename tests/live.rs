@@ -219,8 +219,14 @@ fn ping_and_a_tcp_transfer_cross_the_switch() {
     }
     let lab = Lab::new("pt", 2);
     let config = switch_config(&lab, 10.0, &[]);
-    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let sw = lab.switch(&config, &["--metrics", &metrics.to_string(), "--cores", "0,1"]);
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let sw = lab.switch(
+        &config,
+        &["--metrics", &metrics.to_string(), "--cores", "0,1"],
+    );
     let ping = lab
         .exec(0, "ping", &["-c", "3", "-i", "0.2", "-W", "2", &ip(1)])
         .output()
@@ -484,6 +490,10 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     assert!(pfc > 0, "tshark saw no PFC frame in the sender namespaces");
     assert!(cnps > 0, "tshark saw no CNP in the sender namespaces");
     assert!(ce > 0, "tshark saw no CE-marked frame at the receiver");
+    // The hosts' own IP stacks stay out of RoCE (no ICMP port unreachable per packet).
+    for p in &pcaps {
+        assert_eq!(tshark_count(p, "icmp"), 0, "{}", p.display());
+    }
 }
 
 #[test]

@@ -177,6 +177,7 @@ pub fn run(
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<EndpointOutcome> {
     let mtu = opts.cfg.mtu as usize + 128;
+    let _claim = claim_roce_port();
     let ports = PortThreads::start(
         std::slice::from_ref(&opts.iface),
         opts.backend,
@@ -295,6 +296,26 @@ pub fn run(
         kernel,
         error,
     })
+}
+
+/// Binds UDP 4791 in this namespace and never reads it, with the smallest receive buffer,
+/// so that the kernel's own IP stack drops RoCE packets silently instead of answering
+/// each with an ICMP port unreachable (a RoCE NIC consumes them before the host stack
+/// sees them). Another endpoint in the namespace may hold it already: fine.
+fn claim_roce_port() -> Option<std::net::UdpSocket> {
+    let s = std::net::UdpSocket::bind(("0.0.0.0", 4791)).ok()?;
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt with an int the size given; the socket is open.
+    unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&s),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    Some(s)
 }
 
 /// One step at time `t`: timers, the application's reactions, then every frame the link
