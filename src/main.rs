@@ -639,16 +639,8 @@ fn run_switch(args: SwitchArgs) -> Result<()> {
 }
 
 fn parse_mac(flag: &str, s: &str) -> Result<rocelab::wire::MacAddr> {
-    let bytes: Vec<u8> = s
-        .split(':')
-        .map(|p| u8::from_str_radix(p, 16))
-        .collect::<std::result::Result<_, _>>()
-        .ok()
-        .filter(|b: &Vec<u8>| b.len() == 6)
-        .with_context(|| format!("{flag} {s}: give a MAC address like 02:00:c6:12:00:01"))?;
-    let mut mac = [0u8; 6];
-    mac.copy_from_slice(&bytes);
-    Ok(rocelab::wire::MacAddr(mac))
+    rocelab::runtime::endpoint::parse_mac(s)
+        .with_context(|| format!("{flag} {s}: give a MAC address like 02:00:c6:12:00:01"))
 }
 
 fn interface_mac(iface: &str) -> Result<rocelab::wire::MacAddr> {
