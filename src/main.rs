@@ -51,8 +51,9 @@ enum Command {
         #[command(subcommand)]
         action: TrafficAction,
     },
-    /// Build namespaces and veths, run a ring all-reduce through the switch, report.
-    Lab(NotYet),
+    /// The whole lossless fabric in network namespaces, in one command (as root): builds
+    /// it, runs ring all-reduce (and incast) through the switch, reports, removes it all.
+    Lab(LabArgs),
 }
 
 #[derive(Subcommand)]
@@ -102,6 +103,66 @@ enum TrafficAction {
         #[arg(long = "io", default_value = "mmap")]
         backend: rocelab::io::Backend,
     },
+}
+
+#[derive(clap::Args)]
+struct LabArgs {
+    /// ring, incast (every other host into r0) or ring+incast (two more hosts push into
+    /// rank 0's port while the ring runs).
+    #[arg(long, default_value = "ring")]
+    scenario: rocelab::lab::run::Workload,
+    /// Hosts in the ring (for incast: the receiver and its senders).
+    #[arg(long, default_value_t = 4)]
+    ranks: usize,
+    /// Emulated link rate in Gb/s, every port and NIC.
+    #[arg(long, default_value_t = 1.0)]
+    rate: f64,
+    /// Switch configuration file (TOML) instead of the preset.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Built-in switch configuration.
+    #[arg(long, default_value = "nexus-ai")]
+    preset: String,
+    /// Endpoint configuration (TOML: mtu, dscp, dcqcn, ...; default: path MTU 4096).
+    #[arg(long)]
+    endpoint_config: Option<PathBuf>,
+    /// Smallest all-reduce size (nccl-tests -b).
+    #[arg(short = 'b', long, default_value = "8K")]
+    min_bytes: String,
+    /// Largest all-reduce size (nccl-tests -e).
+    #[arg(short = 'e', long, default_value = "16M")]
+    max_bytes: String,
+    /// Size factor (nccl-tests -f).
+    #[arg(short = 'f', long, default_value_t = 2)]
+    factor: u64,
+    /// incast: bytes each sender sends.
+    #[arg(long, default_value = "16M")]
+    incast_bytes: String,
+    /// Turn PFC off: the lossless class becomes lossy.
+    #[arg(long)]
+    no_pfc: bool,
+    /// Turn ECN marking off on the switch.
+    #[arg(long)]
+    no_ecn: bool,
+    /// Turn DCQCN off on the endpoints (they send at line rate whatever comes back).
+    #[arg(long)]
+    no_dcqcn: bool,
+    /// Headroom of each lossless priority group, in ms at the link rate: on veth a pause
+    /// reaches the sender through several threads, far slower than over a cable.
+    #[arg(long, default_value_t = 8.0)]
+    headroom_ms: f64,
+    /// Write report.json, series.csv, queues.svg, rates.svg and pauses.svg here.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    /// Socket backend.
+    #[arg(long = "io", default_value = "pnet")]
+    backend: rocelab::io::Backend,
+    /// Seed of the all-reduce data.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 300.0)]
+    limit: f64,
 }
 
 #[derive(clap::Args)]
@@ -277,14 +338,6 @@ struct ReplayArgs {
     report: Option<PathBuf>,
 }
 
-/// Arguments of a subcommand that is not built yet; accepted so that the command says so
-/// rather than failing on its options.
-#[derive(clap::Args)]
-struct NotYet {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    args: Vec<String>,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -295,7 +348,7 @@ fn main() -> ExitCode {
         Command::Endpoint(args) => run_endpoint(args),
         Command::Sim(args) => run_sim(args),
         Command::Traffic { action } => run_traffic(action),
-        Command::Lab(_) => not_yet("lab"),
+        Command::Lab(args) => run_lab(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -304,12 +357,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn not_yet(command: &str) -> Result<()> {
-    anyhow::bail!(
-        "'rocelab {command}' is not implemented yet; everything else works today (see README.md)"
-    )
 }
 
 fn run_inspect(path: PathBuf, json: bool) -> Result<()> {
@@ -823,6 +870,7 @@ fn run_endpoint(args: EndpointArgs) -> Result<()> {
         busy_poll: args.busy_poll,
         limit: Some(seconds("--limit", args.limit)?),
         linger: seconds("--linger", args.linger)?,
+        origin: None,
     };
     let stop = runtime::stop_on_signals()?;
     let outcome = live::run(&opts, ep, app, &stop)?;
@@ -920,4 +968,168 @@ impl rocelab::endpoint::allreduce::Application for Idle {
     fn done(&self) -> bool {
         false
     }
+}
+
+fn run_lab(args: LabArgs) -> Result<()> {
+    use rocelab::lab::run::{self as lab, LabOptions, Workload};
+    use rocelab::report::{lab as report, plot};
+    rocelab::lab::netns::can_make_namespaces()
+        .map_err(|e| anyhow::anyhow!("{e}; run `sudo rocelab lab` (or as root)"))?;
+    if !(2..=64).contains(&args.ranks) {
+        anyhow::bail!("--ranks {}: give 2 to 64", args.ranks);
+    }
+    if !(0.001..=100.0).contains(&args.rate) {
+        anyhow::bail!(
+            "--rate {}: give 0.001 to 100 Gb/s (veth and threads cannot emulate more)",
+            args.rate
+        );
+    }
+    let mut switch = match &args.config {
+        Some(_) => load_config(args.config.as_ref(), None)?,
+        None => SwitchConfig::preset(&args.preset)?,
+    };
+    let mut endpoint = match &args.endpoint_config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            toml::from_str::<rocelab::config::endpoint::EndpointConfig>(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message().trim_end()))?
+        }
+        // RoCE fabrics for AI run a 4096-byte path MTU; it also means fewer frames for
+        // the threads to move.
+        None => rocelab::config::endpoint::EndpointConfig {
+            mtu: 4096,
+            ..Default::default()
+        },
+    };
+    endpoint.link_gbps = args.rate;
+    if args.no_dcqcn {
+        endpoint.dcqcn.enabled = false;
+    }
+    endpoint
+        .validate("endpoint")
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if args.no_pfc {
+        switch.disable_pfc();
+    }
+    if args.no_ecn {
+        switch.disable_ecn();
+    }
+    if !(args.headroom_ms.is_finite() && args.headroom_ms >= 0.0) {
+        anyhow::bail!("--headroom-ms {}: give 0 or more", args.headroom_ms);
+    }
+    let software = (args.rate * 1e9 / 8.0 * args.headroom_ms / 1e3) as u64;
+    for pg in 0..rocelab::config::CLASSES {
+        if switch.pgs[pg].lossless {
+            let port = rocelab::config::PortConfig {
+                bits_per_sec: (args.rate * 1e9) as u64,
+                ..switch.port_defaults.clone()
+            };
+            let have = switch.headroom_bytes(pg, &port);
+            switch.pgs[pg].headroom_bytes = Some(have.max(software));
+        }
+    }
+    let (min, max) = (
+        parse_size("-b", &args.min_bytes)?,
+        parse_size("-e", &args.max_bytes)?,
+    );
+    if max < min || args.factor < 2 {
+        anyhow::bail!(
+            "-b {min} -e {max} -f {}: need b <= e and f >= 2",
+            args.factor
+        );
+    }
+    let mut sizes = Vec::new();
+    let mut s = min;
+    while s <= max {
+        sizes.push(s);
+        s *= args.factor;
+    }
+    let opts = LabOptions {
+        workload: args.scenario,
+        ranks: args.ranks,
+        switch,
+        endpoint,
+        sizes,
+        incast_bytes: parse_size("--incast-bytes", &args.incast_bytes)?,
+        backend: args.backend,
+        seed: args.seed,
+        limit: seconds("--limit", args.limit)?,
+        sample_every: std::time::Duration::from_millis(1),
+    };
+    let extra = if args.scenario == Workload::RingIncast {
+        " + 2 background senders into r0"
+    } else {
+        ""
+    };
+    println!(
+        "rocelab lab: {}, {} hosts{extra}, switch {} at {} Gb/s; PFC {}, ECN {}, DCQCN {}",
+        args.scenario,
+        args.ranks,
+        args.config
+            .as_ref()
+            .map_or(args.preset.clone(), |p| p.display().to_string()),
+        args.rate,
+        if args.no_pfc { "off" } else { "on" },
+        if args.no_ecn { "off" } else { "on" },
+        if args.no_dcqcn { "off" } else { "on" },
+    );
+    if let Some(dir) = &args.report {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create report directory {}", dir.display()))?;
+    }
+    let stop = rocelab::runtime::stop_on_signals()?;
+    let mut progress = |line: &str| {
+        eprint!("\r{line:<78}");
+    };
+    let outcome = lab::run(&opts, &stop, &mut progress);
+    eprint!("\r{:<78}\r", "");
+    let outcome = outcome?;
+    println!(
+        "namespaces {}* on 198.18.0.0/24: built, run for {:.2} s, removed\n",
+        outcome.prefix,
+        outcome.elapsed.as_secs_f64()
+    );
+    print!("{}", report::text(&opts, &outcome));
+    if let Some(dir) = &args.report {
+        let write = |name: &str, text: &[u8]| -> Result<()> {
+            let path = dir.join(name);
+            std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+        };
+        let json = serde_json::to_string_pretty(&report::json(&opts, &outcome))?;
+        write("report.json", (json + "\n").as_bytes())?;
+        let mut csv = Vec::new();
+        outcome.series.write_csv(&mut csv)?;
+        write("series.csv", &csv)?;
+        let title = format!("rocelab lab {}", args.scenario);
+        write(
+            "queues.svg",
+            plot::queues_svg(&outcome.series, &title)?.as_bytes(),
+        )?;
+        write(
+            "rates.svg",
+            plot::rates_svg(&outcome.series, &title)?.as_bytes(),
+        )?;
+        write(
+            "pauses.svg",
+            plot::pauses_svg(&outcome.series, &title)?.as_bytes(),
+        )?;
+        println!(
+            "\nwrote report.json, series.csv, queues.svg (queue depth per queue), rates.svg (each QP's rate), pauses.svg (PFC pause intervals per port) to {}",
+            dir.display()
+        );
+    }
+    if outcome.interrupted {
+        anyhow::bail!(
+            "stopped before the work finished (Ctrl-C, SIGTERM or --limit); everything was removed"
+        );
+    }
+    let wrong: u64 = outcome.allreduce.iter().map(|r| r.wrong).sum();
+    if wrong > 0 {
+        anyhow::bail!("{wrong} all-reduce values differ from the expected sum");
+    }
+    if let Some(h) = outcome.hosts.iter().find(|h| h.error.is_some()) {
+        anyhow::bail!("host {}: {}", h.name, h.error.clone().unwrap_or_default());
+    }
+    Ok(())
 }

@@ -38,22 +38,6 @@ fn help_lists_every_subcommand() {
 }
 
 #[test]
-fn unbuilt_subcommands_say_so_and_fail() {
-    let out = rocelab(&["lab"]);
-    assert!(!out.status.success(), "lab exited 0");
-    assert!(
-        out.stdout.is_empty(),
-        "lab printed output: {}",
-        text(&out.stdout)
-    );
-    assert!(
-        text(&out.stderr).contains("not implemented yet"),
-        "{}",
-        text(&out.stderr)
-    );
-}
-
-#[test]
 fn inspect_prints_a_line_per_frame_and_a_summary() {
     let pcap = common::repo("pcaps/roce_streams.pcap");
     let out = rocelab(&["inspect", pcap.to_str().unwrap()]);

@@ -349,6 +349,21 @@ impl Sweep {
         self
     }
 
+    /// How many sizes are done on this rank.
+    pub fn finished(&self) -> usize {
+        self.current
+    }
+
+    /// How many sizes there are.
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// True when there is no size at all.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
     /// Each size with its run.
     pub fn runs(&self) -> impl Iterator<Item = (u64, &RingAllReduce)> {
         self.sizes.iter().copied().zip(&self.runs)

@@ -89,6 +89,8 @@ pub struct EndpointCounters {
     pub link_pauses_received: u64,
     /// RoCE frames dropped for a bad ICRC.
     pub icrc_errors: u64,
+    /// Frames of every kind put on the link.
+    pub frames_sent: u64,
     /// WRITEs that could not land (unknown R_Key, out of range): dropped.
     pub access_errors: u64,
 }
@@ -579,6 +581,7 @@ impl Endpoint {
         {
             let (_, frame) = self.control.remove(i)?;
             self.link.start(now, frame.len());
+            self.counters.frames_sent += 1;
             self.out = frame;
             return Some(&self.out);
         }
@@ -642,6 +645,7 @@ impl Endpoint {
             q.counters.retransmitted_packets += 1;
         }
         self.counters.data_packets_sent += 1;
+        self.counters.frames_sent += 1;
         self.counters.data_bytes_sent += payload_len;
         q.counters.data_packets_sent += 1;
         q.counters.data_bytes_sent += payload_len;

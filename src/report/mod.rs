@@ -1,6 +1,7 @@
 //! Counters for people and programs: the switch's counter table as switches print it, and
 //! the same counters as JSON.
 
+pub mod lab;
 pub mod plot;
 pub mod sim;
 

@@ -139,7 +139,7 @@ pub fn queues_svg(series: &Series, title: &str) -> Result<String> {
 }
 
 /// Each sending QP's rate over time: DCQCN's Rc above, the measured payload throughput
-/// (averaged over 100 µs or more) below.
+/// (averaged over 100 µs and at least 5 samples) below.
 pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
     let mut svg = String::new();
     {
@@ -173,14 +173,14 @@ pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
     Ok(svg)
 }
 
-/// Rates averaged over a trailing 100 µs window (one sample when the step is longer).
+/// Rates averaged over a trailing window of 100 µs and at least 5 samples.
 fn smooth(series: &Series, columns: &[&Column]) -> Vec<Column> {
     let step = series
         .times
         .get(1)
         .zip(series.times.first())
         .map_or(1, |(b, a)| (b.0 - a.0).max(1));
-    let window = (100_000 / step).max(1) as usize;
+    let window = (100_000 / step).max(5) as usize;
     columns
         .iter()
         .map(|c| {

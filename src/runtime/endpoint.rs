@@ -133,7 +133,7 @@ pub fn flow_receive_qps(ep: &mut Endpoint, peers: &[PeerSpec], rank: usize) {
 }
 
 /// How far back a late thread sends what fell due while it slept.
-const MAX_CATCH_UP: Nanos = Nanos(100_000);
+const MAX_CATCH_UP: Nanos = Nanos(1_000_000);
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -152,6 +152,9 @@ pub struct EndpointOptions {
     pub limit: Option<Duration>,
     /// After the application is done, keep answering (ACKs for retransmissions) this long.
     pub linger: Duration,
+    /// The instant the endpoint's clock reads 0 (default: when the run starts), so that
+    /// several endpoints in one process share a clock.
+    pub origin: Option<Instant>,
 }
 
 /// How the run ended.
@@ -162,6 +165,8 @@ pub struct EndpointOutcome {
     pub app: Box<dyn Application>,
     /// When the application finished, if it did.
     pub done_at: Option<Nanos>,
+    /// The endpoint's clock when the run ended.
+    pub end: Nanos,
     /// Kernel receive statistics.
     pub kernel: KernelStats,
     /// A port's fatal error, if that is what stopped it.
@@ -172,9 +177,38 @@ pub struct EndpointOutcome {
 /// limit, `stop`, or a port error. The application's clock starts at 0 now.
 pub fn run(
     opts: &EndpointOptions,
+    ep: Endpoint,
+    app: Box<dyn Application>,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<EndpointOutcome> {
+    run_sampled(opts, ep, app, stop, None)
+}
+
+/// The endpoint and its application, as a sampler sees them.
+pub struct Live<'a> {
+    /// The endpoint.
+    pub endpoint: &'a Endpoint,
+    /// Its application.
+    pub app: &'a dyn Application,
+    /// The endpoint's clock.
+    pub now: Nanos,
+}
+
+/// Something to call with the endpoint every `every`.
+pub struct EndpointSampler<'a> {
+    /// How often.
+    pub every: Duration,
+    /// What to call, with the time since the run began.
+    pub call: &'a mut (dyn FnMut(Duration, &Live<'_>) + Send),
+}
+
+/// As [`run`], calling `sampler` with the endpoint as it runs.
+pub fn run_sampled(
+    opts: &EndpointOptions,
     mut ep: Endpoint,
     mut app: Box<dyn Application>,
     stop: &Arc<AtomicBool>,
+    mut sampler: Option<EndpointSampler<'_>>,
 ) -> anyhow::Result<EndpointOutcome> {
     let mtu = opts.cfg.mtu as usize + 128;
     let _claim = claim_roce_port();
@@ -187,18 +221,20 @@ pub fn run(
     )?;
     opts.cores.pin(0);
     super::precise_timers();
-    let clock = Clock::start();
+    let clock = opts.origin.map_or_else(Clock::start, Clock::from_origin);
     let started = Instant::now();
     let end = opts.limit.map(|l| started + l);
     let mut out: Vec<Vec<u8>> = Vec::new();
-    let mut last = Nanos::ZERO;
+    let mut last = clock.now();
     let mut done_at: Option<Nanos> = None;
+    let mut next_sample = started;
     let mut error = None;
-    app.start(Nanos::ZERO, &mut ep);
+    let begin = last;
+    app.start(begin, &mut ep);
     drive(
         &mut ep,
         app.as_mut(),
-        Nanos::ZERO,
+        begin,
         &mut last,
         &mut out,
         &ports.pool,
@@ -225,6 +261,9 @@ pub fn run(
         }
         if let Some(e) = end {
             wake = wake.min(e);
+        }
+        if sampler.is_some() {
+            wake = wake.min(next_sample);
         }
         let first = if opts.busy_poll {
             loop {
@@ -287,12 +326,26 @@ pub fn run(
         if !out.is_empty() {
             let _ = ports.tx[0].send(std::mem::take(&mut out));
         }
+        if let Some(s) = sampler.as_mut() {
+            let now_i = Instant::now();
+            if now_i >= next_sample {
+                let live = Live {
+                    endpoint: &ep,
+                    app: app.as_ref(),
+                    now,
+                };
+                (s.call)(now_i - started, &live);
+                next_sample = now_i + s.every;
+            }
+        }
     }
+    let end = clock.now();
     let kernel = ports.finish().into_iter().next().unwrap_or_default();
     Ok(EndpointOutcome {
         endpoint: ep,
         app,
         done_at,
+        end,
         kernel,
         error,
     })

@@ -31,6 +31,11 @@ impl Clock {
         }
     }
 
+    /// A clock that reads 0 at `origin`.
+    pub fn from_origin(origin: Instant) -> Clock {
+        Clock { start: origin }
+    }
+
     /// The time now.
     pub fn now(&self) -> Nanos {
         Nanos(self.start.elapsed().as_nanos() as u64)

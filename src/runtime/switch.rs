@@ -61,6 +61,24 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     out: &mut dyn Write,
 ) -> anyhow::Result<SwitchOutcome> {
+    run_sampled(opts, stop, out, None)
+}
+
+/// Something to call with the switch every `every` (the lab's time series).
+pub struct Sampler<'a, T: ?Sized> {
+    /// How often.
+    pub every: Duration,
+    /// What to call, with the time since the run began.
+    pub call: &'a mut (dyn FnMut(Duration, &T) + Send),
+}
+
+/// As [`run`], calling `sampler` with the switch as it runs.
+pub fn run_sampled(
+    opts: &SwitchOptions,
+    stop: &Arc<AtomicBool>,
+    out: &mut dyn Write,
+    mut sampler: Option<Sampler<'_, Switch>>,
+) -> anyhow::Result<SwitchOutcome> {
     let mut switch = Switch::new(&opts.config);
     let ports = PortThreads::start(
         &opts.ifaces,
@@ -80,6 +98,7 @@ pub fn run(
     let end = opts.duration.map(|d| started + d);
     let mut next_line = opts.interval.map(|i| started + i);
     let mut next_snapshot = started;
+    let mut next_sample = started;
     let mut outgoing: Vec<Vec<Vec<u8>>> = vec![Vec::new(); opts.ifaces.len()];
     let mut last_totals = Totals::of(&switch);
     let mut last_line = started;
@@ -170,6 +189,12 @@ pub fn run(
             last_line = now_i;
             next_line = Some(t + interval);
         }
+        if let Some(s) = sampler.as_mut()
+            && now_i >= next_sample
+        {
+            (s.call)(now_i - started, &switch);
+            next_sample = now_i + s.every;
+        }
         if let Some(snap) = &snapshot
             && now_i >= next_snapshot
         {
@@ -188,7 +213,7 @@ pub fn run(
 }
 
 /// How far back a late core thread sends what the shapers allowed while it slept.
-const MAX_CATCH_UP: Nanos = Nanos(200_000);
+const MAX_CATCH_UP: Nanos = Nanos(2_000_000);
 
 /// Runs the switch's timers and transmissions that fell due before `now`, each at its own
 /// time, in order; `last` is the latest time the switch has seen.

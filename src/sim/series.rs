@@ -146,6 +146,16 @@ impl Series {
         s
     }
 
+    /// A series from columns recorded elsewhere (one value per time in each), for
+    /// writing and plotting.
+    pub fn from_columns(times: Vec<Nanos>, columns: Vec<Column>) -> Series {
+        Series {
+            times,
+            columns,
+            ..Series::default()
+        }
+    }
+
     fn add(&mut self, name: String, label: String, kind: ColumnKind, source: Source) {
         self.columns.push(Column {
             name,

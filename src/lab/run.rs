@@ -1,0 +1,736 @@
+//! `rocelab lab`: a small lossless fabric in namespaces, in one process. The switch runs
+//! on threads in the root namespace; each host is a thread that joins its namespace
+//! before it opens its sockets (its port threads inherit the namespace), so the whole lab
+//! lives and dies with this process. Namespaces and veths come from [`Netns`], removed on
+//! every way out but SIGKILL, and then by the next run.
+
+use super::netns::Netns;
+use crate::config::endpoint::EndpointConfig;
+use crate::config::{CLASSES, SwitchConfig};
+use crate::endpoint::allreduce::{Application, Sweep};
+use crate::endpoint::{EndpointCounters, QpStatus};
+use crate::io::{Backend, KernelStats};
+use crate::runtime::endpoint::{self as live, EndpointOptions, EndpointSampler, PeerSpec};
+use crate::runtime::switch::{Sampler, SwitchOptions};
+use crate::runtime::{CoreList, stopped};
+use crate::sim::flows::Flow;
+use crate::sim::series::{Column, ColumnKind, Series};
+use crate::switch::Switch;
+use crate::time::Nanos;
+use crate::wire::MacAddr;
+use serde::Serialize;
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// What runs in the lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// A ring all-reduce sweep over every host.
+    Ring,
+    /// Every host but host 0 sends a bulk flow to host 0.
+    Incast,
+    /// The ring, with two more hosts pushing bulk flows into rank 0's port meanwhile.
+    RingIncast,
+}
+
+impl std::str::FromStr for Workload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Workload, String> {
+        match s {
+            "ring" => Ok(Workload::Ring),
+            "incast" => Ok(Workload::Incast),
+            "ring+incast" => Ok(Workload::RingIncast),
+            other => Err(format!("'{other}': give ring, incast or ring+incast")),
+        }
+    }
+}
+
+impl std::fmt::Display for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Workload::Ring => "ring",
+            Workload::Incast => "incast",
+            Workload::RingIncast => "ring+incast",
+        })
+    }
+}
+
+/// How to run the lab.
+#[derive(Debug, Clone)]
+pub struct LabOptions {
+    /// What runs.
+    pub workload: Workload,
+    /// Hosts in the ring (or in the incast, receiver included).
+    pub ranks: usize,
+    /// The switch: ports are made here, one per host, at the endpoints' link rate.
+    pub switch: SwitchConfig,
+    /// Every endpoint (its `link_gbps` is every link's rate).
+    pub endpoint: EndpointConfig,
+    /// All-reduce sizes, bytes.
+    pub sizes: Vec<u64>,
+    /// Bytes each incast sender sends (the `incast` workload).
+    pub incast_bytes: u64,
+    /// Socket backend.
+    pub backend: Backend,
+    /// Seed of the all-reduce data.
+    pub seed: u64,
+    /// Give up after this long.
+    pub limit: Duration,
+    /// Time-series step.
+    pub sample_every: Duration,
+}
+
+/// One host at the end.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostOutcome {
+    /// "r0", "b1", ...
+    pub name: String,
+    /// Its switch port.
+    pub port: usize,
+    /// Its MAC and IP.
+    pub mac: String,
+    /// Its IPv4 address.
+    pub ip: Ipv4Addr,
+    /// What its endpoint counted.
+    pub counters: EndpointCounters,
+    /// Its QPs that sent data.
+    pub qps: Vec<QpStatus>,
+    /// Kernel receive statistics of its socket.
+    pub kernel: KernelStats,
+    /// Whether its work finished.
+    pub done: bool,
+    /// Its all-reduce sizes.
+    pub sweep: Vec<SizeResult>,
+    /// A port error, if one stopped it.
+    pub error: Option<String>,
+}
+
+/// One all-reduce size on one rank.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SizeResult {
+    /// Bytes.
+    pub size: u64,
+    /// Start and end on the lab's clock, ns, if it ran.
+    pub span_ns: Option<(u64, u64)>,
+    /// Values that differ from the closed-form sum.
+    pub wrong: u64,
+}
+
+/// One column a host recorded.
+struct HostTrack {
+    name: String,
+    label: String,
+    kind: ColumnKind,
+    track: Track,
+}
+
+/// What a host thread gives back.
+type HostResult = anyhow::Result<(HostOutcome, Vec<HostTrack>)>;
+
+/// One all-reduce size over all ranks.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LabRow {
+    /// Bytes per rank.
+    pub size: u64,
+    /// From the first rank's start to the last rank's end.
+    pub time_ns: Option<u64>,
+    /// size / time, GB/s.
+    pub algbw: f64,
+    /// algbw × 2(N − 1)/N.
+    pub busbw: f64,
+    /// Wrong values over all ranks.
+    pub wrong: u64,
+}
+
+/// What the lab gives.
+#[derive(Debug)]
+pub struct LabOutcome {
+    /// The switch and its counters.
+    pub switch: Switch,
+    /// Kernel receive statistics of the switch's ports.
+    pub switch_kernel: Vec<KernelStats>,
+    /// Every host.
+    pub hosts: Vec<HostOutcome>,
+    /// The all-reduce table.
+    pub allreduce: Vec<LabRow>,
+    /// The time series.
+    pub series: Series,
+    /// How long the traffic ran.
+    pub elapsed: Duration,
+    /// Stopped by Ctrl-C / SIGTERM or the limit before the work finished.
+    pub interrupted: bool,
+    /// The namespaces' prefix (everything was removed).
+    pub prefix: String,
+}
+
+fn mac(i: usize) -> MacAddr {
+    MacAddr([0x02, 0x00, 0xc6, 0x12, 0x00, i as u8])
+}
+
+fn ip(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, 0, i as u8 + 1)
+}
+
+/// Host names: ranks r0.., then background senders b0, b1.
+fn host_names(opts: &LabOptions) -> Vec<String> {
+    let mut names: Vec<String> = (0..opts.ranks).map(|i| format!("r{i}")).collect();
+    if opts.workload == Workload::RingIncast {
+        names.extend(["b0".to_owned(), "b1".to_owned()]);
+    }
+    names
+}
+
+/// Joins the calling thread to network namespace `ns`.
+fn enter(ns: &str) -> std::io::Result<()> {
+    let file = std::fs::File::open(format!("/var/run/netns/{ns}"))?;
+    // SAFETY: setns on the calling thread with a namespace file descriptor.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A column's samples: (time since the lab began, value).
+type Track = Vec<(Duration, f64)>;
+
+/// Runs the lab: builds it, runs the workload, removes everything, returns the results.
+/// `progress` gets a line now and then; `stop` (Ctrl-C) ends it early.
+pub fn run(
+    opts: &LabOptions,
+    stop: &Arc<AtomicBool>,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<LabOutcome> {
+    let names = host_names(opts);
+    let n = names.len();
+    let mut net = Netns::new()?;
+    let prefix = net.name("");
+    let mtu = opts.switch.port_defaults.mtu.min(9000);
+    let mut namespaces = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let ns = net.namespace(name)?;
+        let mac = mac(i).to_string();
+        net.veth(
+            &format!("s{name}"),
+            &ns,
+            &format!("h{name}"),
+            Some(&mac),
+            Some(&format!("{}/24", ip(i))),
+            mtu,
+        )?;
+        namespaces.push(ns);
+    }
+    let peers: Vec<PeerSpec> = (0..n)
+        .map(|i| PeerSpec {
+            rank: i,
+            mac: mac(i),
+            ip: ip(i),
+            qpn: 0x100 * (i as u32 + 1),
+        })
+        .collect();
+
+    let mut switch_cfg = opts.switch.clone();
+    switch_cfg.ports = names
+        .iter()
+        .map(|name| {
+            let mut p = switch_cfg.port_or_default(name);
+            p.bits_per_sec = opts.endpoint.bits_per_sec();
+            p
+        })
+        .collect();
+    let t0 = Instant::now();
+    let switch_stop = Arc::new(AtomicBool::new(false));
+    let hosts_stop = Arc::new(AtomicBool::new(false));
+    let sw_opts = SwitchOptions {
+        config: switch_cfg.clone(),
+        ifaces: names
+            .iter()
+            .map(|name| net.name(&format!("s{name}")))
+            .collect(),
+        backend: opts.backend,
+        cores: CoreList::default(),
+        busy_poll: false,
+        duration: None,
+        interval: None,
+        metrics: None,
+    };
+    let every = opts.sample_every;
+    let switch_thread = {
+        let stop = Arc::clone(&switch_stop);
+        std::thread::Builder::new()
+            .name("lab-switch".into())
+            .spawn(move || {
+                let mut rec = SwitchRecorder::default();
+                let mut call = |_: Duration, sw: &Switch| rec.sample(t0.elapsed(), sw);
+                let sampler = Sampler {
+                    every,
+                    call: &mut call,
+                };
+                let out = crate::runtime::switch::run_sampled(
+                    &sw_opts,
+                    &stop,
+                    &mut std::io::sink(),
+                    Some(sampler),
+                );
+                out.map(|o| (o, rec))
+            })?
+    };
+    // The ports must be open before the hosts start talking.
+    std::thread::sleep(Duration::from_millis(300));
+
+    let start_at = t0.elapsed() + Duration::from_millis(300);
+    let progress_done: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect());
+    let mut threads = Vec::new();
+    for (i, ns) in namespaces.iter().enumerate() {
+        let ns = ns.clone();
+        let peers = peers.clone();
+        let opts = opts.clone();
+        let iface = net.name(&format!("h{}", names[i]));
+        let stop = Arc::clone(&hosts_stop);
+        let done_count = Arc::clone(&progress_done);
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("lab-{}", names[i]))
+                .spawn(move || -> HostResult {
+                    enter(&ns)?;
+                    host(i, &iface, &peers, &opts, t0, start_at, &stop, &done_count)
+                })?,
+        );
+    }
+
+    // Wait for the work: the ranks (or the incast senders); background senders stop then.
+    let primary: Vec<usize> = match opts.workload {
+        Workload::Ring | Workload::RingIncast => (0..opts.ranks).collect(),
+        Workload::Incast => (1..opts.ranks).collect(),
+    };
+    let mut interrupted = false;
+    let deadline = Instant::now() + opts.limit;
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        // Ranks are done when their sweeps are (they then linger, answering their peers);
+        // incast senders when their threads end.
+        let finished = match opts.workload {
+            Workload::Incast => primary.iter().all(|&i| threads[i].is_finished()),
+            _ => primary.iter().all(|&i| {
+                threads[i].is_finished()
+                    || progress_done[i].load(Ordering::Relaxed) >= opts.sizes.len()
+            }),
+        };
+        if finished {
+            break;
+        }
+        if stopped(stop) || Instant::now() >= deadline {
+            interrupted = true;
+            break;
+        }
+        let sizes_done = progress_done
+            .iter()
+            .take(opts.ranks)
+            .map(|a| a.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(0);
+        let line = match opts.workload {
+            Workload::Incast => format!("incast running, {:.1} s", t0.elapsed().as_secs_f64()),
+            _ => format!(
+                "all-reduce: {} of {} sizes done on every rank{}, {:.1} s",
+                sizes_done,
+                opts.sizes.len(),
+                opts.sizes
+                    .get(sizes_done)
+                    .map_or(String::new(), |s| format!(" (now {})", human_bytes(*s))),
+                t0.elapsed().as_secs_f64()
+            ),
+        };
+        progress(&line);
+    }
+    let elapsed = t0.elapsed().saturating_sub(start_at);
+    hosts_stop.store(true, Ordering::Relaxed);
+    let mut hosts = Vec::new();
+    let mut tracks = Vec::new();
+    let mut first_error = None;
+    for t in threads {
+        match t.join() {
+            Ok(Ok((h, tr))) => {
+                hosts.push(h);
+                tracks.extend(tr);
+            }
+            Ok(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            Err(_) => {
+                first_error.get_or_insert(anyhow::anyhow!("a host thread panicked"));
+            }
+        }
+    }
+    switch_stop.store(true, Ordering::Relaxed);
+    let (sw_out, rec) = switch_thread
+        .join()
+        .map_err(|_| anyhow::anyhow!("the switch thread panicked"))??;
+    net.remove();
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    if let Some(e) = &sw_out.error {
+        anyhow::bail!("switch: {e}");
+    }
+    let allreduce = table(opts, &hosts);
+    let series = assemble(rec, tracks, &switch_cfg, every);
+    Ok(LabOutcome {
+        switch: sw_out.switch,
+        switch_kernel: sw_out.kernel,
+        hosts,
+        allreduce,
+        series,
+        elapsed,
+        interrupted,
+        prefix,
+    })
+}
+
+/// "8 KB", "16 MB".
+pub fn human_bytes(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// One host's thread, inside its namespace.
+#[allow(clippy::too_many_arguments)]
+fn host(
+    i: usize,
+    iface: &str,
+    peers: &[PeerSpec],
+    opts: &LabOptions,
+    t0: Instant,
+    start_at: Duration,
+    stop: &Arc<AtomicBool>,
+    done_count: &Arc<Vec<AtomicUsize>>,
+) -> HostResult {
+    let me = &peers[i];
+    let mut ep = crate::endpoint::Endpoint::new(&opts.endpoint, me.mac, me.ip);
+    // Every host's clock reads 0 at `t0`: the all-reduce times compare across ranks.
+    let start = Nanos(start_at.as_nanos() as u64);
+    let ranks = &peers[..opts.ranks];
+    let message = 65536;
+    let (app, sending): (Box<dyn Application>, Vec<usize>) = match opts.workload {
+        Workload::Ring | Workload::RingIncast if i < opts.ranks => {
+            let (to_next, _) = live::ring_qps(&mut ep, ranks, i);
+            if i == 0 && opts.workload == Workload::RingIncast {
+                live::flow_receive_qps(&mut ep, peers, 0);
+                Flow::prepare_receiver(&mut ep, message);
+            }
+            let sweep = Sweep::new(&mut ep, i, opts.ranks, &opts.sizes, opts.seed, to_next)
+                .starting_at(start);
+            (Box::new(sweep), vec![to_next])
+        }
+        Workload::Ring | Workload::RingIncast => {
+            // A background sender (only ring+incast has hosts past the ranks): endless,
+            // until the ring is done.
+            let qp = live::flow_send_qp(&mut ep, peers, i, 0);
+            (Box::new(Flow::new(qp, None, message, start)), vec![qp])
+        }
+        Workload::Incast if i == 0 => {
+            live::flow_receive_qps(&mut ep, peers, 0);
+            Flow::prepare_receiver(&mut ep, message);
+            (Box::new(Receiver), Vec::new())
+        }
+        Workload::Incast => {
+            let qp = live::flow_send_qp(&mut ep, peers, i, 0);
+            (
+                Box::new(Flow::new(qp, Some(opts.incast_bytes), message, start)),
+                vec![qp],
+            )
+        }
+    };
+    let ep_opts = EndpointOptions {
+        cfg: opts.endpoint.clone(),
+        iface: iface.to_owned(),
+        backend: opts.backend,
+        cores: CoreList::default(),
+        busy_poll: false,
+        limit: Some(opts.limit),
+        linger: Duration::from_millis(300),
+        origin: Some(t0),
+    };
+    let name = if i < opts.ranks {
+        format!("r{i}")
+    } else {
+        format!("b{}", i - opts.ranks)
+    };
+    let mut rec = HostRecorder::new(&name, &ep, &sending);
+    let mut call = |_: Duration, l: &live::Live<'_>| {
+        rec.sample(t0.elapsed(), l);
+        let app: &dyn std::any::Any = l.app;
+        if let Some(s) = app.downcast_ref::<Sweep>() {
+            done_count[i].store(s.finished(), Ordering::Relaxed);
+        }
+    };
+    // A rank's sweep ends while its thread lingers: the sampler must see the last size.
+    let sample_every = opts.sample_every.min(Duration::from_millis(5));
+    let sampler = EndpointSampler {
+        every: sample_every,
+        call: &mut call,
+    };
+    // Every host stops when the lab says so; a rank also ends when its sweep is done.
+    let out = live::run_sampled(&ep_opts, ep, app, stop, Some(sampler))?;
+    let tracks = rec.finish();
+    let app: &dyn std::any::Any = out.app.as_ref();
+    let sweep = app.downcast_ref::<Sweep>().map_or_else(Vec::new, |s| {
+        s.runs()
+            .map(|(size, run)| SizeResult {
+                size,
+                span_ns: run.elapsed().map(|(a, b)| (a.0, b.0)),
+                wrong: run.wrong(&out.endpoint) as u64,
+            })
+            .collect()
+    });
+    let qps = sending
+        .iter()
+        .map(|&q| out.endpoint.qp_status(q, out.end))
+        .collect();
+    Ok((
+        HostOutcome {
+            name,
+            port: i,
+            mac: me.mac.to_string(),
+            ip: me.ip,
+            counters: *out.endpoint.counters(),
+            qps,
+            kernel: out.kernel,
+            done: out.app.done(),
+            sweep,
+            error: out.error,
+        },
+        tracks,
+    ))
+}
+
+/// The incast receiver: nothing to post.
+struct Receiver;
+
+impl Application for Receiver {
+    fn start(&mut self, _: Nanos, _: &mut crate::endpoint::Endpoint) {}
+    fn on_completion(
+        &mut self,
+        _: Nanos,
+        _: &mut crate::endpoint::Endpoint,
+        _: crate::endpoint::Completion,
+    ) {
+    }
+    fn done(&self) -> bool {
+        false
+    }
+}
+
+/// The switch's side of the time series.
+#[derive(Default)]
+struct SwitchRecorder {
+    queues: Vec<Track>,
+    xoff: Vec<Track>,
+    last_pause: Vec<u64>,
+}
+
+impl SwitchRecorder {
+    fn sample(&mut self, t: Duration, sw: &Switch) {
+        let ports = sw.port_count();
+        if self.queues.is_empty() {
+            self.queues = vec![Vec::new(); ports * CLASSES];
+            self.xoff = vec![Vec::new(); ports * CLASSES];
+            self.last_pause = vec![0; ports * CLASSES];
+        }
+        for p in 0..ports {
+            for q in 0..CLASSES {
+                self.queues[p * CLASSES + q].push((t, sw.queue_bytes(p, q) as f64));
+                let sent = sw.counters(p).classes[q].tx_pause_frames;
+                let fresh = sent != std::mem::replace(&mut self.last_pause[p * CLASSES + q], sent);
+                let on = sw.pg_state(p, q).xoff || fresh;
+                self.xoff[p * CLASSES + q].push((t, f64::from(u8::from(on))));
+            }
+        }
+    }
+}
+
+/// A host's side: each sending QP's rate and Rc, and its pause state.
+struct HostRecorder {
+    name: String,
+    qps: Vec<(usize, u32)>,
+    rate: Vec<Track>,
+    rc: Vec<Track>,
+    paused: Track,
+    last: Vec<(Duration, u64)>,
+    last_pauses: u64,
+}
+
+impl HostRecorder {
+    fn new(name: &str, ep: &crate::endpoint::Endpoint, sending: &[usize]) -> HostRecorder {
+        HostRecorder {
+            name: name.to_owned(),
+            qps: sending
+                .iter()
+                .map(|&q| (q, ep.qp_status(q, Nanos::ZERO).qpn))
+                .collect(),
+            rate: vec![Vec::new(); sending.len()],
+            rc: vec![Vec::new(); sending.len()],
+            paused: Vec::new(),
+            last: vec![(Duration::ZERO, 0); sending.len()],
+            last_pauses: 0,
+        }
+    }
+
+    fn sample(&mut self, t: Duration, l: &live::Live<'_>) {
+        for (k, &(q, _)) in self.qps.iter().enumerate() {
+            let st = l.endpoint.qp_status(q, l.now);
+            let bytes = st.counters.data_bytes_sent;
+            let (t_prev, b_prev) = self.last[k];
+            let dt = (t - t_prev).as_nanos().max(1) as f64;
+            self.rate[k].push((t, (bytes - b_prev) as f64 * 8.0 / dt));
+            self.rc[k].push((t, st.rate_bps as f64 / 1e9));
+            self.last[k] = (t, bytes);
+        }
+        let c = l.endpoint.counters();
+        let got = c.pauses_received + c.link_pauses_received;
+        let fresh = got != std::mem::replace(&mut self.last_pauses, got);
+        let paused = l.endpoint.paused(l.endpoint.data_priority(), l.now) || fresh;
+        self.paused.push((t, f64::from(u8::from(paused))));
+    }
+
+    fn finish(self) -> Vec<HostTrack> {
+        let mut out = Vec::new();
+        let name = &self.name;
+        for (k, (rate, rc)) in self.rate.into_iter().zip(self.rc).enumerate() {
+            let qpn = self.qps[k].1;
+            let label = format!("{name} qp {qpn:#x}");
+            out.push(HostTrack {
+                name: format!("rate_{name}_qp{qpn:#x}_gbps"),
+                label: label.clone(),
+                kind: ColumnKind::RateGbps,
+                track: rate,
+            });
+            out.push(HostTrack {
+                name: format!("rc_{name}_qp{qpn:#x}_gbps"),
+                label,
+                kind: ColumnKind::RcGbps,
+                track: rc,
+            });
+        }
+        out.push(HostTrack {
+            name: format!("paused_{name}"),
+            label: format!("{name} paused"),
+            kind: ColumnKind::Paused,
+            track: self.paused,
+        });
+        out
+    }
+}
+
+/// Puts every track on one time grid (the last value at or before each step).
+fn assemble(
+    sw: SwitchRecorder,
+    hosts: Vec<HostTrack>,
+    cfg: &SwitchConfig,
+    every: Duration,
+) -> Series {
+    let end = sw
+        .queues
+        .iter()
+        .chain(hosts.iter().map(|h| &h.track))
+        .filter_map(|t| t.last().map(|s| s.0))
+        .max()
+        .unwrap_or_default();
+    let steps = (end.as_nanos() / every.as_nanos().max(1)) as usize + 1;
+    let times: Vec<Nanos> = (0..steps)
+        .map(|k| Nanos((every * k as u32).as_nanos() as u64))
+        .collect();
+    let grid = |track: &Track| -> Vec<f64> {
+        let mut out = Vec::with_capacity(steps);
+        let mut j = 0;
+        // Before its first sample a column reads as its first sample (an Rc of line rate
+        // before the QP sends, not 0).
+        let mut value = track.first().map_or(0.0, |s| s.1);
+        for t in &times {
+            while j < track.len() && track[j].0.as_nanos() as u64 <= t.0 {
+                value = track[j].1;
+                j += 1;
+            }
+            out.push(value);
+        }
+        out
+    };
+    let mut columns = Vec::new();
+    for (p, port) in cfg.ports.iter().enumerate() {
+        for q in 0..CLASSES {
+            if let Some(track) = sw.queues.get(p * CLASSES + q) {
+                columns.push(Column {
+                    name: format!("queue_sw_{}_q{q}_bytes", port.name),
+                    label: format!("{} q{q}", port.name),
+                    kind: ColumnKind::QueueBytes,
+                    values: grid(track),
+                });
+            }
+        }
+        for pg in 0..CLASSES {
+            if cfg.pgs[pg].lossless
+                && let Some(track) = sw.xoff.get(p * CLASSES + pg)
+            {
+                columns.push(Column {
+                    name: format!("xoff_sw_{}_pg{pg}", port.name),
+                    label: format!("switch {} PG{pg} XOFF", port.name),
+                    kind: ColumnKind::Xoff,
+                    values: grid(track),
+                });
+            }
+        }
+    }
+    for h in &hosts {
+        columns.push(Column {
+            name: h.name.clone(),
+            label: h.label.clone(),
+            kind: h.kind,
+            values: grid(&h.track),
+        });
+    }
+    Series::from_columns(times, columns)
+}
+
+/// The all-reduce table over all ranks.
+fn table(opts: &LabOptions, hosts: &[HostOutcome]) -> Vec<LabRow> {
+    if opts.workload == Workload::Incast {
+        return Vec::new();
+    }
+    let n = opts.ranks as f64;
+    opts.sizes
+        .iter()
+        .enumerate()
+        .map(|(k, &size)| {
+            let mut wrong = 0;
+            let mut span: Option<(u64, u64)> = Some((u64::MAX, 0));
+            for h in hosts.iter().filter(|h| h.port < opts.ranks) {
+                let r = h.sweep.get(k).copied().unwrap_or(SizeResult {
+                    size,
+                    span_ns: None,
+                    wrong: size / 4,
+                });
+                wrong += r.wrong;
+                span = match (span, r.span_ns) {
+                    (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+                    _ => None,
+                };
+            }
+            let time_ns = span.map(|(a, b)| b.saturating_sub(a));
+            let algbw = time_ns.map_or(0.0, |t| size as f64 / t.max(1) as f64);
+            LabRow {
+                size,
+                time_ns,
+                algbw,
+                busbw: algbw * 2.0 * (n - 1.0) / n,
+                wrong,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,195 @@
+//! What `rocelab lab` prints and writes.
+
+use super::{counter_table, ports};
+use crate::lab::run::{LabOptions, LabOutcome, Workload, human_bytes};
+use std::fmt::Write as _;
+
+fn gbps(bps: u64) -> f64 {
+    bps as f64 / 1e9
+}
+
+/// The all-reduce table as nccl-tests prints it, over all ranks.
+pub fn allreduce_table(opts: &LabOptions, out: &LabOutcome) -> String {
+    let mut s = format!(
+        "# ring all-reduce, {} ranks, float sum, one QP per rank to the next\n#\n",
+        opts.ranks
+    );
+    let _ = writeln!(
+        s,
+        "# {:>10} {:>11} {:>6} {:>6} {:>10} {:>7} {:>7} {:>7}",
+        "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong"
+    );
+    let _ = writeln!(
+        s,
+        "# {:>10} {:>11} {:>6} {:>6} {:>10} {:>7} {:>7} {:>7}",
+        "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", ""
+    );
+    for r in &out.allreduce {
+        let time = r
+            .time_ns
+            .map_or_else(|| "-".to_owned(), |t| format!("{:.1}", t as f64 / 1e3));
+        let _ = writeln!(
+            s,
+            "  {:>10} {:>11} {:>6} {:>6} {:>10} {:>7.3} {:>7.3} {:>7}",
+            r.size,
+            r.size / 4,
+            "float",
+            "sum",
+            time,
+            r.algbw,
+            r.busbw,
+            r.wrong
+        );
+    }
+    let wrong: u64 = out.allreduce.iter().map(|r| r.wrong).sum();
+    let _ = writeln!(
+        s,
+        "# Out of bounds values : {wrong} {}",
+        if wrong == 0 { "OK" } else { "WRONG" }
+    );
+    let done: Vec<f64> = out
+        .allreduce
+        .iter()
+        .filter(|r| r.time_ns.is_some())
+        .map(|r| r.busbw)
+        .collect();
+    if !done.is_empty() {
+        let _ = writeln!(
+            s,
+            "# Avg bus bandwidth    : {:.3}",
+            done.iter().sum::<f64>() / done.len() as f64
+        );
+    }
+    s
+}
+
+/// What each host's endpoint did, and DCQCN's state of each QP that sent.
+pub fn hosts_table(out: &LabOutcome) -> String {
+    let mut s = String::from("Endpoints and DCQCN per QP (Rc, Rt, alpha at the end)\n");
+    let _ = writeln!(
+        s,
+        "  {:<4} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}   {:>7} {:>8} {:>8} {:>7}",
+        "host",
+        "frames",
+        "data pkts",
+        "retrans",
+        "CNPs tx",
+        "CNPs rx",
+        "CE rx",
+        "pauses",
+        "k.drops",
+        "QPN",
+        "Rc Gb/s",
+        "Rt Gb/s",
+        "alpha"
+    );
+    for h in &out.hosts {
+        let c = &h.counters;
+        let first = format!(
+            "  {:<4} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}",
+            h.name,
+            c.frames_sent,
+            c.data_packets_sent,
+            c.retransmitted_packets,
+            c.cnps_sent,
+            c.cnps_received,
+            c.ce_received,
+            c.pauses_received + c.link_pauses_received,
+            h.kernel.drops
+        );
+        if h.qps.is_empty() {
+            let _ = writeln!(s, "{first}   {:>7}", "-");
+        }
+        for (k, q) in h.qps.iter().enumerate() {
+            let lead = if k == 0 {
+                first.clone()
+            } else {
+                " ".repeat(first.len())
+            };
+            let _ = writeln!(
+                s,
+                "{lead}   {:>7} {:>8.3} {:>8.3} {:>7.4}",
+                format!("{:#x}", q.qpn),
+                gbps(q.rate_bps),
+                gbps(q.target_bps),
+                q.alpha
+            );
+        }
+    }
+    s
+}
+
+/// Frames each endpoint sent beside frames the switch received on its port in the
+/// classes the endpoint's DSCPs map to: they must be equal (the veth loses nothing; the
+/// switch counts everything it takes in). Frames of the hosts' own kernels (class 0) are
+/// left out.
+pub fn consistency(opts: &LabOptions, out: &LabOutcome) -> Vec<(String, u64, u64)> {
+    let cfg = out.switch.config();
+    let mut classes = vec![cfg.dscp_to_tc[usize::from(opts.endpoint.dscp & 63)]];
+    classes.push(cfg.dscp_to_tc[usize::from(opts.endpoint.cnp_dscp & 63)]);
+    classes.dedup();
+    out.hosts
+        .iter()
+        .map(|h| {
+            let c = out.switch.counters(h.port);
+            let rx = classes
+                .iter()
+                .map(|&k| c.classes[usize::from(k)].rx_frames)
+                .sum();
+            (h.name.clone(), h.counters.frames_sent, rx)
+        })
+        .collect()
+}
+
+/// The whole text report.
+pub fn text(opts: &LabOptions, out: &LabOutcome) -> String {
+    let mut s = String::new();
+    if opts.workload != Workload::Incast {
+        s.push_str(&allreduce_table(opts, out));
+        s.push('\n');
+    } else {
+        let _ = writeln!(
+            s,
+            "incast: {} senders, {} each, into r0; {:.2} s\n",
+            opts.ranks - 1,
+            human_bytes(opts.incast_bytes),
+            out.elapsed.as_secs_f64()
+        );
+    }
+    s.push_str(&hosts_table(out));
+    let _ = write!(s, "\nswitch:");
+    s.push_str(&counter_table(&out.switch));
+    let checks = consistency(opts, out);
+    let _ = writeln!(
+        s,
+        "\nframes sent by each endpoint / received by the switch on its port: {}",
+        checks
+            .iter()
+            .map(|(n, a, b)| format!("{n} {a}/{b}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    s
+}
+
+/// Everything as JSON.
+pub fn json(opts: &LabOptions, out: &LabOutcome) -> serde_json::Value {
+    let checks: Vec<serde_json::Value> = consistency(opts, out)
+        .into_iter()
+        .map(|(n, a, b)| serde_json::json!({"host": n, "endpoint_frames_sent": a, "switch_frames_received": b}))
+        .collect();
+    serde_json::json!({
+        "workload": opts.workload.to_string(),
+        "ranks": opts.ranks,
+        "link_gbps": opts.endpoint.link_gbps,
+        "pfc": !opts.switch.lossless.is_empty(),
+        "ecn": opts.switch.queues.iter().any(|q| q.ecn.is_some()),
+        "dcqcn": opts.endpoint.dcqcn.enabled,
+        "elapsed_s": out.elapsed.as_secs_f64(),
+        "interrupted": out.interrupted,
+        "allreduce": out.allreduce,
+        "hosts": out.hosts,
+        "switch": { "ports": ports(&out.switch), "kernel": out.switch_kernel },
+        "consistency": checks,
+    })
+}

@@ -1,0 +1,222 @@
+//! `rocelab lab` end to end (root; skipped with a reason otherwise, a failure under
+//! CI=true): a small lab passes its all-reduce check, its report adds up, and nothing is
+//! left behind; without PFC, under incast, the lossy class drops, go-back-N resends, and
+//! the all-reduce is still right.
+
+mod common;
+
+use rocelab::lab::netns;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn lab(args: &[&str]) -> (Output, u32) {
+    let child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .arg("lab")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    (child.wait_with_output().unwrap(), pid)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn live(test: &str) -> bool {
+    match netns::can_make_namespaces() {
+        Ok(()) => true,
+        Err(why) => {
+            common::skip(test, &why);
+            false
+        }
+    }
+}
+
+fn report(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
+}
+
+fn host_sum(r: &serde_json::Value, field: &str) -> u64 {
+    r["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["counters"][field].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_three_rank_lab_passes_adds_up_and_leaves_nothing") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (out, pid) = lab(&[
+        "--ranks",
+        "3",
+        "-b",
+        "8K",
+        "-e",
+        "512K",
+        "-f",
+        "8",
+        "--report",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("# Out of bounds values : 0 OK"), "{stdout}");
+    assert!(stdout.contains("removed"), "{stdout}");
+    assert_eq!(
+        netns::leftovers_of(pid),
+        Vec::<String>::new(),
+        "everything removed"
+    );
+
+    let r = report(dir.path());
+    let rows = r["allreduce"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "8K, 64K, 512K");
+    for row in rows {
+        assert_eq!(row["wrong"], 0);
+        assert!(row["time_ns"].as_u64().unwrap() > 0);
+    }
+    // Every frame an endpoint sent was received by the switch on its port, and every data
+    // packet sent arrived once (no loss, no retransmission with PFC on).
+    for c in r["consistency"].as_array().unwrap() {
+        assert_eq!(
+            c["endpoint_frames_sent"], c["switch_frames_received"],
+            "{c}"
+        );
+    }
+    assert_eq!(
+        host_sum(&r, "data_packets_sent"),
+        host_sum(&r, "data_packets_received")
+    );
+    assert_eq!(host_sum(&r, "retransmitted_packets"), 0);
+    // Each rank sends 2(N-1) = 4 chunks of about size/N of every size, in 4 KB packets
+    // (the lab's path MTU); a chunk is at most 4 bytes shorter than size/3.
+    let expected: u64 = [8192u64, 65536, 524_288]
+        .iter()
+        .map(|s| (s / 3 - 4).div_ceil(4096) * 4)
+        .sum();
+    for h in r["hosts"].as_array().unwrap() {
+        let sent = h["counters"]["data_packets_sent"].as_u64().unwrap();
+        assert!(sent >= expected, "{}: {sent} < {expected}", h["name"]);
+    }
+    for f in ["series.csv", "queues.svg", "rates.svg", "pauses.svg"] {
+        let body = std::fs::read_to_string(dir.path().join(f)).unwrap();
+        assert!(body.len() > 100, "{f} is empty");
+    }
+    let csv = std::fs::read_to_string(dir.path().join("series.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.contains("queue_sw_r1_q3_bytes") && header.contains("rate_r0_qp0x100_gbps"),
+        "{header}"
+    );
+}
+
+#[test]
+fn without_pfc_an_incast_drops_and_go_back_n_keeps_the_allreduce_right() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("without_pfc_an_incast_drops_and_go_back_n_keeps_the_allreduce_right") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A small shared buffer, so that the incast into r0's port overflows it.
+    let preset = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["config", "show", "nexus-ai"])
+        .output()
+        .unwrap();
+    let config = text(&preset.stdout).replace("shared_bytes = 41943040", "shared_bytes = 262144");
+    assert!(config.contains("shared_bytes = 262144"));
+    let path = dir.path().join("small.toml");
+    std::fs::write(&path, config).unwrap();
+    let (out, pid) = lab(&[
+        "--scenario",
+        "ring+incast",
+        "--ranks",
+        "3",
+        "--no-pfc",
+        "--config",
+        path.to_str().unwrap(),
+        "-b",
+        "256K",
+        "-e",
+        "1M",
+        "-f",
+        "4",
+        "--report",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("PFC off"), "{stdout}");
+    assert!(stdout.contains("# Out of bounds values : 0 OK"), "{stdout}");
+    assert_eq!(netns::leftovers_of(pid), Vec::<String>::new());
+    let r = report(dir.path());
+    let drops: u64 = r["switch"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["classes"].as_array().unwrap())
+        .map(|c| {
+            c["dropped_tail"].as_u64().unwrap()
+                + c["dropped_ingress_overflow"].as_u64().unwrap()
+                + c["dropped_wred"].as_u64().unwrap()
+        })
+        .sum();
+    let pfc: u64 = r["switch"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["classes"].as_array().unwrap())
+        .map(|c| c["tx_pause_frames"].as_u64().unwrap())
+        .sum();
+    assert!(drops > 0, "the lossy class must drop under incast");
+    assert_eq!(pfc, 0, "PFC is off");
+    assert!(
+        host_sum(&r, "retransmitted_packets") > 0,
+        "go-back-N resends what was dropped"
+    );
+    for row in r["allreduce"].as_array().unwrap() {
+        assert_eq!(row["wrong"], 0);
+    }
+}
+
+#[test]
+fn ctrl_c_stops_the_lab_and_removes_everything() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("ctrl_c_stops_the_lab_and_removes_everything") {
+        return;
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args([
+            "lab", "--ranks", "3", "-b", "64M", "-e", "64M", "--rate", "0.1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(!netns::leftovers_of(pid).is_empty(), "the lab is up");
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("stopped before the work finished"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(netns::leftovers_of(pid), Vec::<String>::new());
+}
