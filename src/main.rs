@@ -123,7 +123,8 @@ struct LabArgs {
     /// Built-in switch configuration.
     #[arg(long, default_value = "nexus-ai")]
     preset: String,
-    /// Endpoint configuration (TOML: mtu, dscp, dcqcn, ...; default: path MTU 4096).
+    /// Endpoint configuration (TOML: mtu, dscp, dcqcn, ...; default: path MTU 4096 and
+    /// DCQCN's Rai, Rhai and Rmin scaled from the paper's 40 Gb/s to --rate).
     #[arg(long)]
     endpoint_config: Option<PathBuf>,
     /// Smallest all-reduce size (nccl-tests -b).
@@ -996,11 +997,21 @@ fn run_lab(args: LabArgs) -> Result<()> {
                 .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message().trim_end()))?
         }
         // RoCE fabrics for AI run a 4096-byte path MTU; it also means fewer frames for
-        // the threads to move.
-        None => rocelab::config::endpoint::EndpointConfig {
-            mtu: 4096,
-            ..Default::default()
-        },
+        // the threads to move. DCQCN's rate steps (the paper's, for 40 Gb/s) scale with the
+        // emulated rate, so that recovery takes as long, relative to the link, as it
+        // would on hardware: at 1 Gb/s the paper's 40 Mb/s per 55 µs would refill the link
+        // in about a millisecond and keep a congested queue tens of ms deep.
+        None => {
+            let scale = args.rate / 40.0;
+            let mut cfg = rocelab::config::endpoint::EndpointConfig {
+                mtu: 4096,
+                ..Default::default()
+            };
+            cfg.dcqcn.rai_mbps *= scale;
+            cfg.dcqcn.rhai_mbps *= scale;
+            cfg.dcqcn.rmin_mbps *= scale;
+            cfg
+        }
     };
     endpoint.link_gbps = args.rate;
     if args.no_dcqcn {
@@ -1063,7 +1074,7 @@ fn run_lab(args: LabArgs) -> Result<()> {
         ""
     };
     println!(
-        "rocelab lab: {}, {} hosts{extra}, switch {} at {} Gb/s; PFC {}, ECN {}, DCQCN {}",
+        "rocelab lab: {}, {} hosts{extra}, switch {} at {} Gb/s; PFC {}, ECN {}, DCQCN {} (Rai {} Mb/s)",
         args.scenario,
         args.ranks,
         args.config
@@ -1073,6 +1084,7 @@ fn run_lab(args: LabArgs) -> Result<()> {
         if args.no_pfc { "off" } else { "on" },
         if args.no_ecn { "off" } else { "on" },
         if args.no_dcqcn { "off" } else { "on" },
+        opts.endpoint.dcqcn.rai_mbps,
     );
     if let Some(dir) = &args.report {
         std::fs::create_dir_all(dir)
