@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bytes;
 pub mod capture;
 pub mod config;
 pub mod endpoint;

@@ -174,7 +174,7 @@ fn live_commands_check_their_arguments_before_touching_the_network() {
         ),
         (
             &["switch", "--port", "p0=a", "--io", "xdp"],
-            "give pnet or mmap",
+            "possible values: pnet, mmap",
         ),
         (
             &["switch", "--port", "p0=a", "--cores", "0-x"],

@@ -32,7 +32,7 @@ fn live(test: &str) -> bool {
     match netns::can_make_namespaces() {
         Ok(()) => true,
         Err(why) => {
-            common::skip(test, &why);
+            common::skip(test, &why.to_string());
             false
         }
     }

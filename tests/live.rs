@@ -22,7 +22,7 @@ fn live(test: &str) -> bool {
     match netns::can_make_namespaces() {
         Ok(()) => true,
         Err(why) => {
-            common::skip(test, &why);
+            common::skip(test, &why.to_string());
             false
         }
     }
@@ -122,8 +122,12 @@ impl Lab {
                 0x100 * (i + 1)
             );
         }
+        // Each endpoint call writes the file while earlier ranks may be reading it: write
+        // a new file and rename it into place, so a reader never sees it half written.
         let path = self.path("peers.toml");
-        std::fs::write(&path, text).unwrap();
+        let tmp = self.path("peers.toml.new");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
         path
     }
 
@@ -590,37 +594,44 @@ fn what_a_killed_run_left_is_removed_by_the_next() {
     if !live("what_a_killed_run_left_is_removed_by_the_next") {
         return;
     }
-    // A process that is gone, and a namespace and veth named after it.
+    // A process that is gone, and what a killed run of it leaves: a namespace holding one
+    // end of a veth, the other end in the root namespace, both with rocelab's alias.
     let mut child = Command::new("true").spawn().unwrap();
     let pid = child.id();
     child.wait().unwrap();
     let prefix = netns::prefix_of(pid);
     let ns = format!("{prefix}x");
-    assert!(
-        Command::new("ip")
-            .args(["netns", "add", &ns])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let link = format!("{prefix}v");
-    assert!(
-        Command::new("ip")
-            .args([
-                "link",
-                "add",
-                &link,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &format!("{prefix}w")
-            ])
-            .status()
-            .unwrap()
-            .success()
-    );
-    assert_eq!(netns::leftovers_of(pid).len(), 3);
+    let (root_end, ns_end) = (format!("{prefix}v"), format!("{prefix}w"));
+    let ip_ok = |args: &[&str]| {
+        assert!(
+            Command::new("ip").args(args).status().unwrap().success(),
+            "ip {args:?}"
+        )
+    };
+    ip_ok(&["netns", "add", &ns]);
+    ip_ok(&[
+        "link", "add", &root_end, "type", "veth", "peer", "name", &ns_end,
+    ]);
+    for end in [&root_end, &ns_end] {
+        ip_ok(&["link", "set", end, "alias", netns::ALIAS]);
+    }
+    ip_ok(&["link", "set", &ns_end, "netns", &ns]);
+    // A look-alike of the same dead pid that rocelab did not make (no alias): left alone.
+    let foreign = format!("{prefix}f");
+    ip_ok(&[
+        "link",
+        "add",
+        &foreign,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &format!("{prefix}g"),
+    ]);
+    assert_eq!(netns::leftovers_of(pid).len(), 4);
     let _next = Netns::new().unwrap();
-    assert_eq!(netns::leftovers_of(pid), Vec::<String>::new());
+    let mut left = netns::leftovers_of(pid);
+    let _ = Command::new("ip").args(["link", "del", &foreign]).status();
+    left.sort();
+    assert_eq!(left, vec![foreign, format!("{prefix}g")]);
 }

@@ -5,8 +5,8 @@
 
 use rocelab::config::endpoint::{DcqcnConfig, EndpointConfig};
 use rocelab::config::{RedProfile, SwitchConfig};
+use rocelab::endpoint::flow::Flow;
 use rocelab::sim::Step;
-use rocelab::sim::flows::Flow;
 use rocelab::sim::topology::{self, Network};
 use rocelab::time::Nanos;
 
@@ -45,7 +45,7 @@ fn incast(switch: &SwitchConfig, ep: &EndpointConfig, starts: &[Nanos], seed: u6
     Flow::prepare_receiver(net.endpoint_mut(sink), 1000);
     for (s, &start) in starts.iter().enumerate() {
         let (q, _) = net.connect_qp(s, sink);
-        net.host_mut(s).app = Some(Box::new(Flow::new(q, None, 1000, start)));
+        net.host_mut(s).app = Some(Flow::new(q, None, 1000, start).into());
     }
     net
 }
@@ -258,7 +258,7 @@ fn with_ecn_off_pfc_carries_the_load_losslessly() {
     Flow::prepare_receiver(net.endpoint_mut(2), 1000);
     for s in 0..2 {
         let (q, _) = net.connect_qp(s, 2);
-        net.host_mut(s).app = Some(Box::new(Flow::new(q, Some(20_000_000), 1000, Nanos(0))));
+        net.host_mut(s).app = Some(Flow::new(q, Some(20_000_000), 1000, Nanos(0)).into());
     }
     let end = rocelab::sim::workload::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
     assert!(net.engine.apps_done(), "not done by {end:?}");

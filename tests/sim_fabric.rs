@@ -4,9 +4,9 @@
 
 use rocelab::config::SwitchConfig;
 use rocelab::config::endpoint::EndpointConfig;
-use rocelab::endpoint::allreduce::Application;
+use rocelab::endpoint::app::{App, Application};
+use rocelab::endpoint::flow::Flow;
 use rocelab::endpoint::{Completion, Endpoint, SendWr};
-use rocelab::sim::flows::Flow;
 use rocelab::sim::topology;
 use rocelab::sim::workload::{self, allreduce_rank};
 use rocelab::time::Nanos;
@@ -74,12 +74,12 @@ fn leaf_spine_spreads_qps_over_spines_by_udp_source_port() {
     let mut unique = sports.clone();
     unique.dedup();
     assert_eq!(unique.len(), 8, "one source port per QP: {sports:?}");
-    net.host_mut(0).app = Some(Box::new(ManyQps {
+    net.host_mut(0).app = Some(App::Custom(Box::new(ManyQps {
         qps,
         messages,
         size,
         completed: 0,
-    }));
+    })));
     let end = workload::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
     assert!(net.engine.apps_done(), "not done by {end:?}");
 
@@ -123,7 +123,7 @@ fn without_pfc_frames_drop_and_go_back_n_keeps_the_allreduce_exact() {
     for s in [4, 5] {
         Flow::prepare_receiver(net.endpoint_mut(0), 4096);
         let (q, _) = net.connect_qp(s, 0);
-        net.host_mut(s).app = Some(Box::new(Flow::new(q, Some(4 << 20), 4096, Nanos(0))));
+        net.host_mut(s).app = Some(Flow::new(q, Some(4 << 20), 4096, Nanos(0)).into());
     }
     let count = 256 << 10;
     workload::ring_allreduce(&mut net, &[0, 1, 2, 3], count, 9, Nanos::ZERO);

@@ -4,7 +4,7 @@
 use rocelab::config::SwitchConfig;
 use rocelab::config::endpoint::EndpointConfig;
 use rocelab::endpoint::allreduce::{DATA_RKEY, expected_sum};
-use rocelab::sim::flows::{FLOW_RKEY, Flow};
+use rocelab::endpoint::flow::{FLOW_RKEY, Flow};
 use rocelab::sim::topology::{self, Network};
 use rocelab::sim::workload;
 use rocelab::time::Nanos;
@@ -25,7 +25,7 @@ fn run_to_done(net: &mut Network, limit: Nanos) {
 fn transfer(net: &mut Network, bytes: u64) {
     let (q0, _) = net.connect_qp(0, 1);
     Flow::prepare_receiver(net.endpoint_mut(1), 4000);
-    net.host_mut(0).app = Some(Box::new(Flow::new(q0, Some(bytes), 4000, Nanos(0))));
+    net.host_mut(0).app = Some(Flow::new(q0, Some(bytes), 4000, Nanos(0)).into());
 }
 
 #[test]
@@ -113,7 +113,7 @@ fn transfer_across_the_psn_wrap() {
         0x00ff_ff00,
     );
     Flow::prepare_receiver(net.endpoint_mut(1), 4000);
-    net.host_mut(0).app = Some(Box::new(Flow::new(q0, Some(1_000_000), 4000, Nanos(0))));
+    net.host_mut(0).app = Some(Flow::new(q0, Some(1_000_000), 4000, Nanos(0)).into());
     run_to_done(&mut net, Nanos::from_millis(50));
     // 1000 packets from PSN 0xFFFF00: the wrap comes after 256.
     assert_eq!(net.endpoint(1).counters().data_packets_received, 1000);
@@ -151,7 +151,8 @@ fn allreduce_is_bit_exact_for_2_3_4_and_8_ranks() {
 /// still ends bit-exact on every rank.
 #[test]
 fn allreduce_sweep_with_ranks_starting_apart_is_exact() {
-    use rocelab::endpoint::allreduce::{Application, Sweep};
+    use rocelab::endpoint::app::Application;
+    use rocelab::endpoint::sweep::Sweep;
     let cfg = SwitchConfig::preset("default").unwrap();
     let mut net = topology::star(&cfg, &ep_cfg(), 3, Nanos(1000), 0.0, 1);
     let sizes = [4096u64, 16384, 65536, 262_144];
@@ -159,12 +160,11 @@ fn allreduce_sweep_with_ranks_starting_apart_is_exact() {
     for (r, &qp) in qps.iter().enumerate() {
         let sweep = Sweep::new(net.endpoint_mut(r), r, 3, &sizes, 7, qp)
             .starting_at(Nanos::from_micros(40 * r as u64));
-        net.host_mut(r).app = Some(Box::new(sweep));
+        net.host_mut(r).app = Some(sweep.into());
     }
     run_to_done(&mut net, Nanos::from_secs(1));
     for r in 0..3 {
-        let app: &dyn std::any::Any = net.host(r).app.as_deref().unwrap();
-        let sweep = app.downcast_ref::<Sweep>().unwrap();
+        let sweep = net.host(r).app.as_ref().and_then(|a| a.sweep()).unwrap();
         assert!(sweep.done());
         for (size, run) in sweep.runs() {
             assert_eq!(run.wrong(net.endpoint(r)), 0, "rank {r}, {size} B");

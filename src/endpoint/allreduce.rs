@@ -5,6 +5,7 @@
 //! Immediate: the immediate data names the step, and its arrival lets the receiver take the
 //! next one. Every rank then checks its buffer against the closed-form sum.
 
+use super::app::Application;
 use super::{Completion, Endpoint, SendWr};
 use crate::time::Nanos;
 
@@ -16,23 +17,6 @@ pub const STAGE_RKEY: u32 = 0x57a6e;
 pub const DATA_VA: u64 = 0x1000_0000;
 /// Virtual address of the staging buffer.
 pub const STAGE_VA: u64 = 0x8000_0000;
-
-/// Work that drives an endpoint: posts WRITEs and reacts to completions. Drivers that
-/// know the concrete type get it back by upcasting to `&dyn Any` and downcasting.
-pub trait Application: std::any::Any {
-    /// Called once, when the run starts.
-    fn start(&mut self, now: Nanos, ep: &mut Endpoint);
-    /// Called for every completion of the endpoint.
-    fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion);
-    /// True when the work is over.
-    fn done(&self) -> bool;
-    /// When the application wants [`on_timeout`](Self::on_timeout), if ever.
-    fn deadline(&self) -> Option<Nanos> {
-        None
-    }
-    /// Its deadline came.
-    fn on_timeout(&mut self, _now: Nanos, _ep: &mut Endpoint) {}
-}
 
 fn data_rkey(tag: u32) -> u32 {
     DATA_RKEY + (tag << 20)
@@ -233,6 +217,16 @@ impl RingAllReduce {
     }
 
     /// Elements of this rank's buffer that differ from the closed-form sum.
+    pub fn result(&self, ep: &Endpoint) -> super::sweep::RankResult {
+        super::sweep::RankResult {
+            size: self.count as u64 * 4,
+            span_ns: self.elapsed().map(|(a, b)| (a.0, b.0)),
+            wrong: self.wrong(ep) as u64,
+        }
+    }
+
+    /// Elements of this rank's buffer that differ from the closed-form sum (all of them
+    /// when the buffer is gone).
     pub fn wrong(&self, ep: &Endpoint) -> usize {
         let data = ep.region(data_rkey(self.tag)).unwrap_or_default();
         data.chunks_exact(4)
@@ -292,126 +286,5 @@ impl Application for RingAllReduce {
 
     fn done(&self) -> bool {
         self.ranks <= 1 || (self.received == self.steps() && self.sends_done == self.steps())
-    }
-}
-
-/// An nccl-tests-like sweep on one rank: one ring all-reduce per size, run one after the
-/// other on the same QPs, each tagged with its index. A rank starts size k + 1 when it is
-/// done with size k; data for a size it has not started yet is still reduced and passed
-/// on, so ranks that drift apart never deadlock and never mix sizes up.
-#[derive(Debug)]
-pub struct Sweep {
-    runs: Vec<RingAllReduce>,
-    sizes: Vec<u64>,
-    current: usize,
-    start_at: Nanos,
-    started: bool,
-}
-
-impl Sweep {
-    /// Rank `rank` of `ranks` on `ep`, sizes in bytes (each a multiple of 4), `qp_next` the
-    /// QP to the next rank.
-    pub fn new(
-        ep: &mut Endpoint,
-        rank: usize,
-        ranks: usize,
-        sizes: &[u64],
-        seed: u64,
-        qp_next: usize,
-    ) -> Sweep {
-        let runs = sizes
-            .iter()
-            .enumerate()
-            .map(|(i, &size)| {
-                RingAllReduce::tagged(
-                    ep,
-                    rank,
-                    ranks,
-                    (size / 4) as usize,
-                    seed,
-                    qp_next,
-                    i as u16,
-                )
-            })
-            .collect();
-        Sweep {
-            runs,
-            sizes: sizes.to_vec(),
-            current: 0,
-            start_at: Nanos::ZERO,
-            started: false,
-        }
-    }
-
-    /// Starts at `at` instead of when the run starts.
-    pub fn starting_at(mut self, at: Nanos) -> Sweep {
-        self.start_at = at;
-        self
-    }
-
-    /// How many sizes are done on this rank.
-    pub fn finished(&self) -> usize {
-        self.current
-    }
-
-    /// How many sizes there are.
-    pub fn len(&self) -> usize {
-        self.runs.len()
-    }
-
-    /// True when there is no size at all.
-    pub fn is_empty(&self) -> bool {
-        self.runs.is_empty()
-    }
-
-    /// Each size with its run.
-    pub fn runs(&self) -> impl Iterator<Item = (u64, &RingAllReduce)> {
-        self.sizes.iter().copied().zip(&self.runs)
-    }
-
-    fn advance(&mut self, now: Nanos, ep: &mut Endpoint) {
-        while self.current < self.runs.len() && self.runs[self.current].done() {
-            self.current += 1;
-            if let Some(next) = self.runs.get_mut(self.current) {
-                next.start(now, ep);
-            }
-        }
-    }
-}
-
-impl Application for Sweep {
-    fn start(&mut self, now: Nanos, ep: &mut Endpoint) {
-        if now >= self.start_at && !self.started {
-            self.started = true;
-            if let Some(first) = self.runs.first_mut() {
-                first.start(now, ep);
-            }
-            self.advance(now, ep);
-        }
-    }
-
-    fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
-        let tag = match completion {
-            Completion::Sent { wr_id, .. } => (wr_id >> 32) as usize,
-            Completion::Received { imm, .. } => (imm >> 16) as usize,
-        };
-        if let Some(run) = self.runs.get_mut(tag) {
-            run.on_completion(now, ep, completion);
-        }
-        if self.started {
-            self.advance(now, ep);
-        }
-    }
-
-    fn done(&self) -> bool {
-        self.started && self.current >= self.runs.len()
-    }
-
-    fn deadline(&self) -> Option<Nanos> {
-        (!self.started).then_some(self.start_at)
-    }
-
-    fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {
-        self.start(now, ep);
     }
 }

@@ -8,8 +8,11 @@
 //! per priority at the link's rate. [`allreduce`] runs ring all-reduce on top.
 
 pub mod allreduce;
+pub mod app;
 pub mod dcqcn;
+pub mod flow;
 pub mod qp;
+pub mod sweep;
 
 use crate::config::endpoint::EndpointConfig;
 use crate::switch::sched::{Transmitter, wire_bits};

@@ -107,11 +107,13 @@ impl MmapRx {
             offset: 0,
             stats: KernelStats::default(),
         };
-        bind(&rx.fd, index)?;
+        super::promiscuous(&rx.fd, index)?;
+        bind(&rx.fd, index, true)?;
         Ok(rx)
     }
 
     fn block_desc(&self, block: usize) -> *mut libc::tpacket_block_desc {
+        assert!(block < BLOCKS, "ring block {block} of {BLOCKS}");
         // SAFETY: block < BLOCKS, so the pointer stays inside the mapping.
         unsafe { self.ring.as_ptr().add(block * BLOCK_SIZE).cast() }
     }
@@ -135,6 +137,7 @@ impl MmapRx {
             events: libc::POLLIN | libc::POLLERR,
             revents: 0,
         };
+        // (POLLERR is reported below, so that a downed interface is an error, not a spin.)
         let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
         // SAFETY: one valid pollfd.
         let r = unsafe { libc::poll(&mut pfd, 1, ms) };
@@ -145,6 +148,23 @@ impl MmapRx {
             } else {
                 Err(e)
             };
+        }
+        if pfd.revents & libc::POLLERR != 0 {
+            let mut err: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: SO_ERROR into an int of the size given; reading it clears it.
+            unsafe {
+                libc::getsockopt(
+                    self.fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_ERROR,
+                    (&mut err as *mut libc::c_int).cast(),
+                    &mut len,
+                );
+            }
+            if err != 0 {
+                return Err(std::io::Error::from_raw_os_error(err));
+            }
         }
         Ok(self.status(self.block).load(Ordering::Acquire) & libc::TP_STATUS_USER != 0)
     }
@@ -183,21 +203,23 @@ impl FrameRx for MmapRx {
                 }
                 continue;
             }
-            // SAFETY: the kernel wrote `num` packets from `first`, each header followed by
-            // its data at `tp_mac`, all inside this block.
-            let (frame, status, tci, tpid, next) = unsafe {
-                let base = desc.cast::<u8>().add(self.offset);
-                let h = &*base.cast::<libc::tpacket3_hdr>();
-                let len = (h.tp_snaplen as usize).min(BLOCK_SIZE - self.offset);
-                let data = std::slice::from_raw_parts(base.add(usize::from(h.tp_mac)), len);
-                (
-                    data,
-                    h.tp_status,
-                    h.hv1.tp_vlan_tci as u16,
-                    h.hv1.tp_vlan_tpid,
-                    h.tp_next_offset as usize,
-                )
+            // SAFETY: the block is ours (TP_STATUS_USER) until we hand it back, and it is
+            // BLOCK_SIZE bytes inside the mapping.
+            let block = unsafe { std::slice::from_raw_parts(desc.cast::<u8>(), BLOCK_SIZE) };
+            let Some(entry) = Entry::at(block, self.offset) else {
+                // A ring entry that does not fit its block: never read past it; drop the
+                // rest of the block and count it.
+                self.stats.drops += u64::from(num - self.packet);
+                self.packet = num;
+                continue;
             };
+            let (frame, status, tci, tpid, next) = (
+                entry.frame,
+                entry.status,
+                entry.vlan_tci,
+                entry.vlan_tpid,
+                entry.next,
+            );
             let mut buf = pool.get();
             if status & libc::TP_STATUS_VLAN_VALID != 0 {
                 let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
@@ -234,6 +256,41 @@ impl Drop for MmapRx {
     }
 }
 
+/// One frame's entry in a receive block, read with every offset checked against the
+/// block: a malformed entry (header, `tp_mac` or `tp_snaplen` past the block's end) is
+/// refused, never read past.
+#[derive(Debug, PartialEq)]
+struct Entry<'a> {
+    frame: &'a [u8],
+    status: u32,
+    vlan_tci: u16,
+    vlan_tpid: u16,
+    /// Bytes from this entry to the next.
+    next: usize,
+}
+
+impl<'a> Entry<'a> {
+    fn at(block: &'a [u8], offset: usize) -> Option<Entry<'a>> {
+        let header = block.get(offset..offset.checked_add(libc::TPACKET3_HDRLEN)?)?;
+        // SAFETY: `header` holds a whole tpacket3_hdr; read unaligned, so any offset works.
+        let h = unsafe {
+            header
+                .as_ptr()
+                .cast::<libc::tpacket3_hdr>()
+                .read_unaligned()
+        };
+        let start = offset.checked_add(usize::from(h.tp_mac))?;
+        let end = start.checked_add(h.tp_snaplen as usize)?;
+        Some(Entry {
+            frame: block.get(start..end)?,
+            status: h.tp_status,
+            vlan_tci: h.hv1.tp_vlan_tci as u16,
+            vlan_tpid: h.hv1.tp_vlan_tpid,
+            next: h.tp_next_offset as usize,
+        })
+    }
+}
+
 /// The send side: batches through `sendmmsg`.
 struct MmapTx {
     fd: OwnedFd,
@@ -250,7 +307,8 @@ impl MmapTx {
         let fd = packet_socket()?;
         super::set_int(&fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, 1)?;
         super::set_buffer(&fd, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, SOCKET_BUFFER);
-        bind(&fd, index)?;
+        // Protocol 0: a send-only socket that receives nothing.
+        bind(&fd, index, false)?;
         Ok(MmapTx {
             fd,
             iovecs: Vec::new(),
@@ -296,21 +354,83 @@ impl FrameTx for MmapTx {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
                 Some(libc::EINTR) => {}
-                // The device queue is full: wait a little, a bounded number of times.
-                Some(libc::ENOBUFS) | Some(libc::EAGAIN) if busy < 1000 => {
+                // The device queue is full: wait a little, a bounded number of times per
+                // batch; past that (a link without carrier drops everything) the rest of
+                // the batch is lost, as on a wire.
+                Some(libc::ENOBUFS) | Some(libc::EAGAIN) => {
                     busy += 1;
+                    if busy > 200 {
+                        break;
+                    }
                     std::thread::sleep(Duration::from_micros(20));
                 }
                 Some(libc::ENXIO) | Some(libc::ENODEV) | Some(libc::ENETDOWN) => return Err(e),
                 // This frame cannot go (too large, say): skip it, send the rest.
-                _ => {
-                    done += 1;
-                    busy = 0;
-                }
+                _ => done += 1,
             }
         }
         self.iovecs.clear();
         self.msgs.clear();
         Ok(sent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block with one entry at `offset`: header fields as given, frame bytes 0xab.
+    fn block_with(offset: usize, mac: u16, snaplen: u32) -> Vec<u8> {
+        let mut block = vec![0u8; 4096];
+        // SAFETY: an all-zero tpacket3_hdr is valid; the fields set below complete it.
+        let mut h: libc::tpacket3_hdr = unsafe { std::mem::zeroed() };
+        h.tp_mac = mac;
+        h.tp_snaplen = snaplen;
+        h.tp_status = libc::TP_STATUS_USER;
+        h.tp_next_offset = 128;
+        if offset + libc::TPACKET3_HDRLEN <= block.len() {
+            // SAFETY: the header fits the block at `offset` (checked just above).
+            unsafe {
+                block[offset..]
+                    .as_mut_ptr()
+                    .cast::<libc::tpacket3_hdr>()
+                    .write_unaligned(h)
+            };
+        }
+        for b in block
+            .iter_mut()
+            .skip(offset + usize::from(mac))
+            .take(snaplen as usize)
+        {
+            *b = 0xab;
+        }
+        block
+    }
+
+    #[test]
+    fn a_good_entry_gives_its_frame() {
+        let block = block_with(48, 80, 60);
+        let e = Entry::at(&block, 48).expect("a well-formed entry");
+        assert_eq!(e.frame, &[0xab; 60][..]);
+        assert_eq!(e.next, 128);
+        assert_eq!(e.status, libc::TP_STATUS_USER);
+    }
+
+    #[test]
+    fn crafted_entries_never_read_past_the_block() {
+        // Frame runs past the end: tp_mac inside, tp_snaplen too long.
+        let block = block_with(48, 80, 4096);
+        assert_eq!(Entry::at(&block, 48), None);
+        // tp_mac alone points past the end.
+        let block = block_with(48, u16::MAX, 10);
+        assert_eq!(Entry::at(&block, 48), None);
+        // The header itself straddles the end, or starts past it.
+        let block = block_with(0, 80, 10);
+        assert_eq!(Entry::at(&block, 4096 - 8), None);
+        assert_eq!(Entry::at(&block, 1 << 40), None);
+        assert_eq!(Entry::at(&block, usize::MAX), None);
+        // Largest values in every field.
+        let block = block_with(0, u16::MAX, u32::MAX);
+        assert_eq!(Entry::at(&block, 0), None);
     }
 }

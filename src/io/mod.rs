@@ -22,23 +22,12 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 /// Which socket layer moves the frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
     /// pnet's AF_PACKET channel.
     Pnet,
     /// AF_PACKET with a TPACKET_V3 receive ring and `sendmmsg`.
     Mmap,
-}
-
-impl std::str::FromStr for Backend {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Backend, String> {
-        match s {
-            "pnet" => Ok(Backend::Pnet),
-            "mmap" => Ok(Backend::Mmap),
-            other => Err(format!("'{other}': give pnet or mmap")),
-        }
-    }
 }
 
 /// What the kernel counted on a receive socket.
@@ -138,12 +127,12 @@ pub fn ifindex(name: &str) -> io::Result<i32> {
     Ok(index as i32)
 }
 
-/// An AF_PACKET raw socket for every protocol, not yet bound, that ignores frames this
-/// host sends.
+/// An AF_PACKET raw socket, not yet bound, that ignores frames this host sends. Opened
+/// with protocol 0, it hears nothing until [`bind`] names the interface (and the protocol):
+/// no frame of another port slips in first.
 fn packet_socket() -> io::Result<OwnedFd> {
-    let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
     // SAFETY: plain socket(2) call; the result is checked.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto) };
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
         let e = io::Error::last_os_error();
         return Err(if e.raw_os_error() == Some(libc::EPERM) {
@@ -186,12 +175,40 @@ fn set_buffer(fd: &OwnedFd, force: i32, plain: i32, bytes: i32) {
     }
 }
 
-/// Binds `fd` to interface `index` for every protocol.
-fn bind(fd: &OwnedFd, index: i32) -> io::Result<()> {
+/// Puts interface `index` in promiscuous mode for as long as `fd` is open (frames for
+/// other MACs reach a switch port on a real NIC too).
+fn promiscuous(fd: &OwnedFd, index: i32) -> io::Result<()> {
+    // SAFETY: an all-zero packet_mreq is valid; the fields set below complete it.
+    let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+    mreq.mr_ifindex = index;
+    mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+    // SAFETY: `mreq` outlives the call and its size is passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_ADD_MEMBERSHIP,
+            (&mreq as *const libc::packet_mreq).cast(),
+            std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Binds `fd` to interface `index`, receiving every protocol when `receive` (else none).
+fn bind(fd: &OwnedFd, index: i32, receive: bool) -> io::Result<()> {
     // SAFETY: an all-zero sockaddr_ll is valid; the fields set below complete it.
     let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     addr.sll_family = libc::AF_PACKET as u16;
-    addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+    addr.sll_protocol = if receive {
+        (libc::ETH_P_ALL as u16).to_be()
+    } else {
+        0
+    };
     addr.sll_ifindex = index;
     // SAFETY: `addr` is a sockaddr_ll of the size passed.
     let r = unsafe {

@@ -1,5 +1,7 @@
 //! The portable backend: pnet's AF_PACKET channel on a socket we open ourselves (so that it
-//! ignores outgoing frames), read buffer sized to the MTU.
+//! ignores outgoing frames), read buffer sized to the MTU. pnet reads with `recvfrom`,
+//! which does not see the 802.1Q tag the kernel moved into the packet's metadata: frames
+//! arrive untagged (use the mmap backend where tags matter).
 
 use super::{FrameRx, FrameTx, KernelStats, Pool, packet_socket, read_stats};
 use pnet_datalink::{Channel, Config, DataLinkReceiver, DataLinkSender};
@@ -30,6 +32,8 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
         read_buffer_size: mtu + 64,
         write_buffer_size: mtu + 64,
         read_timeout: Some(READ_TIMEOUT),
+        // A send that cannot go within this is lost (a jammed port must not hang us).
+        write_timeout: Some(Duration::from_millis(100)),
         socket_fd: Some(socket.into_raw_fd()),
         ..Config::default()
     };

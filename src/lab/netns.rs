@@ -5,11 +5,15 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Output, Stdio};
 
 /// The prefix every name starts with.
 pub const FAMILY: &str = "rl";
+
+/// The alias of every veth rocelab makes: only links (and namespaces holding links) with
+/// it are ever removed as leftovers.
+pub const ALIAS: &str = "rocelab-lab";
 
 /// The run prefix of process `pid`: `rl` and the pid in base 36, then `-`.
 pub fn prefix_of(pid: u32) -> String {
@@ -26,11 +30,13 @@ pub fn prefix_of(pid: u32) -> String {
     format!("{FAMILY}{}-", digits.into_iter().collect::<String>())
 }
 
-/// The process id a name made by [`prefix_of`] carries.
+/// The process id a name made by [`prefix_of`] carries (only names in exactly that form:
+/// `rlab-test` or `rl00a-x` are not ours).
 fn pid_in(name: &str) -> Option<u32> {
     let rest = name.strip_prefix(FAMILY)?;
     let (digits, _) = rest.split_once('-')?;
-    u32::from_str_radix(digits, 36).ok()
+    let pid = u32::from_str_radix(digits, 36).ok()?;
+    name.starts_with(&prefix_of(pid)).then_some(pid)
 }
 
 fn ip(args: &[&str]) -> io::Result<Output> {
@@ -59,16 +65,37 @@ fn ip_ok(args: &[&str]) -> io::Result<()> {
     }
 }
 
-/// True when `ip` runs and we are root: what every live test and `rocelab lab` need.
-pub fn can_make_namespaces() -> Result<(), String> {
+/// Why namespaces cannot be made here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// Not root.
+    #[error("network namespaces and raw sockets need root")]
+    NotRoot,
+    /// No iproute2.
+    #[error("`ip` (iproute2) is not installed: apt-get install iproute2")]
+    NoIproute,
+}
+
+/// Ok when `ip` runs and we are root: what every live test and `rocelab lab` need.
+pub fn can_make_namespaces() -> Result<(), Unavailable> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err("network namespaces and raw sockets need root".into());
+        return Err(Unavailable::NotRoot);
     }
     match ip(&["-V"]) {
         Ok(o) if o.status.success() => Ok(()),
-        _ => Err("`ip` (iproute2) is not installed: apt-get install iproute2".into()),
+        _ => Err(Unavailable::NoIproute),
     }
+}
+
+/// Joins the calling thread (only) to network namespace `ns`.
+pub fn enter(ns: &str) -> io::Result<()> {
+    let file = std::fs::File::open(format!("/var/run/netns/{ns}"))?;
+    // SAFETY: setns on the calling thread with a namespace file descriptor.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Namespaces and veth pairs of one run.
@@ -131,6 +158,9 @@ impl Netns {
             &mtu,
         ])?;
         self.links.push(root_end.clone());
+        // The alias marks the pair as rocelab's for `remove_stale`.
+        ip_ok(&["link", "set", &root_end, "alias", ALIAS])?;
+        ip_ok(&["link", "set", &ns_end, "alias", ALIAS])?;
         ip_ok(&["link", "set", &ns_end, "netns", ns])?;
         if let Some(mac) = mac {
             ip_ok(&["-n", ns, "link", "set", &ns_end, "address", mac])?;
@@ -169,14 +199,28 @@ impl Drop for Netns {
     }
 }
 
-/// Removes namespaces and root-namespace links of the `rl` family whose process is gone.
+/// Removes namespaces and root-namespace links that rocelab made (named with a run prefix
+/// and holding a veth with rocelab's alias) for processes that are gone.
 pub fn remove_stale() {
-    let alive = |name: &str| {
-        pid_in(name).is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
+    let dead = |name: &str| {
+        pid_in(name).is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
     };
+    let ours = |links: &str| links.contains(ALIAS);
+    // Namespaces first, while their veth (and its alias) is still inside.
+    if let Ok(out) = ip(&["netns", "list"]) {
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let name = line.split_whitespace().next().unwrap_or("");
+            if dead(name)
+                && let Ok(links) = ip(&["-n", name, "-o", "link", "show"])
+                && ours(&String::from_utf8_lossy(&links.stdout))
+            {
+                let _ = ip(&["netns", "del", name]);
+            }
+        }
+    }
     if let Ok(out) = ip(&["-o", "link", "show"]) {
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            // "7: rlabc-s0@if6: <...": the name ends at '@' or ':'.
+            // "7: rlabc-s0@if6: <...> ... alias rocelab-lab": the name ends at '@' or ':'.
             let Some(name) = line
                 .split(": ")
                 .nth(1)
@@ -184,16 +228,8 @@ pub fn remove_stale() {
             else {
                 continue;
             };
-            if name.starts_with(FAMILY) && pid_in(name).is_some() && !alive(name) {
+            if dead(name) && ours(line) {
                 let _ = ip(&["link", "del", name]);
-            }
-        }
-    }
-    if let Ok(out) = ip(&["netns", "list"]) {
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let name = line.split_whitespace().next().unwrap_or("");
-            if name.starts_with(FAMILY) && pid_in(name).is_some() && !alive(name) {
-                let _ = ip(&["netns", "del", name]);
             }
         }
     }
@@ -249,20 +285,18 @@ pub fn offloads_off(ns: Option<&str>, iface: &str) -> io::Result<()> {
     let iface = iface.to_owned();
     std::thread::spawn(move || -> io::Result<()> {
         if let Some(ns) = &ns {
-            let file = std::fs::File::open(format!("/var/run/netns/{ns}"))?;
-            // SAFETY: setns on this thread only, with a namespace file descriptor.
-            if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            enter(ns)?;
         }
         // No IPv6 chatter (router solicitations, DAD) on lab links: the sysctl of this
         // thread's namespace; not fatal where IPv6 is absent.
         let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{iface}/disable_ipv6"), "1");
-        // SAFETY: plain socket(2); closed below.
+        // SAFETY: plain socket(2); owned (and closed) by `sock`.
         let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
+        // SAFETY: `fd` is fresh and owned by nobody else: every return below closes it.
+        let sock = unsafe { OwnedFd::from_raw_fd(fd) };
         let name =
             CString::new(iface.clone()).map_err(|_| io::Error::other("bad interface name"))?;
         let mut result = Ok(());
@@ -287,7 +321,7 @@ pub fn offloads_off(ns: Option<&str>, iface: &str) -> io::Result<()> {
             }
             req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
             // SAFETY: SIOCETHTOOL with a valid ifreq and ethtool_value.
-            if unsafe { libc::ioctl(fd, libc::SIOCETHTOOL, &mut req) } != 0 {
+            if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCETHTOOL, &mut req) } != 0 {
                 let e = io::Error::last_os_error();
                 // A feature the driver cannot change is already what it is: fine.
                 if !matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP)) {
@@ -297,8 +331,6 @@ pub fn offloads_off(ns: Option<&str>, iface: &str) -> io::Result<()> {
                 }
             }
         }
-        // SAFETY: closes the socket opened above.
-        unsafe { libc::close(fd) };
         result
     })
     .join()
@@ -308,6 +340,23 @@ pub fn offloads_off(ns: Option<&str>, iface: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn open_fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+    }
+
+    #[test]
+    fn the_offload_error_paths_close_their_socket() {
+        // A name with a NUL fails after the socket is open; one too long fails in the loop.
+        let before = open_fds();
+        for _ in 0..200 {
+            assert!(offloads_off(None, "bad\0name").is_err());
+            assert!(offloads_off(None, "a-name-longer-than-sixteen-bytes").is_err());
+        }
+        // Other tests open files meanwhile; a leak would add 400.
+        let grown = open_fds().saturating_sub(before);
+        assert!(grown < 100, "{grown} more file descriptors open");
+    }
 
     #[test]
     fn prefixes_round_trip_the_pid() {
@@ -319,5 +368,9 @@ mod tests {
         }
         assert_eq!(pid_in("rlx"), None);
         assert_eq!(pid_in("eth0"), None);
+        // Canonical for pid 371: such a name is only removed when its link also carries
+        // rocelab's alias (see `remove_stale`).
+        assert_eq!(pid_in("rlab-test"), Some(371));
+        assert_eq!(pid_in("rl00a-x"), None, "not the canonical spelling of 10");
     }
 }

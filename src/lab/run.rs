@@ -7,45 +7,34 @@
 use super::netns::Netns;
 use crate::config::endpoint::EndpointConfig;
 use crate::config::{CLASSES, SwitchConfig};
-use crate::endpoint::allreduce::{Application, Sweep};
+use crate::endpoint::app::{App, Application as _};
+use crate::endpoint::flow::Flow;
+use crate::endpoint::sweep::{AllReduceResult, RankResult, Sweep};
 use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
 use crate::runtime::endpoint::{self as live, EndpointOptions, EndpointSampler, PeerSpec};
 use crate::runtime::switch::{Sampler, SwitchOptions};
-use crate::runtime::{CoreList, stopped};
-use crate::sim::flows::Flow;
+use crate::runtime::{CoreList, PortError, RuntimeError, stopped};
 use crate::sim::series::{Column, ColumnKind, Series};
 use crate::switch::Switch;
 use crate::time::Nanos;
 use crate::wire::MacAddr;
 use serde::Serialize;
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// What runs in the lab.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Workload {
     /// A ring all-reduce sweep over every host.
     Ring,
     /// Every host but host 0 sends a bulk flow to host 0.
     Incast,
     /// The ring, with two more hosts pushing bulk flows into rank 0's port meanwhile.
+    #[value(name = "ring+incast")]
     RingIncast,
-}
-
-impl std::str::FromStr for Workload {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Workload, String> {
-        match s {
-            "ring" => Ok(Workload::Ring),
-            "incast" => Ok(Workload::Incast),
-            "ring+incast" => Ok(Workload::RingIncast),
-            other => Err(format!("'{other}': give ring, incast or ring+incast")),
-        }
-    }
 }
 
 impl std::fmt::Display for Workload {
@@ -103,20 +92,9 @@ pub struct HostOutcome {
     /// Whether its work finished.
     pub done: bool,
     /// Its all-reduce sizes.
-    pub sweep: Vec<SizeResult>,
+    pub sweep: Vec<RankResult>,
     /// A port error, if one stopped it.
-    pub error: Option<String>,
-}
-
-/// One all-reduce size on one rank.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct SizeResult {
-    /// Bytes.
-    pub size: u64,
-    /// Start and end on the lab's clock, ns, if it ran.
-    pub span_ns: Option<(u64, u64)>,
-    /// Values that differ from the closed-form sum.
-    pub wrong: u64,
+    pub error: Option<PortError>,
 }
 
 /// One column a host recorded.
@@ -128,21 +106,26 @@ struct HostTrack {
 }
 
 /// What a host thread gives back.
-type HostResult = anyhow::Result<(HostOutcome, Vec<HostTrack>)>;
+type HostResult = Result<(HostOutcome, Vec<HostTrack>), LabError>;
 
-/// One all-reduce size over all ranks.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct LabRow {
-    /// Bytes per rank.
-    pub size: u64,
-    /// From the first rank's start to the last rank's end.
-    pub time_ns: Option<u64>,
-    /// size / time, GB/s.
-    pub algbw: f64,
-    /// algbw × 2(N − 1)/N.
-    pub busbw: f64,
-    /// Wrong values over all ranks.
-    pub wrong: u64,
+/// A lab that could not be built or run through.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// Building or removing namespaces and veths, or starting a thread.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A live switch or endpoint that could not start.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// A host's thread panicked.
+    #[error("the thread of host {0} panicked")]
+    HostPanicked(usize),
+    /// The switch's thread panicked.
+    #[error("the switch thread panicked")]
+    SwitchPanicked,
+    /// A switch port failed.
+    #[error("switch: {0}")]
+    Switch(PortError),
 }
 
 /// What the lab gives.
@@ -155,7 +138,7 @@ pub struct LabOutcome {
     /// Every host.
     pub hosts: Vec<HostOutcome>,
     /// The all-reduce table.
-    pub allreduce: Vec<LabRow>,
+    pub allreduce: Vec<AllReduceResult>,
     /// The time series.
     pub series: Series,
     /// How long the traffic ran.
@@ -183,16 +166,6 @@ fn host_names(opts: &LabOptions) -> Vec<String> {
     names
 }
 
-/// Joins the calling thread to network namespace `ns`.
-fn enter(ns: &str) -> std::io::Result<()> {
-    let file = std::fs::File::open(format!("/var/run/netns/{ns}"))?;
-    // SAFETY: setns on the calling thread with a namespace file descriptor.
-    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// A column's samples: (time since the lab began, value).
 type Track = Vec<(Duration, f64)>;
 
@@ -202,7 +175,7 @@ pub fn run(
     opts: &LabOptions,
     stop: &Arc<AtomicBool>,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<LabOutcome> {
+) -> Result<LabOutcome, LabError> {
     let names = host_names(opts);
     let n = names.len();
     let mut net = Netns::new()?;
@@ -295,7 +268,7 @@ pub fn run(
             std::thread::Builder::new()
                 .name(format!("lab-{}", names[i]))
                 .spawn(move || -> HostResult {
-                    enter(&ns)?;
+                    super::netns::enter(&ns)?;
                     host(i, &iface, &peers, &opts, t0, start_at, &stop, &done_count)
                 })?,
         );
@@ -340,7 +313,10 @@ pub fn run(
                 opts.sizes.len(),
                 opts.sizes
                     .get(sizes_done)
-                    .map_or(String::new(), |s| format!(" (now {})", human_bytes(*s))),
+                    .map_or(String::new(), |s| format!(
+                        " (now {})",
+                        crate::bytes::human(*s)
+                    )),
                 t0.elapsed().as_secs_f64()
             ),
         };
@@ -351,7 +327,7 @@ pub fn run(
     let mut hosts = Vec::new();
     let mut tracks = Vec::new();
     let mut first_error = None;
-    for t in threads {
+    for (i, t) in threads.into_iter().enumerate() {
         match t.join() {
             Ok(Ok((h, tr))) => {
                 hosts.push(h);
@@ -361,20 +337,20 @@ pub fn run(
                 first_error.get_or_insert(e);
             }
             Err(_) => {
-                first_error.get_or_insert(anyhow::anyhow!("a host thread panicked"));
+                first_error.get_or_insert(LabError::HostPanicked(i));
             }
         }
     }
     switch_stop.store(true, Ordering::Relaxed);
     let (sw_out, rec) = switch_thread
         .join()
-        .map_err(|_| anyhow::anyhow!("the switch thread panicked"))??;
+        .map_err(|_| LabError::SwitchPanicked)??;
     net.remove();
     if let Some(e) = first_error {
         return Err(e);
     }
-    if let Some(e) = &sw_out.error {
-        anyhow::bail!("switch: {e}");
+    if let Some(e) = sw_out.error {
+        return Err(LabError::Switch(e));
     }
     let allreduce = table(opts, &hosts);
     let series = assemble(rec, tracks, &switch_cfg, every);
@@ -388,16 +364,6 @@ pub fn run(
         interrupted,
         prefix,
     })
-}
-
-/// "8 KB", "16 MB".
-pub fn human_bytes(b: u64) -> String {
-    match b {
-        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GB", b >> 30),
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KB", b >> 10),
-        b => format!("{b} B"),
-    }
 }
 
 /// One host's thread, inside its namespace.
@@ -418,7 +384,7 @@ fn host(
     let start = Nanos(start_at.as_nanos() as u64);
     let ranks = &peers[..opts.ranks];
     let message = 65536;
-    let (app, sending): (Box<dyn Application>, Vec<usize>) = match opts.workload {
+    let (app, sending): (App, Vec<usize>) = match opts.workload {
         Workload::Ring | Workload::RingIncast if i < opts.ranks => {
             let (to_next, _) = live::ring_qps(&mut ep, ranks, i);
             if i == 0 && opts.workload == Workload::RingIncast {
@@ -427,23 +393,23 @@ fn host(
             }
             let sweep = Sweep::new(&mut ep, i, opts.ranks, &opts.sizes, opts.seed, to_next)
                 .starting_at(start);
-            (Box::new(sweep), vec![to_next])
+            (sweep.into(), vec![to_next])
         }
         Workload::Ring | Workload::RingIncast => {
             // A background sender (only ring+incast has hosts past the ranks): endless,
             // until the ring is done.
             let qp = live::flow_send_qp(&mut ep, peers, i, 0);
-            (Box::new(Flow::new(qp, None, message, start)), vec![qp])
+            (Flow::new(qp, None, message, start).into(), vec![qp])
         }
         Workload::Incast if i == 0 => {
             live::flow_receive_qps(&mut ep, peers, 0);
             Flow::prepare_receiver(&mut ep, message);
-            (Box::new(Receiver), Vec::new())
+            (App::Receive, Vec::new())
         }
         Workload::Incast => {
             let qp = live::flow_send_qp(&mut ep, peers, i, 0);
             (
-                Box::new(Flow::new(qp, Some(opts.incast_bytes), message, start)),
+                Flow::new(qp, Some(opts.incast_bytes), message, start).into(),
                 vec![qp],
             )
         }
@@ -466,8 +432,7 @@ fn host(
     let mut rec = HostRecorder::new(&name, &ep, &sending);
     let mut call = |_: Duration, l: &live::Live<'_>| {
         rec.sample(t0.elapsed(), l);
-        let app: &dyn std::any::Any = l.app;
-        if let Some(s) = app.downcast_ref::<Sweep>() {
+        if let Some(s) = l.app.sweep() {
             done_count[i].store(s.finished(), Ordering::Relaxed);
         }
     };
@@ -480,16 +445,10 @@ fn host(
     // Every host stops when the lab says so; a rank also ends when its sweep is done.
     let out = live::run_sampled(&ep_opts, ep, app, stop, Some(sampler))?;
     let tracks = rec.finish();
-    let app: &dyn std::any::Any = out.app.as_ref();
-    let sweep = app.downcast_ref::<Sweep>().map_or_else(Vec::new, |s| {
-        s.runs()
-            .map(|(size, run)| SizeResult {
-                size,
-                span_ns: run.elapsed().map(|(a, b)| (a.0, b.0)),
-                wrong: run.wrong(&out.endpoint) as u64,
-            })
-            .collect()
-    });
+    let sweep = out
+        .app
+        .sweep()
+        .map_or_else(Vec::new, |s| s.results(&out.endpoint));
     let qps = sending
         .iter()
         .map(|&q| out.endpoint.qp_status(q, out.end))
@@ -509,23 +468,6 @@ fn host(
         },
         tracks,
     ))
-}
-
-/// The incast receiver: nothing to post.
-struct Receiver;
-
-impl Application for Receiver {
-    fn start(&mut self, _: Nanos, _: &mut crate::endpoint::Endpoint) {}
-    fn on_completion(
-        &mut self,
-        _: Nanos,
-        _: &mut crate::endpoint::Endpoint,
-        _: crate::endpoint::Completion,
-    ) {
-    }
-    fn done(&self) -> bool {
-        false
-    }
 }
 
 /// The switch's side of the time series.
@@ -699,38 +641,21 @@ fn assemble(
 }
 
 /// The all-reduce table over all ranks.
-fn table(opts: &LabOptions, hosts: &[HostOutcome]) -> Vec<LabRow> {
+fn table(opts: &LabOptions, hosts: &[HostOutcome]) -> Vec<AllReduceResult> {
     if opts.workload == Workload::Incast {
         return Vec::new();
     }
-    let n = opts.ranks as f64;
     opts.sizes
         .iter()
         .enumerate()
         .map(|(k, &size)| {
-            let mut wrong = 0;
-            let mut span: Option<(u64, u64)> = Some((u64::MAX, 0));
-            for h in hosts.iter().filter(|h| h.port < opts.ranks) {
-                let r = h.sweep.get(k).copied().unwrap_or(SizeResult {
-                    size,
-                    span_ns: None,
-                    wrong: size / 4,
-                });
-                wrong += r.wrong;
-                span = match (span, r.span_ns) {
-                    (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
-                    _ => None,
-                };
-            }
-            let time_ns = span.map(|(a, b)| b.saturating_sub(a));
-            let algbw = time_ns.map_or(0.0, |t| size as f64 / t.max(1) as f64);
-            LabRow {
-                size,
-                time_ns,
-                algbw,
-                busbw: algbw * 2.0 * (n - 1.0) / n,
-                wrong,
-            }
+            let parts = hosts.iter().filter(|h| h.port < opts.ranks).map(|h| {
+                h.sweep
+                    .get(k)
+                    .copied()
+                    .unwrap_or_else(|| RankResult::missing(size))
+            });
+            AllReduceResult::over_ranks(size, parts)
         })
         .collect()
 }

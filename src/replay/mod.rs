@@ -25,7 +25,7 @@ use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// How captures are split into ports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SplitBy {
     /// One port per unicast MAC address seen (as source or destination); frames enter on
     /// their source's port.

@@ -1,7 +1,8 @@
 //! What `rocelab lab` prints and writes.
 
 use super::{counter_table, ports};
-use crate::lab::run::{LabOptions, LabOutcome, Workload, human_bytes};
+use crate::bytes::human as human_bytes;
+use crate::lab::run::{LabOptions, LabOutcome, Workload};
 use std::fmt::Write as _;
 
 fn gbps(bps: u64) -> f64 {
@@ -10,57 +11,14 @@ fn gbps(bps: u64) -> f64 {
 
 /// The all-reduce table as nccl-tests prints it, over all ranks.
 pub fn allreduce_table(opts: &LabOptions, out: &LabOutcome) -> String {
-    let mut s = format!(
-        "# ring all-reduce, {} ranks, float sum, one QP per rank to the next\n#\n",
-        opts.ranks
-    );
-    let _ = writeln!(
-        s,
-        "# {:>10} {:>11} {:>6} {:>6} {:>10} {:>7} {:>7} {:>7}",
-        "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong"
-    );
-    let _ = writeln!(
-        s,
-        "# {:>10} {:>11} {:>6} {:>6} {:>10} {:>7} {:>7} {:>7}",
-        "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", ""
-    );
-    for r in &out.allreduce {
-        let time = r
-            .time_ns
-            .map_or_else(|| "-".to_owned(), |t| format!("{:.1}", t as f64 / 1e3));
-        let _ = writeln!(
-            s,
-            "  {:>10} {:>11} {:>6} {:>6} {:>10} {:>7.3} {:>7.3} {:>7}",
-            r.size,
-            r.size / 4,
-            "float",
-            "sum",
-            time,
-            r.algbw,
-            r.busbw,
-            r.wrong
-        );
-    }
-    let wrong: u64 = out.allreduce.iter().map(|r| r.wrong).sum();
-    let _ = writeln!(
-        s,
-        "# Out of bounds values : {wrong} {}",
-        if wrong == 0 { "OK" } else { "WRONG" }
-    );
-    let done: Vec<f64> = out
-        .allreduce
-        .iter()
-        .filter(|r| r.time_ns.is_some())
-        .map(|r| r.busbw)
-        .collect();
-    if !done.is_empty() {
-        let _ = writeln!(
-            s,
-            "# Avg bus bandwidth    : {:.3}",
-            done.iter().sum::<f64>() / done.len() as f64
-        );
-    }
-    s
+    super::nccl::allreduce_table(
+        &format!(
+            "ring all-reduce, {} ranks, float sum, one QP per rank to the next",
+            opts.ranks
+        ),
+        &out.allreduce,
+        &[],
+    )
 }
 
 /// What each host's endpoint did, and DCQCN's state of each QP that sent.

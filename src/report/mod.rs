@@ -1,7 +1,9 @@
 //! Counters for people and programs: the switch's counter table as switches print it, and
 //! the same counters as JSON.
 
+pub mod bundle;
 pub mod lab;
+pub mod nccl;
 pub mod plot;
 pub mod sim;
 

@@ -12,10 +12,16 @@ const MAX_POINTS: usize = 2000;
 const MAX_LINES: usize = 12;
 const SIZE: (u32, u32) = (1000, 520);
 
-type Result<T> = std::result::Result<T, anyhow::Error>;
+/// A plot that could not be drawn (plotters' drawing errors, as text: they carry the
+/// backend's error type, which differs per backend).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("drawing the plot: {0}")]
+pub struct PlotError(String);
 
-fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
-    anyhow::anyhow!("drawing the plot: {e:?}")
+type Result<T> = std::result::Result<T, PlotError>;
+
+fn plot_err<E: std::fmt::Debug>(e: E) -> PlotError {
+    PlotError(format!("{e:?}"))
 }
 
 fn ms(series: &Series, row: usize) -> f64 {

@@ -1,8 +1,9 @@
 //! What `rocelab sim` prints and writes: the per-QP DCQCN table, the nccl-tests-like
 //! all-reduce table, the switches' counter tables, and all of it as JSON.
 
+use super::nccl::{self, ExtraColumn};
 use super::{counter_table, ports};
-use crate::sim::run::{AllReduceRow, Outcome, QpRow};
+use crate::sim::run::{AllReduceRow, FabricCounts, Outcome, QpRow};
 use crate::sim::scenario::{Scenario, Shape};
 use crate::time::Nanos;
 use std::fmt::Write as _;
@@ -114,72 +115,25 @@ pub fn qp_table(rows: &[QpRow], from: Nanos, to: Nanos) -> String {
 /// The all-reduce sweep as nccl-tests prints it (`all_reduce_perf -b -e -f`), with the
 /// fabric's counts beside each size.
 pub fn allreduce_table(rows: &[AllReduceRow], ranks: usize) -> String {
-    let mut out =
-        format!("# ring all-reduce, {ranks} ranks, float sum, one QP per rank to the next\n#\n");
-    let _ = writeln!(
-        out,
-        "# {:>10} {:>11} {:>6} {:>6} {:>10} {:>7} {:>7} {:>7}   {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>6}",
-        "size",
-        "count",
-        "type",
-        "redop",
-        "time",
-        "algbw",
-        "busbw",
-        "#wrong",
-        "CNPs tx",
-        "CNPs rx",
-        "pauses",
-        "retrans",
-        "PFC tx",
-        "CE mark",
-        "drops"
-    );
-    let _ = writeln!(
-        out,
-        "# {:>10} {:>11} {:>6} {:>6} {:>10} {:>7} {:>7} {:>7}",
-        "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", ""
-    );
-    for r in rows {
-        let time = r.time_ns.map_or_else(
-            || "timeout".to_owned(),
-            |t| format!("{:.2}", t as f64 / 1e3),
-        );
-        let _ = writeln!(
-            out,
-            "  {:>10} {:>11} {:>6} {:>6} {:>10} {:>7.2} {:>7.2} {:>7}   {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>6}",
-            r.size,
-            r.count,
-            "float",
-            "sum",
-            time,
-            r.algbw,
-            r.busbw,
-            r.wrong,
-            r.cnps_sent,
-            r.cnps_received,
-            r.pauses_received,
-            r.retransmitted,
-            r.pfc_sent,
-            r.ecn_marked,
-            r.dropped
-        );
-    }
-    let done: Vec<&AllReduceRow> = rows.iter().filter(|r| r.time_ns.is_some()).collect();
-    let wrong: u64 = rows.iter().map(|r| r.wrong).sum();
-    let _ = writeln!(
-        out,
-        "# Out of bounds values : {wrong} {}",
-        if wrong == 0 { "OK" } else { "WRONG" }
-    );
-    if !done.is_empty() {
-        let _ = writeln!(
-            out,
-            "# Avg bus bandwidth    : {:.3}",
-            done.iter().map(|r| r.busbw).sum::<f64>() / done.len() as f64
-        );
-    }
-    out
+    let column = |header, f: fn(&FabricCounts) -> u64| ExtraColumn {
+        header,
+        values: rows.iter().map(|r| f(&r.fabric)).collect(),
+    };
+    let extra = [
+        column("CNPs tx", |f| f.cnps_sent),
+        column("CNPs rx", |f| f.cnps_received),
+        column("pauses", |f| f.pauses_received),
+        column("retrans", |f| f.retransmitted),
+        column("PFC tx", |f| f.pfc_sent),
+        column("CE mark", |f| f.ecn_marked),
+        column("drops", |f| f.dropped),
+    ];
+    let results: Vec<_> = rows.iter().map(|r| r.result).collect();
+    nccl::allreduce_table(
+        &format!("ring all-reduce, {ranks} ranks, float sum, one QP per rank to the next"),
+        &results,
+        &extra,
+    )
 }
 
 /// The switch counter tables of the recorded run, each under its switch's name.

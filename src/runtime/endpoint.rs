@@ -3,8 +3,9 @@
 
 use super::ports::PortThreads;
 use super::{Clock, CoreList, stopped};
+use super::{PeersError, PortError, RuntimeError};
 use crate::config::endpoint::EndpointConfig;
-use crate::endpoint::allreduce::Application;
+use crate::endpoint::app::{App, Application};
 use crate::endpoint::{Endpoint, Peer};
 use crate::io::{Backend, KernelStats};
 use crate::time::Nanos;
@@ -48,21 +49,24 @@ struct PeerEntry {
 
 /// Parses a peers file: `[[peer]]` entries with `rank`, `mac`, `ip`, `qpn`, ranks 0..N
 /// each once.
-pub fn parse_peers(text: &str) -> Result<Vec<PeerSpec>, String> {
-    let file: PeersFile = toml::from_str(text).map_err(|e| e.message().trim_end().to_owned())?;
+pub fn parse_peers(text: &str) -> Result<Vec<PeerSpec>, PeersError> {
+    let file: PeersFile = toml::from_str(text).map_err(|e| {
+        let at = e.span().map_or_else(String::new, |s| {
+            format!("{}: ", crate::config::location(text, s.start))
+        });
+        PeersError::Syntax(format!("{at}{}", e.message().trim_end()))
+    })?;
     let mut peers = Vec::new();
     for (i, e) in file.peer.iter().enumerate() {
-        let mac = parse_mac(&e.mac).ok_or_else(|| {
-            format!(
-                "peer[{i}].mac: '{}' is not a MAC address like 02:00:c6:12:00:01",
-                e.mac
-            )
+        let mac = e.mac.parse::<MacAddr>().map_err(|_| PeersError::Mac {
+            index: i,
+            value: e.mac.clone(),
         })?;
         if !(2..0x00ff_0000).contains(&e.qpn) {
-            return Err(format!(
-                "peer[{i}].qpn: {} is not allowed; give 2 to 16711679",
-                e.qpn
-            ));
+            return Err(PeersError::Qpn {
+                index: i,
+                value: e.qpn,
+            });
         }
         peers.push(PeerSpec {
             rank: e.rank,
@@ -74,26 +78,16 @@ pub fn parse_peers(text: &str) -> Result<Vec<PeerSpec>, String> {
     peers.sort_by_key(|p| p.rank);
     for (i, p) in peers.iter().enumerate() {
         if p.rank != i {
-            return Err(format!(
-                "ranks must be 0 to {} once each; rank {i} is missing or repeated",
-                peers.len() - 1
-            ));
+            return Err(PeersError::Ranks {
+                last: peers.len() - 1,
+                missing: i,
+            });
         }
     }
     if peers.len() < 2 {
-        return Err("a peers file needs at least 2 ranks".into());
+        return Err(PeersError::TooFew);
     }
     Ok(peers)
-}
-
-/// A MAC address "aa:bb:cc:dd:ee:ff".
-pub fn parse_mac(s: &str) -> Option<MacAddr> {
-    let bytes: Vec<u8> = s
-        .split(':')
-        .map(|p| u8::from_str_radix(p, 16).ok())
-        .collect::<Option<_>>()?;
-    let b: [u8; 6] = bytes.try_into().ok()?;
-    Some(MacAddr(b))
 }
 
 fn peer(p: &PeerSpec, qpn: u32) -> Peer {
@@ -162,7 +156,7 @@ pub struct EndpointOutcome {
     /// The endpoint with its counters and memory.
     pub endpoint: Endpoint,
     /// The application.
-    pub app: Box<dyn Application>,
+    pub app: App,
     /// When the application finished, if it did.
     pub done_at: Option<Nanos>,
     /// The endpoint's clock when the run ended.
@@ -170,7 +164,7 @@ pub struct EndpointOutcome {
     /// Kernel receive statistics.
     pub kernel: KernelStats,
     /// A port's fatal error, if that is what stopped it.
-    pub error: Option<String>,
+    pub error: Option<PortError>,
 }
 
 /// Runs `ep` with `app` until the application is done (and the linger time passed), the
@@ -178,9 +172,9 @@ pub struct EndpointOutcome {
 pub fn run(
     opts: &EndpointOptions,
     ep: Endpoint,
-    app: Box<dyn Application>,
+    app: App,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<EndpointOutcome> {
+) -> Result<EndpointOutcome, RuntimeError> {
     run_sampled(opts, ep, app, stop, None)
 }
 
@@ -189,7 +183,7 @@ pub struct Live<'a> {
     /// The endpoint.
     pub endpoint: &'a Endpoint,
     /// Its application.
-    pub app: &'a dyn Application,
+    pub app: &'a App,
     /// The endpoint's clock.
     pub now: Nanos,
 }
@@ -206,10 +200,10 @@ pub struct EndpointSampler<'a> {
 pub fn run_sampled(
     opts: &EndpointOptions,
     mut ep: Endpoint,
-    mut app: Box<dyn Application>,
+    mut app: App,
     stop: &Arc<AtomicBool>,
     mut sampler: Option<EndpointSampler<'_>>,
-) -> anyhow::Result<EndpointOutcome> {
+) -> Result<EndpointOutcome, RuntimeError> {
     let mtu = opts.cfg.mtu as usize + 128;
     let _claim = claim_roce_port();
     let ports = PortThreads::start(
@@ -231,21 +225,15 @@ pub fn run_sampled(
     let mut error = None;
     let begin = last;
     app.start(begin, &mut ep);
-    drive(
-        &mut ep,
-        app.as_mut(),
-        begin,
-        &mut last,
-        &mut out,
-        &ports.pool,
-    );
+    drive(&mut ep, &mut app, begin, &mut last, &mut out, &ports.pool);
 
     loop {
-        if stopped(stop) || end.is_some_and(|e| Instant::now() >= e) {
-            break;
-        }
+        // A port's error first: it also raises the stop flag.
         if let Ok(e) = ports.errors.try_recv() {
             error = Some(e);
+            break;
+        }
+        if stopped(stop) || end.is_some_and(|e| Instant::now() >= e) {
             break;
         }
         let now = clock.now();
@@ -296,14 +284,12 @@ pub fn run_sampled(
             let t = t.max(floor);
             let t = t.max(last);
             let before = out.len();
-            drive(&mut ep, app.as_mut(), t, &mut last, &mut out, &ports.pool);
-            if out.len() == before
-                && [ep.poll_timeout(), app.deadline()]
-                    .into_iter()
-                    .flatten()
-                    .min()
-                    == Some(t)
-            {
+            drive(&mut ep, &mut app, t, &mut last, &mut out, &ports.pool);
+            let next = [ep.poll_timeout(), app.deadline()]
+                .into_iter()
+                .flatten()
+                .min();
+            if out.len() == before && next.is_some_and(|d| d <= t) {
                 break;
             }
         }
@@ -322,16 +308,20 @@ pub fn run_sampled(
                 }
             }
         }
-        drive(&mut ep, app.as_mut(), now, &mut last, &mut out, &ports.pool);
-        if !out.is_empty() {
-            let _ = ports.tx[0].send(std::mem::take(&mut out));
+        drive(&mut ep, &mut app, now, &mut last, &mut out, &ports.pool);
+        if !out.is_empty()
+            && let Err(e) = ports.tx[0].try_send(std::mem::take(&mut out))
+        {
+            for buf in e.into_inner() {
+                ports.pool.put(buf);
+            }
         }
         if let Some(s) = sampler.as_mut() {
             let now_i = Instant::now();
             if now_i >= next_sample {
                 let live = Live {
                     endpoint: &ep,
-                    app: app.as_ref(),
+                    app: &app,
                     now,
                 };
                 (s.call)(now_i - started, &live);
@@ -340,7 +330,9 @@ pub fn run_sampled(
         }
     }
     let end = clock.now();
-    let kernel = ports.finish().into_iter().next().unwrap_or_default();
+    let (kernel, late_error) = ports.finish();
+    let kernel = kernel.into_iter().next().unwrap_or_default();
+    let error = error.or(late_error);
     Ok(EndpointOutcome {
         endpoint: ep,
         app,
@@ -375,7 +367,7 @@ fn claim_roce_port() -> Option<std::net::UdpSocket> {
 /// and the pacers let go.
 fn drive(
     ep: &mut Endpoint,
-    app: &mut dyn Application,
+    app: &mut App,
     t: Nanos,
     last: &mut Nanos,
     out: &mut Vec<Vec<u8>>,

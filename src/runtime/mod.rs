@@ -6,10 +6,13 @@
 //! endpoints), or spin with `--busy-poll`. SIGINT and SIGTERM stop everything cleanly.
 
 pub mod endpoint;
+mod error;
 pub mod metrics;
 pub mod ports;
 pub mod switch;
 pub mod traffic;
+
+pub use error::{PeersError, PortError, RuntimeError};
 
 use crate::time::Nanos;
 use std::io;
@@ -66,18 +69,37 @@ pub fn stopped(stop: &AtomicBool) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct CoreList(pub Vec<usize>);
 
+/// A core list that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoreListError {
+    /// A part that is not a core number or range.
+    #[error("'{0}': give core numbers like 0,1 or 0-3")]
+    Syntax(String),
+    /// Nothing given.
+    #[error("no cores given")]
+    Empty,
+    /// A core this machine does not have (or this process may not use).
+    #[error("core {core} does not exist or is not allowed here; this machine offers {offered:?}")]
+    Missing {
+        /// The core.
+        core: usize,
+        /// The cores that exist.
+        offered: Vec<usize>,
+    },
+}
+
 impl std::str::FromStr for CoreList {
-    type Err = String;
+    type Err = CoreListError;
     /// "0,1", "0-3", "2".
-    fn from_str(s: &str) -> Result<CoreList, String> {
+    fn from_str(s: &str) -> Result<CoreList, CoreListError> {
         let mut cores = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let bad = || format!("'{part}': give core numbers like 0,1 or 0-3");
+            let bad = || CoreListError::Syntax(part.to_owned());
             match part.split_once('-') {
                 Some((a, b)) => {
                     let (a, b): (usize, usize) =
                         (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                    if a > b {
+                    if a > b || b - a >= 4096 {
                         return Err(bad());
                     }
                     cores.extend(a..=b);
@@ -86,7 +108,7 @@ impl std::str::FromStr for CoreList {
             }
         }
         if cores.is_empty() {
-            return Err("no cores given".into());
+            return Err(CoreListError::Empty);
         }
         Ok(CoreList(cores))
     }
@@ -94,13 +116,13 @@ impl std::str::FromStr for CoreList {
 
 impl CoreList {
     /// Checks that every core exists on this machine.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), CoreListError> {
         let ids = core_affinity::get_core_ids().unwrap_or_default();
         match self.0.iter().find(|c| !ids.iter().any(|id| id.id == **c)) {
-            Some(c) => Err(format!(
-                "core {c} does not exist or is not allowed here; this machine offers {:?}",
-                ids.iter().map(|i| i.id).collect::<Vec<_>>()
-            )),
+            Some(&core) => Err(CoreListError::Missing {
+                core,
+                offered: ids.iter().map(|i| i.id).collect(),
+            }),
             None => Ok(()),
         }
     }

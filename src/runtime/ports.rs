@@ -2,6 +2,7 @@
 //! crossbeam channels: received batches come in on one channel tagged with their port;
 //! batches to send go out on one channel per port, and their buffers return to the pool.
 
+use super::PortError;
 use super::{CoreList, stopped};
 use crate::io::{self, Backend, FrameRx, FrameTx, KernelStats, Pool};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -29,7 +30,7 @@ pub struct PortThreads {
     /// The buffers.
     pub pool: Pool,
     /// The first fatal I/O error of a port thread, if any (it also raises the stop flag).
-    pub errors: Receiver<String>,
+    pub errors: Receiver<PortError>,
     rx_threads: Vec<JoinHandle<KernelStats>>,
     tx_threads: Vec<JoinHandle<()>>,
     done: Arc<AtomicBool>,
@@ -92,19 +93,28 @@ impl PortThreads {
         })
     }
 
-    /// Stops the threads once the transmit queues are drained; returns each port's
-    /// kernel receive statistics.
-    pub fn finish(self) -> Vec<KernelStats> {
-        drop(self.tx);
-        for t in self.tx_threads {
+    /// Stops the threads once the transmit queues are drained (or dropped, after a stop
+    /// signal); returns each port's kernel receive statistics and the first port error
+    /// not read yet.
+    pub fn finish(mut self) -> (Vec<KernelStats>, Option<PortError>) {
+        drop(std::mem::take(&mut self.tx));
+        for t in std::mem::take(&mut self.tx_threads) {
             let _ = t.join();
         }
         self.done.store(true, Ordering::Relaxed);
-        drop(self.rx);
-        self.rx_threads
+        drop(std::mem::replace(&mut self.rx, crossbeam_channel::never()));
+        let stats = std::mem::take(&mut self.rx_threads)
             .into_iter()
             .map(|t| t.join().unwrap_or_default())
-            .collect()
+            .collect();
+        (stats, self.errors.try_recv().ok())
+    }
+}
+
+impl Drop for PortThreads {
+    /// Threads of a run that ended early (an error, a panic) stop on their own.
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
     }
 }
 
@@ -115,13 +125,17 @@ struct Ctx {
     pool: Pool,
     stop: Arc<AtomicBool>,
     done: Arc<AtomicBool>,
-    errors: Sender<String>,
+    errors: Sender<PortError>,
     cores: CoreList,
 }
 
 impl Ctx {
-    fn fail(&self, what: &str, e: std::io::Error) {
-        let _ = self.errors.try_send(format!("{} ({what}): {e}", self.name));
+    fn fail(&self, action: &'static str, cause: std::io::Error) {
+        let _ = self.errors.try_send(PortError {
+            port: self.name.clone(),
+            action,
+            cause,
+        });
         self.stop.store(true, Ordering::Relaxed);
     }
 }
@@ -152,8 +166,19 @@ fn transmit_loop(ctx: Ctx, mut tx: Box<dyn FrameTx>, input: Receiver<Vec<Vec<u8>
     loop {
         match input.recv_timeout(IDLE) {
             Ok(mut batch) => {
-                if let Err(e) = tx.transmit(&batch) {
+                // After a stop signal, or once the port failed, what is queued is dropped.
+                let give_up = stopped(&ctx.stop) || ctx.done.load(Ordering::Relaxed);
+                if !give_up && let Err(e) = tx.transmit(&batch) {
                     ctx.fail("send", e);
+                    for buf in batch.drain(..) {
+                        ctx.pool.put(buf);
+                    }
+                    // Keep emptying the channel so the core never blocks on it.
+                    while let Ok(mut b) = input.recv() {
+                        for buf in b.drain(..) {
+                            ctx.pool.put(buf);
+                        }
+                    }
                     return;
                 }
                 for buf in batch.drain(..) {

@@ -3,6 +3,7 @@
 use super::metrics;
 use super::ports::PortThreads;
 use super::{Clock, CoreList, stopped};
+use super::{PortError, RuntimeError};
 use crate::config::{CLASSES, SwitchConfig};
 use crate::io::{Backend, KernelStats};
 use crate::switch::Switch;
@@ -45,7 +46,7 @@ pub struct SwitchOutcome {
     /// How long it ran.
     pub elapsed: Duration,
     /// A port's fatal error, if that is what stopped it.
-    pub error: Option<String>,
+    pub error: Option<PortError>,
 }
 
 /// Largest frame the ports must carry: the configured MTU plus the Ethernet header and a
@@ -60,7 +61,7 @@ pub fn run(
     opts: &SwitchOptions,
     stop: &Arc<AtomicBool>,
     out: &mut dyn Write,
-) -> anyhow::Result<SwitchOutcome> {
+) -> Result<SwitchOutcome, RuntimeError> {
     run_sampled(opts, stop, out, None)
 }
 
@@ -78,7 +79,7 @@ pub fn run_sampled(
     stop: &Arc<AtomicBool>,
     out: &mut dyn Write,
     mut sampler: Option<Sampler<'_, Switch>>,
-) -> anyhow::Result<SwitchOutcome> {
+) -> Result<SwitchOutcome, RuntimeError> {
     let mut switch = Switch::new(&opts.config);
     let ports = PortThreads::start(
         &opts.ifaces,
@@ -106,11 +107,12 @@ pub fn run_sampled(
     let mut error = None;
 
     loop {
-        if stopped(stop) || end.is_some_and(|e| Instant::now() >= e) {
-            break;
-        }
+        // A port's error first: it also raises the stop flag.
         if let Ok(e) = ports.errors.try_recv() {
             error = Some(e);
+            break;
+        }
+        if stopped(stop) || end.is_some_and(|e| Instant::now() >= e) {
             break;
         }
         // Sleep until a frame comes, the switch's next deadline, or a housekeeping time.
@@ -165,7 +167,13 @@ pub fn run_sampled(
         }
         for (port, batch) in outgoing.iter_mut().enumerate() {
             if !batch.is_empty() {
-                let _ = ports.tx[port].send(std::mem::take(batch));
+                // A transmit thread that cannot keep up must not stall every port: its
+                // frames are lost, as on a jammed wire.
+                if let Err(e) = ports.tx[port].try_send(std::mem::take(batch)) {
+                    for buf in e.into_inner() {
+                        ports.pool.put(buf);
+                    }
+                }
             }
         }
         let now_i = Instant::now();
@@ -203,7 +211,8 @@ pub fn run_sampled(
         }
     }
     let elapsed = started.elapsed();
-    let kernel = ports.finish();
+    let (kernel, late_error) = ports.finish();
+    let error = error.or(late_error);
     Ok(SwitchOutcome {
         switch,
         kernel,
@@ -232,7 +241,8 @@ fn catch_up(sw: &mut Switch, now: Nanos, last: &mut Nanos, out: &mut [Vec<Vec<u8
             out[port].push(buf);
             sent = true;
         }
-        if !sent && t == *last && sw.poll_timeout() == Some(t) {
+        // No frame went and nothing moved past t: the rest waits for `now`.
+        if !sent && sw.poll_timeout().is_some_and(|d| d <= t) {
             break;
         }
         *last = t;

@@ -3,7 +3,7 @@
 //! `sendmmsg` batches with PACKET_QDISC_BYPASS (the mmap backend's send side); it ignores
 //! PFC, as a plain traffic generator does. The counter counts RoCE frames arriving.
 
-use super::stopped;
+use super::{RuntimeError, stopped};
 use crate::io::{self, Backend, Pool};
 use crate::wire::bth::{BthRepr, Opcode};
 use crate::wire::xth::ExtHeaders;
@@ -38,18 +38,13 @@ pub struct SendSpec {
 }
 
 /// RC WRITE Middle frames of `spec.size` bytes with consecutive PSNs.
-fn frames(spec: &SendSpec, n: usize) -> anyhow::Result<Vec<Vec<u8>>> {
+fn frames(spec: &SendSpec, n: usize) -> Result<Vec<Vec<u8>>, RuntimeError> {
     // 58 bytes of headers and ICRC around the payload (Ethernet, IPv4, UDP, BTH, ICRC).
     let payload_len = spec
         .size
         .checked_sub(58)
         .filter(|p| p % 4 == 0)
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "--size {}: give 62 or more, with (size - 58) a multiple of 4 (e.g. 62, 66, 1082)",
-                spec.size
-            )
-        })?;
+        .ok_or(RuntimeError::FrameSize(spec.size))?;
     let payload = vec![0x5a; payload_len];
     (0..n)
         .map(|i| {
@@ -85,7 +80,7 @@ fn frames(spec: &SendSpec, n: usize) -> anyhow::Result<Vec<Vec<u8>>> {
 }
 
 /// Sends until the duration, the count or `stop`; returns (frames sent, seconds).
-pub fn send(spec: &SendSpec, stop: &AtomicBool) -> anyhow::Result<(u64, f64)> {
+pub fn send(spec: &SendSpec, stop: &AtomicBool) -> Result<(u64, f64), RuntimeError> {
     let (_, mut tx) = io::open(Backend::Mmap, &spec.iface, spec.size + 64)?;
     let batch = frames(spec, 64)?;
     let started = Instant::now();
@@ -123,7 +118,7 @@ pub fn count(
     backend: Backend,
     duration: Duration,
     stop: &AtomicBool,
-) -> anyhow::Result<Counted> {
+) -> Result<Counted, RuntimeError> {
     let (mut rx, _) = io::open(backend, iface, 9216 + 64)?;
     let pool = Pool::new(256, 9216 + 64);
     let end = Instant::now() + duration;

@@ -2,7 +2,7 @@
 //! endpoint cores as nodes, and links of given rate, propagation delay and loss between
 //! their ports. Nothing reads a clock: a run is a function of its inputs and seed.
 
-use crate::endpoint::allreduce::Application;
+use crate::endpoint::app::{App, Application};
 use crate::endpoint::{Completion, Endpoint};
 use crate::switch::Switch;
 use crate::switch::red::Rng;
@@ -16,7 +16,7 @@ pub struct Host {
     /// The NIC.
     pub endpoint: Endpoint,
     /// What drives it, if anything.
-    pub app: Option<Box<dyn Application>>,
+    pub app: Option<App>,
 }
 
 impl std::fmt::Debug for Host {

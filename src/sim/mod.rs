@@ -1,7 +1,6 @@
 //! `rocelab sim`: switch and endpoint cores joined by links in deterministic virtual time.
 
 pub mod engine;
-pub mod flows;
 pub mod run;
 pub mod scenario;
 pub mod series;

@@ -4,13 +4,14 @@
 //! or the chosen all-reduce size's, is recorded as a time series.
 
 use super::engine::{Stalled, Step};
-use super::flows::Flow;
 use super::scenario::Scenario;
 use super::series::Series;
 use super::topology::Network;
 use super::workload::{allreduce_rank, ring_allreduce};
 use crate::endpoint::QpStatus;
-use crate::endpoint::allreduce::Application as _;
+use crate::endpoint::app::Application as _;
+use crate::endpoint::flow::Flow;
+use crate::endpoint::sweep::{AllReduceResult, RankResult};
 use crate::time::Nanos;
 use serde::Serialize;
 
@@ -35,32 +36,12 @@ pub struct QpRow {
 /// while it ran.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct AllReduceRow {
-    /// Bytes per rank.
-    pub size: u64,
-    /// f32 elements per rank.
-    pub count: u64,
-    /// Time from the start to the last rank's end; `None` when it did not finish.
-    pub time_ns: Option<u64>,
-    /// size / time, GB/s.
-    pub algbw: f64,
-    /// algbw × 2(N − 1)/N, GB/s.
-    pub busbw: f64,
-    /// Elements, over all ranks, that differ from the closed-form sum.
-    pub wrong: u64,
-    /// CNPs the endpoints sent.
-    pub cnps_sent: u64,
-    /// CNPs the endpoints received.
-    pub cnps_received: u64,
-    /// PFC and PAUSE frames the endpoints received that paused them.
-    pub pauses_received: u64,
-    /// Data packets sent again.
-    pub retransmitted: u64,
-    /// PFC frames the switches sent.
-    pub pfc_sent: u64,
-    /// Frames the switches marked CE.
-    pub ecn_marked: u64,
-    /// Frames the switches dropped.
-    pub dropped: u64,
+    /// The size's result over all ranks.
+    #[serde(flatten)]
+    pub result: AllReduceResult,
+    /// What the fabric counted while it ran.
+    #[serde(flatten)]
+    pub fabric: FabricCounts,
 }
 
 /// What a scenario run gives.
@@ -207,11 +188,7 @@ fn qp_rows(net: &Network, from: Nanos, before: &[u64], end: Nanos) -> Vec<QpRow>
     let mut k = 0;
     for host in 0..net.hosts.len() {
         let ep = net.endpoint(host);
-        let flow: Option<&Flow> = net
-            .host(host)
-            .app
-            .as_deref()
-            .and_then(|a| (a as &dyn std::any::Any).downcast_ref::<Flow>());
+        let flow: Option<&Flow> = net.host(host).app.as_ref().and_then(|a| a.flow());
         for qp in 0..ep.qp_count() {
             let status = ep.qp_status(qp, end);
             let start = before.get(k).copied().unwrap_or(0);
@@ -243,15 +220,22 @@ fn qp_rows(net: &Network, from: Nanos, before: &[u64], end: Nanos) -> Vec<QpRow>
 }
 
 /// What the endpoints and switches of a network counted, summed.
-#[derive(Debug, Clone, Copy, Default)]
-struct FabricCounts {
-    cnps_sent: u64,
-    cnps_received: u64,
-    pauses_received: u64,
-    retransmitted: u64,
-    pfc_sent: u64,
-    ecn_marked: u64,
-    dropped: u64,
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct FabricCounts {
+    /// CNPs the endpoints sent.
+    pub cnps_sent: u64,
+    /// CNPs the endpoints received.
+    pub cnps_received: u64,
+    /// PFC and PAUSE frames the endpoints received that paused them.
+    pub pauses_received: u64,
+    /// Data packets sent again.
+    pub retransmitted: u64,
+    /// PFC frames the switches sent.
+    pub pfc_sent: u64,
+    /// Frames the switches marked CE.
+    pub ecn_marked: u64,
+    /// Frames the switches dropped.
+    pub dropped: u64,
 }
 
 impl FabricCounts {
@@ -279,33 +263,21 @@ impl FabricCounts {
 }
 
 fn allreduce_row(net: &Network, ranks: &[usize], size: u64, before: &FabricCounts) -> AllReduceRow {
-    let n = ranks.len() as f64;
-    let mut wrong = 0;
-    let mut span: Option<(Nanos, Nanos)> = Some((Nanos(u64::MAX), Nanos::ZERO));
-    for &h in ranks {
-        let r = allreduce_rank(net, h);
-        wrong += r.map_or(size / 4, |r| r.wrong(net.endpoint(h)) as u64);
-        span = match (span, r.and_then(|r| r.elapsed())) {
-            (Some((a, b)), Some((started, finished))) => Some((a.min(started), b.max(finished))),
-            _ => None,
-        };
-    }
-    let time_ns = span.map(|(a, b)| b.0.saturating_sub(a.0));
-    let algbw = time_ns.map_or(0.0, |t| size as f64 / t.max(1) as f64);
+    let parts = ranks.iter().map(|&h| {
+        allreduce_rank(net, h)
+            .map_or_else(|| RankResult::missing(size), |r| r.result(net.endpoint(h)))
+    });
     let now = FabricCounts::of(net);
     AllReduceRow {
-        size,
-        count: size / 4,
-        time_ns,
-        algbw,
-        busbw: algbw * 2.0 * (n - 1.0) / n,
-        wrong,
-        cnps_sent: now.cnps_sent - before.cnps_sent,
-        cnps_received: now.cnps_received - before.cnps_received,
-        pauses_received: now.pauses_received - before.pauses_received,
-        retransmitted: now.retransmitted - before.retransmitted,
-        pfc_sent: now.pfc_sent - before.pfc_sent,
-        ecn_marked: now.ecn_marked - before.ecn_marked,
-        dropped: now.dropped - before.dropped,
+        result: AllReduceResult::over_ranks(size, parts),
+        fabric: FabricCounts {
+            cnps_sent: now.cnps_sent - before.cnps_sent,
+            cnps_received: now.cnps_received - before.cnps_received,
+            pauses_received: now.pauses_received - before.pauses_received,
+            retransmitted: now.retransmitted - before.retransmitted,
+            pfc_sent: now.pfc_sent - before.pfc_sent,
+            ecn_marked: now.ecn_marked - before.ecn_marked,
+            dropped: now.dropped - before.dropped,
+        },
     }
 }

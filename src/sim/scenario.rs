@@ -3,10 +3,10 @@
 //! configuration, bulk flows and a ring all-reduce sweep. Errors name the key and say
 //! what is allowed, as the switch configuration's do.
 
-use super::flows::Flow;
 use super::topology::{self, Network};
 use crate::config::endpoint::EndpointConfig;
 use crate::config::{ConfigError, SwitchConfig, location, merge_toml, preset_text};
+use crate::endpoint::flow::Flow;
 use crate::time::Nanos;
 use serde::Deserialize;
 use std::path::Path;
@@ -244,25 +244,51 @@ fn positive_time(key: &str, v: f64, unit: &str, scale: f64) -> Result<Nanos, Con
     }
 }
 
+/// A scenario that cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// Neither a built-in scenario nor a readable file.
+    #[error(
+        "{name}: {source}; give a scenario file or a built-in scenario ({})",
+        names()
+    )]
+    NotFound {
+        /// What was asked for.
+        name: String,
+        /// Why the file could not be read.
+        source: std::io::Error,
+    },
+    /// A scenario that does not parse or validate.
+    #[error("{origin}: {error}")]
+    Invalid {
+        /// The built-in name or the file's path.
+        origin: String,
+        /// What is wrong, with the key.
+        error: ConfigError,
+    },
+}
+
 impl Scenario {
     /// A built-in scenario by name, or a scenario file.
-    pub fn load(name_or_path: &str) -> anyhow::Result<Scenario> {
+    pub fn load(name_or_path: &str) -> Result<Scenario, ScenarioError> {
+        let invalid = |origin: &str| {
+            let origin = origin.to_owned();
+            move |error| ScenarioError::Invalid { origin, error }
+        };
         if let Some(text) = scenario_text(name_or_path) {
-            return Ok(Scenario::from_toml(name_or_path, text, None)?);
+            return Scenario::from_toml(name_or_path, text, None).map_err(invalid(name_or_path));
         }
         let path = Path::new(name_or_path);
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            anyhow::anyhow!(
-                "{name_or_path}: {e}; give a scenario file or a built-in scenario ({})",
-                names()
-            )
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::NotFound {
+            name: name_or_path.to_owned(),
+            source,
         })?;
         let name = path.file_stem().map_or_else(
             || name_or_path.to_owned(),
             |s| s.to_string_lossy().into_owned(),
         );
         Scenario::from_toml(&name, &text, path.parent())
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+            .map_err(invalid(&path.display().to_string()))
     }
 
     /// Parses and validates a scenario's TOML text; a switch `file` is looked up relative
@@ -305,8 +331,7 @@ impl Scenario {
         for f in &self.flows {
             Flow::prepare_receiver(net.endpoint_mut(f.to), f.message_bytes);
             let (q, _) = net.connect_qp(f.from, f.to);
-            net.host_mut(f.from).app =
-                Some(Box::new(Flow::new(q, f.bytes, f.message_bytes, f.start)));
+            net.host_mut(f.from).app = Some(Flow::new(q, f.bytes, f.message_bytes, f.start).into());
         }
         net
     }

@@ -16,14 +16,13 @@ pub fn ring_allreduce(net: &mut Network, ranks: &[usize], count: usize, seed: u6
     for (r, qp) in next_qps.into_iter().enumerate() {
         let app = RingAllReduce::new(net.endpoint_mut(ranks[r]), r, n, count, seed, qp)
             .starting_at(start);
-        net.host_mut(ranks[r]).app = Some(Box::new(app));
+        net.host_mut(ranks[r]).app = Some(app.into());
     }
 }
 
 /// The all-reduce rank on host `host`, if that host runs one.
 pub fn allreduce_rank(net: &Network, host: usize) -> Option<&RingAllReduce> {
-    let app: &dyn std::any::Any = net.host(host).app.as_deref()?;
-    app.downcast_ref::<RingAllReduce>()
+    net.host(host).app.as_ref()?.allreduce()
 }
 
 /// Starts the applications and runs until they are all done, nothing is left to do, or

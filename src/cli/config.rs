@@ -1,0 +1,57 @@
+//! `rocelab config`: the presets, and checking a configuration file.
+
+use super::{Preset, load_switch_config};
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// Print a built-in switch configuration, or check a configuration file.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Action {
+    /// Print a preset as a TOML file to start from.
+    Show {
+        /// The preset.
+        #[arg(value_enum, default_value_t = Preset::Default)]
+        preset: Preset,
+    },
+    /// Check a configuration file and print what it resolves to.
+    Check {
+        /// The TOML file.
+        file: PathBuf,
+    },
+}
+
+/// Runs `rocelab config`.
+pub fn run(args: Args) -> Result<()> {
+    match args.action {
+        Action::Show { preset } => {
+            let text = rocelab::config::preset_text(preset.name())
+                .ok_or_else(|| anyhow::anyhow!("no preset named '{}'", preset.name()))?;
+            print!("{text}");
+            Ok(())
+        }
+        Action::Check { file } => {
+            let cfg = load_switch_config(&file)?;
+            println!("{}: valid", file.display());
+            println!("lossless priorities: {}", cfg.lossless);
+            for pg in cfg.lossless.iter() {
+                for port in cfg.ports.iter().chain([&cfg.port_defaults]) {
+                    println!(
+                        "  PG {pg} on {} ({} Gb/s, {} ns cable, MTU {}): headroom {} B",
+                        port.name,
+                        port.bits_per_sec as f64 / 1e9,
+                        port.cable.0,
+                        port.mtu,
+                        cfg.headroom_bytes(usize::from(pg), port)
+                    );
+                }
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! `rocelab endpoint`: one RoCEv2 endpoint live on an interface.
+
+use super::{LiveArgs, SweepArgs, interface_mac, load_endpoint_config, seconds, write_file};
+use anyhow::{Context, Result};
+use rocelab::config::endpoint::EndpointConfig;
+use rocelab::endpoint::app::{App, Application as _};
+use rocelab::endpoint::flow::Flow;
+use rocelab::endpoint::sweep::{AllReduceResult, Sweep};
+use rocelab::report::nccl;
+use rocelab::runtime::{self, endpoint as live};
+use rocelab::time::Nanos;
+use std::path::PathBuf;
+
+/// What the endpoint does.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// A rank of a ring all-reduce sweep over every peer.
+    Allreduce,
+    /// A bulk flow to --to.
+    Send,
+    /// Answer the peers' flows.
+    Receive,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Allreduce => "allreduce",
+            Mode::Send => "send",
+            Mode::Receive => "receive",
+        }
+    }
+}
+
+/// Run one RoCEv2 endpoint (RC, DCQCN, PFC) live on an interface: a rank of a ring
+/// all-reduce sweep, a bulk sender, or a receiver (as root).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The interface (in this network namespace).
+    #[arg(long)]
+    iface: String,
+    /// The peers file: `[[peer]]` entries with rank, mac, ip and qpn.
+    #[arg(long)]
+    peers: PathBuf,
+    /// This endpoint's rank in the peers file.
+    #[arg(long)]
+    rank: usize,
+    /// What to run.
+    #[arg(long, value_enum, default_value_t = Mode::Allreduce)]
+    mode: Mode,
+    /// send: the receiving rank.
+    #[arg(long)]
+    to: Option<usize>,
+    /// send: bytes to send (default: until --limit).
+    #[arg(long)]
+    bytes: Option<u64>,
+    /// send: message size.
+    #[arg(long, default_value_t = 65536)]
+    message_bytes: usize,
+    /// allreduce: the sizes.
+    #[command(flatten)]
+    sweep: SweepArgs,
+    /// Seed of the all-reduce data.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Endpoint configuration (TOML: mtu, dscp, dcqcn, ...).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// NIC line rate in Gb/s (the pacer's ceiling), instead of the configuration's.
+    #[arg(long)]
+    link_gbps: Option<f64>,
+    /// Start at this wall-clock time (Unix milliseconds), so ranks start together.
+    #[arg(long, value_name = "UNIX_MS")]
+    start_at: Option<u64>,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 60.0)]
+    limit: f64,
+    /// After finishing, keep answering the peers this many seconds.
+    #[arg(long, default_value_t = 0.5)]
+    linger: f64,
+    #[command(flatten)]
+    live: LiveArgs,
+    /// Write what happened as JSON.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+}
+
+/// Runs `rocelab endpoint`.
+pub fn run(args: Args) -> Result<()> {
+    let text = std::fs::read_to_string(&args.peers)
+        .with_context(|| format!("cannot read peers file {}", args.peers.display()))?;
+    let peers = live::parse_peers(&text).with_context(|| format!("{}", args.peers.display()))?;
+    let me = peers.get(args.rank).with_context(|| {
+        format!(
+            "--rank {}: the peers file has ranks 0 to {}",
+            args.rank,
+            peers.len() - 1
+        )
+    })?;
+    let mut cfg = match &args.config {
+        Some(path) => load_endpoint_config(path)?,
+        None => EndpointConfig::default(),
+    };
+    if let Some(g) = args.link_gbps {
+        cfg.link_gbps = g;
+    }
+    cfg.validate("endpoint")?;
+    let actual_mac = interface_mac(&args.iface)?;
+    if actual_mac != me.mac {
+        anyhow::bail!(
+            "{} has MAC {actual_mac}, but the peers file gives rank {} {}",
+            args.iface,
+            args.rank,
+            me.mac
+        );
+    }
+    let mut ep = rocelab::endpoint::Endpoint::new(&cfg, me.mac, me.ip);
+    let start = match args.start_at {
+        Some(ms) => {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_millis() as u64;
+            Nanos(ms.saturating_sub(now_ms).saturating_mul(1_000_000))
+        }
+        None => Nanos::ZERO,
+    };
+    let app = match args.mode {
+        Mode::Allreduce => {
+            let sizes = args.sweep.sizes()?;
+            let (to_next, _) = live::ring_qps(&mut ep, &peers, args.rank);
+            Sweep::new(&mut ep, args.rank, peers.len(), &sizes, args.seed, to_next)
+                .starting_at(start)
+                .into()
+        }
+        Mode::Send => {
+            let to = args.to.context("--mode send needs --to RANK")?;
+            if to >= peers.len() || to == args.rank {
+                anyhow::bail!("--to {to}: give another rank of the peers file");
+            }
+            if args.message_bytes == 0 || args.message_bytes > 1 << 30 {
+                anyhow::bail!("--message-bytes: give 1 byte to 1 GiB");
+            }
+            let qp = live::flow_send_qp(&mut ep, &peers, args.rank, to);
+            Flow::new(qp, args.bytes, args.message_bytes, start).into()
+        }
+        Mode::Receive => {
+            live::flow_receive_qps(&mut ep, &peers, args.rank);
+            Flow::prepare_receiver(&mut ep, args.message_bytes);
+            App::Receive
+        }
+    };
+    let opts = live::EndpointOptions {
+        cfg,
+        iface: args.iface.clone(),
+        backend: args.live.backend,
+        cores: args.live.cores()?,
+        busy_poll: args.live.busy_poll,
+        limit: Some(seconds("--limit", args.limit)?),
+        linger: seconds("--linger", args.linger)?,
+        origin: None,
+    };
+    let stop = runtime::stop_on_signals()?;
+    let outcome = live::run(&opts, ep, app, &stop)?;
+    let counters = *outcome.endpoint.counters();
+    // This rank's view: each size from this rank's start to its end.
+    let rows: Vec<AllReduceResult> = outcome.app.sweep().map_or_else(Vec::new, |sweep| {
+        sweep
+            .results(&outcome.endpoint)
+            .into_iter()
+            .map(|r| AllReduceResult {
+                ranks: peers.len(),
+                ..AllReduceResult::over_ranks(r.size, [r])
+            })
+            .collect()
+    });
+    if outcome.app.sweep().is_some() {
+        print!(
+            "{}",
+            nccl::allreduce_table(
+                &format!(
+                    "rank {} of {}: ring all-reduce, float sum (this rank's view)",
+                    args.rank,
+                    peers.len()
+                ),
+                &rows,
+                &[],
+            )
+        );
+    }
+    if let Some(flow) = outcome.app.flow() {
+        println!(
+            "sent {} bytes{}",
+            flow.completed_bytes(),
+            flow.finished()
+                .map_or_else(String::new, |t| format!(" in {}", t.human()))
+        );
+    }
+    println!(
+        "endpoint: {} data packets sent ({} retransmitted, {} timeouts), {} received; CNPs sent {} received {}; CE received {}; PFC pauses received {}; kernel drops {}",
+        counters.data_packets_sent,
+        counters.retransmitted_packets,
+        counters.timeouts,
+        counters.data_packets_received,
+        counters.cnps_sent,
+        counters.cnps_received,
+        counters.ce_received,
+        counters.pauses_received + counters.link_pauses_received,
+        outcome.kernel.drops
+    );
+    if let Some(path) = &args.report {
+        let report = serde_json::json!({
+            "rank": args.rank, "mode": args.mode.name(), "done": outcome.app.done(),
+            "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
+        });
+        write_file(
+            path,
+            (serde_json::to_string_pretty(&report)? + "\n").as_bytes(),
+        )?;
+    }
+    if let Some(e) = outcome.error {
+        return Err(anyhow::Error::new(e).context("stopped"));
+    }
+    if args.mode != Mode::Receive && !outcome.app.done() {
+        anyhow::bail!("not finished before --limit or a stop signal");
+    }
+    let wrong: u64 = rows.iter().map(|r| r.wrong).sum();
+    if wrong > 0 {
+        anyhow::bail!("{wrong} values differ from the expected sum");
+    }
+    Ok(())
+}

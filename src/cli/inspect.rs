@@ -1,0 +1,51 @@
+//! `rocelab inspect`: a capture, decoded.
+
+use anyhow::Result;
+use rocelab::inspect::{self, InspectError, Output};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter};
+use std::path::PathBuf;
+
+/// Decode a pcap or pcapng capture: RoCE headers, ICRC check, CNPs, PFC and PAUSE, with a
+/// per-QP and per-priority summary.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The capture file (pcap or pcapng, Ethernet).
+    file: PathBuf,
+    /// Print one JSON object per frame per line, then one summary object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `rocelab inspect`.
+pub fn run(args: Args) -> Result<()> {
+    let path = args.file;
+    if path.is_dir() {
+        anyhow::bail!(
+            "{} is a directory; give a pcap or pcapng file",
+            path.display()
+        );
+    }
+    let file = File::open(&path)
+        .map_err(|e| anyhow::anyhow!("cannot open capture {}: {e}", path.display()))?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    let format = if args.json {
+        Output::Json
+    } else {
+        Output::Table
+    };
+    match inspect::run(BufReader::with_capacity(1 << 16, file), &mut out, format) {
+        Ok(_) => Ok(()),
+        // A closed pipe (`rocelab inspect f | head`) is not an error.
+        Err(InspectError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(InspectError::Capture { error, frames_read }) => {
+            let printed = if frames_read > 0 {
+                format!("; the {frames_read} frame(s) before that offset were printed above")
+            } else {
+                String::new()
+            };
+            Err(anyhow::anyhow!("{}: {error}{printed}", path.display()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,191 @@
+//! `rocelab lab`: the whole fabric in network namespaces, in one command.
+
+use super::{Preset, SweepArgs, SwitchConfigArgs, byte_size, load_endpoint_config, seconds};
+use anyhow::{Context, Result};
+use rocelab::config::emulation;
+use rocelab::config::endpoint::EndpointConfig;
+use rocelab::io::Backend;
+use rocelab::lab::run::{self as lab, LabOptions, Workload};
+use rocelab::report::{bundle, lab as report};
+use std::path::PathBuf;
+
+/// The whole lossless fabric in network namespaces, in one command (as root): builds it,
+/// runs ring all-reduce (and incast) through the switch, reports, removes it all.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// ring, incast (every other host into r0) or ring+incast (two more hosts push into
+    /// rank 0's port while the ring runs).
+    #[arg(long, value_enum, default_value_t = Workload::Ring)]
+    scenario: Workload,
+    /// Hosts in the ring (for incast: the receiver and its senders).
+    #[arg(long, default_value_t = 4)]
+    ranks: usize,
+    /// Emulated link rate in Gb/s, every port and NIC.
+    #[arg(long, default_value_t = 1.0)]
+    rate: f64,
+    /// The switch configuration (default: the nexus-ai preset).
+    #[command(flatten)]
+    switch: SwitchConfigArgs,
+    /// Endpoint configuration (TOML: mtu, dscp, dcqcn, ...; default: path MTU 4096 and
+    /// DCQCN's Rai, Rhai and Rmin scaled from the paper's 40 Gb/s to --rate).
+    #[arg(long)]
+    endpoint_config: Option<PathBuf>,
+    /// The all-reduce sizes.
+    #[command(flatten)]
+    sweep: SweepArgs,
+    /// incast: bytes each sender sends.
+    #[arg(long, default_value = "16M", value_parser = byte_size)]
+    incast_bytes: u64,
+    /// Turn PFC off: the lossless class becomes lossy.
+    #[arg(long)]
+    no_pfc: bool,
+    /// Turn ECN marking off on the switch.
+    #[arg(long)]
+    no_ecn: bool,
+    /// Turn DCQCN off on the endpoints (they send at line rate whatever comes back).
+    #[arg(long)]
+    no_dcqcn: bool,
+    /// Headroom of each lossless priority group, in ms at the link rate: on veth a pause
+    /// reaches the sender through several threads, far slower than over a cable.
+    #[arg(long, default_value_t = 8.0)]
+    headroom_ms: f64,
+    /// Write report.json, series.csv, queues.svg, rates.svg and pauses.svg here.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    /// Socket backend.
+    #[arg(long = "io", value_enum, default_value_t = Backend::Pnet)]
+    backend: Backend,
+    /// Seed of the all-reduce data.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 300.0)]
+    limit: f64,
+}
+
+/// Runs `rocelab lab`.
+pub fn run(args: Args) -> Result<()> {
+    rocelab::lab::netns::can_make_namespaces().context("run `sudo rocelab lab` (or as root)")?;
+    if !(2..=64).contains(&args.ranks) {
+        anyhow::bail!("--ranks {}: give 2 to 64", args.ranks);
+    }
+    if !(0.001..=100.0).contains(&args.rate) {
+        anyhow::bail!(
+            "--rate {}: give 0.001 to 100 Gb/s (veth and threads cannot emulate more)",
+            args.rate
+        );
+    }
+    if !(args.headroom_ms.is_finite() && (0.0..=10_000.0).contains(&args.headroom_ms)) {
+        anyhow::bail!("--headroom-ms {}: give 0 to 10000", args.headroom_ms);
+    }
+    if args.incast_bytes == 0 || args.incast_bytes > 1 << 30 {
+        anyhow::bail!("--incast-bytes {}: give 1 byte to 1G", args.incast_bytes);
+    }
+    let mut switch = args.switch.load(Preset::NexusAi)?;
+    let mut endpoint = match &args.endpoint_config {
+        Some(path) => load_endpoint_config(path)?,
+        // RoCE fabrics for AI run a 4096-byte path MTU; it also means fewer frames for
+        // the threads to move.
+        None => {
+            let mut cfg = EndpointConfig {
+                mtu: 4096,
+                ..Default::default()
+            };
+            emulation::scale_dcqcn(&mut cfg.dcqcn, args.rate);
+            cfg
+        }
+    };
+    endpoint.link_gbps = args.rate;
+    if args.no_dcqcn {
+        endpoint.dcqcn.enabled = false;
+    }
+    endpoint.validate("endpoint")?;
+    if args.no_pfc {
+        switch.disable_pfc();
+    }
+    if args.no_ecn {
+        switch.disable_ecn();
+    }
+    emulation::software_headroom(&mut switch, (args.rate * 1e9) as u64, args.headroom_ms);
+    let port_mtu = switch.port_defaults.mtu.min(9000);
+    if endpoint.mtu + 128 > port_mtu {
+        anyhow::bail!(
+            "the endpoints' path MTU {} does not fit the switch ports' MTU {port_mtu} (with ~128 bytes of headers): lower mtu in --endpoint-config or raise port_defaults.mtu",
+            endpoint.mtu
+        );
+    }
+    let opts = LabOptions {
+        workload: args.scenario,
+        ranks: args.ranks,
+        switch,
+        endpoint,
+        sizes: args.sweep.sizes()?,
+        incast_bytes: args.incast_bytes,
+        backend: args.backend,
+        seed: args.seed,
+        limit: seconds("--limit", args.limit)?,
+        sample_every: std::time::Duration::from_millis(1),
+    };
+    let extra = if args.scenario == Workload::RingIncast {
+        " + 2 background senders into r0"
+    } else {
+        ""
+    };
+    println!(
+        "rocelab lab: {}, {} hosts{extra}, switch {} at {} Gb/s; PFC {}, ECN {}, DCQCN {} (Rai {} Mb/s)",
+        args.scenario,
+        args.ranks,
+        args.switch.describe(Preset::NexusAi),
+        args.rate,
+        if args.no_pfc { "off" } else { "on" },
+        if args.no_ecn { "off" } else { "on" },
+        if args.no_dcqcn { "off" } else { "on" },
+        opts.endpoint.dcqcn.rai_mbps,
+    );
+    if let Some(dir) = &args.report {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create report directory {}", dir.display()))?;
+    }
+    let stop = rocelab::runtime::stop_on_signals()?;
+    let mut progress = |line: &str| {
+        eprint!("\r{line:<78}");
+    };
+    let outcome = lab::run(&opts, &stop, &mut progress);
+    eprint!("\r{:<78}\r", "");
+    let outcome = outcome?;
+    println!(
+        "namespaces {}* on 198.18.0.0/24: built, run for {:.2} s, removed\n",
+        outcome.prefix,
+        outcome.elapsed.as_secs_f64()
+    );
+    print!("{}", report::text(&opts, &outcome));
+    if let Some(dir) = &args.report {
+        let title = format!("rocelab lab {}", args.scenario);
+        bundle::write(dir, &report::json(&opts, &outcome), &outcome.series, &title)
+            .with_context(|| format!("writing the report to {}", dir.display()))?;
+        println!(
+            "\nwrote report.json, series.csv, queues.svg (queue depth per queue), rates.svg (each QP's rate), pauses.svg (PFC pause intervals per port) to {}",
+            dir.display()
+        );
+    }
+    if outcome.interrupted {
+        anyhow::bail!(
+            "stopped before the work finished (Ctrl-C, SIGTERM or --limit); everything was removed"
+        );
+    }
+    let wrong: u64 = outcome.allreduce.iter().map(|r| r.wrong).sum();
+    if wrong > 0 {
+        anyhow::bail!("{wrong} all-reduce values differ from the expected sum");
+    }
+    if let Some(h) = outcome.hosts.iter().find(|h| h.error.is_some()) {
+        anyhow::bail!(
+            "host {}: {}",
+            h.name,
+            h.error
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! The command line: one file per subcommand (its clap `Args` and its `run`), and the
+//! argument groups and helpers they share. Errors are explained here, at the edge, with
+//! anyhow: which file, which flag, what to do; the library's errors are typed.
+
+pub mod config;
+pub mod endpoint;
+pub mod inspect;
+pub mod lab;
+pub mod replay;
+pub mod sim;
+pub mod switch;
+pub mod traffic;
+
+use anyhow::{Context, Result};
+use rocelab::config::SwitchConfig;
+use rocelab::config::endpoint::EndpointConfig;
+use rocelab::io::Backend;
+use rocelab::runtime::CoreList;
+use rocelab::wire::MacAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A byte count as people write it: 4096, 8K, 16M, 1G (powers of 1024).
+pub fn byte_size(s: &str) -> Result<u64, String> {
+    rocelab::bytes::parse(s).map_err(|e| e.to_string())
+}
+
+/// An nccl-tests style size sweep: `-b`, `-e`, `-f`.
+#[derive(clap::Args, Debug)]
+pub struct SweepArgs {
+    /// Smallest all-reduce size in bytes, as nccl-tests -b (K, M, G suffixes allowed).
+    #[arg(short = 'b', long, default_value = "8K", value_parser = byte_size)]
+    pub min_bytes: u64,
+    /// Largest all-reduce size, as nccl-tests -e.
+    #[arg(short = 'e', long, default_value = "16M", value_parser = byte_size)]
+    pub max_bytes: u64,
+    /// Size factor, as nccl-tests -f.
+    #[arg(short = 'f', long, default_value_t = 2)]
+    pub factor: u64,
+}
+
+impl SweepArgs {
+    /// The sizes: -b, -b·f, … up to -e.
+    pub fn sizes(&self) -> Result<Vec<u64>> {
+        rocelab::endpoint::sweep::sizes(self.min_bytes, self.max_bytes, self.factor).with_context(
+            || {
+                format!(
+                    "-b {} -e {} -f {}",
+                    self.min_bytes, self.max_bytes, self.factor
+                )
+            },
+        )
+    }
+}
+
+/// How a live command moves frames and where its threads run.
+#[derive(clap::Args, Debug)]
+pub struct LiveArgs {
+    /// Socket backend: pnet (portable, low latency) or mmap (TPACKET_V3 ring and
+    /// sendmmsg: faster, up to 1 ms of latency at low load).
+    #[arg(long = "io", value_enum, default_value_t = Backend::Pnet)]
+    pub backend: Backend,
+    /// CPU cores to pin to, e.g. 0,1 or 0-3: the core thread on the first, port threads
+    /// on the rest.
+    #[arg(long)]
+    pub cores: Option<CoreList>,
+    /// Spin while waiting instead of sleeping (lower latency, a whole core busy).
+    #[arg(long)]
+    pub busy_poll: bool,
+}
+
+impl LiveArgs {
+    /// The core list, checked against this machine.
+    pub fn cores(&self) -> Result<CoreList> {
+        let cores = self.cores.clone().unwrap_or_default();
+        cores.check().context("--cores")?;
+        Ok(cores)
+    }
+}
+
+/// The built-in switch configurations.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// The Nexus/SONiC convention: DSCP 24/26 lossless on priority 3, CNPs strict.
+    Default,
+    /// Cisco Nexus 9000 AI/ML blueprint values.
+    NexusAi,
+    /// SONiC's defaults (the AZURE maps and profiles).
+    Sonic,
+}
+
+impl Preset {
+    /// The preset's name, as `config show` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Default => "default",
+            Preset::NexusAi => "nexus-ai",
+            Preset::Sonic => "sonic",
+        }
+    }
+}
+
+/// Where a switch configuration comes from: a file or a preset.
+#[derive(clap::Args, Debug)]
+pub struct SwitchConfigArgs {
+    /// Switch configuration file (TOML).
+    #[arg(long, conflicts_with = "preset")]
+    pub config: Option<PathBuf>,
+    /// Built-in configuration (default: `default`; for `lab`: `nexus-ai`). `rocelab config
+    /// show NAME` prints it.
+    #[arg(long, value_enum)]
+    pub preset: Option<Preset>,
+}
+
+impl SwitchConfigArgs {
+    /// The configuration: the file, else the preset, else `default`.
+    pub fn load(&self, default: Preset) -> Result<SwitchConfig> {
+        match &self.config {
+            Some(path) => load_switch_config(path),
+            None => Ok(SwitchConfig::preset(self.preset.unwrap_or(default).name())?),
+        }
+    }
+
+    /// What the configuration is called in a header line.
+    pub fn describe(&self, default: Preset) -> String {
+        self.config.as_ref().map_or_else(
+            || self.preset.unwrap_or(default).name().to_owned(),
+            |p| p.display().to_string(),
+        )
+    }
+}
+
+/// A switch configuration file, with the file named in any error.
+pub fn load_switch_config(path: &Path) -> Result<SwitchConfig> {
+    let text = read_config(path)?;
+    SwitchConfig::from_toml(&text).with_context(|| format!("configuration {}", path.display()))
+}
+
+/// An endpoint configuration file, with the file named in any error (not yet validated:
+/// callers override fields first).
+pub fn load_endpoint_config(path: &Path) -> Result<EndpointConfig> {
+    let text = read_config(path)?;
+    toml::from_str::<EndpointConfig>(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "configuration {}: {}",
+            path.display(),
+            e.message().trim_end()
+        )
+    })
+}
+
+fn read_config(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read configuration {}", path.display()))
+}
+
+/// A flag's value in seconds as a duration.
+pub fn seconds(flag: &str, v: f64) -> Result<Duration> {
+    if (0.0..1e9).contains(&v) {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        anyhow::bail!("{flag} {v}: give a number of seconds, 0 to 1e9")
+    }
+}
+
+/// A MAC address flag.
+pub fn parse_mac(flag: &str, s: &str) -> Result<MacAddr> {
+    s.parse()
+        .ok()
+        .with_context(|| format!("{flag} {s}: give a MAC address like 02:00:c6:12:00:01"))
+}
+
+/// The MAC address of an interface in this network namespace.
+pub fn interface_mac(iface: &str) -> Result<MacAddr> {
+    let path = format!("/sys/class/net/{iface}/address");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("no interface named '{iface}' in this network namespace"))?;
+    parse_mac("--src-mac", text.trim())
+}
+
+/// Writes `text` to `path`, naming the file in any error.
+pub fn write_file(path: &Path, text: &[u8]) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}

@@ -1,0 +1,99 @@
+//! `rocelab replay`: captures through the switch core in capture time.
+
+use super::{Preset, SwitchConfigArgs, write_file};
+use anyhow::{Context, Result};
+use rocelab::replay::{self, Inputs, ReplayOptions, SplitBy};
+use std::path::PathBuf;
+
+/// Replay captures through the switch core in capture time and write what it sends.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A capture played by the link peer of port PORT (repeatable). A port not in the
+    /// configuration takes its port defaults.
+    #[arg(long = "in", value_name = "PORT=FILE")]
+    inputs: Vec<String>,
+    /// Split the captures given after the options into ports by source MAC (one port per
+    /// unicast address) or by VLAN id.
+    #[arg(long, value_enum)]
+    split_by: Option<SplitBy>,
+    /// Captures to split (with --split-by).
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    switch: SwitchConfigArgs,
+    /// Play time this many times faster (0.5 = twice as slow).
+    #[arg(long, default_value_t = 1.0)]
+    speed: f64,
+    /// Start every input at the same time as the earliest one.
+    #[arg(long)]
+    align_start: bool,
+    /// The link peers ignore PFC and PAUSE, as a broken NIC would.
+    #[arg(long)]
+    peer_ignores_pause: bool,
+    /// The pcapng to write: one interface per port.
+    #[arg(long)]
+    out: PathBuf,
+    /// Also write the counters and the summary as JSON.
+    #[arg(long)]
+    report: Option<PathBuf>,
+}
+
+/// Runs `rocelab replay`.
+pub fn run(args: Args) -> Result<()> {
+    let config = args.switch.load(Preset::Default)?;
+    let inputs = match (args.split_by, args.inputs.is_empty()) {
+        (Some(_), false) => {
+            anyhow::bail!("give either --in PORT=FILE or --split-by with captures, not both")
+        }
+        (Some(by), true) => Inputs::Split(by, args.files.clone()),
+        (None, _) => {
+            if !args.files.is_empty() {
+                anyhow::bail!(
+                    "captures given without a port: use --in PORT=FILE, or --split-by mac|vlan FILE..."
+                );
+            }
+            let mut bound = Vec::new();
+            for spec in &args.inputs {
+                let (port, file) = spec
+                    .split_once('=')
+                    .filter(|(p, f)| !p.is_empty() && !f.is_empty())
+                    .with_context(|| {
+                        format!("--in {spec}: expected PORT=FILE, e.g. --in p1=host1.pcap")
+                    })?;
+                bound.push((port.to_owned(), PathBuf::from(file)));
+            }
+            Inputs::Bound(bound)
+        }
+    };
+    let opts = ReplayOptions {
+        config,
+        inputs,
+        speed: args.speed,
+        align_start: args.align_start,
+        peer_ignores_pause: args.peer_ignores_pause,
+        out: args.out.clone(),
+    };
+    let (summary, switch) = replay::run(&opts)?;
+    println!(
+        "replayed {} frames through {} ports in {} of virtual time; {} frames out ({} PFC, {} CE-marked) to {}",
+        summary.frames_in,
+        summary.ports.len(),
+        rocelab::time::Nanos(summary.duration_ns),
+        summary.frames_out,
+        summary.pfc_frames_out,
+        summary.frames_marked,
+        args.out.display()
+    );
+    print!("{}", rocelab::report::counter_table(&switch));
+    if let Some(path) = &args.report {
+        let report = serde_json::json!({
+            "summary": summary,
+            "ports": rocelab::report::ports(&switch),
+        });
+        write_file(
+            path,
+            (serde_json::to_string_pretty(&report)? + "\n").as_bytes(),
+        )?;
+    }
+    Ok(())
+}

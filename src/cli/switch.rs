@@ -1,0 +1,128 @@
+//! `rocelab switch`: the software switch live between network interfaces.
+
+use super::{LiveArgs, Preset, SwitchConfigArgs, seconds, write_file};
+use anyhow::{Context, Result};
+use rocelab::config::Trust;
+use rocelab::io::Backend;
+use rocelab::runtime::{self, switch::SwitchOptions};
+use std::io;
+use std::path::PathBuf;
+
+/// Run the software switch live between network interfaces (as root).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    switch: SwitchConfigArgs,
+    /// A switch port on an interface (repeatable, in port order). A port the configuration
+    /// does not name takes its port defaults.
+    #[arg(long = "port", value_name = "NAME=IFNAME", required = true)]
+    ports: Vec<String>,
+    #[command(flatten)]
+    live: LiveArgs,
+    /// Stop after this many seconds (default: run until Ctrl-C or SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Print a summary line this often, in seconds (0: none).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    interval: f64,
+    /// Write the final counters (and kernel drop counts) as JSON.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (loopback addresses only).
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<std::net::SocketAddr>,
+}
+
+/// Runs `rocelab switch`.
+pub fn run(args: Args) -> Result<()> {
+    if let Some(addr) = args.metrics
+        && !addr.ip().is_loopback()
+    {
+        anyhow::bail!(
+            "--metrics {addr}: the metrics endpoint binds to loopback only (127.0.0.1 or ::1)"
+        );
+    }
+    let mut config = args.switch.load(Preset::Default)?;
+    let mut names = Vec::new();
+    let mut ifaces = Vec::new();
+    for spec in &args.ports {
+        let (name, iface) = spec
+            .split_once('=')
+            .filter(|(n, i)| !n.is_empty() && !i.is_empty())
+            .with_context(|| {
+                format!("--port {spec}: expected NAME=IFNAME, e.g. --port p1=veth1")
+            })?;
+        if names.contains(&name) {
+            anyhow::bail!("--port {spec}: port {name} is given twice");
+        }
+        if ifaces.iter().any(|i: &String| i == iface) {
+            anyhow::bail!("--port {spec}: interface {iface} is already a port");
+        }
+        names.push(name);
+        ifaces.push(iface.to_owned());
+    }
+    config.ports = names.iter().map(|n| config.port_or_default(n)).collect();
+    if config.trust == Trust::Pcp && args.live.backend == Backend::Pnet {
+        anyhow::bail!(
+            "trust = \"pcp\" needs the 802.1Q tags, which the pnet backend does not see: use --io mmap"
+        );
+    }
+    let opts = SwitchOptions {
+        config,
+        ifaces,
+        backend: args.live.backend,
+        cores: args.live.cores()?,
+        busy_poll: args.live.busy_poll,
+        duration: args
+            .duration
+            .map(|d| seconds("--duration", d))
+            .transpose()?,
+        interval: Some(seconds("--interval", args.interval)?).filter(|d| !d.is_zero()),
+        metrics: args.metrics,
+    };
+    let stop = runtime::stop_on_signals()?;
+    eprintln!(
+        "rocelab switch: {} ports ({}), {:?} backend; Ctrl-C stops",
+        opts.ifaces.len(),
+        names
+            .iter()
+            .zip(&opts.ifaces)
+            .map(|(n, i)| format!("{n}={i}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        opts.backend
+    );
+    let outcome = runtime::switch::run(&opts, &stop, &mut io::stdout())?;
+    println!(
+        "\nran {:.1} s; kernel receive drops: {}",
+        outcome.elapsed.as_secs_f64(),
+        names
+            .iter()
+            .zip(&outcome.kernel)
+            .map(|(n, k)| format!("{n} {}", k.drops))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    print!("{}", rocelab::report::counter_table(&outcome.switch));
+    if let Some(path) = &args.stats_json {
+        let kernel: Vec<serde_json::Value> = names
+            .iter()
+            .zip(&opts.ifaces)
+            .zip(&outcome.kernel)
+            .map(|((n, i), k)| serde_json::json!({"port": n, "interface": i, "packets": k.packets, "drops": k.drops}))
+            .collect();
+        let report = serde_json::json!({
+            "elapsed_s": outcome.elapsed.as_secs_f64(),
+            "ports": rocelab::report::ports(&outcome.switch),
+            "kernel": kernel,
+        });
+        write_file(
+            path,
+            (serde_json::to_string_pretty(&report)? + "\n").as_bytes(),
+        )?;
+    }
+    match outcome.error {
+        Some(e) => Err(anyhow::Error::new(e).context("stopped")),
+        None => Ok(()),
+    }
+}

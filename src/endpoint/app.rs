@@ -1,0 +1,138 @@
+//! What drives an endpoint: the work it runs, as one typed enum the drivers hold (so a
+//! driver reads a sweep's or a flow's results without downcasting).
+
+use super::allreduce::RingAllReduce;
+use super::flow::Flow;
+use super::sweep::Sweep;
+use super::{Completion, Endpoint};
+use crate::time::Nanos;
+
+/// Work that drives an endpoint: posts WRITEs and reacts to completions.
+pub trait Application {
+    /// Called once, when the run starts.
+    fn start(&mut self, now: Nanos, ep: &mut Endpoint);
+    /// Called for every completion of the endpoint.
+    fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion);
+    /// True when the work is over.
+    fn done(&self) -> bool;
+    /// When the application wants [`on_timeout`](Self::on_timeout), if ever.
+    fn deadline(&self) -> Option<Nanos> {
+        None
+    }
+    /// Its deadline came.
+    fn on_timeout(&mut self, _now: Nanos, _ep: &mut Endpoint) {}
+}
+
+/// The work an endpoint runs.
+#[derive(Debug)]
+pub enum App {
+    /// One ring all-reduce.
+    AllReduce(RingAllReduce),
+    /// A sweep of all-reduce sizes.
+    Sweep(Sweep),
+    /// A bulk flow to one peer.
+    Flow(Flow),
+    /// Nothing to post: the endpoint only answers its peers (a flow's receiver).
+    Receive,
+    /// Any other application (tests, experiments).
+    Custom(Box<dyn Application + Send>),
+}
+
+impl std::fmt::Debug for dyn Application + Send {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a custom application")
+    }
+}
+
+impl From<RingAllReduce> for App {
+    fn from(a: RingAllReduce) -> App {
+        App::AllReduce(a)
+    }
+}
+
+impl From<Sweep> for App {
+    fn from(s: Sweep) -> App {
+        App::Sweep(s)
+    }
+}
+
+impl From<Flow> for App {
+    fn from(f: Flow) -> App {
+        App::Flow(f)
+    }
+}
+
+impl App {
+    /// The sweep, if this is one.
+    pub fn sweep(&self) -> Option<&Sweep> {
+        match self {
+            App::Sweep(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The flow, if this is one.
+    pub fn flow(&self) -> Option<&Flow> {
+        match self {
+            App::Flow(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// The all-reduce, if this is one.
+    pub fn allreduce(&self) -> Option<&RingAllReduce> {
+        match self {
+            App::AllReduce(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    fn inner(&mut self) -> Option<&mut dyn Application> {
+        match self {
+            App::AllReduce(a) => Some(a),
+            App::Sweep(s) => Some(s),
+            App::Flow(f) => Some(f),
+            App::Receive => None,
+            App::Custom(c) => Some(c.as_mut()),
+        }
+    }
+
+    fn inner_ref(&self) -> Option<&dyn Application> {
+        match self {
+            App::AllReduce(a) => Some(a),
+            App::Sweep(s) => Some(s),
+            App::Flow(f) => Some(f),
+            App::Receive => None,
+            App::Custom(c) => Some(c.as_ref()),
+        }
+    }
+}
+
+impl Application for App {
+    fn start(&mut self, now: Nanos, ep: &mut Endpoint) {
+        if let Some(a) = self.inner() {
+            a.start(now, ep);
+        }
+    }
+
+    fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
+        if let Some(a) = self.inner() {
+            a.on_completion(now, ep, completion);
+        }
+    }
+
+    /// A receiver is never done: it answers until the run ends.
+    fn done(&self) -> bool {
+        self.inner_ref().is_some_and(|a| a.done())
+    }
+
+    fn deadline(&self) -> Option<Nanos> {
+        self.inner_ref().and_then(|a| a.deadline())
+    }
+
+    fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {
+        if let Some(a) = self.inner() {
+            a.on_timeout(now, ep);
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! An nccl-tests-like sweep of ring all-reduce sizes: the sizes (`-b`, `-e`, `-f`), the
+//! application that runs them one after the other on one rank, and one size's result over
+//! all ranks with nccl-tests' bandwidths.
+
+use super::allreduce::RingAllReduce;
+use super::app::Application;
+use super::{Completion, Endpoint};
+use crate::time::Nanos;
+use serde::Serialize;
+
+/// The most sizes a sweep may have.
+pub const MAX_SIZES: usize = 64;
+/// The largest all-reduce size, in bytes per rank.
+pub const MAX_SIZE_BYTES: u64 = 1 << 30;
+
+/// A size sweep that cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SweepError {
+    /// A size that is not a whole number of f32 elements, or out of range.
+    #[error("size {0} B: give a multiple of 4 bytes from 4 B to 1 GiB")]
+    Size(u64),
+    /// The largest size is below the smallest.
+    #[error("the largest size {max} B is below the smallest {min} B")]
+    Order {
+        /// Smallest.
+        min: u64,
+        /// Largest.
+        max: u64,
+    },
+    /// A factor that would not grow the size.
+    #[error("factor {0}: give 2 or more")]
+    Factor(u64),
+}
+
+/// The sizes of an nccl-tests sweep: `min`, `min·factor`, … while at most `max`. Sizes are
+/// multiples of 4 (f32 elements) from 4 B to 1 GiB; the factor is at least 2, so there are
+/// at most 29 sizes and the product never overflows.
+pub fn sizes(min: u64, max: u64, factor: u64) -> Result<Vec<u64>, SweepError> {
+    for size in [min, max] {
+        if size < 4 || size % 4 != 0 || size > MAX_SIZE_BYTES {
+            return Err(SweepError::Size(size));
+        }
+    }
+    if max < min {
+        return Err(SweepError::Order { min, max });
+    }
+    if factor < 2 {
+        return Err(SweepError::Factor(factor));
+    }
+    let mut out = vec![min];
+    while let Some(next) = out.last().and_then(|s| s.checked_mul(factor)) {
+        if next > max {
+            break;
+        }
+        out.push(next);
+    }
+    debug_assert!(out.len() <= MAX_SIZES);
+    Ok(out)
+}
+
+/// One all-reduce size over all ranks, as nccl-tests reports it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AllReduceResult {
+    /// Bytes per rank.
+    pub size: u64,
+    /// Ranks in the ring.
+    pub ranks: usize,
+    /// From the first rank's start to the last rank's end; `None` when a rank did not
+    /// finish.
+    pub time_ns: Option<u64>,
+    /// Elements, over all ranks, that differ from the closed-form sum.
+    pub wrong: u64,
+}
+
+/// One rank's part of a size: when it ran, and its wrong elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RankResult {
+    /// Bytes.
+    pub size: u64,
+    /// Start and end, ns, if it finished.
+    pub span_ns: Option<(u64, u64)>,
+    /// Elements that differ from the closed-form sum.
+    pub wrong: u64,
+}
+
+impl RankResult {
+    /// Size `size` as a rank that never reported it: unfinished, every element wrong.
+    pub fn missing(size: u64) -> RankResult {
+        RankResult {
+            size,
+            span_ns: None,
+            wrong: size / 4,
+        }
+    }
+}
+
+impl AllReduceResult {
+    /// The result of `size` from every rank's part.
+    pub fn over_ranks(size: u64, parts: impl IntoIterator<Item = RankResult>) -> AllReduceResult {
+        let mut ranks = 0;
+        let mut wrong = 0;
+        let mut span = Some((u64::MAX, 0));
+        for p in parts {
+            ranks += 1;
+            wrong += p.wrong;
+            span = match (span, p.span_ns) {
+                (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+                _ => None,
+            };
+        }
+        AllReduceResult {
+            size,
+            ranks,
+            time_ns: span.filter(|_| ranks > 0).map(|(a, b)| b.saturating_sub(a)),
+            wrong,
+        }
+    }
+
+    /// f32 elements per rank.
+    pub fn count(&self) -> u64 {
+        self.size / 4
+    }
+
+    /// nccl-tests' algorithm bandwidth, size / time, in GB/s (10^9 bytes); 0 when it did
+    /// not finish.
+    pub fn algbw(&self) -> f64 {
+        self.time_ns
+            .map_or(0.0, |t| self.size as f64 / t.max(1) as f64)
+    }
+
+    /// nccl-tests' bus bandwidth for all-reduce: algbw × 2(N − 1)/N, GB/s.
+    pub fn busbw(&self) -> f64 {
+        let n = self.ranks.max(1) as f64;
+        self.algbw() * 2.0 * (n - 1.0) / n
+    }
+}
+
+impl Serialize for AllReduceResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("AllReduceResult", 6)?;
+        st.serialize_field("size", &self.size)?;
+        st.serialize_field("count", &self.count())?;
+        st.serialize_field("time_ns", &self.time_ns)?;
+        st.serialize_field("algbw", &self.algbw())?;
+        st.serialize_field("busbw", &self.busbw())?;
+        st.serialize_field("wrong", &self.wrong)?;
+        st.end()
+    }
+}
+
+/// An nccl-tests-like sweep on one rank: one ring all-reduce per size, run one after the
+/// other on the same QPs, each tagged with its index. A rank starts size k + 1 when it is
+/// done with size k; data for a size it has not started yet is still reduced and passed
+/// on, so ranks that drift apart never deadlock and never mix sizes up.
+#[derive(Debug)]
+pub struct Sweep {
+    runs: Vec<RingAllReduce>,
+    sizes: Vec<u64>,
+    current: usize,
+    start_at: Nanos,
+    started: bool,
+}
+
+impl Sweep {
+    /// Rank `rank` of `ranks` on `ep`, sizes in bytes (each a multiple of 4), `qp_next` the
+    /// QP to the next rank.
+    pub fn new(
+        ep: &mut Endpoint,
+        rank: usize,
+        ranks: usize,
+        sizes: &[u64],
+        seed: u64,
+        qp_next: usize,
+    ) -> Sweep {
+        let runs = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| {
+                RingAllReduce::tagged(
+                    ep,
+                    rank,
+                    ranks,
+                    (size / 4) as usize,
+                    seed,
+                    qp_next,
+                    i as u16,
+                )
+            })
+            .collect();
+        Sweep {
+            runs,
+            sizes: sizes.to_vec(),
+            current: 0,
+            start_at: Nanos::ZERO,
+            started: false,
+        }
+    }
+
+    /// Starts at `at` instead of when the run starts.
+    pub fn starting_at(mut self, at: Nanos) -> Sweep {
+        self.start_at = at;
+        self
+    }
+
+    /// How many sizes are done on this rank.
+    pub fn finished(&self) -> usize {
+        self.current
+    }
+
+    /// How many sizes there are.
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// True when there is no size at all.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// This rank's part of every size.
+    pub fn results(&self, ep: &Endpoint) -> Vec<RankResult> {
+        self.runs.iter().map(|r| r.result(ep)).collect()
+    }
+
+    /// Each size with its run.
+    pub fn runs(&self) -> impl Iterator<Item = (u64, &RingAllReduce)> {
+        self.sizes.iter().copied().zip(&self.runs)
+    }
+
+    fn advance(&mut self, now: Nanos, ep: &mut Endpoint) {
+        while self.current < self.runs.len() && self.runs[self.current].done() {
+            self.current += 1;
+            if let Some(next) = self.runs.get_mut(self.current) {
+                next.start(now, ep);
+            }
+        }
+    }
+}
+
+impl Application for Sweep {
+    fn start(&mut self, now: Nanos, ep: &mut Endpoint) {
+        if now >= self.start_at && !self.started {
+            self.started = true;
+            if let Some(first) = self.runs.first_mut() {
+                first.start(now, ep);
+            }
+            self.advance(now, ep);
+        }
+    }
+
+    fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
+        let tag = match completion {
+            Completion::Sent { wr_id, .. } => (wr_id >> 32) as usize,
+            Completion::Received { imm, .. } => (imm >> 16) as usize,
+        };
+        if let Some(run) = self.runs.get_mut(tag) {
+            run.on_completion(now, ep, completion);
+        }
+        if self.started {
+            self.advance(now, ep);
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.started && self.current >= self.runs.len()
+    }
+
+    fn deadline(&self) -> Option<Nanos> {
+        (!self.started).then_some(self.start_at)
+    }
+
+    fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {
+        self.start(now, ep);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_nccl_tests() {
+        assert_eq!(sizes(8192, 65536, 2).unwrap(), [8192, 16384, 32768, 65536]);
+        assert_eq!(sizes(8, 100, 3).unwrap(), [8, 24, 72]);
+        assert_eq!(sizes(4, 4, 2).unwrap(), [4]);
+        // A factor of 2^62 once wrapped to 0 and looped until memory ran out.
+        assert_eq!(sizes(4, 1 << 30, 1 << 62).unwrap(), [4]);
+        assert_eq!(sizes(4, 1 << 30, u64::MAX).unwrap(), [4]);
+        assert_eq!(sizes(4, 1 << 30, 2).unwrap().len(), 29);
+    }
+
+    #[test]
+    fn bad_sweeps_are_refused() {
+        assert_eq!(sizes(6, 64, 2), Err(SweepError::Size(6)));
+        assert_eq!(sizes(0, 64, 2), Err(SweepError::Size(0)));
+        assert_eq!(sizes(8, 2 << 30, 2), Err(SweepError::Size(2 << 30)));
+        assert_eq!(sizes(64, 8, 2), Err(SweepError::Order { min: 64, max: 8 }));
+        assert_eq!(sizes(8, 64, 1), Err(SweepError::Factor(1)));
+    }
+
+    #[test]
+    fn bandwidths_are_nccl_tests_formulas() {
+        let part = |a, b| RankResult {
+            size: 1 << 20,
+            span_ns: Some((a, b)),
+            wrong: 0,
+        };
+        // 4 ranks, 1 MiB, from 100 ns to 1 048 676 ns: 1 048 576 ns, 1 byte/ns = 1 GB/s.
+        let r = AllReduceResult::over_ranks(
+            1 << 20,
+            [
+                part(100, 500),
+                part(200, 1_048_676),
+                part(150, 900),
+                part(300, 400),
+            ],
+        );
+        assert_eq!(r.time_ns, Some(1 << 20));
+        assert_eq!(r.algbw(), 1.0);
+        assert_eq!(r.busbw(), 1.5);
+        let mut parts = vec![part(0, 10); 3];
+        parts.push(RankResult::missing(1 << 20));
+        let r = AllReduceResult::over_ranks(1 << 20, parts);
+        assert_eq!((r.time_ns, r.wrong, r.algbw()), (None, 1 << 18, 0.0));
+    }
+}

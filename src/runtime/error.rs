@@ -1,0 +1,89 @@
+//! What can stop a live run: a port that fails (its socket errs), a setup step that
+//! fails, or a peers file that cannot be read.
+
+use std::io;
+
+/// A port's socket failed while the run went on; the run stops.
+#[derive(Debug, thiserror::Error)]
+#[error("{port} ({action}): {cause}")]
+pub struct PortError {
+    /// The port's interface.
+    pub port: String,
+    /// What it was doing: "receive" or "send".
+    pub action: &'static str,
+    /// The kernel's error.
+    pub cause: io::Error,
+}
+
+impl Clone for PortError {
+    /// The same error: the OS error code where there is one, else its kind and message.
+    fn clone(&self) -> PortError {
+        let cause = match self.cause.raw_os_error() {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::new(self.cause.kind(), self.cause.to_string()),
+        };
+        PortError {
+            port: self.port.clone(),
+            action: self.action,
+            cause,
+        }
+    }
+}
+
+impl serde::Serialize for PortError {
+    /// As its message: a report reads it, nothing parses it.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A live run that could not start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// Opening a socket, binding the metrics endpoint, or moving frames.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// A frame the traffic sender cannot build.
+    #[error("building the frames: {0}")]
+    Build(#[from] crate::wire::BuildError),
+    /// A frame size the traffic sender cannot build.
+    #[error(
+        "frame size {0}: give 62 or more, with (size - 58) a multiple of 4 (e.g. 62, 66, 1082)"
+    )]
+    FrameSize(usize),
+}
+
+/// A peers file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeersError {
+    /// Not TOML of the peers file's shape.
+    #[error("{0}")]
+    Syntax(String),
+    /// A MAC address that does not parse.
+    #[error("peer[{index}].mac: '{value}' is not a MAC address like 02:00:c6:12:00:01")]
+    Mac {
+        /// The entry.
+        index: usize,
+        /// What it says.
+        value: String,
+    },
+    /// A QP number outside what the endpoint allocates from.
+    #[error("peer[{index}].qpn: {value} is not allowed; give 2 to 16711679")]
+    Qpn {
+        /// The entry.
+        index: usize,
+        /// What it says.
+        value: u32,
+    },
+    /// Ranks not 0..N once each.
+    #[error("ranks must be 0 to {last} once each; rank {missing} is missing or repeated")]
+    Ranks {
+        /// The largest rank there should be.
+        last: usize,
+        /// The first rank out of place.
+        missing: usize,
+    },
+    /// Fewer than two ranks.
+    #[error("a peers file needs at least 2 ranks")]
+    TooFew,
+}
