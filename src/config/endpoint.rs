@@ -1,9 +1,33 @@
 //! The endpoint configuration: RC transport, marking, and DCQCN with every parameter of
 //! ../shared/DCQCN.md, the paper's values by default and the published variants as options.
 
-use super::ConfigError;
+use super::{ConfigError, parse_toml};
 use crate::time::Nanos;
+use crate::wire::Ecn;
 use serde::Deserialize;
+
+/// The ECN codepoint an endpoint puts on its data packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EcnCodepoint {
+    /// ECT(0), `"ect0"`: ECN-capable, the RoCEv2 norm.
+    #[default]
+    Ect0,
+    /// ECT(1), `"ect1"`.
+    Ect1,
+    /// Not-ECT, `"not-ect"`: switches drop (WRED) instead of marking.
+    NotEct,
+}
+
+impl From<EcnCodepoint> for Ecn {
+    fn from(c: EcnCodepoint) -> Ecn {
+        match c {
+            EcnCodepoint::Ect0 => Ecn::Ect0,
+            EcnCodepoint::Ect1 => Ecn::Ect1,
+            EcnCodepoint::NotEct => Ecn::NotEct,
+        }
+    }
+}
 
 /// How the hyper-increase step grows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -174,7 +198,7 @@ pub struct EndpointConfig {
     /// DSCP of data and acknowledges.
     pub dscp: u8,
     /// ECN codepoint of data: "ect0", "ect1" or "not-ect".
-    pub ecn: String,
+    pub ecn: EcnCodepoint,
     /// DSCP of CNPs.
     pub cnp_dscp: u8,
     /// `[dscp, priority]` pairs the NIC uses to pick the PFC priority of what it sends;
@@ -198,7 +222,7 @@ impl Default for EndpointConfig {
             link_gbps: 100.0,
             mtu: 1024,
             dscp: 26,
-            ecn: "ect0".to_owned(),
+            ecn: EcnCodepoint::Ect0,
             cnp_dscp: 48,
             dscp_to_priority: vec![[24, 3], [26, 3], [48, 6]],
             ack_every: 16,
@@ -210,6 +234,18 @@ impl Default for EndpointConfig {
 }
 
 impl EndpointConfig {
+    /// Parses a TOML text (the keys of [`EndpointConfig`]; unset keys keep their
+    /// defaults, unknown keys are refused). A syntax or schema error, or a value of the
+    /// wrong type or spelling, is keyed by "line L, column C", as
+    /// [`SwitchConfig::from_toml`](super::SwitchConfig::from_toml) does.
+    ///
+    /// This only parses: it does not [`validate`](Self::validate), because callers
+    /// override fields first (the link rate from the command line or the topology) and
+    /// must validate the result themselves.
+    pub fn from_toml(text: &str) -> Result<EndpointConfig, ConfigError> {
+        parse_toml(text, "endpoint")
+    }
+
     /// Checks the values; errors name the key under `key` (e.g. "endpoint").
     pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
         let bad = |field: &str, why: String| {
@@ -235,12 +271,6 @@ impl EndpointConfig {
         }
         if self.dscp > 63 || self.cnp_dscp > 63 {
             return bad("dscp", "DSCPs are 0-63".into());
-        }
-        if !matches!(self.ecn.as_str(), "ect0" | "ect1" | "not-ect") {
-            return bad(
-                "ecn",
-                format!("'{}': give \"ect0\", \"ect1\" or \"not-ect\"", self.ecn),
-            );
         }
         if self.ack_every == 0 || self.window_packets == 0 {
             return bad(
@@ -284,5 +314,48 @@ impl EndpointConfig {
     /// Retransmission timeout.
     pub fn rto(&self) -> Nanos {
         us(self.rto_us)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_toml_keys_errors_by_line_and_column() {
+        let e = EndpointConfig::from_toml("mtu = 1024\ndscp = 26\necn = \"ce\"\n").unwrap_err();
+        assert!(e.key.starts_with("line 3"), "{e}");
+        assert!(e.message.contains("unknown variant `ce`"), "{e}");
+        assert!(e.message.contains("`ect0`, `ect1`, `not-ect`"), "{e}");
+        let e = EndpointConfig::from_toml("mtu = 1024\n\nlink_gbps = \"fast\"\n").unwrap_err();
+        assert_eq!(e.key, "line 3, column 13", "{e}");
+        let e = EndpointConfig::from_toml("mtu = 1024\n[dcqcn]\ngg = 0.5\n").unwrap_err();
+        assert!(e.key.starts_with("line 3"), "{e}");
+        assert!(e.message.contains("unknown field `gg`"), "{e}");
+    }
+
+    #[test]
+    fn from_toml_keeps_defaults_and_the_ecn_spellings() {
+        assert_eq!(
+            EndpointConfig::from_toml("").unwrap(),
+            EndpointConfig::default()
+        );
+        for (text, ecn) in [
+            ("ect0", EcnCodepoint::Ect0),
+            ("ect1", EcnCodepoint::Ect1),
+            ("not-ect", EcnCodepoint::NotEct),
+        ] {
+            let cfg = EndpointConfig::from_toml(&format!("ecn = \"{text}\"")).unwrap();
+            assert_eq!(cfg.ecn, ecn);
+            cfg.validate("endpoint").unwrap();
+        }
+        assert_eq!(Ecn::from(EcnCodepoint::NotEct), Ecn::NotEct);
+    }
+
+    #[test]
+    fn from_toml_does_not_validate() {
+        let cfg = EndpointConfig::from_toml("link_gbps = 0").unwrap();
+        let e = cfg.validate("endpoint").unwrap_err();
+        assert_eq!(e.key, "endpoint.link_gbps", "{e}");
     }
 }

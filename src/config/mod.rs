@@ -497,13 +497,7 @@ pub struct SwitchConfig {
 impl SwitchConfig {
     /// Parses and validates a TOML text.
     pub fn from_toml(text: &str) -> Result<SwitchConfig, ConfigError> {
-        let file: ConfigFile = toml::from_str(text).map_err(|e| {
-            let key = e
-                .span()
-                .map(|s| location(text, s.start))
-                .unwrap_or_else(|| "config".to_owned());
-            err(key, e.message().to_owned())
-        })?;
+        let file: ConfigFile = parse_toml(text, "config")?;
         file.resolve()
     }
 
@@ -579,6 +573,21 @@ pub fn merge_toml(base: &mut toml::Table, over: toml::Table) {
             }
         }
     }
+}
+
+/// Parses a TOML text into `T`; a syntax or schema error is keyed by "line L, column C"
+/// where it is (by `whole` when the parser gives no position).
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    whole: &str,
+) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let key = e
+            .span()
+            .map(|s| location(text, s.start))
+            .unwrap_or_else(|| whole.to_owned());
+        err(key, e.message().to_owned())
+    })
 }
 
 /// "line L, column C" for a byte offset, for parse errors.

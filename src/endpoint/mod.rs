@@ -203,11 +203,7 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint with `mac` and `ip`; `cfg` must have been validated.
     pub fn new(cfg: &EndpointConfig, mac: MacAddr, ip: Ipv4Addr) -> Endpoint {
-        let ecn = match cfg.ecn.as_str() {
-            "ect1" => Ecn::Ect1,
-            "not-ect" => Ecn::NotEct,
-            _ => Ecn::Ect0,
-        };
+        let ecn = Ecn::from(cfg.ecn);
         Endpoint {
             mac,
             ip,
