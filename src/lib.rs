@@ -2,7 +2,7 @@
 //!
 //! A software switch (DSCP classification, shared-buffer MMU, PFC, RED-ECN) and a RoCEv2
 //! endpoint (RC transport, CNP, DCQCN) as I/O-free cores, driven live on veth pairs, over
-//! pcap files, or in virtual time. See `DESIGN.md` in the repository for the architecture.
+//! pcap files, or in virtual time. `docs/design.md` in the repository describes the architecture.
 //!
 //! Modules: [`wire`] (frame formats and the hot-path parse), [`capture`] (pcap and pcapng
 //! files), [`inspect`] (the RoCE-aware capture inspector), [`config`] (switch and endpoint
@@ -20,6 +20,7 @@ pub mod endpoint;
 pub mod inspect;
 pub mod io;
 pub mod lab;
+pub mod link;
 pub mod replay;
 pub mod report;
 pub mod runtime;

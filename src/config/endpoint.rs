@@ -1,5 +1,5 @@
 //! The endpoint configuration: RC transport, marking, and DCQCN with every parameter of
-//! ../shared/DCQCN.md, the paper's values by default and the published variants as options.
+//! DCQCN (docs/dcqcn.md), the paper's values by default and the published variants as options.
 
 use super::{ConfigError, parse_toml};
 use crate::time::Nanos;
@@ -85,7 +85,7 @@ pub struct DcqcnConfig {
 }
 
 impl Default for DcqcnConfig {
-    /// The paper's parameters (DCQCN.md's table; Rhai and Rmin, not given in the paper,
+    /// The paper's parameters (Zhu et al., SIGCOMM 2015, table 1; Rhai and Rmin, not given in the paper,
     /// from the authors' ns-3 sample).
     fn default() -> Self {
         DcqcnConfig {

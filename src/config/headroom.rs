@@ -5,7 +5,7 @@
 //! (one MTU), the PFC frame then crosses the cable, the peer takes its response time to
 //! act, finishes the frame it is sending (one MTU), and the last bit crosses the cable
 //! back: headroom = 2 × MTU + 2 × cable delay × rate + peer response
-//! (../shared/QOS.md; IEEE 802.1Qbb annex N, IEEE 802.3 annex 31B).
+//! (docs/qos.md; IEEE 802.1Qbb annex N, IEEE 802.3 annex 31B).
 
 use super::PortConfig;
 

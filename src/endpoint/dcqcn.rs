@@ -1,4 +1,4 @@
-//! DCQCN at the endpoints (Zhu et al., SIGCOMM 2015; ../shared/DCQCN.md): the reaction
+//! DCQCN at the endpoints (Zhu et al., SIGCOMM 2015; docs/dcqcn.md): the reaction
 //! point that cuts and recovers a QP's rate, and the notification point that turns CE
 //! marks into CNPs.
 
@@ -213,7 +213,7 @@ mod tests {
         ReactionPoint::new(DcqcnConfig::default(), G100)
     }
 
-    /// DCQCN.md: one cut with alpha = 1 at 100 Gb/s gives 50 Gb/s, target 100; fast
+    /// One cut with alpha = 1 at 100 Gb/s gives 50 Gb/s, target 100; fast
     /// recovery halves the gap at each T event: after 5 events 100 − 50/2^5 = 98.4375.
     #[test]
     fn one_cut_then_five_fast_recovery_steps() {

@@ -15,7 +15,7 @@ pub mod qp;
 pub mod sweep;
 
 use crate::config::endpoint::EndpointConfig;
-use crate::switch::sched::{Transmitter, wire_bits};
+use crate::link::{Transmitter, wire_bits};
 use crate::time::Nanos;
 use crate::wire::bth::{BthRepr, Opcode};
 use crate::wire::cnp::CnpRepr;

@@ -3,8 +3,8 @@
 //! the PFC frames the switch sends cross back and pause the peers (unless a peer is told to
 //! ignore them, as a broken NIC would). Used by `rocelab replay` and by tests.
 
+use crate::link::{Transmitter, frame_time};
 use crate::switch::classify::Classifier;
-use crate::switch::sched::{Transmitter, frame_time};
 use crate::switch::{Switch, Transmit};
 use crate::time::Nanos;
 use crate::wire::pfc::{MacControl, pause_duration};

@@ -4,9 +4,9 @@
 
 use crate::endpoint::app::{App, Application};
 use crate::endpoint::{Completion, Endpoint};
+use crate::link::frame_time;
 use crate::switch::Switch;
 use crate::switch::red::Rng;
-use crate::switch::sched::frame_time;
 use crate::time::Nanos;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

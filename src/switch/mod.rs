@@ -25,6 +25,7 @@ pub use counters::{ClassCounters, DropCause, PortCounters};
 pub use note::Note;
 
 use crate::config::{CLASSES, MarkAt, SwitchConfig};
+use crate::link::Transmitter;
 use crate::time::Nanos;
 use crate::wire::{self, CeMark, Ecn, FrameMeta, MacAddr};
 use classify::Classifier;
@@ -32,7 +33,7 @@ use fdb::{Fdb, Lookup};
 use mmu::Mmu;
 use pfc::QueueWatchdog;
 use red::Rng;
-use sched::{Scheduler, Transmitter};
+use sched::Scheduler;
 use std::collections::VecDeque;
 
 /// A frame held by the switch.

@@ -451,7 +451,7 @@ impl BthRepr {
 mod tests {
     use super::*;
 
-    // The BTH of a real ConnectX-4 Lx CNP (../shared/pcaps/roce_cnp_connectx4lx_1pkt.pcap).
+    // The BTH of a real ConnectX-4 Lx CNP (the capture roce_cnp_connectx4lx_1pkt.pcap).
     const CNP_BTH: [u8; 12] = [
         0x81, 0x00, 0xff, 0xff, 0x40, 0x00, 0x01, 0x18, 0x00, 0x00, 0x00, 0x00,
     ];

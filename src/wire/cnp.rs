@@ -67,7 +67,7 @@ mod tests {
     use crate::wire::ipv4::Ipv4Repr;
     use std::net::Ipv4Addr;
 
-    /// Rebuilds the real ConnectX-4 Lx CNP (../shared/pcaps/roce_cnp_connectx4lx_1pkt.pcap)
+    /// Rebuilds the real ConnectX-4 Lx CNP (the capture roce_cnp_connectx4lx_1pkt.pcap)
     /// byte for byte from its fields, ICRC included.
     #[test]
     fn rebuilds_real_hardware_cnp() {

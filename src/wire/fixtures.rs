@@ -1,6 +1,6 @@
 //! Frames from real captures, for unit tests.
 
-/// The ConnectX-4 Lx CNP of ../shared/pcaps/roce_cnp_connectx4lx_1pkt.pcap (transcribed
+/// The ConnectX-4 Lx CNP of the capture roce_cnp_connectx4lx_1pkt.pcap (transcribed
 /// there from scapy's `test/contrib/roce.uts`): IPv4 10.0.17.1 → 10.0.18.1, TOS 0xc2
 /// (DSCP 48, ECT(0)), UDP 0 → 4791, BTH opcode 0x81, BECN, dest QP 0x118, PSN 0, ICRC bytes
 /// 82 fd 00 2a.

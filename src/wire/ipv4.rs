@@ -284,7 +284,7 @@ mod tests {
         assert_eq!(internet_checksum(&data), !0xddf2);
     }
 
-    // A header from a real capture (../shared/pcaps roce_cnp_connectx4lx_1pkt.pcap) whose
+    // A header from a real capture (roce_cnp_connectx4lx_1pkt.pcap) whose
     // checksum 0x9161 tshark reports as correct.
     const CNP_IP_HEADER: [u8; 20] = [
         0x45, 0xc2, 0x00, 0x3c, 0x71, 0x8c, 0x40, 0x00, 0x40, 0x11, 0x91, 0x61, 0x0a, 0x00, 0x11,
