@@ -168,7 +168,7 @@ fn xon_resumes_at_once_and_a_new_pause_replaces_the_remaining_time() {
 
     // A long pause, then a short one: the short one replaces what was left.
     let t2 = Nanos::from_micros(200);
-    drain(&mut a, t1, t2);
+    drain(&mut a, t1 + Nanos::from_micros(1), t2);
     a.handle_frame(t2, &pfc(&[3], 0xffff));
     let t3 = t2 + Nanos::from_micros(10);
     assert!(drain(&mut a, t2, t3).is_empty());

@@ -6,6 +6,18 @@
 //! RDMA WRITE into registered memory with go-back-N, DCQCN per QP ([`dcqcn`]: the reaction
 //! point paces the QP at Rc, the notification point sends CNPs), and PFC/PAUSE honoured
 //! per priority at the link's rate. [`allreduce`] runs ring all-reduce on top.
+//!
+//! # The contract
+//!
+//! - **Input**: [`handle_frame`](Endpoint::handle_frame) for each arriving frame,
+//!   [`handle_timeout`](Endpoint::handle_timeout) when [`poll_timeout`](Endpoint::poll_timeout)'s
+//!   time has come, and work posted by the application ([`app`]).
+//! - **Output**: after any input, drain [`poll_completion`](Endpoint::poll_completion) (the
+//!   application reacts and may post more), then call [`poll_transmit`](Endpoint::poll_transmit)
+//!   until it gives `None`, then ask [`poll_timeout`](Endpoint::poll_timeout) when to come
+//!   back. A frame from `poll_transmit` borrows the endpoint until the next call.
+//! - **Time**: `now` never goes backwards from one call to the next (checked with
+//!   `debug_assert!`).
 
 pub mod allreduce;
 pub mod app;
@@ -179,6 +191,8 @@ struct Qp {
 /// A RoCEv2 NIC port.
 #[derive(Debug)]
 pub struct Endpoint {
+    /// The latest `now` a driver passed in.
+    clock: Nanos,
     cfg: EndpointConfig,
     mac: MacAddr,
     ip: Ipv4Addr,
@@ -205,6 +219,7 @@ impl Endpoint {
     pub fn new(cfg: &EndpointConfig, mac: MacAddr, ip: Ipv4Addr) -> Endpoint {
         let ecn = Ecn::from(cfg.ecn);
         Endpoint {
+            clock: Nanos::ZERO,
             mac,
             ip,
             ecn,
@@ -333,7 +348,19 @@ impl Endpoint {
         self.qps[qp].req.post(wr, mtu);
     }
 
+    /// Records the driver's `now`: time must not go backwards (a debug-build check).
+    #[inline]
+    fn advance_to(&mut self, now: Nanos) {
+        debug_assert!(
+            now >= self.clock,
+            "time went backwards: {now:?} after {:?}",
+            self.clock
+        );
+        self.clock = now;
+    }
+
     /// The next completion, if any.
+    #[must_use]
     pub fn poll_completion(&mut self) -> Option<Completion> {
         self.completions.pop_front()
     }
@@ -348,6 +375,7 @@ impl Endpoint {
 
     /// A frame arrives at `now`.
     pub fn handle_frame(&mut self, now: Nanos, frame: &[u8]) {
+        self.advance_to(now);
         let Ok(meta) = wire::parse(frame) else { return };
         if meta.is_mac_control() {
             self.receive_pause(now, frame, &meta);
@@ -569,7 +597,9 @@ impl Endpoint {
     /// The next frame to put on the link at `now`, if the link is free and something may
     /// go: acknowledges and CNPs first, then data from the QPs in turn, each at its DCQCN
     /// rate. Paused priorities wait. The frame borrows the endpoint until the next call.
+    #[must_use]
     pub fn poll_transmit(&mut self, now: Nanos) -> Option<&[u8]> {
+        self.advance_to(now);
         if self.link.free_at() > now {
             return None;
         }
@@ -658,6 +688,7 @@ impl Endpoint {
     }
 
     /// When to call again; `None` when there is nothing to do until a frame arrives.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Nanos> {
         let mut next: Option<Nanos> = None;
         let mut at = |t: Nanos| next = Some(next.map_or(t, |n| n.min(t)));
@@ -691,6 +722,7 @@ impl Endpoint {
     /// Runs the timers due at `now`: retransmission timeouts, DCQCN rate increases,
     /// deferred CNPs.
     pub fn handle_timeout(&mut self, now: Nanos) {
+        self.advance_to(now);
         let interval = self.cfg.dcqcn.cnp_interval();
         let rto = self.cfg.rto();
         for qi in 0..self.qps.len() {

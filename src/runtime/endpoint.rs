@@ -1,7 +1,7 @@
 //! `rocelab endpoint`: one endpoint core and its application live on an interface, with
 //! a peers file naming every rank's MAC, IP and QP numbers.
 
-use super::ports::PortThreads;
+use super::ports::{Arrival, PortThreads};
 use super::{Clock, CoreList, stopped};
 use super::{PeersError, PortError, RuntimeError};
 use crate::config::endpoint::EndpointConfig;
@@ -10,7 +10,6 @@ use crate::endpoint::{Endpoint, Peer};
 use crate::io::{Backend, KernelStats};
 use crate::time::Nanos;
 use crate::wire::MacAddr;
-use crossbeam_channel::RecvTimeoutError;
 use serde::Deserialize;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -253,22 +252,13 @@ pub fn run_sampled(
         if sampler.is_some() {
             wake = wake.min(next_sample);
         }
-        let first = if opts.busy_poll {
-            loop {
-                match ports.rx.try_recv() {
-                    Ok(b) => break Some(b),
-                    Err(_) if Instant::now() >= wake => break None,
-                    Err(_) => std::hint::spin_loop(),
-                }
-            }
-        } else {
-            match ports.rx.recv_deadline(wake) {
-                Ok(b) => Some(b),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
+        let first = match ports.wait(wake, opts.busy_poll) {
+            Arrival::Batch(b) => Some(b),
+            Arrival::Timeout => None,
+            Arrival::Closed => break,
         };
-        let now = clock.now().max(last);
+        // The monotonic clock never reads less than `last` (the cores check it).
+        let now = clock.now();
         // Sends and timers that fell due while the thread slept, at their own times, but
         // no further back than MAX_CATCH_UP: a long stall is lost time, not a burst (a
         // NIC does not send what it missed, and a burst would outrun a pause in flight).

@@ -111,6 +111,38 @@ impl PortThreads {
     }
 }
 
+/// What a wait for the next receive batch gave.
+#[derive(Debug)]
+pub enum Arrival {
+    /// A batch of frames from one port.
+    Batch(RxBatch),
+    /// Nothing came by the wake-up time.
+    Timeout,
+    /// The receive threads are gone.
+    Closed,
+}
+
+impl PortThreads {
+    /// Waits for the next receive batch until `wake`: spinning when `busy`, else blocking.
+    pub fn wait(&self, wake: std::time::Instant, busy: bool) -> Arrival {
+        if busy {
+            loop {
+                match self.rx.try_recv() {
+                    Ok(b) => return Arrival::Batch(b),
+                    Err(crossbeam_channel::TryRecvError::Disconnected) => return Arrival::Closed,
+                    Err(_) if std::time::Instant::now() >= wake => return Arrival::Timeout,
+                    Err(_) => std::hint::spin_loop(),
+                }
+            }
+        }
+        match self.rx.recv_deadline(wake) {
+            Ok(b) => Arrival::Batch(b),
+            Err(RecvTimeoutError::Timeout) => Arrival::Timeout,
+            Err(RecvTimeoutError::Disconnected) => Arrival::Closed,
+        }
+    }
+}
+
 impl Drop for PortThreads {
     /// Threads of a run that ended early (an error, a panic) stop on their own.
     fn drop(&mut self) {

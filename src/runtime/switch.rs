@@ -1,14 +1,13 @@
 //! `rocelab switch`: the switch core live between network interfaces.
 
 use super::metrics;
-use super::ports::PortThreads;
+use super::ports::{Arrival, PortThreads};
 use super::{Clock, CoreList, stopped};
 use super::{PortError, RuntimeError};
 use crate::config::{CLASSES, SwitchConfig};
 use crate::io::{Backend, KernelStats};
 use crate::switch::Switch;
 use crate::time::Nanos;
-use crossbeam_channel::RecvTimeoutError;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -126,24 +125,15 @@ pub fn run_sampled(
         {
             wake = wake.min(t);
         }
-        let first = if opts.busy_poll {
-            loop {
-                match ports.rx.try_recv() {
-                    Ok(b) => break Some(b),
-                    Err(_) if Instant::now() >= wake => break None,
-                    Err(_) => std::hint::spin_loop(),
-                }
-            }
-        } else {
-            match ports.rx.recv_deadline(wake) {
-                Ok(b) => Some(b),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
+        let first = match ports.wait(wake, opts.busy_poll) {
+            Arrival::Batch(b) => Some(b),
+            Arrival::Timeout => None,
+            Arrival::Closed => break,
         };
         // A thread wakes late: what the ports would have sent meanwhile leaves now, at the
         // times the shapers give it, so the emulated line rate holds on average.
-        let now = clock.now().max(last);
+        // The monotonic clock never reads less than `last` (the cores check it).
+        let now = clock.now();
         catch_up(&mut switch, now, &mut last, &mut outgoing);
         if let Some((port, batch)) = first {
             for frame in batch {

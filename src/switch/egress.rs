@@ -26,7 +26,9 @@ impl Switch {
 
     /// The next frame to leave any port at `now`, if a port is free and has one.
     /// Call repeatedly until `None`, then again at [`poll_timeout`](Self::poll_timeout).
+    #[must_use]
     pub fn poll_transmit(&mut self, now: Nanos) -> Option<Transmit<'_>> {
+        self.advance_to(now);
         self.recycle_last();
         let (port, packet) = self.next_packet(now)?;
         let note = packet.note.as_deref().copied();
@@ -42,7 +44,9 @@ impl Switch {
     /// As [`poll_transmit`](Self::poll_transmit), but hands over the frame's buffer with
     /// its egress port, for a driver that passes frames on without copying them (and
     /// gives buffers back through [`handle_owned_frame`](Self::handle_owned_frame)).
+    #[must_use]
     pub fn poll_transmit_owned(&mut self, now: Nanos) -> Option<(usize, Vec<u8>)> {
+        self.advance_to(now);
         self.recycle_last();
         self.next_packet(now)
             .map(|(port, packet)| (port, packet.buf))
@@ -152,6 +156,7 @@ impl Switch {
 
     /// When to call [`poll_transmit`](Self::poll_transmit) or
     /// [`handle_timeout`](Self::handle_timeout) next; `None` when the switch is idle.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Nanos> {
         let forward_stormed = self.forward_stormed();
         let mut next: Option<Nanos> = None;
@@ -195,6 +200,7 @@ impl Switch {
 
     /// Runs the timers due at `now`: PFC refreshes and watchdog polls.
     pub fn handle_timeout(&mut self, now: Nanos) {
+        self.advance_to(now);
         self.recycle_last();
         self.anchor(now);
         for port in 0..self.ports.len() {

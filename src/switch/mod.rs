@@ -6,6 +6,19 @@
 //! [`Switch::handle_timeout`] runs the timers (PFC refresh, the watchdog). The live runtime,
 //! the pcap replay and the simulator are drivers around this one core.
 //!
+//! # The contract (as quinn-proto's `Connection` states its own)
+//!
+//! - **Input**: [`handle_frame`](Switch::handle_frame) /
+//!   [`handle_owned_frame`](Switch::handle_owned_frame) for each arriving frame, and
+//!   [`handle_timeout`](Switch::handle_timeout) when [`poll_timeout`](Switch::poll_timeout)'s
+//!   time has come.
+//! - **Output**: after any input, call [`poll_transmit`](Switch::poll_transmit) (or
+//!   `_owned`) until it gives `None`, then ask [`poll_timeout`](Switch::poll_timeout) when
+//!   to come back. A frame handed out by `poll_transmit` is valid until the next call.
+//! - **Time**: `now` never goes backwards from one call to the next (checked with
+//!   `debug_assert!`); a driver that wakes late passes the late time, and catches up
+//!   transmissions by calling `poll_transmit` at each deadline in between, in order.
+//!
 //! Inside: MAC learning ([`fdb`]); classification by DSCP or PCP ([`classify`]); the
 //! shared-buffer MMU with ingress PG accounting, XOFF/XON and headroom ([`mmu`]); RED-ECN
 //! marking and WRED/tail drop ([`red`]); strict priority + DWRR under a per-port shaper
@@ -126,6 +139,8 @@ pub struct Transmit<'a> {
 /// The software switch.
 #[derive(Debug)]
 pub struct Switch {
+    /// The latest `now` a driver passed in.
+    clock: Nanos,
     cfg: SwitchConfig,
     classifier: Classifier,
     fdb: Fdb,
@@ -201,6 +216,7 @@ impl Switch {
             })
             .collect();
         Switch {
+            clock: Nanos::ZERO,
             classifier: Classifier::new(cfg),
             fdb: Fdb::new(cfg.mac_age),
             mmu: Mmu::new(cfg),
@@ -315,13 +331,26 @@ impl Switch {
     /// A frame arrives, fully received, on `port` at `now`; the switch copies it into one
     /// of its buffers.
     pub fn handle_frame(&mut self, now: Nanos, port: usize, frame: &[u8]) -> RxOutcome {
+        self.advance_to(now);
         self.receive(now, port, Incoming::Borrowed(frame))
     }
 
     /// A frame arrives in a buffer the driver hands over (from [`take_buffer`]
     /// (Self::take_buffer), say, received into directly): no copy.
     pub fn handle_owned_frame(&mut self, now: Nanos, port: usize, frame: Vec<u8>) -> RxOutcome {
+        self.advance_to(now);
         self.receive(now, port, Incoming::Owned(frame))
+    }
+
+    /// Records the driver's `now`: time must not go backwards (a debug-build check).
+    #[inline]
+    fn advance_to(&mut self, now: Nanos) {
+        debug_assert!(
+            now >= self.clock,
+            "time went backwards: {now:?} after {:?}",
+            self.clock
+        );
+        self.clock = now;
     }
 
     /// An empty buffer from the switch's pool, to receive a frame into.
