@@ -327,3 +327,21 @@ fn bad_scenarios_name_the_key() {
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("built-in scenario"));
 }
+
+/// Issue 10, item 4: a factor of 2^62 once wrapped `size *= factor` to 0 and looped until
+/// memory ran out. The sweep is now one size; a factor below 2 names its key.
+#[test]
+fn a_huge_sweep_factor_is_one_size_not_a_hang() {
+    use rocelab::sim::scenario::Scenario;
+    let ring = |factor: &str| {
+        format!(
+            "description = \"ring\"\n[topology]\nkind = \"star\"\nhosts = 3\nlink_gbps = 25\n\
+             [endpoint]\nmtu = 1024\n[allreduce]\nmin_bytes = 4096\nmax_bytes = 1073741824\n\
+             factor = {factor}\n"
+        )
+    };
+    let s = Scenario::from_toml("ring", &ring("4611686018427387904"), None).unwrap();
+    assert_eq!(s.allreduce.unwrap().sizes, [4096]);
+    let e = Scenario::from_toml("ring", &ring("1"), None).unwrap_err();
+    assert_eq!(e.key, "allreduce.factor", "{e}");
+}

@@ -140,13 +140,7 @@ pub fn load_switch_config(path: &Path) -> Result<SwitchConfig> {
 /// callers override fields first).
 pub fn load_endpoint_config(path: &Path) -> Result<EndpointConfig> {
     let text = read_config(path)?;
-    toml::from_str::<EndpointConfig>(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "configuration {}: {}",
-            path.display(),
-            e.message().trim_end()
-        )
-    })
+    EndpointConfig::from_toml(&text).with_context(|| format!("configuration {}", path.display()))
 }
 
 fn read_config(path: &Path) -> Result<String> {

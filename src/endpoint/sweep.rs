@@ -32,17 +32,18 @@ pub enum SweepError {
     Factor(u64),
 }
 
-/// The sizes of an nccl-tests sweep: `min`, `min·factor`, … while at most `max`. Sizes are
-/// multiples of 4 (f32 elements) from 4 B to 1 GiB; the factor is at least 2, so there are
+/// The sizes of an nccl-tests sweep: `min`, `min·factor`, … while at most `max`. `min` is a
+/// multiple of 4 (f32 elements), every size from 4 B to 1 GiB; the factor is at least 2, so there are
 /// at most 29 sizes and the product never overflows.
 pub fn sizes(min: u64, max: u64, factor: u64) -> Result<Vec<u64>, SweepError> {
-    for size in [min, max] {
-        if size < 4 || size % 4 != 0 || size > MAX_SIZE_BYTES {
-            return Err(SweepError::Size(size));
-        }
+    if min < 4 || min % 4 != 0 || min > MAX_SIZE_BYTES {
+        return Err(SweepError::Size(min));
     }
     if max < min {
         return Err(SweepError::Order { min, max });
+    }
+    if max > MAX_SIZE_BYTES {
+        return Err(SweepError::Size(max));
     }
     if factor < 2 {
         return Err(SweepError::Factor(factor));
@@ -284,6 +285,8 @@ mod tests {
         assert_eq!(sizes(8192, 65536, 2).unwrap(), [8192, 16384, 32768, 65536]);
         assert_eq!(sizes(8, 100, 3).unwrap(), [8, 24, 72]);
         assert_eq!(sizes(4, 4, 2).unwrap(), [4]);
+        // Like nccl-tests, the largest size need not be one of the sizes.
+        assert_eq!(sizes(8, 1000, 10).unwrap(), [8, 80, 800]);
         // A factor of 2^62 once wrapped to 0 and looped until memory ran out.
         assert_eq!(sizes(4, 1 << 30, 1 << 62).unwrap(), [4]);
         assert_eq!(sizes(4, 1 << 30, u64::MAX).unwrap(), [4]);

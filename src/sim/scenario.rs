@@ -7,6 +7,7 @@ use super::topology::{self, Network};
 use crate::config::endpoint::EndpointConfig;
 use crate::config::{ConfigError, SwitchConfig, location, merge_toml, preset_text};
 use crate::endpoint::flow::Flow;
+use crate::endpoint::sweep::{self, SweepError};
 use crate::time::Nanos;
 use serde::Deserialize;
 use std::path::Path;
@@ -663,24 +664,14 @@ impl AllReduceSpec {
                 ));
             }
         }
-        if self.min_bytes < 4 || self.min_bytes % 4 != 0 {
-            return Err(err(
-                "allreduce.min_bytes",
-                "a whole number of f32: a multiple of 4, at least 4",
-            ));
-        }
-        if self.max_bytes < self.min_bytes || self.max_bytes > 1 << 30 {
-            return Err(err("allreduce.max_bytes", "from min_bytes up to 1 GiB"));
-        }
-        if self.factor < 2 {
-            return Err(err("allreduce.factor", "at least 2"));
-        }
-        let mut sizes = Vec::new();
-        let mut size = self.min_bytes;
-        while size <= self.max_bytes {
-            sizes.push(size);
-            size *= self.factor;
-        }
+        let sizes = sweep::sizes(self.min_bytes, self.max_bytes, self.factor).map_err(|e| {
+            let key = match e {
+                SweepError::Size(s) if s == self.min_bytes => "allreduce.min_bytes",
+                SweepError::Size(_) | SweepError::Order { .. } => "allreduce.max_bytes",
+                SweepError::Factor(_) => "allreduce.factor",
+            };
+            err(key, e.to_string())
+        })?;
         let series_bytes = self
             .series_bytes
             .unwrap_or(*sizes.last().unwrap_or(&self.min_bytes));
