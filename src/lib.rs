@@ -24,6 +24,7 @@ pub mod link;
 pub mod replay;
 pub mod report;
 pub mod runtime;
+pub mod series;
 pub mod sim;
 pub mod switch;
 pub mod time;

@@ -746,3 +746,21 @@ impl Qp {
         self.progress_at + rto
     }
 }
+
+impl crate::series::EndpointProbe for Endpoint {
+    fn qp_bytes_sent(&self, qp: usize, now: Nanos) -> u64 {
+        self.qp_status(qp, now).counters.data_bytes_sent
+    }
+
+    fn qp_rate_bps(&self, qp: usize, now: Nanos) -> u64 {
+        self.qp_status(qp, now).rate_bps
+    }
+
+    fn data_paused(&self, now: Nanos) -> bool {
+        self.paused(self.data_priority(), now)
+    }
+
+    fn pauses_received(&self) -> u64 {
+        self.counters.pauses_received + self.counters.link_pauses_received
+    }
+}

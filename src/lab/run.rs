@@ -5,8 +5,8 @@
 //! every way out but SIGKILL, and then by the next run.
 
 use super::netns::Netns;
+use crate::config::SwitchConfig;
 use crate::config::endpoint::EndpointConfig;
-use crate::config::{CLASSES, SwitchConfig};
 use crate::endpoint::app::{App, Application as _};
 use crate::endpoint::flow::Flow;
 use crate::endpoint::sweep::{AllReduceResult, RankResult, Sweep};
@@ -15,7 +15,7 @@ use crate::io::{Backend, KernelStats};
 use crate::runtime::endpoint::{self as live, EndpointOptions, EndpointSampler, PeerSpec};
 use crate::runtime::switch::{Sampler, SwitchOptions};
 use crate::runtime::{CoreList, PortError, RuntimeError, stopped};
-use crate::sim::series::{Column, ColumnKind, Series};
+use crate::series::{HostRecorder, Series, SwitchRecorder, Track};
 use crate::switch::Switch;
 use crate::time::Nanos;
 use crate::wire::MacAddr;
@@ -97,16 +97,8 @@ pub struct HostOutcome {
     pub error: Option<PortError>,
 }
 
-/// One column a host recorded.
-struct HostTrack {
-    name: String,
-    label: String,
-    kind: ColumnKind,
-    track: Track,
-}
-
 /// What a host thread gives back.
-type HostResult = Result<(HostOutcome, Vec<HostTrack>), LabError>;
+type HostResult = Result<(HostOutcome, Vec<Track>), LabError>;
 
 /// A lab that could not be built or run through.
 #[derive(Debug, thiserror::Error)]
@@ -165,9 +157,6 @@ fn host_names(opts: &LabOptions) -> Vec<String> {
     }
     names
 }
-
-/// A column's samples: (time since the lab began, value).
-type Track = Vec<(Duration, f64)>;
 
 /// Runs the lab: builds it, runs the workload, removes everything, returns the results.
 /// `progress` gets a line now and then; `stop` (Ctrl-C) ends it early.
@@ -232,11 +221,12 @@ pub fn run(
     let every = opts.sample_every;
     let switch_thread = {
         let stop = Arc::clone(&switch_stop);
+        let rec_cfg = switch_cfg.clone();
         std::thread::Builder::new()
             .name("lab-switch".into())
             .spawn(move || {
-                let mut rec = SwitchRecorder::default();
-                let mut call = |_: Duration, sw: &Switch| rec.sample(t0.elapsed(), sw);
+                let mut rec = SwitchRecorder::new("sw", &rec_cfg);
+                let mut call = |_: Duration, sw: &Switch| rec.sample(since(t0), sw);
                 let sampler = Sampler {
                     every,
                     call: &mut call,
@@ -353,7 +343,8 @@ pub fn run(
         return Err(LabError::Switch(e));
     }
     let allreduce = table(opts, &hosts);
-    let series = assemble(rec, tracks, &switch_cfg, every);
+    tracks.splice(0..0, rec.finish());
+    let series = on_grid(tracks, every);
     Ok(LabOutcome {
         switch: sw_out.switch,
         switch_kernel: sw_out.kernel,
@@ -429,9 +420,13 @@ fn host(
     } else {
         format!("b{}", i - opts.ranks)
     };
-    let mut rec = HostRecorder::new(&name, &ep, &sending);
+    let qps: Vec<(usize, u32)> = sending
+        .iter()
+        .map(|&q| (q, ep.qp_status(q, Nanos::ZERO).qpn))
+        .collect();
+    let mut rec = HostRecorder::new(&name, &qps, ep.data_priority());
     let mut call = |_: Duration, l: &live::Live<'_>| {
-        rec.sample(t0.elapsed(), l);
+        rec.sample(l.now, l.endpoint);
         if let Some(s) = l.app.sweep() {
             done_count[i].store(s.finished(), Ordering::Relaxed);
         }
@@ -470,174 +465,21 @@ fn host(
     ))
 }
 
-/// The switch's side of the time series.
-#[derive(Default)]
-struct SwitchRecorder {
-    queues: Vec<Track>,
-    xoff: Vec<Track>,
-    last_pause: Vec<u64>,
+/// Time since `t0`, as the cores count it.
+fn since(t0: Instant) -> Nanos {
+    Nanos(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX))
 }
 
-impl SwitchRecorder {
-    fn sample(&mut self, t: Duration, sw: &Switch) {
-        let ports = sw.port_count();
-        if self.queues.is_empty() {
-            self.queues = vec![Vec::new(); ports * CLASSES];
-            self.xoff = vec![Vec::new(); ports * CLASSES];
-            self.last_pause = vec![0; ports * CLASSES];
-        }
-        for p in 0..ports {
-            for q in 0..CLASSES {
-                self.queues[p * CLASSES + q].push((t, sw.queue_bytes(p, q) as f64));
-                let sent = sw.counters(p).classes[q].tx_pause_frames;
-                let fresh = sent != std::mem::replace(&mut self.last_pause[p * CLASSES + q], sent);
-                let on = sw.pg_state(p, q).xoff || fresh;
-                self.xoff[p * CLASSES + q].push((t, f64::from(u8::from(on))));
-            }
-        }
-    }
-}
-
-/// A host's side: each sending QP's rate and Rc, and its pause state.
-struct HostRecorder {
-    name: String,
-    qps: Vec<(usize, u32)>,
-    rate: Vec<Track>,
-    rc: Vec<Track>,
-    paused: Track,
-    last: Vec<(Duration, u64)>,
-    last_pauses: u64,
-}
-
-impl HostRecorder {
-    fn new(name: &str, ep: &crate::endpoint::Endpoint, sending: &[usize]) -> HostRecorder {
-        HostRecorder {
-            name: name.to_owned(),
-            qps: sending
-                .iter()
-                .map(|&q| (q, ep.qp_status(q, Nanos::ZERO).qpn))
-                .collect(),
-            rate: vec![Vec::new(); sending.len()],
-            rc: vec![Vec::new(); sending.len()],
-            paused: Vec::new(),
-            last: vec![(Duration::ZERO, 0); sending.len()],
-            last_pauses: 0,
-        }
-    }
-
-    fn sample(&mut self, t: Duration, l: &live::Live<'_>) {
-        for (k, &(q, _)) in self.qps.iter().enumerate() {
-            let st = l.endpoint.qp_status(q, l.now);
-            let bytes = st.counters.data_bytes_sent;
-            let (t_prev, b_prev) = self.last[k];
-            let dt = (t - t_prev).as_nanos().max(1) as f64;
-            self.rate[k].push((t, (bytes - b_prev) as f64 * 8.0 / dt));
-            self.rc[k].push((t, st.rate_bps as f64 / 1e9));
-            self.last[k] = (t, bytes);
-        }
-        let c = l.endpoint.counters();
-        let got = c.pauses_received + c.link_pauses_received;
-        let fresh = got != std::mem::replace(&mut self.last_pauses, got);
-        let paused = l.endpoint.paused(l.endpoint.data_priority(), l.now) || fresh;
-        self.paused.push((t, f64::from(u8::from(paused))));
-    }
-
-    fn finish(self) -> Vec<HostTrack> {
-        let mut out = Vec::new();
-        let name = &self.name;
-        for (k, (rate, rc)) in self.rate.into_iter().zip(self.rc).enumerate() {
-            let qpn = self.qps[k].1;
-            let label = format!("{name} qp {qpn:#x}");
-            out.push(HostTrack {
-                name: format!("rate_{name}_qp{qpn:#x}_gbps"),
-                label: label.clone(),
-                kind: ColumnKind::RateGbps,
-                track: rate,
-            });
-            out.push(HostTrack {
-                name: format!("rc_{name}_qp{qpn:#x}_gbps"),
-                label,
-                kind: ColumnKind::RcGbps,
-                track: rc,
-            });
-        }
-        out.push(HostTrack {
-            name: format!("paused_{name}"),
-            label: format!("{name} paused"),
-            kind: ColumnKind::Paused,
-            track: self.paused,
-        });
-        out
-    }
-}
-
-/// Puts every track on one time grid (the last value at or before each step).
-fn assemble(
-    sw: SwitchRecorder,
-    hosts: Vec<HostTrack>,
-    cfg: &SwitchConfig,
-    every: Duration,
-) -> Series {
-    let end = sw
-        .queues
+/// Puts every track (switch first, then hosts) on one time grid of step `every`.
+fn on_grid(tracks: Vec<Track>, every: Duration) -> Series {
+    let end = tracks
         .iter()
-        .chain(hosts.iter().map(|h| &h.track))
-        .filter_map(|t| t.last().map(|s| s.0))
+        .filter_map(|t| t.samples.last().map(|s| s.0))
         .max()
         .unwrap_or_default();
-    let steps = (end.as_nanos() / every.as_nanos().max(1)) as usize + 1;
-    let times: Vec<Nanos> = (0..steps)
-        .map(|k| Nanos((every * k as u32).as_nanos() as u64))
-        .collect();
-    let grid = |track: &Track| -> Vec<f64> {
-        let mut out = Vec::with_capacity(steps);
-        let mut j = 0;
-        // Before its first sample a column reads as its first sample (an Rc of line rate
-        // before the QP sends, not 0).
-        let mut value = track.first().map_or(0.0, |s| s.1);
-        for t in &times {
-            while j < track.len() && track[j].0.as_nanos() as u64 <= t.0 {
-                value = track[j].1;
-                j += 1;
-            }
-            out.push(value);
-        }
-        out
-    };
-    let mut columns = Vec::new();
-    for (p, port) in cfg.ports.iter().enumerate() {
-        for q in 0..CLASSES {
-            if let Some(track) = sw.queues.get(p * CLASSES + q) {
-                columns.push(Column {
-                    name: format!("queue_sw_{}_q{q}_bytes", port.name),
-                    label: format!("{} q{q}", port.name),
-                    kind: ColumnKind::QueueBytes,
-                    values: grid(track),
-                });
-            }
-        }
-        for pg in 0..CLASSES {
-            if cfg.pgs[pg].lossless
-                && let Some(track) = sw.xoff.get(p * CLASSES + pg)
-            {
-                columns.push(Column {
-                    name: format!("xoff_sw_{}_pg{pg}", port.name),
-                    label: format!("switch {} PG{pg} XOFF", port.name),
-                    kind: ColumnKind::Xoff,
-                    values: grid(track),
-                });
-            }
-        }
-    }
-    for h in &hosts {
-        columns.push(Column {
-            name: h.name.clone(),
-            label: h.label.clone(),
-            kind: h.kind,
-            values: grid(&h.track),
-        });
-    }
-    Series::from_columns(times, columns)
+    let step = u64::try_from(every.as_nanos()).unwrap_or(u64::MAX).max(1);
+    let times = (0..=end.0 / step).map(|k| Nanos(k * step)).collect();
+    Series::on_grid(times, tracks)
 }
 
 /// The all-reduce table over all ranks.

@@ -2,7 +2,7 @@
 //! the three plots, written the same way for the simulator and the lab.
 
 use super::plot::{self, PlotError};
-use crate::sim::series::Series;
+use crate::series::Series;
 use std::io;
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! SVG plots of a simulation's time series (plotters): queue depth per queue, each QP's
 //! rate (DCQCN's Rc and the measured throughput), and PFC pause intervals.
 
-use crate::sim::series::{Column, ColumnKind, Series};
+use crate::series::{Column, ColumnKind, Series};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 

@@ -5,13 +5,14 @@
 
 use super::engine::{Stalled, Step};
 use super::scenario::Scenario;
-use super::series::Series;
+use super::series::Recorder;
 use super::topology::Network;
 use super::workload::{allreduce_rank, ring_allreduce};
 use crate::endpoint::QpStatus;
 use crate::endpoint::app::Application as _;
 use crate::endpoint::flow::Flow;
 use crate::endpoint::sweep::{AllReduceResult, RankResult};
+use crate::series::Series;
 use crate::time::Nanos;
 use serde::Serialize;
 
@@ -86,7 +87,7 @@ pub fn run(scenario: &Scenario) -> Result<Outcome, Stalled> {
                 let count = (size / 4) as usize;
                 ring_allreduce(&mut net, &plan.ranks, count, scenario.seed, plan.start);
                 let record = size == plan.series_bytes;
-                let mut series = record.then(|| Series::new(&net));
+                let mut series = record.then(|| Recorder::new(&net));
                 net.engine.start();
                 net.engine.sample_every(scenario.sample);
                 if let Some(s) = series.as_mut() {
@@ -106,7 +107,7 @@ pub fn run(scenario: &Scenario) -> Result<Outcome, Stalled> {
                 frames += net.engine.stats().frames_delivered;
                 if let Some(series) = series {
                     let qps = qp_rows(&net, plan.start, &sent_before, end);
-                    recorded = Some((net, series, qps));
+                    recorded = Some((net, series.finish(), qps));
                 }
             }
             let (net, series, qps) = recorded.expect("series_bytes is one of the sizes");
@@ -127,7 +128,7 @@ pub fn run(scenario: &Scenario) -> Result<Outcome, Stalled> {
 fn run_until(
     net: &mut Network,
     limit: Nanos,
-    mut series: Option<&mut Series>,
+    mut series: Option<&mut Recorder>,
     mut done: impl FnMut(&Network) -> bool,
 ) -> Result<Nanos, Stalled> {
     loop {
@@ -144,7 +145,7 @@ fn run_until(
 type FlowRun = (Series, Vec<QpRow>, Nanos);
 
 fn run_flows(scenario: &Scenario, net: &mut Network) -> Result<FlowRun, Stalled> {
-    let mut series = Series::new(net);
+    let mut series = Recorder::new(net);
     let from = scenario.measure_from;
     let mut before = Vec::new();
     let all_sized = scenario.flows.iter().all(|f| f.bytes.is_some());
@@ -168,7 +169,7 @@ fn run_flows(scenario: &Scenario, net: &mut Network) -> Result<FlowRun, Stalled>
         before = sent_bytes(net);
     }
     let qps = qp_rows(net, from, &before, end);
-    Ok((series, qps, from))
+    Ok((series.finish(), qps, from))
 }
 
 /// Payload bytes sent by each (host, QP), in host and QP order.

@@ -546,3 +546,17 @@ impl Switch {
         Ok(())
     }
 }
+
+impl crate::series::SwitchProbe for Switch {
+    fn queue_bytes(&self, port: usize, queue: usize) -> u64 {
+        Switch::queue_bytes(self, port, queue)
+    }
+
+    fn pg_xoff(&self, port: usize, pg: usize) -> bool {
+        self.pg_state(port, pg).xoff
+    }
+
+    fn pause_frames_sent(&self, port: usize, pg: usize) -> u64 {
+        self.counters(port).classes[pg].tx_pause_frames
+    }
+}

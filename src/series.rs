@@ -1,0 +1,425 @@
+//! Time series of a run, sampled by the driver: the depth of every egress queue, which
+//! ingress priority groups hold their peer in XOFF, every recorded QP's sending rate
+//! (measured between samples, and DCQCN's Rc) and whether a host is paused. The simulator
+//! and the live lab feed the same recorders through two small probe traits that the cores
+//! implement ([`SwitchProbe`], [`EndpointProbe`]); report only draws and writes the
+//! result. Columns that stay zero are left out when the series is written.
+
+use crate::config::{CLASSES, SwitchConfig};
+use crate::time::Nanos;
+use std::io::{self, Write};
+
+/// What a column holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// Egress queue depth, bytes.
+    QueueBytes,
+    /// A QP's payload rate since the previous sample, Gb/s.
+    RateGbps,
+    /// A QP's DCQCN current rate Rc, Gb/s.
+    RcGbps,
+    /// 1 when a switch's ingress priority group held its peer in XOFF at the sample or
+    /// sent a PFC pause since the previous one (so pauses shorter than a step still show).
+    Xoff,
+    /// 1 when a host's data priority was paused at the sample, or a pause arrived since
+    /// the previous one.
+    Paused,
+}
+
+/// One column on the series' time grid.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// Its CSV header.
+    pub name: String,
+    /// A short label for plots ("sw/h2 q3", "h0 qp 0x100").
+    pub label: String,
+    /// What it holds.
+    pub kind: ColumnKind,
+    /// One value per time of the series.
+    pub values: Vec<f64>,
+}
+
+/// One column as recorded: samples at the recorder's own times.
+#[derive(Debug, Clone)]
+pub struct Track {
+    /// Its CSV header.
+    pub name: String,
+    /// Its plot label.
+    pub label: String,
+    /// What it holds.
+    pub kind: ColumnKind,
+    /// (time, value), in time order.
+    pub samples: Vec<(Nanos, f64)>,
+}
+
+impl Track {
+    fn new(name: String, label: String, kind: ColumnKind) -> Track {
+        Track {
+            name,
+            label,
+            kind,
+            samples: Vec::new(),
+        }
+    }
+}
+
+/// What a recorder reads from a switch.
+pub trait SwitchProbe {
+    /// Bytes in egress queue `queue` of `port`.
+    fn queue_bytes(&self, port: usize, queue: usize) -> u64;
+    /// True while ingress priority group `pg` of `port` holds its peer in XOFF.
+    fn pg_xoff(&self, port: usize, pg: usize) -> bool;
+    /// PFC frames `port` has sent for priority `pg` so far.
+    fn pause_frames_sent(&self, port: usize, pg: usize) -> u64;
+}
+
+/// What a recorder reads from an endpoint.
+pub trait EndpointProbe {
+    /// Payload bytes QP `qp` has sent so far.
+    fn qp_bytes_sent(&self, qp: usize, now: Nanos) -> u64;
+    /// QP `qp`'s DCQCN current rate, bits per second.
+    fn qp_rate_bps(&self, qp: usize, now: Nanos) -> u64;
+    /// True while the endpoint's data priority is paused.
+    fn data_paused(&self, now: Nanos) -> bool;
+    /// PFC and PAUSE frames received so far.
+    fn pauses_received(&self) -> u64;
+}
+
+/// 1.0 for true.
+fn flag(on: bool) -> f64 {
+    f64::from(u8::from(on))
+}
+
+/// Records one switch: every egress queue's depth and every lossless PG's XOFF state.
+#[derive(Debug, Clone)]
+pub struct SwitchRecorder {
+    /// Per port: 8 queue tracks, then one XOFF track per lossless PG.
+    tracks: Vec<Track>,
+    lossless: Vec<usize>,
+    last_pauses: Vec<u64>,
+}
+
+impl SwitchRecorder {
+    /// A recorder for switch `name` configured as `cfg` (its ports in order).
+    pub fn new(name: &str, cfg: &SwitchConfig) -> SwitchRecorder {
+        let lossless: Vec<usize> = (0..CLASSES).filter(|&pg| cfg.pgs[pg].lossless).collect();
+        let mut tracks = Vec::new();
+        for port in &cfg.ports {
+            let p = &port.name;
+            for q in 0..CLASSES {
+                tracks.push(Track::new(
+                    format!("queue_{name}_{p}_q{q}_bytes"),
+                    format!("{name}/{p} q{q}"),
+                    ColumnKind::QueueBytes,
+                ));
+            }
+            for pg in &lossless {
+                tracks.push(Track::new(
+                    format!("xoff_{name}_{p}_pg{pg}"),
+                    format!("{name}/{p} PG{pg} XOFF"),
+                    ColumnKind::Xoff,
+                ));
+            }
+        }
+        let last_pauses = vec![0; cfg.ports.len() * lossless.len()];
+        SwitchRecorder {
+            tracks,
+            lossless,
+            last_pauses,
+        }
+    }
+
+    /// Takes one sample of `sw` at `now`.
+    pub fn sample(&mut self, now: Nanos, sw: &impl SwitchProbe) {
+        let per_port = CLASSES + self.lossless.len();
+        for (port, tracks) in self.tracks.chunks_mut(per_port).enumerate() {
+            for (q, track) in tracks[..CLASSES].iter_mut().enumerate() {
+                track.samples.push((now, sw.queue_bytes(port, q) as f64));
+            }
+            for (k, &pg) in self.lossless.iter().enumerate() {
+                let sent = sw.pause_frames_sent(port, pg);
+                let last = &mut self.last_pauses[port * self.lossless.len() + k];
+                let fresh = sent != std::mem::replace(last, sent);
+                let on = sw.pg_xoff(port, pg) || fresh;
+                tracks[CLASSES + k].samples.push((now, flag(on)));
+            }
+        }
+    }
+
+    /// The recorded tracks.
+    pub fn finish(self) -> Vec<Track> {
+        self.tracks
+    }
+}
+
+/// Records one host: each recorded QP's rate and Rc, and whether it is paused.
+#[derive(Debug, Clone)]
+pub struct HostRecorder {
+    qps: Vec<usize>,
+    /// Per QP: rate, then Rc; last: paused.
+    tracks: Vec<Track>,
+    last_bytes: Vec<(Nanos, u64)>,
+    last_pauses: u64,
+}
+
+impl HostRecorder {
+    /// A recorder for host `name`, recording the QPs `qps` (index, QP number), whose data
+    /// goes on priority `priority`.
+    pub fn new(name: &str, qps: &[(usize, u32)], priority: u8) -> HostRecorder {
+        let mut tracks = Vec::new();
+        for &(_, qpn) in qps {
+            let label = format!("{name} qp {qpn:#x}");
+            tracks.push(Track::new(
+                format!("rate_{name}_qp{qpn:#x}_gbps"),
+                label.clone(),
+                ColumnKind::RateGbps,
+            ));
+            tracks.push(Track::new(
+                format!("rc_{name}_qp{qpn:#x}_gbps"),
+                label,
+                ColumnKind::RcGbps,
+            ));
+        }
+        tracks.push(Track::new(
+            format!("paused_{name}_p{priority}"),
+            format!("{name} paused (prio {priority})"),
+            ColumnKind::Paused,
+        ));
+        HostRecorder {
+            qps: qps.iter().map(|&(q, _)| q).collect(),
+            tracks,
+            last_bytes: vec![(Nanos::ZERO, 0); qps.len()],
+            last_pauses: 0,
+        }
+    }
+
+    /// Takes one sample of `ep` at `now`.
+    pub fn sample(&mut self, now: Nanos, ep: &impl EndpointProbe) {
+        for (k, &qp) in self.qps.iter().enumerate() {
+            let bytes = ep.qp_bytes_sent(qp, now);
+            let (t, before) = std::mem::replace(&mut self.last_bytes[k], (now, bytes));
+            let dt = now.0.saturating_sub(t.0);
+            let gbps = if dt == 0 {
+                0.0
+            } else {
+                bytes.saturating_sub(before) as f64 * 8.0 / dt as f64
+            };
+            self.tracks[2 * k].samples.push((now, gbps));
+            let rc = ep.qp_rate_bps(qp, now) as f64 / 1e9;
+            self.tracks[2 * k + 1].samples.push((now, rc));
+        }
+        let got = ep.pauses_received();
+        let fresh = got != std::mem::replace(&mut self.last_pauses, got);
+        let paused = ep.data_paused(now) || fresh;
+        if let Some(track) = self.tracks.last_mut() {
+            track.samples.push((now, flag(paused)));
+        }
+    }
+
+    /// The recorded tracks.
+    pub fn finish(self) -> Vec<Track> {
+        self.tracks
+    }
+}
+
+/// A whole run's series: columns on one time grid.
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    /// Sample times.
+    pub times: Vec<Nanos>,
+    /// The columns, in a fixed order.
+    pub columns: Vec<Column>,
+}
+
+impl Series {
+    /// Puts `tracks` on the grid `times`: at each time, a track's last sample at or before
+    /// it (before its first sample, the first sample: an Rc of line rate before the QP
+    /// sends, not 0). Tracks sampled at exactly `times` come out as they were.
+    pub fn on_grid(times: Vec<Nanos>, tracks: Vec<Track>) -> Series {
+        let columns = tracks
+            .into_iter()
+            .map(|track| {
+                let mut values = Vec::with_capacity(times.len());
+                let mut j = 0;
+                let mut value = track.samples.first().map_or(0.0, |s| s.1);
+                for t in &times {
+                    while j < track.samples.len() && track.samples[j].0 <= *t {
+                        value = track.samples[j].1;
+                        j += 1;
+                    }
+                    values.push(value);
+                }
+                Column {
+                    name: track.name,
+                    label: track.label,
+                    kind: track.kind,
+                    values,
+                }
+            })
+            .collect();
+        Series { times, columns }
+    }
+
+    /// The columns worth showing: every column with a non-zero value, and a QP's Rc only
+    /// when the QP sent data.
+    pub fn kept(&self) -> Vec<&Column> {
+        let nonzero = |c: &Column| c.values.iter().any(|&v| v != 0.0);
+        self.columns
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| match c.kind {
+                // Rc sits after its rate column.
+                ColumnKind::RcGbps => nonzero(&self.columns[i - 1]),
+                _ => nonzero(c),
+            })
+            .map(|(_, c)| c)
+            .collect()
+    }
+
+    /// Writes the kept columns as CSV: `time_us` first, one row per sample.
+    pub fn write_csv(&self, w: &mut impl Write) -> io::Result<()> {
+        let kept = self.kept();
+        write!(w, "time_us")?;
+        for c in &kept {
+            write!(w, ",{}", c.name)?;
+        }
+        writeln!(w)?;
+        for (row, t) in self.times.iter().enumerate() {
+            write!(w, "{}", t.0 as f64 / 1e3)?;
+            for c in &kept {
+                let v = c.values[row];
+                match c.kind {
+                    ColumnKind::QueueBytes | ColumnKind::Xoff | ColumnKind::Paused => {
+                        write!(w, ",{v}")?
+                    }
+                    ColumnKind::RateGbps | ColumnKind::RcGbps => write!(w, ",{v:.4}")?,
+                }
+            }
+            writeln!(w)?;
+        }
+        Ok(())
+    }
+
+    /// The intervals during which a 0/1 column was 1, as (start, end) sample times; an
+    /// interval still open at the last sample ends there.
+    pub fn intervals(&self, column: &Column) -> Vec<(Nanos, Nanos)> {
+        let mut out = Vec::new();
+        let mut open: Option<Nanos> = None;
+        for (&t, &v) in self.times.iter().zip(&column.values) {
+            match (open, v != 0.0) {
+                (None, true) => open = Some(t),
+                (Some(start), false) => {
+                    out.push((start, t));
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        if let (Some(start), Some(&end)) = (open, self.times.last()) {
+            out.push((start, end));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct FakeSwitch {
+        queue: u64,
+        xoff: bool,
+        pauses: u64,
+    }
+
+    impl SwitchProbe for FakeSwitch {
+        fn queue_bytes(&self, _: usize, queue: usize) -> u64 {
+            if queue == 3 { self.queue } else { 0 }
+        }
+        fn pg_xoff(&self, _: usize, _: usize) -> bool {
+            self.xoff
+        }
+        fn pause_frames_sent(&self, _: usize, _: usize) -> u64 {
+            self.pauses
+        }
+    }
+
+    struct FakeHost {
+        bytes: u64,
+        pauses: u64,
+    }
+
+    impl EndpointProbe for FakeHost {
+        fn qp_bytes_sent(&self, _: usize, _: Nanos) -> u64 {
+            self.bytes
+        }
+        fn qp_rate_bps(&self, _: usize, _: Nanos) -> u64 {
+            25_000_000_000
+        }
+        fn data_paused(&self, _: Nanos) -> bool {
+            false
+        }
+        fn pauses_received(&self) -> u64 {
+            self.pauses
+        }
+    }
+
+    #[test]
+    fn a_pause_shorter_than_a_step_still_shows() {
+        let cfg = SwitchConfig::preset("default").unwrap();
+        let mut cfg = cfg.clone();
+        cfg.ports = vec![cfg.port_or_default("p0")];
+        let mut rec = SwitchRecorder::new("sw", &cfg);
+        let mut sw = FakeSwitch {
+            queue: 4170,
+            xoff: false,
+            pauses: 0,
+        };
+        rec.sample(Nanos(0), &sw);
+        // XOFF and XON both happened between two samples: one pause frame more.
+        sw.pauses = 2;
+        rec.sample(Nanos(1000), &sw);
+        rec.sample(Nanos(2000), &sw);
+        let tracks = rec.finish();
+        let q3 = tracks
+            .iter()
+            .find(|t| t.name == "queue_sw_p0_q3_bytes")
+            .unwrap();
+        assert_eq!(q3.samples[0], (Nanos(0), 4170.0));
+        let xoff = tracks.iter().find(|t| t.name == "xoff_sw_p0_pg3").unwrap();
+        let on: Vec<f64> = xoff.samples.iter().map(|s| s.1).collect();
+        assert_eq!(on, [0.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn rates_are_bytes_between_samples() {
+        let mut rec = HostRecorder::new("h0", &[(0, 0x100)], 3);
+        let mut ep = FakeHost {
+            bytes: 0,
+            pauses: 0,
+        };
+        rec.sample(Nanos(0), &ep);
+        // 1250 bytes in 1 µs: 10 Gb/s.
+        ep.bytes = 1250;
+        rec.sample(Nanos(1000), &ep);
+        let tracks = rec.finish();
+        assert_eq!(tracks[0].name, "rate_h0_qp0x100_gbps");
+        assert_eq!(tracks[0].samples[1], (Nanos(1000), 10.0));
+        assert_eq!(tracks[1].samples[1], (Nanos(1000), 25.0));
+        assert_eq!(tracks[2].name, "paused_h0_p3");
+    }
+
+    #[test]
+    fn the_grid_takes_the_last_sample_at_or_before_each_time() {
+        let track = Track {
+            name: "x".into(),
+            label: "x".into(),
+            kind: ColumnKind::RcGbps,
+            samples: vec![(Nanos(150), 7.0), (Nanos(310), 5.0)],
+        };
+        let grid = vec![Nanos(0), Nanos(100), Nanos(200), Nanos(300), Nanos(400)];
+        let s = Series::on_grid(grid, vec![track]);
+        // Before the first sample the column reads as the first sample.
+        assert_eq!(s.columns[0].values, [7.0, 7.0, 7.0, 7.0, 5.0]);
+    }
+}
