@@ -46,8 +46,8 @@ fn go_back_n_delivers_every_byte_under_random_loss() {
     let mut net = topology::star(&cfg, &ep_cfg(), 2, Nanos(1000), 0.01, 7);
     transfer(&mut net, 2_000_000);
     run_to_done(&mut net, Nanos::from_millis(500));
-    let tx = *net.endpoint(0).counters();
-    let rx = *net.endpoint(1).counters();
+    let tx = net.endpoint(0).counters();
+    let rx = net.endpoint(1).counters();
     let packets = 2_000_000u64.div_ceil(4000) * 4;
     assert_eq!(
         rx.data_packets_received, packets,

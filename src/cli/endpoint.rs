@@ -161,7 +161,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let stop = runtime::stop_on_signals()?;
     let outcome = live::run(&opts, ep, app, &stop)?;
-    let counters = *outcome.endpoint.counters();
+    let counters = outcome.endpoint.counters();
     // This rank's view: each size from this rank's start to its end.
     let rows: Vec<AllReduceResult> = outcome.app.sweep().map_or_else(Vec::new, |sweep| {
         sweep

@@ -69,6 +69,10 @@ pub enum Completion {
     },
 }
 
+/// Control-frame buffers kept for reuse (more are freed): enough for a burst of ACKs and
+/// CNPs to a few dozen peers.
+const MAX_SPARE_BUFFERS: usize = 64;
+
 /// What the endpoint counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct EndpointCounters {
@@ -204,6 +208,8 @@ pub struct Endpoint {
     by_qpn: FxHashMap<u32, usize>,
     /// ACK, NAK and CNP frames waiting for the link, with their PFC priority.
     control: VecDeque<(u8, Vec<u8>)>,
+    /// Buffers of control frames that went out, for the next ones.
+    spare: Vec<Vec<u8>>,
     pause_until: [Nanos; 8],
     link_pause_until: Nanos,
     regions: Vec<Region>,
@@ -229,6 +235,7 @@ impl Endpoint {
             qps: Vec::new(),
             by_qpn: FxHashMap::default(),
             control: VecDeque::new(),
+            spare: Vec::new(),
             pause_until: [Nanos::ZERO; 8],
             link_pause_until: Nanos::ZERO,
             regions: Vec::new(),
@@ -252,8 +259,22 @@ impl Endpoint {
     }
 
     /// The counters.
-    pub fn counters(&self) -> &EndpointCounters {
-        &self.counters
+    ///
+    /// Per-QP counts are kept once, on each QP; the endpoint's are their sums.
+    pub fn counters(&self) -> EndpointCounters {
+        let mut c = self.counters;
+        for q in &self.qps {
+            let k = &q.counters;
+            c.data_packets_sent += k.data_packets_sent;
+            c.data_bytes_sent += k.data_bytes_sent;
+            c.retransmitted_packets += k.retransmitted_packets;
+            c.timeouts += k.timeouts;
+            c.data_packets_received += k.data_packets_received;
+            c.cnps_sent += k.cnps_sent;
+            c.cnps_received += k.cnps_received;
+            c.ce_received += k.ce_received;
+        }
+        c
     }
 
     /// A QP's current DCQCN rate, bit/s.
@@ -396,13 +417,11 @@ impl Endpoint {
         };
         let opcode = pkt.bth.opcode;
         if opcode.is_cnp() {
-            self.counters.cnps_received += 1;
             self.qps[qi].counters.cnps_received += 1;
             self.qps[qi].rp.on_cnp(now);
             return;
         }
         if meta.ecn() == Ecn::Ce {
-            self.counters.ce_received += 1;
             self.qps[qi].counters.ce_received += 1;
             let interval = self.cfg.dcqcn.cnp_interval();
             if self.qps[qi].np.on_ce(now, interval) {
@@ -441,20 +460,8 @@ impl Endpoint {
         let verdict = self.qps[qi].resp.judge(pkt.bth.psn, pkt.bth.ack_req);
         match verdict {
             Verdict::Accept { ack } => {
-                self.counters.data_packets_received += 1;
                 let qp = &mut self.qps[qi];
                 qp.counters.data_packets_received += 1;
-                if let Some(reth) = pkt.ext.reth {
-                    qp.resp.write_va = reth.va;
-                    qp.resp.write_rkey = reth.rkey;
-                }
-                if pkt.ext.reth.is_some() {
-                    qp.resp.message_bytes = 0;
-                }
-                let (va, rkey) = (qp.resp.write_va, qp.resp.write_rkey);
-                qp.resp.write_va += pkt.payload.len() as u64;
-                qp.resp.message_bytes += pkt.payload.len() as u64;
-                let bytes = qp.resp.message_bytes;
                 let last = matches!(
                     pkt.bth.opcode,
                     Opcode::RC_WRITE_LAST
@@ -462,10 +469,10 @@ impl Endpoint {
                         | Opcode::RC_WRITE_ONLY
                         | Opcode::RC_WRITE_ONLY_IMM
                 );
-                if last {
-                    qp.resp.msn = qp.resp.msn.wrapping_add(1) & 0x00ff_ffff;
-                }
-                if !self.write_memory(rkey, va, pkt.payload) {
+                let reth = pkt.ext.reth.map(|r| (r.va, r.rkey));
+                let placed = qp.resp.place_write(reth, pkt.payload.len(), last);
+                let bytes = placed.message_bytes;
+                if !self.write_memory(placed.rkey, placed.va, pkt.payload) {
                     self.counters.access_errors += 1;
                 }
                 if let (true, Some(imm)) = (last, pkt.ext.immdt) {
@@ -544,7 +551,7 @@ impl Endpoint {
     fn send_ack(&mut self, qi: usize, psn: u32, syndrome: u8) {
         let (peer, sport, msn) = {
             let q = &self.qps[qi];
-            (q.peer, q.udp_sport, q.resp.msn)
+            (q.peer, q.udp_sport, q.resp.msn())
         };
         let ip = self.ip_header(peer.ip, self.cfg.dscp, self.ecn);
         let repr = RoceRepr {
@@ -566,10 +573,12 @@ impl Endpoint {
             },
             payload: &[],
         };
-        let mut buf = vec![0u8; repr.frame_len()];
+        let mut buf = self.spare_buffer(repr.frame_len());
         if repr.emit(&mut buf).is_ok() {
             self.counters.acks_sent += u64::from(syndrome == SYNDROME_ACK);
             self.control.push_back((self.data_priority, buf));
+        } else {
+            self.spare.push(buf);
         }
     }
 
@@ -586,12 +595,22 @@ impl Endpoint {
             dest_qp: peer.qpn,
         }
         .to_roce();
-        let mut buf = vec![0u8; cnp.frame_len()];
+        let mut buf = self.spare_buffer(cnp.frame_len());
         if cnp.emit(&mut buf).is_ok() {
-            self.counters.cnps_sent += 1;
             self.qps[qi].counters.cnps_sent += 1;
             self.control.push_back((self.cnp_priority, buf));
+        } else {
+            self.spare.push(buf);
         }
+    }
+
+    /// A zeroed buffer of `len` bytes for a control frame, from the spares when there is
+    /// one (control frames reuse their buffers: no allocation per ACK or CNP once warm).
+    fn spare_buffer(&mut self, len: usize) -> Vec<u8> {
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.resize(len, 0);
+        buf
     }
 
     /// The next frame to put on the link at `now`, if the link is free and something may
@@ -611,7 +630,10 @@ impl Endpoint {
             let (_, frame) = self.control.remove(i)?;
             self.link.start(now, frame.len());
             self.counters.frames_sent += 1;
-            self.out = frame;
+            let sent = std::mem::replace(&mut self.out, frame);
+            if self.spare.len() < MAX_SPARE_BUFFERS {
+                self.spare.push(sent);
+            }
             return Some(&self.out);
         }
         if !self.priority_open(self.data_priority, now) {
@@ -670,12 +692,9 @@ impl Endpoint {
             q.progress_at = now;
         }
         if q.req.sent(&seg) {
-            self.counters.retransmitted_packets += 1;
             q.counters.retransmitted_packets += 1;
         }
-        self.counters.data_packets_sent += 1;
         self.counters.frames_sent += 1;
-        self.counters.data_bytes_sent += payload_len;
         q.counters.data_packets_sent += 1;
         q.counters.data_bytes_sent += payload_len;
         q.rp.on_sent(len as u64);
@@ -732,7 +751,6 @@ impl Endpoint {
                 q.req.on_timeout();
                 q.progress_at = now;
                 q.counters.timeouts += 1;
-                self.counters.timeouts += 1;
             }
             if self.qps[qi].np.on_timeout(now, interval) {
                 self.send_cnp(qi);
@@ -761,6 +779,7 @@ impl crate::series::EndpointProbe for Endpoint {
     }
 
     fn pauses_received(&self) -> u64 {
+        // Endpoint-wide counts only: no need to sum the QPs.
         self.counters.pauses_received + self.counters.link_pauses_received
     }
 }

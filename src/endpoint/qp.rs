@@ -261,12 +261,23 @@ pub struct Responder {
     expected: u64,
     nak_sent: bool,
     /// Message sequence number: WRITE messages completed.
-    pub msn: u32,
+    msn: u32,
     /// Where the WRITE in progress writes next.
-    pub write_va: u64,
+    write_va: u64,
     /// Its remote key.
-    pub write_rkey: u32,
+    write_rkey: u32,
     /// Bytes of the WRITE message in progress accepted so far.
+    message_bytes: u64,
+}
+
+/// Where an accepted WRITE packet's payload lands, and how far its message has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// Virtual address of the payload's first byte.
+    pub va: u64,
+    /// The remote key it is written under.
+    pub rkey: u32,
+    /// Bytes of the message accepted so far, this packet's included.
     pub message_bytes: u64,
 }
 
@@ -277,6 +288,32 @@ impl Responder {
             expected: u64::from(start),
             ..Responder::default()
         }
+    }
+
+    /// The message sequence number (IBA 9.7.5.1.2): WRITE messages completed, 24 bits.
+    pub fn msn(&self) -> u32 {
+        self.msn
+    }
+
+    /// Places an accepted WRITE packet of `len` payload bytes: a first or only packet
+    /// (with a RETH: `va`, `rkey`) starts a message; a last or only one completes it.
+    pub fn place_write(&mut self, reth: Option<(u64, u32)>, len: usize, last: bool) -> Placement {
+        if let Some((va, rkey)) = reth {
+            self.write_va = va;
+            self.write_rkey = rkey;
+            self.message_bytes = 0;
+        }
+        let placement = Placement {
+            va: self.write_va,
+            rkey: self.write_rkey,
+            message_bytes: self.message_bytes + len as u64,
+        };
+        self.write_va = self.write_va.wrapping_add(len as u64);
+        self.message_bytes = placement.message_bytes;
+        if last {
+            self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
+        }
+        placement
     }
 
     /// Judges a packet with wire PSN `psn`.

@@ -454,7 +454,7 @@ fn host(
             port: i,
             mac: me.mac.to_string(),
             ip: me.ip,
-            counters: *out.endpoint.counters(),
+            counters: out.endpoint.counters(),
             qps,
             kernel: out.kernel,
             done: out.app.done(),
