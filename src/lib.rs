@@ -21,6 +21,7 @@ pub mod inspect;
 pub mod io;
 pub mod lab;
 pub mod link;
+pub mod output;
 pub mod replay;
 pub mod report;
 pub mod runtime;

@@ -1,6 +1,6 @@
 //! `rocelab endpoint`: one RoCEv2 endpoint live on an interface.
 
-use super::{LiveArgs, SweepArgs, interface_mac, load_endpoint_config, seconds, write_file};
+use super::{JsonReport, LiveArgs, SweepArgs, interface_mac, load_endpoint_config, seconds};
 use anyhow::{Context, Result};
 use rocelab::config::endpoint::EndpointConfig;
 use rocelab::endpoint::app::{App, Application as _};
@@ -87,6 +87,7 @@ pub struct Args {
 
 /// Runs `rocelab endpoint`.
 pub fn run(args: Args) -> Result<()> {
+    let report = JsonReport::create(args.report.as_deref(), &[&args.peers])?;
     let text = std::fs::read_to_string(&args.peers)
         .with_context(|| format!("cannot read peers file {}", args.peers.display()))?;
     let peers = live::parse_peers(&text).with_context(|| format!("{}", args.peers.display()))?;
@@ -207,16 +208,10 @@ pub fn run(args: Args) -> Result<()> {
         counters.pauses_received + counters.link_pauses_received,
         outcome.kernel.drops
     );
-    if let Some(path) = &args.report {
-        let report = serde_json::json!({
-            "rank": args.rank, "mode": args.mode.name(), "done": outcome.app.done(),
-            "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
-        });
-        write_file(
-            path,
-            (serde_json::to_string_pretty(&report)? + "\n").as_bytes(),
-        )?;
-    }
+    report.write(&serde_json::json!({
+        "rank": args.rank, "mode": args.mode.name(), "done": outcome.app.done(),
+        "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
+    }))?;
     if let Some(e) = outcome.error {
         return Err(anyhow::Error::new(e).context("stopped"));
     }

@@ -143,8 +143,7 @@ pub fn run(args: Args) -> Result<()> {
         opts.endpoint.dcqcn.rai_mbps,
     );
     if let Some(dir) = &args.report {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create report directory {}", dir.display()))?;
+        rocelab::output::check_folder(dir)?;
     }
     let stop = rocelab::runtime::stop_on_signals()?;
     let mut progress = |line: &str| {

@@ -15,8 +15,10 @@ use anyhow::{Context, Result};
 use rocelab::config::SwitchConfig;
 use rocelab::config::endpoint::EndpointConfig;
 use rocelab::io::Backend;
+use rocelab::output::{self, OutputFile};
 use rocelab::runtime::CoreList;
 use rocelab::wire::MacAddr;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -172,7 +174,35 @@ pub fn interface_mac(iface: &str) -> Result<MacAddr> {
     parse_mac("--src-mac", text.trim())
 }
 
-/// Writes `text` to `path`, naming the file in any error.
-pub fn write_file(path: &Path, text: &[u8]) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+/// A JSON report (`--report FILE`, `--stats-json FILE`): opened before the run, so a path
+/// that cannot be written fails at once, and written whole (or not at all) after it.
+pub struct JsonReport(Option<OutputFile>);
+
+impl JsonReport {
+    /// Starts the report at `path`, if one was asked for; `inputs` must not be it.
+    pub fn create<P: AsRef<Path>>(path: Option<&Path>, inputs: &[P]) -> Result<JsonReport> {
+        let Some(path) = path else {
+            return Ok(JsonReport(None));
+        };
+        output::refuse_inputs(path, inputs)?;
+        Ok(JsonReport(Some(OutputFile::create(path)?)))
+    }
+
+    /// True when a report was asked for.
+    pub fn wanted(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Writes `value`, pretty-printed, and puts the file in place.
+    pub fn write(self, value: &serde_json::Value) -> Result<()> {
+        let Some(mut out) = self.0 else {
+            return Ok(());
+        };
+        let text = serde_json::to_string_pretty(value)? + "\n";
+        out.file()
+            .write_all(text.as_bytes())
+            .with_context(|| format!("cannot write {}", out.path().display()))?;
+        out.commit()?;
+        Ok(())
+    }
 }

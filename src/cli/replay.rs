@@ -1,6 +1,6 @@
 //! `rocelab replay`: captures through the switch core in capture time.
 
-use super::{Preset, SwitchConfigArgs, write_file};
+use super::{JsonReport, Preset, SwitchConfigArgs};
 use anyhow::{Context, Result};
 use rocelab::replay::{self, Inputs, ReplayOptions, SplitBy};
 use std::path::PathBuf;
@@ -65,6 +65,12 @@ pub fn run(args: Args) -> Result<()> {
             Inputs::Bound(bound)
         }
     };
+    let mut inputs_read: Vec<PathBuf> = match &inputs {
+        Inputs::Bound(bound) => bound.iter().map(|(_, p)| p.clone()).collect(),
+        Inputs::Split(_, paths) => paths.clone(),
+    };
+    inputs_read.push(args.out.clone());
+    let report = JsonReport::create(args.report.as_deref(), &inputs_read)?;
     let opts = ReplayOptions {
         config,
         inputs,
@@ -84,16 +90,22 @@ pub fn run(args: Args) -> Result<()> {
         summary.frames_marked,
         args.out.display()
     );
-    print!("{}", rocelab::report::counter_table(&switch));
-    if let Some(path) = &args.report {
-        let report = serde_json::json!({
-            "summary": summary,
-            "ports": rocelab::report::ports(&switch),
-        });
-        write_file(
-            path,
-            (serde_json::to_string_pretty(&report)? + "\n").as_bytes(),
-        )?;
+    if summary.frames_cut > 0 {
+        println!(
+            "{} frames were cut short by the capture (snaplen): replayed at their original length, zero-padded (their ICRC no longer verifies)",
+            summary.frames_cut
+        );
     }
+    if summary.frames_skipped > 0 {
+        println!(
+            "{} frames too short to carry a source MAC (12 bytes) were skipped",
+            summary.frames_skipped
+        );
+    }
+    print!("{}", rocelab::report::counter_table(&switch));
+    report.write(&serde_json::json!({
+        "summary": summary,
+        "ports": rocelab::report::ports(&switch),
+    }))?;
     Ok(())
 }

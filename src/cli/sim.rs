@@ -47,9 +47,10 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
+    // Checked now, made only when the results are written: a run that fails or is
+    // interrupted leaves no empty folder.
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+        rocelab::output::check_folder(dir)?;
     }
     print!("{}", report::header(&scenario));
     let wall = std::time::Instant::now();

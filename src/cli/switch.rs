@@ -1,6 +1,6 @@
 //! `rocelab switch`: the software switch live between network interfaces.
 
-use super::{LiveArgs, Preset, SwitchConfigArgs, seconds, write_file};
+use super::{JsonReport, LiveArgs, Preset, SwitchConfigArgs, seconds};
 use anyhow::{Context, Result};
 use rocelab::config::Trust;
 use rocelab::io::Backend;
@@ -43,6 +43,8 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let mut config = args.switch.load(Preset::Default)?;
+    let inputs: Vec<&std::path::Path> = args.switch.config.iter().map(|p| p.as_path()).collect();
+    let stats = JsonReport::create(args.stats_json.as_deref(), &inputs)?;
     let mut names = Vec::new();
     let mut ifaces = Vec::new();
     for spec in &args.ports {
@@ -103,23 +105,31 @@ pub fn run(args: Args) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let cut: Vec<String> = names
+        .iter()
+        .zip(&outcome.kernel)
+        .filter(|(_, k)| k.truncated > 0)
+        .map(|(n, k)| format!("{n} {}", k.truncated))
+        .collect();
+    if !cut.is_empty() {
+        println!(
+            "frames larger than the port MTU arrived cut short and were dropped: {}",
+            cut.join(", ")
+        );
+    }
     print!("{}", rocelab::report::counter_table(&outcome.switch));
-    if let Some(path) = &args.stats_json {
+    if stats.wanted() {
         let kernel: Vec<serde_json::Value> = names
             .iter()
             .zip(&opts.ifaces)
             .zip(&outcome.kernel)
-            .map(|((n, i), k)| serde_json::json!({"port": n, "interface": i, "packets": k.packets, "drops": k.drops}))
+            .map(|((n, i), k)| serde_json::json!({"port": n, "interface": i, "packets": k.packets, "drops": k.drops, "truncated": k.truncated}))
             .collect();
-        let report = serde_json::json!({
+        stats.write(&serde_json::json!({
             "elapsed_s": outcome.elapsed.as_secs_f64(),
             "ports": rocelab::report::ports(&outcome.switch),
             "kernel": kernel,
-        });
-        write_file(
-            path,
-            (serde_json::to_string_pretty(&report)? + "\n").as_bytes(),
-        )?;
+        }))?;
     }
     match outcome.error {
         Some(e) => Err(anyhow::Error::new(e).context("stopped")),

@@ -82,8 +82,10 @@ pub fn run(args: Args) -> Result<()> {
             if dscp > 63 {
                 anyhow::bail!("--dscp {dscp}: DSCPs are 0-63");
             }
-            if pps.is_some_and(|p| !(p.is_finite() && p > 0.0)) {
-                anyhow::bail!("--pps: give a positive rate");
+            if let Some(p) = pps
+                && !traffic::PPS_RANGE.contains(&p)
+            {
+                anyhow::bail!("--pps {p}: give 0.001 to 1e9 frames per second");
             }
             let spec = traffic::SendSpec {
                 dst_mac: parse_mac("--dst-mac", &dst_mac)?,

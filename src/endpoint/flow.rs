@@ -49,10 +49,13 @@ impl Flow {
         }
     }
 
-    /// Registers the receive ring on the receiving endpoint (once per endpoint).
+    /// Registers the receive ring on the receiving endpoint, large enough for messages of
+    /// `message_bytes` and for every flow prepared before (flows into one host may use
+    /// different message sizes; each slot takes the largest).
     pub fn prepare_receiver(ep: &mut Endpoint, message_bytes: usize) {
-        if ep.region(FLOW_RKEY).is_none() {
-            ep.register(FLOW_RKEY, FLOW_VA, message_bytes * RING_SLOTS as usize);
+        let needed = message_bytes.saturating_mul(RING_SLOTS as usize);
+        if ep.region(FLOW_RKEY).is_none_or(|r| r.len() < needed) {
+            ep.register(FLOW_RKEY, FLOW_VA, needed);
         }
     }
 

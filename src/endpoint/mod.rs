@@ -86,6 +86,8 @@ pub struct EndpointCounters {
     pub timeouts: u64,
     /// Data packets accepted in order.
     pub data_packets_received: u64,
+    /// Their payload bytes.
+    pub data_bytes_received: u64,
     /// Data packets discarded as duplicates.
     pub duplicates_received: u64,
     /// Data packets discarded as out of order.
@@ -146,6 +148,9 @@ pub struct QpCounters {
     pub timeouts: u64,
     /// Data packets accepted in order.
     pub data_packets_received: u64,
+    /// Their payload bytes: what the peer delivered to this QP (duplicates and
+    /// out-of-order packets excluded).
+    pub data_bytes_received: u64,
     /// CNPs sent for this QP's incoming data.
     pub cnps_sent: u64,
     /// CNPs received: DCQCN cuts asked of this QP.
@@ -270,6 +275,7 @@ impl Endpoint {
             c.retransmitted_packets += k.retransmitted_packets;
             c.timeouts += k.timeouts;
             c.data_packets_received += k.data_packets_received;
+            c.data_bytes_received += k.data_bytes_received;
             c.cnps_sent += k.cnps_sent;
             c.cnps_received += k.cnps_received;
             c.ce_received += k.ce_received;
@@ -340,11 +346,16 @@ impl Endpoint {
 
     /// Registers `len` zeroed bytes at `va` under `rkey`, for peers to WRITE into.
     pub fn register(&mut self, rkey: u32, va: u64, len: usize) {
-        self.regions.push(Region {
+        let region = Region {
             rkey,
             va,
             data: vec![0; len],
-        });
+        };
+        // A key registered again names the new region (the old one is released).
+        match self.regions.iter_mut().find(|r| r.rkey == rkey) {
+            Some(r) => *r = region,
+            None => self.regions.push(region),
+        }
     }
 
     /// The bytes of a registered region.
@@ -462,6 +473,7 @@ impl Endpoint {
             Verdict::Accept { ack } => {
                 let qp = &mut self.qps[qi];
                 qp.counters.data_packets_received += 1;
+                qp.counters.data_bytes_received += pkt.payload.len() as u64;
                 let last = matches!(
                     pkt.bth.opcode,
                     Opcode::RC_WRITE_LAST

@@ -220,6 +220,14 @@ impl FrameRx for MmapRx {
                 entry.vlan_tpid,
                 entry.next,
             );
+            // The ring's frame slot is smaller than the frame (tp_len > tp_snaplen): it
+            // arrived cut short. Count it, never pass it on.
+            if entry.original_len > frame.len() {
+                self.stats.truncated += 1;
+                self.packet += 1;
+                self.offset += next;
+                continue;
+            }
             let mut buf = pool.get();
             if status & libc::TP_STATUS_VLAN_VALID != 0 {
                 let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
@@ -267,6 +275,8 @@ struct Entry<'a> {
     vlan_tpid: u16,
     /// Bytes from this entry to the next.
     next: usize,
+    /// The frame's length on the wire (`tp_len`), which exceeds `frame` when cut.
+    original_len: usize,
 }
 
 impl<'a> Entry<'a> {
@@ -287,6 +297,7 @@ impl<'a> Entry<'a> {
             vlan_tci: h.hv1.tp_vlan_tci as u16,
             vlan_tpid: h.hv1.tp_vlan_tpid,
             next: h.tp_next_offset as usize,
+            original_len: h.tp_len as usize,
         })
     }
 }
@@ -386,6 +397,7 @@ mod tests {
         let mut h: libc::tpacket3_hdr = unsafe { std::mem::zeroed() };
         h.tp_mac = mac;
         h.tp_snaplen = snaplen;
+        h.tp_len = snaplen;
         h.tp_status = libc::TP_STATUS_USER;
         h.tp_next_offset = 128;
         if offset + libc::TPACKET3_HDRLEN <= block.len() {
@@ -414,6 +426,29 @@ mod tests {
         assert_eq!(e.frame, &[0xab; 60][..]);
         assert_eq!(e.next, 128);
         assert_eq!(e.status, libc::TP_STATUS_USER);
+    }
+
+    #[test]
+    fn a_cut_frame_says_so() {
+        let mut block = block_with(48, 80, 60);
+        // tp_len (the wire length) above tp_snaplen: the frame was cut short.
+        // SAFETY: `block_with` wrote a whole header at 48.
+        let mut h = unsafe {
+            block[48..]
+                .as_ptr()
+                .cast::<libc::tpacket3_hdr>()
+                .read_unaligned()
+        };
+        h.tp_len = 9000;
+        // SAFETY: the header fits the block at 48.
+        unsafe {
+            block[48..]
+                .as_mut_ptr()
+                .cast::<libc::tpacket3_hdr>()
+                .write_unaligned(h)
+        };
+        let e = Entry::at(&block, 48).unwrap();
+        assert_eq!((e.frame.len(), e.original_len), (60, 9000));
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub struct KernelStats {
     pub packets: u64,
     /// Frames the kernel dropped because the socket's buffer or ring was full.
     pub drops: u64,
+    /// Frames larger than the receive buffer (the port's MTU and headers): they arrived
+    /// cut short and were dropped, never passed on.
+    pub truncated: u64,
 }
 
 /// Buffers shared by the receive, core and transmit threads. A buffer taken from an
@@ -246,6 +249,7 @@ fn read_stats(fd: &OwnedFd) -> KernelStats {
     KernelStats {
         packets: u64::from(st.tp_packets),
         drops: u64::from(st.tp_drops),
+        truncated: 0,
     }
 }
 

@@ -41,6 +41,7 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
         Ok(Channel::Ethernet(tx, rx)) => Ok((
             Box::new(PnetRx {
                 rx,
+                buffer: mtu + 64,
                 stats_fd,
                 stats: KernelStats::default(),
             }),
@@ -55,6 +56,8 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
 
 struct PnetRx {
     rx: Box<dyn DataLinkReceiver>,
+    /// The read buffer's size, bytes.
+    buffer: usize,
     stats_fd: OwnedFd,
     stats: KernelStats,
 }
@@ -71,6 +74,12 @@ impl FrameRx for PnetRx {
             return Ok(0);
         }
         match self.rx.next() {
+            // recvfrom cuts a frame at the read buffer's size without saying so; the
+            // buffer is 64 bytes above the largest valid frame, so a full one was cut.
+            Ok(frame) if frame.len() >= self.buffer => {
+                self.stats.truncated += 1;
+                Ok(0)
+            }
             Ok(frame) => {
                 let mut buf = pool.get();
                 buf.extend_from_slice(frame);

@@ -14,6 +14,7 @@ pub use fabric::{Fabric, PeerTotals, Stuck};
 
 use crate::capture::{CaptureError, CaptureReader, PcapNgWriter};
 use crate::config::SwitchConfig;
+use crate::output::{self, OutputError, OutputFile};
 use crate::switch::Switch;
 use crate::time::Nanos;
 use crate::wire::MacAddr;
@@ -82,6 +83,9 @@ pub enum ReplayError {
     /// The options do not make sense.
     #[error("{0}")]
     Usage(String),
+    /// The output cannot be written, or is an input.
+    #[error(transparent)]
+    Output(#[from] OutputError),
     /// The switch stopped making progress (a bug: please report it with the inputs).
     #[error(transparent)]
     Stuck(#[from] Stuck),
@@ -102,6 +106,12 @@ pub struct ReplaySummary {
     pub frames_marked: u64,
     /// Virtual time from the first input frame to the last frame out, ns.
     pub duration_ns: u64,
+    /// Frames the capture had cut short (its snaplen): replayed at their original length,
+    /// zero-padded, so that their wire time and buffer use are right (their ICRC is not).
+    pub frames_cut: u64,
+    /// Frames skipped because they are too short to carry the split key (a source MAC,
+    /// 12 bytes).
+    pub frames_skipped: u64,
 }
 
 /// One input frame, with the port it enters on and when.
@@ -118,7 +128,15 @@ struct Source {
     /// Fixed port (bound input) or per-frame port from the split key.
     port: Option<usize>,
     shift: i128,
+    /// Frames the capture cut short (snaplen), replayed at their original length.
+    cut: u64,
+    /// Frames with no port to enter on (too short to carry the split key).
+    skipped: u64,
 }
+
+/// The largest frame a capture's original length may restore (a 64 KiB IP packet and its
+/// Ethernet and VLAN headers): a corrupt length never allocates more.
+const MAX_FRAME_BYTES: usize = 65_535 + 18;
 
 fn open(path: &Path) -> Result<CaptureReader<BufReader<File>>, ReplayError> {
     CaptureReader::open(path).map_err(|error| ReplayError::Capture {
@@ -190,6 +208,14 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
             }
         }
     };
+    // Before any input is opened or any work done: the output must not be an input, and
+    // must be writable. It appears only when the replay succeeded.
+    let input_paths: Vec<&PathBuf> = match &opts.inputs {
+        Inputs::Bound(bound) => bound.iter().map(|(_, p)| p).collect(),
+        Inputs::Split(_, paths) => paths.iter().collect(),
+    };
+    output::refuse_inputs(&opts.out, &input_paths)?;
+    let mut out_file = OutputFile::create(&opts.out)?;
     let mut sources = Vec::new();
     let mut split = None;
     match &opts.inputs {
@@ -207,6 +233,8 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
                     reader: open(path)?,
                     port: Some(index),
                     shift: 0,
+                    cut: 0,
+                    skipped: 0,
                 });
             }
         }
@@ -233,6 +261,8 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
                     reader: open(path)?,
                     port: None,
                     shift: 0,
+                    cut: 0,
+                    skipped: 0,
                 });
             }
         }
@@ -262,12 +292,8 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         Nanos(start.0.saturating_add(rel.round() as u64))
     };
 
-    let out_file = File::create(&opts.out).map_err(|error| ReplayError::File {
-        path: opts.out.clone(),
-        error,
-    })?;
     let mut writer = PcapNgWriter::new(
-        BufWriter::new(out_file),
+        BufWriter::new(&mut *out_file.file()),
         concat!("rocelab ", env!("CARGO_PKG_VERSION")),
     )
     .map_err(|error| ReplayError::File {
@@ -298,6 +324,8 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         pfc_frames_out: 0,
         frames_marked: 0,
         duration_ns: 0,
+        frames_cut: 0,
+        frames_skipped: 0,
     };
     let mut write_error = None;
     let mut last_out = start;
@@ -350,7 +378,10 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
             path: opts.out.clone(),
             error,
         })?;
+    out_file.commit()?;
     summary.duration_ns = last_out.saturating_sub(start).0;
+    summary.frames_cut = sources.iter().map(|s| s.cut).sum();
+    summary.frames_skipped = sources.iter().map(|s| s.skipped).sum();
     let fabric_switch = fabric.into_switch();
     Ok((summary, fabric_switch))
 }
@@ -375,13 +406,19 @@ fn next_arrival(
             }
             (None, None) => None,
         };
-        // Frames with no port (too short to carry a source address) are skipped.
-        let Some(port) = port else { continue };
+        // Frames with no port (too short to carry a source address) are skipped, and
+        // counted.
+        let Some(port) = port else {
+            source.skipped += 1;
+            continue;
+        };
         let ts = Nanos((i128::from(p.ts.0) + source.shift).clamp(0, i128::from(u64::MAX)) as u64);
-        return Ok(Some(Arrival {
-            ts,
-            port,
-            frame: p.data.to_vec(),
-        }));
+        let mut frame = p.data.to_vec();
+        let original = (p.orig_len as usize).min(MAX_FRAME_BYTES);
+        if original > frame.len() {
+            source.cut += 1;
+            frame.resize(original, 0);
+        }
+        return Ok(Some(Arrival { ts, port, frame }));
     }
 }

@@ -2,9 +2,9 @@
 //! the three plots, written the same way for the simulator and the lab.
 
 use super::plot::{self, PlotError};
+use crate::output::{self, OutputError};
 use crate::series::Series;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The files of a report folder, in the order they are written.
 pub const FILES: [&str; 5] = [
@@ -18,14 +18,9 @@ pub const FILES: [&str; 5] = [
 /// A report folder that could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
-    /// A file could not be written.
-    #[error("cannot write {path}: {source}")]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
+    /// A file or the folder could not be written.
+    #[error(transparent)]
+    Write(#[from] OutputError),
     /// A plot could not be drawn.
     #[error(transparent)]
     Plot(#[from] PlotError),
@@ -34,32 +29,29 @@ pub enum BundleError {
     Json(#[from] serde_json::Error),
 }
 
-/// Writes the report `json`, the series as CSV and its plots titled `title` into `dir`
-/// (which must exist).
+/// Writes the report `json`, the series as CSV and its plots titled `title` into `dir`,
+/// making the folder (its parent must exist: see [`output::check_folder`]). Everything is
+/// drawn before anything is written, and each file appears whole or not at all.
 pub fn write(
     dir: &Path,
     json: &serde_json::Value,
     series: &Series,
     title: &str,
 ) -> Result<(), BundleError> {
-    let put = |name: &str, bytes: &[u8]| {
-        let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|source| BundleError::Write { path, source })
-    };
-    put(
-        "report.json",
-        (serde_json::to_string_pretty(json)? + "\n").as_bytes(),
-    )?;
     let mut csv = Vec::new();
     series
         .write_csv(&mut csv)
-        .map_err(|source| BundleError::Write {
-            path: dir.join("series.csv"),
-            source,
-        })?;
-    put("series.csv", &csv)?;
-    put("queues.svg", plot::queues_svg(series, title)?.as_bytes())?;
-    put("rates.svg", plot::rates_svg(series, title)?.as_bytes())?;
-    put("pauses.svg", plot::pauses_svg(series, title)?.as_bytes())?;
+        .expect("writing CSV into memory cannot fail");
+    let files: [Vec<u8>; 5] = [
+        (serde_json::to_string_pretty(json)? + "\n").into_bytes(),
+        csv,
+        plot::queues_svg(series, title)?.into_bytes(),
+        plot::rates_svg(series, title)?.into_bytes(),
+        plot::pauses_svg(series, title)?.into_bytes(),
+    ];
+    output::make_folder(dir)?;
+    for (name, bytes) in FILES.iter().zip(&files) {
+        output::write_whole(&dir.join(name), bytes)?;
+    }
     Ok(())
 }

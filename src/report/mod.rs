@@ -54,6 +54,8 @@ pub struct PortReport {
     pub rx_malformed_frames: u64,
     /// Frames filtered (destination behind the ingress port).
     pub filtered_frames: u64,
+    /// Frames received larger than the port's MTU allows, dropped.
+    pub rx_oversize_frames: u64,
 }
 
 fn active(c: &ClassCounters) -> bool {
@@ -88,6 +90,7 @@ pub fn ports(switch: &Switch) -> Vec<PortReport> {
                 rx_link_local_frames: c.rx_link_local_frames,
                 rx_malformed_frames: c.rx_malformed_frames,
                 filtered_frames: c.filtered_frames,
+                rx_oversize_frames: c.rx_oversize_frames,
             }
         })
         .collect()
@@ -102,16 +105,28 @@ fn micros(ns: u64) -> String {
 pub fn counter_table(switch: &Switch) -> String {
     let mut out = String::new();
     for port in ports(switch) {
+        // Port-wide counts, when there are any: nothing the class rows show.
+        let notes: String = [
+            (port.rx_link_pause_frames, "802.3x PAUSE received"),
+            (
+                port.filtered_frames,
+                "filtered (destination behind the ingress port)",
+            ),
+            (port.rx_oversize_frames, "dropped over the MTU (giants)"),
+            (
+                port.classes.iter().map(|c| c.counters.dropped_mtu).sum(),
+                "dropped over the MTU on the way out",
+            ),
+            (port.rx_malformed_frames, "malformed (forwarded as class 0)"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!(", {n} {what}"))
+        .collect();
         let _ = writeln!(
             out,
-            "\nPort {} ({} Gb/s){}",
-            port.name,
-            port.speed_gbps,
-            if port.rx_link_pause_frames > 0 {
-                format!(", {} 802.3x PAUSE received", port.rx_link_pause_frames)
-            } else {
-                String::new()
-            }
+            "\nPort {} ({} Gb/s){notes}",
+            port.name, port.speed_gbps
         );
         if port.classes.is_empty() {
             let _ = writeln!(out, "  (no traffic)");

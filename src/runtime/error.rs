@@ -46,6 +46,29 @@ pub enum RuntimeError {
     /// A frame the traffic sender cannot build.
     #[error("building the frames: {0}")]
     Build(#[from] crate::wire::BuildError),
+    /// A sending rate outside what the sender can pace.
+    #[error("--pps {0}: give 0.001 to 1e9 frames per second")]
+    Rate(f64),
+    /// Frames larger than the interface takes.
+    #[error(
+        "frame size {size} does not fit {iface}'s MTU {mtu} (size - 14 must be at most the MTU)"
+    )]
+    TooLarge {
+        /// The frame size asked for.
+        size: usize,
+        /// The interface.
+        iface: String,
+        /// Its MTU.
+        mtu: usize,
+    },
+    /// The kernel refused every frame.
+    #[error("{iface} refuses every {size}-byte frame; nothing was sent")]
+    Refused {
+        /// The interface.
+        iface: String,
+        /// The frame size.
+        size: usize,
+    },
     /// A frame size the traffic sender cannot build.
     #[error(
         "frame size {0}: give 62 or more, with (size - 58) a multiple of 4 (e.g. 62, 66, 1082)"

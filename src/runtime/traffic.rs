@@ -79,24 +79,68 @@ fn frames(spec: &SendSpec, n: usize) -> Result<Vec<Vec<u8>>, RuntimeError> {
         .collect()
 }
 
-/// Sends until the duration, the count or `stop`; returns (frames sent, seconds).
+/// The rates `--pps` may ask for, frames per second.
+pub const PPS_RANGE: std::ops::RangeInclusive<f64> = 0.001..=1e9;
+
+/// Sends until the duration, the count or `stop`; returns (frames sent, seconds). With a
+/// rate, each frame leaves at its own time (`k / pps`), not in bursts of a batch.
 pub fn send(spec: &SendSpec, stop: &AtomicBool) -> Result<(u64, f64), RuntimeError> {
+    if let Some(pps) = spec.pps
+        && !PPS_RANGE.contains(&pps)
+    {
+        return Err(RuntimeError::Rate(pps));
+    }
+    let mtu = interface_mtu(&spec.iface)?;
+    // The IP packet (frame less its 14-byte Ethernet header) must fit the interface.
+    if spec.size.saturating_sub(14) > mtu {
+        return Err(RuntimeError::TooLarge {
+            size: spec.size,
+            iface: spec.iface.clone(),
+            mtu,
+        });
+    }
     let (_, mut tx) = io::open(Backend::Mmap, &spec.iface, spec.size + 64)?;
     let batch = frames(spec, 64)?;
     let started = Instant::now();
     let end = started + spec.duration;
     let mut sent = 0u64;
+    let mut refused = 0u64;
     while !stopped(stop) && Instant::now() < end && spec.count.is_none_or(|c| sent < c) {
-        let n = spec
+        let mut n = spec
             .count
             .map_or(batch.len(), |c| (c - sent).min(batch.len() as u64) as usize);
-        sent += tx.transmit(&batch[..n])? as u64;
+        if spec.pps.is_some() {
+            n = 1;
+        }
+        let went = tx.transmit(&batch[..n])?;
+        sent += went as u64;
+        refused += (n - went) as u64;
+        if went == 0 && refused >= 64 {
+            // Every frame refused: the kernel will not take them (see the error).
+            return Err(RuntimeError::Refused {
+                iface: spec.iface.clone(),
+                size: spec.size,
+            });
+        }
         if let Some(pps) = spec.pps {
-            let due = started + Duration::from_secs_f64(sent as f64 / pps);
+            // Below 1e9 s for any count reachable in the run (pps >= 0.001).
+            let due = Duration::try_from_secs_f64(sent as f64 / pps).map_or(end, |d| started + d);
             super::wait_until(due.min(end), false);
         }
     }
     Ok((sent, started.elapsed().as_secs_f64()))
+}
+
+/// The MTU of `iface` in this network namespace, bytes.
+fn interface_mtu(iface: &str) -> Result<usize, RuntimeError> {
+    let path = format!("/sys/class/net/{iface}/mtu");
+    let text = std::fs::read_to_string(&path).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no interface named '{iface}' in this network namespace"),
+        )
+    })?;
+    Ok(text.trim().parse().unwrap_or(usize::MAX))
 }
 
 /// What the counter saw.

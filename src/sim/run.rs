@@ -27,7 +27,8 @@ pub struct QpRow {
     pub status: QpStatus,
     /// Its packets that arrived CE-marked (counted by the peer's QP).
     pub ce_marked: u64,
-    /// Mean payload rate over the measured span, Gb/s.
+    /// Goodput over the measured span, Gb/s: payload the peer accepted (retransmitted
+    /// duplicates do not count).
     pub gbps: f64,
     /// For a flow of a given size: when its last byte was acknowledged, from its start.
     pub completion_ns: Option<u64>,
@@ -173,12 +174,27 @@ fn run_flows(scenario: &Scenario, net: &mut Network) -> Result<FlowRun, Stalled>
 }
 
 /// Payload bytes sent by each (host, QP), in host and QP order.
+/// The QP at the other end of `status`'s, and its host.
+fn peer_of(net: &Network, status: &QpStatus, now: Nanos) -> Option<(usize, QpStatus)> {
+    let h = (0..net.hosts.len()).find(|&h| net.endpoint(h).ip() == status.peer_ip)?;
+    let peer = net.endpoint(h);
+    (0..peer.qp_count())
+        .map(|q| peer.qp_status(q, now))
+        .find(|p| p.qpn == status.peer_qpn)
+        .map(|p| (h, p))
+}
+
+/// Per QP (hosts in order, their QPs in order): the payload bytes its peer has accepted
+/// so far, that is, what it delivered (retransmitted duplicates do not count).
 fn sent_bytes(net: &Network) -> Vec<u64> {
     let now = net.engine.now();
     (0..net.hosts.len())
         .flat_map(|h| {
             let ep = net.endpoint(h);
-            (0..ep.qp_count()).map(move |q| ep.qp_status(q, now).counters.data_bytes_sent)
+            (0..ep.qp_count()).map(move |q| {
+                peer_of(net, &ep.qp_status(q, now), now)
+                    .map_or(0, |(_, p)| p.counters.data_bytes_received)
+            })
         })
         .collect()
 }
@@ -197,14 +213,10 @@ fn qp_rows(net: &Network, from: Nanos, before: &[u64], end: Nanos) -> Vec<QpRow>
             if status.counters.data_packets_sent == 0 {
                 continue;
             }
-            let peer_host = (0..net.hosts.len()).find(|&h| net.endpoint(h).ip() == status.peer_ip);
-            let ce_marked = peer_host.map_or(0, |h| {
-                let peer = net.endpoint(h);
-                (0..peer.qp_count())
-                    .map(|q| peer.qp_status(q, end))
-                    .find(|p| p.qpn == status.peer_qpn)
-                    .map_or(0, |p| p.counters.ce_received)
-            });
+            let peer = peer_of(net, &status, end);
+            let peer_host = peer.map(|(h, _)| h);
+            let ce_marked = peer.map_or(0, |(_, p)| p.counters.ce_received);
+            let delivered = peer.map_or(0, |(_, p)| p.counters.data_bytes_received);
             let completion_ns =
                 flow.and_then(|f| Some(f.finished()?.0.saturating_sub(f.start().0)));
             rows.push(QpRow {
@@ -212,7 +224,7 @@ fn qp_rows(net: &Network, from: Nanos, before: &[u64], end: Nanos) -> Vec<QpRow>
                 peer_host,
                 status,
                 ce_marked,
-                gbps: (status.counters.data_bytes_sent - start) as f64 * 8.0 / span,
+                gbps: delivered.saturating_sub(start) as f64 * 8.0 / span,
                 completion_ns,
             });
         }

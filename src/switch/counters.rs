@@ -18,6 +18,8 @@ pub enum DropCause {
     Tail,
     /// The PFC watchdog (drop action) flushed or refused it.
     Watchdog,
+    /// Larger than the egress port's MTU allows.
+    Mtu,
 }
 
 /// Counters of one priority (ingress side) and one queue (egress side) of a port. Rx and PG
@@ -51,6 +53,8 @@ pub struct ClassCounters {
     pub dropped_tail: u64,
     /// Drops: PFC watchdog (this queue).
     pub dropped_watchdog: u64,
+    /// Drops: larger than this port's MTU allows (this queue).
+    pub dropped_mtu: u64,
     /// Bytes dropped, all causes.
     pub dropped_bytes: u64,
     /// Highest queue depth, bytes.
@@ -74,6 +78,7 @@ impl ClassCounters {
             + self.dropped_wred
             + self.dropped_tail
             + self.dropped_watchdog
+            + self.dropped_mtu
     }
 }
 
@@ -92,6 +97,8 @@ pub struct PortCounters {
     pub rx_malformed_frames: u64,
     /// Frames not forwarded because their destination sits behind the ingress port.
     pub filtered_frames: u64,
+    /// Frames received larger than the port's MTU allows ("giants"): dropped.
+    pub rx_oversize_frames: u64,
     /// Queue sojourn times, ns, per queue.
     #[serde(skip)]
     pub sojourn_ns: Vec<Histogram<u64>>,
@@ -107,6 +114,7 @@ impl PortCounters {
             rx_link_local_frames: 0,
             rx_malformed_frames: 0,
             filtered_frames: 0,
+            rx_oversize_frames: 0,
             // 1 ns to 1000 s with 2 significant digits: 1 % resolution in ~30 KB a queue.
             sojourn_ns: (0..CLASSES)
                 .map(|_| {
@@ -126,6 +134,7 @@ impl PortCounters {
             DropCause::Wred => c.dropped_wred += 1,
             DropCause::Tail => c.dropped_tail += 1,
             DropCause::Watchdog => c.dropped_watchdog += 1,
+            DropCause::Mtu => c.dropped_mtu += 1,
         }
         c.dropped_bytes += bytes as u64;
     }

@@ -379,6 +379,11 @@ impl Switch {
             self.dispose(incoming);
             return RxOutcome::Consumed;
         }
+        if frame.len() > max_frame_bytes(&self.cfg, port) {
+            self.ports[port].counters.rx_oversize_frames += 1;
+            self.dispose(incoming);
+            return RxOutcome::Discarded;
+        }
         let class = match &meta {
             Some(m) => self.classifier.traffic_class(m),
             None => {
@@ -466,11 +471,17 @@ impl Switch {
         let len = frame.len();
         let lossless = self.cfg.lossless.contains(class);
         let queue_cfg = self.cfg.queues[q];
+        if len > max_frame_bytes(&self.cfg, out) {
+            self.ports[out].counters.drop(q, DropCause::Mtu, len);
+            self.dispose(incoming);
+            return Err(DropCause::Mtu);
+        }
         let port = &mut self.ports[out];
         if port.watchdog[q].stormed
             && self.cfg.watchdog.action == crate::config::WatchdogAction::Drop
         {
             port.counters.drop(q, DropCause::Watchdog, len);
+            self.dispose(incoming);
             return Err(DropCause::Watchdog);
         }
         let depth = port.queues[q].bytes;
@@ -545,6 +556,18 @@ impl Switch {
         c.queue_watermark_bytes = c.queue_watermark_bytes.max(queue.bytes);
         Ok(())
     }
+}
+
+/// Bytes the Ethernet header and one 802.1Q tag add to a port's MTU (the largest IP
+/// packet): the largest frame, FCS excluded, a port takes or sends.
+pub const MTU_OVERHEAD_BYTES: usize = 18;
+
+/// The largest frame (without FCS) `port` takes or sends.
+#[inline]
+fn max_frame_bytes(cfg: &SwitchConfig, port: usize) -> usize {
+    cfg.ports
+        .get(port)
+        .map_or(usize::MAX, |p| p.mtu as usize + MTU_OVERHEAD_BYTES)
 }
 
 impl crate::series::SwitchProbe for Switch {

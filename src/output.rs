@@ -1,0 +1,266 @@
+//! Output files written whole or not at all: each is written to a temporary file beside
+//! its destination and renamed into place only when the run succeeded, so a failed or
+//! interrupted run leaves the previous file as it was and never a partial one that parses.
+//! An output that is also one of the run's inputs is refused before anything is opened
+//! for writing. Destinations that are not regular files (a pipe, `/dev/stdout`) are
+//! written directly: there is nothing to replace there.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// An output that cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// Creating, writing or renaming failed.
+    #[error("cannot write {}: {source}", path.display())]
+    Io {
+        /// The destination.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The output is one of the inputs: writing it would destroy what is being read.
+    #[error(
+        "{} is also an input ({}): writing it would destroy the input; give another output file",
+        out.display(),
+        input.display()
+    )]
+    IsInput {
+        /// The output asked for.
+        out: PathBuf,
+        /// The input it is.
+        input: PathBuf,
+    },
+    /// A file was asked for where a directory is, or the other way round.
+    #[error("{}: {what}", path.display())]
+    Kind {
+        /// The destination.
+        path: PathBuf,
+        /// What is wrong.
+        what: &'static str,
+    },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> OutputError + '_ {
+    move |source| OutputError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Refuses `out` when it is the same file (device and inode) as one of `inputs`.
+pub fn refuse_inputs<P: AsRef<Path>>(out: &Path, inputs: &[P]) -> Result<(), OutputError> {
+    let Ok(o) = std::fs::metadata(out) else {
+        return Ok(()); // not there yet: cannot be an input
+    };
+    for input in inputs {
+        let input = input.as_ref();
+        if let Ok(i) = std::fs::metadata(input)
+            && (i.dev(), i.ino()) == (o.dev(), o.ino())
+        {
+            return Err(OutputError::IsInput {
+                out: out.to_owned(),
+                input: input.to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+enum Target {
+    /// A temporary file beside the destination, renamed into place by `commit`.
+    Staged(tempfile::NamedTempFile),
+    /// A pipe or device, written directly.
+    Direct(File),
+}
+
+/// A file being written; it appears at its destination only on [`commit`](Self::commit).
+pub struct OutputFile {
+    target: Target,
+    dest: PathBuf,
+}
+
+impl OutputFile {
+    /// Starts writing `dest`: checks now that it can be written (its folder exists and
+    /// is writable; it is not a folder), before any work is done.
+    pub fn create(dest: &Path) -> Result<OutputFile, OutputError> {
+        let existing = std::fs::metadata(dest).ok();
+        if existing.as_ref().is_some_and(|m| m.is_dir()) {
+            return Err(OutputError::Kind {
+                path: dest.to_owned(),
+                what: "is a folder; give a file name",
+            });
+        }
+        if existing.is_some_and(|m| !m.is_file()) {
+            let file = File::options()
+                .write(true)
+                .open(dest)
+                .map_err(io_error(dest))?;
+            return Ok(OutputFile {
+                target: Target::Direct(file),
+                dest: dest.to_owned(),
+            });
+        }
+        let dir = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let name = dest
+            .file_name()
+            .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".partial")
+            .tempfile_in(dir)
+            .map_err(io_error(dest))?;
+        Ok(OutputFile {
+            target: Target::Staged(tmp),
+            dest: dest.to_owned(),
+        })
+    }
+
+    /// The file to write into.
+    pub fn file(&mut self) -> &mut File {
+        match &mut self.target {
+            Target::Staged(t) => t.as_file_mut(),
+            Target::Direct(f) => f,
+        }
+    }
+
+    /// The destination.
+    pub fn path(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Puts the finished file in place (replacing any file there, in one rename).
+    pub fn commit(self) -> Result<(), OutputError> {
+        match self.target {
+            Target::Direct(mut f) => f.flush().map_err(io_error(&self.dest)),
+            Target::Staged(tmp) => {
+                // Temporary files are private (0600); an output reads like any other file.
+                let mode = std::fs::Permissions::from_mode(0o644);
+                tmp.as_file()
+                    .set_permissions(mode)
+                    .map_err(io_error(&self.dest))?;
+                tmp.persist(&self.dest)
+                    .map(drop)
+                    .map_err(|e| io_error(&self.dest)(e.error))
+            }
+        }
+    }
+}
+
+/// Writes `bytes` to `dest` whole or not at all.
+pub fn write_whole(dest: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let mut out = OutputFile::create(dest)?;
+    out.file().write_all(bytes).map_err(io_error(dest))?;
+    out.commit()
+}
+
+/// Checks before a run that folder `dir` can hold its outputs: it is a folder, or it
+/// does not exist yet and its parent is one (it is made when the outputs are written, so
+/// a run that fails or is interrupted leaves no empty folder behind).
+pub fn check_folder(dir: &Path) -> Result<(), OutputError> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(OutputError::Kind {
+            path: dir.to_owned(),
+            what: "is a file; give a folder for the outputs",
+        }),
+        Err(_) => {
+            let parent = match dir.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if std::fs::metadata(parent).is_ok_and(|m| m.is_dir()) {
+                Ok(())
+            } else {
+                Err(OutputError::Kind {
+                    path: dir.to_owned(),
+                    what: "its parent folder does not exist",
+                })
+            }
+        }
+    }
+}
+
+/// Makes folder `dir` (and no parents: [`check_folder`] vouched for them).
+pub fn make_folder(dir: &Path) -> Result<(), OutputError> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(io_error(dir)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_appears_until_commit_and_a_dropped_output_leaves_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.json");
+        std::fs::write(&dest, "old").unwrap();
+        let mut out = OutputFile::create(&dest).unwrap();
+        out.file().write_all(b"new, half").unwrap();
+        drop(out); // the run failed
+        assert_eq!(std::fs::read_to_string(&dest).unwrap(), "old");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp left"
+        );
+        write_whole(&dest, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&dest).unwrap(), "new");
+        let mode = std::fs::metadata(&dest).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+    }
+
+    #[test]
+    fn an_output_that_is_an_input_is_refused_by_inode() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.pcap");
+        std::fs::write(&input, "data").unwrap();
+        // Another name for the same file.
+        let alias = dir.path().join("sub/../in.pcap");
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let e = refuse_inputs(&alias, &[&input]).unwrap_err();
+        assert!(matches!(e, OutputError::IsInput { .. }), "{e}");
+        let link = dir.path().join("link.pcap");
+        std::fs::hard_link(&input, &link).unwrap();
+        assert!(refuse_inputs(&link, &[&input]).is_err());
+        assert!(refuse_inputs(&dir.path().join("new.pcap"), &[&input]).is_ok());
+    }
+
+    #[test]
+    fn folders_are_checked_before_and_made_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("report");
+        check_folder(&out).unwrap();
+        assert!(!out.exists(), "checking makes nothing");
+        assert!(check_folder(&dir.path().join("no/such/report")).is_err());
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        assert!(check_folder(&dir.path().join("file")).is_err());
+        assert!(
+            OutputFile::create(dir.path()).is_err(),
+            "a folder is not a file"
+        );
+        make_folder(&out).unwrap();
+        make_folder(&out).unwrap();
+        assert!(out.is_dir());
+    }
+
+    #[test]
+    fn a_device_is_written_directly() {
+        use std::os::unix::fs::FileTypeExt;
+        let mut out = OutputFile::create(Path::new("/dev/null")).unwrap();
+        out.file().write_all(b"x").unwrap();
+        out.commit().unwrap();
+        // Still the device: no temporary file was renamed over it.
+        let kind = std::fs::metadata("/dev/null").unwrap().file_type();
+        assert!(kind.is_char_device());
+    }
+}
