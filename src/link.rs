@@ -62,7 +62,7 @@ impl Transmitter {
         }
     }
 
-    /// The line rate.
+    /// The line rate frames are serialised at, bit/s.
     pub fn bits_per_sec(&self) -> u64 {
         self.bits_per_sec
     }

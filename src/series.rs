@@ -29,7 +29,7 @@ pub enum ColumnKind {
 /// One column on the series' time grid.
 #[derive(Debug, Clone)]
 pub struct Column {
-    /// Its CSV header.
+    /// CSV header, unit last where it has one (`queue_sw_h2_q3_bytes`).
     pub name: String,
     /// A short label for plots ("sw/h2 q3", "h0 qp 0x100").
     pub label: String,
@@ -42,9 +42,9 @@ pub struct Column {
 /// One column as recorded: samples at the recorder's own times.
 #[derive(Debug, Clone)]
 pub struct Track {
-    /// Its CSV header.
+    /// CSV header of the column it becomes (`rate_h0_qp0x100_gbps`).
     pub name: String,
-    /// Its plot label.
+    /// Short plot label (`h0 qp 0x100`).
     pub label: String,
     /// What it holds.
     pub kind: ColumnKind,
@@ -146,7 +146,7 @@ impl SwitchRecorder {
         }
     }
 
-    /// The recorded tracks.
+    /// Per port in order: eight queue depths, then one XOFF flag per lossless PG.
     pub fn finish(self) -> Vec<Track> {
         self.tracks
     }
@@ -216,7 +216,7 @@ impl HostRecorder {
         }
     }
 
-    /// The recorded tracks.
+    /// Per QP a payload-rate track and an Rc track, then the paused flag.
     pub fn finish(self) -> Vec<Track> {
         self.tracks
     }
@@ -225,7 +225,7 @@ impl HostRecorder {
 /// A whole run's series: columns on one time grid.
 #[derive(Debug, Clone, Default)]
 pub struct Series {
-    /// Sample times.
+    /// The grid: sample times since the run began, increasing.
     pub times: Vec<Nanos>,
     /// The columns, in a fixed order.
     pub columns: Vec<Column>,

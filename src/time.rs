@@ -9,22 +9,22 @@ use std::ops::{Add, AddAssign, Sub};
 pub struct Nanos(pub u64);
 
 impl Nanos {
-    /// Zero.
+    /// The start of every run's clock, or an empty duration.
     pub const ZERO: Nanos = Nanos(0);
     /// The largest representable time (year 2554 as a Unix timestamp).
     pub const MAX: Nanos = Nanos(u64::MAX);
 
-    /// From whole seconds.
+    /// From whole seconds, saturating at [`Nanos::MAX`].
     pub const fn from_secs(secs: u64) -> Nanos {
         Nanos(secs.saturating_mul(1_000_000_000))
     }
 
-    /// From whole microseconds.
+    /// From whole microseconds, saturating at [`Nanos::MAX`].
     pub const fn from_micros(micros: u64) -> Nanos {
         Nanos(micros.saturating_mul(1_000))
     }
 
-    /// From whole milliseconds.
+    /// From whole milliseconds, saturating at [`Nanos::MAX`].
     pub const fn from_millis(millis: u64) -> Nanos {
         Nanos(millis.saturating_mul(1_000_000))
     }

@@ -9,17 +9,16 @@ use std::path::Path;
 
 /// Which of the two formats a file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // Pcap, PcapNg: the names say it
 pub enum Format {
-    /// libpcap.
     Pcap,
-    /// pcapng.
     PcapNg,
 }
 
 /// One captured frame, borrowed from the reader until the next call.
 #[derive(Debug, Clone, Copy)]
 pub struct Packet<'a> {
-    /// Capture timestamp.
+    /// Capture timestamp, ns since the Unix epoch (any file resolution converted).
     pub ts: Nanos,
     /// The frame as captured (possibly cut at the snap length).
     pub data: &'a [u8],
@@ -36,7 +35,7 @@ pub struct Packet<'a> {
 /// A pcapng interface, as its Interface Description Block describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interface {
-    /// Link type.
+    /// LINKTYPE_ value; frames of interfaces other than Ethernet (1) are skipped.
     pub link_type: u16,
     /// Snap length (0: no limit).
     pub snaplen: u32,

@@ -15,13 +15,13 @@ pub struct Args {
 enum Action {
     /// Print a preset as a TOML file to start from.
     Show {
-        /// The preset.
+        /// Which built-in configuration to print.
         #[arg(value_enum, default_value_t = Preset::Default)]
         preset: Preset,
     },
     /// Check a configuration file and print what it resolves to.
     Check {
-        /// The TOML file.
+        /// Switch configuration file (TOML) to check.
         file: PathBuf,
     },
 }

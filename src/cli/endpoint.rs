@@ -57,7 +57,7 @@ pub struct Args {
     /// send: message size.
     #[arg(long, default_value_t = 65536)]
     message_bytes: usize,
-    /// allreduce: the sizes.
+    /// allreduce: the sizes, -b, -e, -f as nccl-tests takes them.
     #[command(flatten)]
     sweep: SweepArgs,
     /// Seed of the all-reduce data.

@@ -30,7 +30,7 @@ pub struct Args {
     /// DCQCN's Rai, Rhai and Rmin scaled from the paper's 40 Gb/s to --rate).
     #[arg(long)]
     endpoint_config: Option<PathBuf>,
-    /// The all-reduce sizes.
+    /// The all-reduce sizes: -b, -e, -f as nccl-tests takes them.
     #[command(flatten)]
     sweep: SweepArgs,
     /// incast: bytes each sender sends.
@@ -52,7 +52,7 @@ pub struct Args {
     /// Write report.json, series.csv, queues.svg, rates.svg and pauses.svg here.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
-    /// Socket backend.
+    /// Socket backend: pnet (low latency) or mmap (throughput; batches up to 1 ms).
     #[arg(long = "io", value_enum, default_value_t = Backend::Pnet)]
     backend: Backend,
     /// Seed of the all-reduce data.

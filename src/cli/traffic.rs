@@ -57,7 +57,7 @@ enum Action {
         /// Seconds to count.
         #[arg(long, default_value_t = 5.0)]
         duration: f64,
-        /// Socket backend.
+        /// Socket backend: mmap (throughput; batches up to 1 ms) or pnet (low latency).
         #[arg(long = "io", value_enum, default_value_t = Backend::Mmap)]
         backend: Backend,
     },

@@ -74,7 +74,7 @@ pub struct DcqcnConfig {
     pub rhai_mbps: f64,
     /// Minimum rate Rmin, Mb/s.
     pub rmin_mbps: f64,
-    /// The hyper-increase form.
+    /// How the hyper-increase step grows (default `linear`, the paper's).
     pub hyper_increase: HyperIncrease,
     /// Cuts closer than this are ignored, µs (0: every CNP cuts; HPCC and firmware: 4).
     pub min_cut_interval_us: f64,
@@ -85,8 +85,8 @@ pub struct DcqcnConfig {
 }
 
 impl Default for DcqcnConfig {
-    /// The paper's parameters (Zhu et al., SIGCOMM 2015, table 1; Rhai and Rmin, not given in the paper,
-    /// from the authors' ns-3 sample).
+    /// The paper's parameters (Zhu et al., SIGCOMM 2015, table 1; Rhai and Rmin, not given
+    /// in the paper, from the authors' ns-3 sample).
     fn default() -> Self {
         DcqcnConfig {
             enabled: true,
@@ -212,7 +212,7 @@ pub struct EndpointConfig {
     /// default is exponent 14 (67.1 ms), the value RoCE NIC guides recommend; much
     /// shorter and a QP that DCQCN slows down times out before its ACK can come back.
     pub rto_us: f64,
-    /// DCQCN.
+    /// `[dcqcn]`: the QPs' rate control (Zhu et al., SIGCOMM 2015).
     pub dcqcn: DcqcnConfig,
 }
 
@@ -311,7 +311,7 @@ impl EndpointConfig {
             .map_or(0, |[_, p]| *p)
     }
 
-    /// Retransmission timeout.
+    /// `rto_us` as a duration.
     pub fn rto(&self) -> Nanos {
         us(self.rto_us)
     }

@@ -67,13 +67,13 @@ pub struct ConfigFile {
     /// The ports, in order.
     #[serde(default)]
     pub ports: Vec<PortSpec>,
-    /// Classification maps.
+    /// `[classify]`: DSCP or PCP to traffic class, traffic class to queue.
     #[serde(default)]
     pub classify: ClassifySpec,
-    /// PFC.
+    /// `[pfc]`: lossless priorities and pause timing (IEEE 802.1Qbb).
     #[serde(default)]
     pub pfc: PfcSpec,
-    /// The shared buffer.
+    /// `[buffer]`: shared pool size, threshold mode and reserves.
     #[serde(default)]
     pub buffer: BufferSpec,
     /// Per priority group (keyed "0".."7").
@@ -82,7 +82,7 @@ pub struct ConfigFile {
     /// Per egress queue (keyed "0".."7").
     #[serde(default)]
     pub queue: BTreeMap<String, QueueSpec>,
-    /// The PFC watchdog.
+    /// `[watchdog]`: PFC storm detection and recovery; off unless enabled.
     #[serde(default)]
     pub watchdog: WatchdogSpec,
 }
@@ -148,13 +148,13 @@ fn identity() -> Vec<u32> {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PfcSpec {
-    /// Lossless priorities.
+    /// Priorities 0-7 that PFC protects; empty (the default) makes every priority lossy.
     #[serde(default)]
     pub lossless: Vec<u32>,
     /// Pause time sent in XOFF frames, quanta.
     #[serde(default = "default_quanta")]
     pub pause_quanta: u32,
-    /// Refresh interval while XOFF holds, quanta.
+    /// Refresh interval while XOFF holds, quanta; below `pause_quanta` (default half of it).
     pub refresh_quanta: Option<u32>,
 }
 
@@ -229,13 +229,13 @@ fn default_shared() -> u64 {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PgSpec {
-    /// Guaranteed bytes.
+    /// Guaranteed bytes, charged before the shared pool (default `buffer.pg_reserve_bytes`).
     pub reserve_bytes: Option<u64>,
     /// Static: XOFF when the PG's shared use reaches this.
     pub xoff_bytes: Option<u64>,
     /// Static: XON when it falls to this or below.
     pub xon_bytes: Option<u64>,
-    /// Dynamic: XON this far below the XOFF point.
+    /// Dynamic: XON this far below the XOFF point, bytes (default 0).
     pub xon_offset_bytes: Option<u64>,
     /// Headroom, bytes (computed when absent).
     pub headroom_bytes: Option<u64>,
@@ -282,11 +282,11 @@ pub struct QueueSpec {
     /// Strict or DWRR.
     #[serde(default)]
     pub schedule: ScheduleSpec,
-    /// DWRR weight.
+    /// DWRR weight, 1 to 1000 (default 1); not allowed on a strict queue.
     pub weight: Option<u32>,
     /// RED-ECN (and WRED for Not-ECT frames on lossy queues).
     pub ecn: Option<RedSpec>,
-    /// When to decide.
+    /// Whether RED decides at enqueue (the default) or at dequeue.
     #[serde(default)]
     pub mark_at: MarkAt,
 }
@@ -300,7 +300,7 @@ pub enum WatchdogAction {
     Drop,
     /// Ignore received PFC on the queue.
     Forward,
-    /// Count only.
+    /// Count the storm (`storms_detected`) and change nothing else.
     Alert,
 }
 
@@ -308,19 +308,19 @@ pub enum WatchdogAction {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatchdogSpec {
-    /// On or off.
+    /// Off by default; the times are checked only when it is on.
     #[serde(default)]
     pub enabled: bool,
-    /// Detection time, ms.
+    /// Detection time, ms: 1 to 3600000 (default 200).
     #[serde(default = "default_wd_ms")]
     pub detection_ms: u64,
-    /// Restoration time, ms.
+    /// Restoration time, ms: 1 to 3600000 (default 200).
     #[serde(default = "default_wd_ms")]
     pub restoration_ms: u64,
-    /// Poll interval, ms.
+    /// Poll interval, ms: 1 to 3600000 (default 200).
     #[serde(default = "default_wd_ms")]
     pub poll_ms: u64,
-    /// Action.
+    /// What happens to a stormed queue (default `drop`).
     #[serde(default)]
     pub action: WatchdogAction,
 }
@@ -344,24 +344,25 @@ fn default_wd_ms() -> u64 {
 /// A port, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PortConfig {
-    /// Name.
+    /// Interface name; `default` for `port_defaults`.
     pub name: String,
-    /// Line rate.
+    /// Emulated line rate, bit/s (from `speed_gbps`, default 100 Gb/s).
     pub bits_per_sec: u64,
-    /// One-way cable delay.
+    /// One-way cable delay (from `cable_ns` or `cable_m`, default 0).
     pub cable: Nanos,
-    /// Largest frame.
+    /// Largest frame without the Ethernet header and VLAN tag, bytes: 64 to 16384
+    /// (default 9216).
     pub mtu: u32,
 }
 
 /// A RED-ECN profile, resolved.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RedProfile {
-    /// No marking at or below.
+    /// No marking at or below this queue depth.
     pub kmin_bytes: u64,
-    /// Everything marked above.
+    /// Every ECT frame marked above this queue depth.
     pub kmax_bytes: u64,
-    /// Probability at kmax.
+    /// Marking probability at `kmax_bytes`; it rises linearly from 0 at `kmin_bytes`.
     pub pmax: f64,
 }
 
@@ -382,7 +383,7 @@ impl RedProfile {
 /// Scheduling of a queue, resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Schedule {
-    /// Strict priority.
+    /// Strict priority: served before every DWRR queue, higher queue numbers first.
     Strict,
     /// DWRR with this weight.
     Dwrr(u32),
@@ -393,7 +394,7 @@ pub enum Schedule {
 pub struct QueueConfig {
     /// Strict or DWRR.
     pub schedule: Schedule,
-    /// RED-ECN profile.
+    /// RED-ECN marking, and WRED drops of Not-ECT frames on lossy queues; `None`: neither.
     pub ecn: Option<RedProfile>,
     /// When RED decides.
     pub mark_at: MarkAt,
@@ -404,16 +405,16 @@ pub struct QueueConfig {
 pub enum XoffRule {
     /// XOFF at `xoff_bytes` of shared use, XON at or below `xon_bytes`.
     Static {
-        /// XOFF point.
+        /// Shared-pool use that sends XOFF, bytes.
         xoff_bytes: u64,
-        /// XON point.
+        /// Shared-pool use at or below which XON is sent, bytes (below `xoff_bytes`).
         xon_bytes: u64,
     },
     /// XOFF at `alpha × free shared`; XON `xon_offset_bytes` below that.
     Dynamic {
-        /// Alpha.
+        /// The XOFF point as a fraction of the free shared pool, in (0, 64] (`pg_alpha`).
         alpha: f64,
-        /// XON offset.
+        /// XON this many bytes below the XOFF point.
         xon_offset_bytes: u64,
     },
 }
@@ -423,7 +424,7 @@ pub enum XoffRule {
 pub struct PgConfig {
     /// Lossless (PFC) or lossy.
     pub lossless: bool,
-    /// Guaranteed bytes.
+    /// Guaranteed bytes, charged before the shared pool and returned last.
     pub reserve_bytes: u64,
     /// XOFF/XON rule (lossless only).
     pub xoff: XoffRule,
@@ -436,22 +437,25 @@ pub struct PgConfig {
 pub enum QueueLimit {
     /// `alpha × free shared`.
     Dynamic(f64),
-    /// Fixed bytes.
+    /// A fixed limit, bytes (`queue_limit_bytes`).
     Static(u64),
 }
 
 /// The PFC watchdog, resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WatchdogConfig {
-    /// On or off.
+    /// Off: no polls run and no queue is ever stormed.
     pub enabled: bool,
-    /// Detection time.
+    /// A paused queue holding frames that sends nothing for this long is declared stormed
+    /// (SONiC PFC_WD detection_time).
     pub detection: Nanos,
-    /// Restoration time.
+    /// A stormed queue that receives no PFC pause for this long is restored (SONiC PFC_WD
+    /// restoration_time).
     pub restoration: Nanos,
-    /// Poll interval.
+    /// Polls tick every `poll` from the first instant the switch saw; detection and
+    /// restoration take effect at the next tick.
     pub poll: Nanos,
-    /// Action.
+    /// What happens to a stormed queue.
     pub action: WatchdogAction,
 }
 
@@ -460,13 +464,13 @@ pub struct WatchdogConfig {
 pub struct SwitchConfig {
     /// Seed of the RED/ECN draws.
     pub seed: u64,
-    /// DSCP or PCP.
+    /// Whether frames are classified by DSCP or by PCP.
     pub trust: Trust,
-    /// MAC aging.
+    /// A MAC table entry unrefreshed for this long ages out (`mac_age_secs`).
     pub mac_age: Nanos,
     /// Template for ports not listed.
     pub port_defaults: PortConfig,
-    /// The ports.
+    /// The listed ports, in file order: their indices are the switch's port numbers.
     pub ports: Vec<PortConfig>,
     /// Class per DSCP.
     pub dscp_to_tc: [u8; 64],
@@ -474,23 +478,23 @@ pub struct SwitchConfig {
     pub pcp_to_tc: [u8; CLASSES],
     /// Queue per class.
     pub tc_to_queue: [u8; CLASSES],
-    /// Lossless priorities.
+    /// Priorities PFC protects (IEEE 802.1Qbb); the others are lossy.
     pub lossless: PrioritySet,
     /// XOFF pause time, quanta.
     pub pause_quanta: u16,
-    /// Refresh interval, quanta.
+    /// XOFF is resent this often while it holds, quanta; below `pause_quanta`.
     pub refresh_quanta: u16,
     /// Shared pool, bytes.
     pub shared_bytes: u64,
-    /// Guaranteed per egress queue.
+    /// Guaranteed bytes per egress queue, on top of a lossy queue's limit.
     pub queue_reserve_bytes: u64,
     /// Lossy queue limits.
     pub queue_limit: QueueLimit,
-    /// Per priority group.
+    /// Per ingress priority group, indexed by priority.
     pub pgs: [PgConfig; CLASSES],
-    /// Per queue.
+    /// Per egress queue, indexed by queue number.
     pub queues: [QueueConfig; CLASSES],
-    /// Watchdog.
+    /// The PFC watchdog that breaks pause storms.
     pub watchdog: WatchdogConfig,
 }
 

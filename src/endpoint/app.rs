@@ -19,7 +19,7 @@ pub trait Application {
     fn deadline(&self) -> Option<Nanos> {
         None
     }
-    /// Its deadline came.
+    /// Called when `now` has reached [`deadline`](Self::deadline).
     fn on_timeout(&mut self, _now: Nanos, _ep: &mut Endpoint) {}
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 /// R_Key of the receive ring a flow writes into.
 pub const FLOW_RKEY: u32 = 0xf10;
-/// Its virtual address.
+/// Virtual address of that ring: 64 message slots, written in turn.
 pub const FLOW_VA: u64 = 0x4000_0000;
 /// Messages in the receive ring.
 const RING_SLOTS: u64 = 64;

@@ -53,18 +53,18 @@ const SYNDROME_NAK_PSN: u8 = 0x60;
 pub enum Completion {
     /// A posted WRITE is acknowledged.
     Sent {
-        /// QP index.
+        /// The QP's index, as [`Endpoint::create_qp`] returned it.
         qp: usize,
         /// The work request's id.
         wr_id: u64,
     },
     /// A WRITE with Immediate arrived whole, in order.
     Received {
-        /// QP index.
+        /// The QP's index, as [`Endpoint::create_qp`] returned it.
         qp: usize,
-        /// Its immediate data.
+        /// The ImmDt the sender put on the message's last packet (IBA ImmDt).
         imm: u32,
-        /// Bytes written.
+        /// Payload bytes of the whole message, written into the registered region.
         bytes: u64,
     },
 }
@@ -82,7 +82,7 @@ pub struct EndpointCounters {
     pub data_bytes_sent: u64,
     /// Data packets sent again (go-back-N).
     pub retransmitted_packets: u64,
-    /// Retransmission timeouts.
+    /// Times the retransmission timer fired with packets outstanding (go-back-N).
     pub timeouts: u64,
     /// Data packets accepted in order.
     pub data_packets_received: u64,
@@ -92,11 +92,11 @@ pub struct EndpointCounters {
     pub duplicates_received: u64,
     /// Data packets discarded as out of order.
     pub out_of_order_received: u64,
-    /// ACKs sent.
+    /// ACKs sent: one per AckReq packet accepted or duplicated (NAKs not included).
     pub acks_sent: u64,
-    /// NAKs sent.
+    /// PSN sequence error NAKs sent: one per expected PSN, however many packets skip it.
     pub naks_sent: u64,
-    /// NAKs received.
+    /// NAKs received, each sending the requester back to the PSN it names.
     pub naks_received: u64,
     /// CNPs sent (notification point).
     pub cnps_sent: u64,
@@ -126,12 +126,10 @@ struct Region {
 
 /// The far end of a QP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // the peer's MAC, IPv4 address and QP number: the names say it
 pub struct Peer {
-    /// Its MAC address.
     pub mac: MacAddr,
-    /// Its IPv4 address.
     pub ip: Ipv4Addr,
-    /// Its QP number.
     pub qpn: u32,
 }
 
@@ -144,7 +142,7 @@ pub struct QpCounters {
     pub data_bytes_sent: u64,
     /// Data packets sent again (go-back-N).
     pub retransmitted_packets: u64,
-    /// Retransmission timeouts.
+    /// Times the retransmission timer fired with packets outstanding (go-back-N).
     pub timeouts: u64,
     /// Data packets accepted in order.
     pub data_packets_received: u64,
@@ -162,7 +160,7 @@ pub struct QpCounters {
 /// A QP as seen from outside: who it talks to, its DCQCN state and its counters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct QpStatus {
-    /// Its QP number.
+    /// Its QP number (24 bits), as the peer addresses it.
     pub qpn: u32,
     /// The peer's QP number.
     pub peer_qpn: u32,
@@ -176,7 +174,7 @@ pub struct QpStatus {
     pub target_bps: u64,
     /// DCQCN alpha now.
     pub alpha: f64,
-    /// Its counters.
+    /// This QP's share of the endpoint's counters.
     pub counters: QpCounters,
 }
 
@@ -253,17 +251,17 @@ impl Endpoint {
         }
     }
 
-    /// The MAC address.
+    /// The source MAC address of every frame it sends.
     pub fn mac(&self) -> MacAddr {
         self.mac
     }
 
-    /// The IPv4 address.
+    /// The source IPv4 address of every packet it sends.
     pub fn ip(&self) -> Ipv4Addr {
         self.ip
     }
 
-    /// The counters.
+    /// Counters since creation, endpoint-wide.
     ///
     /// Per-QP counts are kept once, on each QP; the endpoint's are their sums.
     pub fn counters(&self) -> EndpointCounters {

@@ -20,7 +20,7 @@ pub struct SendWr {
     pub data: Arc<[u8]>,
     /// Remote virtual address.
     pub remote_va: u64,
-    /// Remote key.
+    /// R_Key of the peer's registered region, sent in the first packet's RETH.
     pub rkey: u32,
     /// Immediate data (WRITE with Immediate: the responder gets a completion).
     pub imm: Option<u32>,
@@ -38,13 +38,13 @@ struct Posted {
 pub struct Segment {
     /// 64-bit PSN count.
     pub psn: u64,
-    /// Opcode.
+    /// RC WRITE First, Middle, Last or Only, with Immediate on the last when the WR has it.
     pub opcode: Opcode,
     /// RETH (first and only packets).
     pub reth: Option<Reth>,
     /// Immediate data (last and only packets of a WRITE with Immediate).
     pub imm: Option<u32>,
-    /// AckReq.
+    /// AckReq: set on a message's last packet and on every `ack_every`-th.
     pub ack_req: bool,
     /// Which posted WR and which bytes of it.
     wr_index: usize,
@@ -264,7 +264,7 @@ pub struct Responder {
     msn: u32,
     /// Where the WRITE in progress writes next.
     write_va: u64,
-    /// Its remote key.
+    /// R_Key of the WRITE in progress, from its first packet's RETH.
     write_rkey: u32,
     /// Bytes of the WRITE message in progress accepted so far.
     message_bytes: u64,

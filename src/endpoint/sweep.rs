@@ -22,9 +22,9 @@ pub enum SweepError {
     /// The largest size is below the smallest.
     #[error("the largest size {max} B is below the smallest {min} B")]
     Order {
-        /// Smallest.
+        /// The smallest size asked for, bytes.
         min: u64,
-        /// Largest.
+        /// The largest size asked for, bytes.
         max: u64,
     },
     /// A factor that would not grow the size.
@@ -33,8 +33,8 @@ pub enum SweepError {
 }
 
 /// The sizes of an nccl-tests sweep: `min`, `min·factor`, … while at most `max`. `min` is a
-/// multiple of 4 (f32 elements), every size from 4 B to 1 GiB; the factor is at least 2, so there are
-/// at most 29 sizes and the product never overflows.
+/// multiple of 4 (f32 elements), every size from 4 B to 1 GiB; the factor is at least 2, so
+/// there are at most 29 sizes and the product never overflows.
 pub fn sizes(min: u64, max: u64, factor: u64) -> Result<Vec<u64>, SweepError> {
     if min < 4 || min % 4 != 0 || min > MAX_SIZE_BYTES {
         return Err(SweepError::Size(min));
@@ -76,7 +76,7 @@ pub struct AllReduceResult {
 /// One rank's part of a size: when it ran, and its wrong elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RankResult {
-    /// Bytes.
+    /// The all-reduce size, bytes per rank.
     pub size: u64,
     /// Start and end, ns, if it finished.
     pub span_ns: Option<(u64, u64)>,

@@ -15,7 +15,7 @@ use crate::capture::{CaptureError, CaptureReader};
 use crate::time::Nanos;
 use std::io::{self, Read, Write};
 
-/// Output format.
+/// How `rocelab inspect` prints: a table for people or JSON lines for programs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
     /// A table per frame, then the summary.

@@ -50,7 +50,7 @@ pub struct FrameRecord {
     /// IP destination address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_dst: Option<String>,
-    /// DSCP.
+    /// DSCP, 0-63: the upper six bits of the IPv4 TOS or IPv6 traffic class.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dscp: Option<u8>,
     /// ECN, 0-3.
@@ -68,7 +68,7 @@ pub struct FrameRecord {
     /// UDP destination port.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub udp_dport: Option<u16>,
-    /// BTH opcode.
+    /// BTH opcode byte (`opcode_name` spells it out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bth_opcode: Option<u8>,
     /// BTH opcode name.
@@ -116,7 +116,7 @@ pub struct FrameRecord {
     /// RETH DMA length.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reth_dma_len: Option<u32>,
-    /// AETH syndrome.
+    /// AETH syndrome byte (`aeth_kind` spells it out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aeth_syndrome: Option<u8>,
     /// AETH MSN.
@@ -131,7 +131,7 @@ pub struct FrameRecord {
     /// DETH source QP.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deth_src_qp: Option<u32>,
-    /// Immediate data.
+    /// ImmDt of a "... with Immediate" packet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub imm_data: Option<u32>,
     /// PFC class-enable vector.

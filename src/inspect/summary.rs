@@ -108,13 +108,13 @@ pub struct PriorityStats {
 /// The summary of a capture.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    /// Frames read.
+    /// Frames read, malformed ones included.
     pub frames: u64,
     /// Bytes on the wire.
     pub bytes: u64,
-    /// First timestamp.
+    /// Timestamp of the first frame in file order, ns since the Unix epoch.
     pub first_ts_ns: Option<u64>,
-    /// Last timestamp.
+    /// Timestamp of the last frame in file order, ns since the Unix epoch.
     pub last_ts_ns: Option<u64>,
     /// RoCEv2 frames.
     pub roce_frames: u64,

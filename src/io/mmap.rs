@@ -14,7 +14,7 @@ const BLOCK_SIZE: usize = 1 << 20;
 const BLOCKS: usize = 8;
 /// A block is handed to us when full or after this many ms.
 const BLOCK_TIMEOUT_MS: u32 = 1;
-/// Socket buffers.
+/// SO_RCVBUF and SO_SNDBUF size, bytes (forced past `rmem_max` when privileged).
 const SOCKET_BUFFER: i32 = 8 << 20;
 
 pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Box<dyn FrameTx>)> {
@@ -28,7 +28,7 @@ fn context(e: io::Error, ifname: &str, what: &str) -> io::Error {
     io::Error::new(e.kind(), format!("{ifname}: {what}: {e}"))
 }
 
-/// The receive ring.
+/// The TPACKET_V3 receive ring mapped into our memory, and where reading has got to.
 struct MmapRx {
     fd: OwnedFd,
     ring: NonNull<u8>,

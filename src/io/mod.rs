@@ -65,7 +65,7 @@ impl Pool {
         }
     }
 
-    /// An empty buffer.
+    /// An empty buffer: a pooled one, or a new one of the pool's capacity when none is left.
     pub fn get(&self) -> Vec<u8> {
         self.take
             .try_recv()

@@ -68,7 +68,7 @@ fn ip_ok(args: &[&str]) -> io::Result<()> {
 /// Why namespaces cannot be made here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Unavailable {
-    /// Not root.
+    /// The effective user is not root (euid 0).
     #[error("network namespaces and raw sockets need root")]
     NotRoot,
     /// No iproute2.

@@ -50,7 +50,7 @@ impl std::fmt::Display for Workload {
 /// How to run the lab.
 #[derive(Debug, Clone)]
 pub struct LabOptions {
-    /// What runs.
+    /// Ring all-reduce, incast, or both at once.
     pub workload: Workload,
     /// Hosts in the ring (or in the incast, receiver included).
     pub ranks: usize,
@@ -62,13 +62,13 @@ pub struct LabOptions {
     pub sizes: Vec<u64>,
     /// Bytes each incast sender sends (the `incast` workload).
     pub incast_bytes: u64,
-    /// Socket backend.
+    /// Socket backend of the switch and the hosts: `pnet` (low latency) or `mmap`.
     pub backend: Backend,
     /// Seed of the all-reduce data.
     pub seed: u64,
     /// Give up after this long.
     pub limit: Duration,
-    /// Time-series step.
+    /// Wall-clock time between time-series rows.
     pub sample_every: Duration,
 }
 
@@ -77,9 +77,9 @@ pub struct LabOptions {
 pub struct HostOutcome {
     /// "r0", "b1", ...
     pub name: String,
-    /// Its switch port.
+    /// Its switch port index (host i is on port i).
     pub port: usize,
-    /// Its MAC and IP.
+    /// Its MAC address, as text (`02:...`).
     pub mac: String,
     /// Its IPv4 address.
     pub ip: Ipv4Addr,
@@ -91,7 +91,7 @@ pub struct HostOutcome {
     pub kernel: KernelStats,
     /// Whether its work finished.
     pub done: bool,
-    /// Its all-reduce sizes.
+    /// Its part of each all-reduce size, smallest first (empty if it is no rank).
     pub sweep: Vec<RankResult>,
     /// A port error, if one stopped it.
     pub error: Option<PortError>,
@@ -127,11 +127,11 @@ pub struct LabOutcome {
     pub switch: Switch,
     /// Kernel receive statistics of the switch's ports.
     pub switch_kernel: Vec<KernelStats>,
-    /// Every host.
+    /// Every host, in port order.
     pub hosts: Vec<HostOutcome>,
-    /// The all-reduce table.
+    /// One row per all-reduce size over all ranks, as nccl-tests prints it.
     pub allreduce: Vec<AllReduceResult>,
-    /// The time series.
+    /// The switch's and the hosts' time series, sampled about every `sample_every`.
     pub series: Series,
     /// How long the traffic ran.
     pub elapsed: Duration,

@@ -72,7 +72,7 @@ struct InFlight {
 pub struct PeerTotals {
     /// Frames sent into the switch.
     pub frames: u64,
-    /// Their bytes.
+    /// Bytes of those frames, FCS excluded.
     pub bytes: u64,
     /// Frames still waiting at the peer.
     pub backlog_frames: u64,
@@ -127,7 +127,7 @@ impl Fabric {
         self.peers[port].honors_pause = honors;
     }
 
-    /// The switch.
+    /// The switch core, its counters and queues as of [`now`](Self::now).
     pub fn switch(&self) -> &Switch {
         &self.switch
     }

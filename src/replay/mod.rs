@@ -49,7 +49,7 @@ pub enum Inputs {
 pub struct ReplayOptions {
     /// The switch configuration (ports named by the inputs are added with the defaults).
     pub config: SwitchConfig,
-    /// The inputs.
+    /// Captures bound to named ports, or captures to split into ports.
     pub inputs: Inputs,
     /// Time runs this many times faster than in the captures.
     pub speed: f64,
@@ -66,18 +66,13 @@ pub struct ReplayOptions {
 pub enum ReplayError {
     /// An input capture is truncated, corrupt or not Ethernet.
     #[error("{}: {error}", path.display())]
-    Capture {
-        /// The capture.
-        path: PathBuf,
-        /// What and where.
-        error: CaptureError,
-    },
+    #[allow(missing_docs)] // the file and its error: the names say it
+    Capture { path: PathBuf, error: CaptureError },
     /// An input or output file could not be opened or written.
     #[error("{}: {error}", path.display())]
+    #[allow(missing_docs)] // the file and its error: the names say it
     File {
-        /// The file.
         path: PathBuf,
-        /// The I/O error.
         error: std::io::Error,
     },
     /// The options do not make sense.

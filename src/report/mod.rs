@@ -15,11 +15,11 @@ use std::fmt::Write as _;
 /// Sojourn percentiles of a queue, ns.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Sojourn {
-    /// Median.
+    /// Median time a frame spent queued, ns.
     pub p50_ns: u64,
     /// 99th percentile.
     pub p99_ns: u64,
-    /// Largest.
+    /// Longest time a frame spent queued, ns.
     pub max_ns: u64,
 }
 
@@ -30,7 +30,7 @@ pub struct ClassReport {
     pub class: usize,
     /// Lossless (PFC) or not.
     pub lossless: bool,
-    /// The counters.
+    /// The class's switch counters, flattened into this object in JSON.
     #[serde(flatten)]
     pub counters: ClassCounters,
     /// Queue sojourn percentiles.
@@ -40,7 +40,7 @@ pub struct ClassReport {
 /// One port, for the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct PortReport {
-    /// Name.
+    /// Interface name, as configured.
     pub name: String,
     /// Line rate, Gb/s.
     pub speed_gbps: f64,

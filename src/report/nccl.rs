@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 /// Another column beside the nccl-tests ones: its header and one value per row.
 #[derive(Debug, Clone)]
 pub struct ExtraColumn {
-    /// The header.
+    /// Column header, at most 8 characters to stay aligned (`CNPs tx`).
     pub header: &'static str,
     /// One value per row, in the table's row order.
     pub values: Vec<u64>,

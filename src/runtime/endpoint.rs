@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 /// One rank of the peers file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerSpec {
-    /// Its rank.
+    /// 0 to N-1, each rank once; the ring runs in rank order.
     pub rank: usize,
-    /// Its MAC address.
+    /// Its MAC address, written like `02:00:c6:12:00:01`.
     pub mac: MacAddr,
     /// Its IPv4 address.
     pub ip: Ipv4Addr,
@@ -133,9 +133,9 @@ const MAX_CATCH_UP: Nanos = Nanos(1_000_000);
 pub struct EndpointOptions {
     /// The endpoint configuration (its link rate paces the NIC).
     pub cfg: EndpointConfig,
-    /// The interface.
+    /// The interface the endpoint sends and receives on, as a NIC port would.
     pub iface: String,
-    /// The socket backend.
+    /// `pnet` (low latency) or `mmap` (throughput, up to 1 ms of receive batching).
     pub backend: Backend,
     /// Cores to pin to.
     pub cores: CoreList,
@@ -154,7 +154,7 @@ pub struct EndpointOptions {
 pub struct EndpointOutcome {
     /// The endpoint with its counters and memory.
     pub endpoint: Endpoint,
-    /// The application.
+    /// The application, with its results (an all-reduce's times, say).
     pub app: App,
     /// When the application finished, if it did.
     pub done_at: Option<Nanos>,
@@ -179,9 +179,9 @@ pub fn run(
 
 /// The endpoint and its application, as a sampler sees them.
 pub struct Live<'a> {
-    /// The endpoint.
+    /// The endpoint, its counters and QPs as of `now`.
     pub endpoint: &'a Endpoint,
-    /// Its application.
+    /// The application it runs.
     pub app: &'a App,
     /// The endpoint's clock.
     pub now: Nanos,
@@ -189,7 +189,7 @@ pub struct Live<'a> {
 
 /// Something to call with the endpoint every `every`.
 pub struct EndpointSampler<'a> {
-    /// How often.
+    /// Wall-clock time from one call to the next, at least (a late call delays the next).
     pub every: Duration,
     /// What to call, with the time since the run began.
     pub call: &'a mut (dyn FnMut(Duration, &Live<'_>) + Send),

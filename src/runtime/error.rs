@@ -85,7 +85,7 @@ pub enum PeersError {
     /// A MAC address that does not parse.
     #[error("peer[{index}].mac: '{value}' is not a MAC address like 02:00:c6:12:00:01")]
     Mac {
-        /// The entry.
+        /// Index of the `[[peer]]` entry, from 0 in file order.
         index: usize,
         /// What it says.
         value: String,
@@ -93,7 +93,7 @@ pub enum PeersError {
     /// A QP number outside what the endpoint allocates from.
     #[error("peer[{index}].qpn: {value} is not allowed; give 2 to 16711679")]
     Qpn {
-        /// The entry.
+        /// Index of the `[[peer]]` entry, from 0 in file order.
         index: usize,
         /// What it says.
         value: u32,

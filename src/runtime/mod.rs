@@ -39,7 +39,7 @@ impl Clock {
         Clock { start: origin }
     }
 
-    /// The time now.
+    /// Nanoseconds elapsed since the origin (wall clock, monotonic).
     pub fn now(&self) -> Nanos {
         Nanos(self.start.elapsed().as_nanos() as u64)
     }
@@ -75,13 +75,13 @@ pub enum CoreListError {
     /// A part that is not a core number or range.
     #[error("'{0}': give core numbers like 0,1 or 0-3")]
     Syntax(String),
-    /// Nothing given.
+    /// An empty list (only commas or blanks).
     #[error("no cores given")]
     Empty,
     /// A core this machine does not have (or this process may not use).
     #[error("core {core} does not exist or is not allowed here; this machine offers {offered:?}")]
     Missing {
-        /// The core.
+        /// The core number asked for.
         core: usize,
         /// The cores that exist.
         offered: Vec<usize>,

@@ -27,7 +27,7 @@ pub struct PortThreads {
     pub rx: Receiver<RxBatch>,
     /// Where to put batches to send, per port.
     pub tx: Vec<Sender<Vec<Vec<u8>>>>,
-    /// The buffers.
+    /// Frame buffers shared by every thread; give sent and consumed frames back here.
     pub pool: Pool,
     /// The first fatal I/O error of a port thread, if any (it also raises the stop flag).
     pub errors: Receiver<PortError>,

@@ -21,7 +21,7 @@ pub struct SwitchOptions {
     pub config: SwitchConfig,
     /// The interface of each port.
     pub ifaces: Vec<String>,
-    /// The socket backend.
+    /// `pnet` (low latency) or `mmap` (throughput, up to 1 ms of receive batching).
     pub backend: Backend,
     /// Cores to pin to (empty: no pinning).
     pub cores: CoreList,
@@ -66,7 +66,7 @@ pub fn run(
 
 /// Something to call with the switch every `every` (the lab's time series).
 pub struct Sampler<'a, T: ?Sized> {
-    /// How often.
+    /// Wall-clock time from one call to the next, at least (a late call delays the next).
     pub every: Duration,
     /// What to call, with the time since the run began.
     pub call: &'a mut (dyn FnMut(Duration, &T) + Send),

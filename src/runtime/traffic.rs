@@ -14,16 +14,12 @@ use std::time::{Duration, Instant};
 
 /// What to send.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)] // interface and addresses: the names say it
 pub struct SendSpec {
-    /// The interface.
     pub iface: String,
-    /// Destination and source MAC.
     pub dst_mac: MacAddr,
-    /// Source MAC.
     pub src_mac: MacAddr,
-    /// Destination and source IPv4.
     pub dst_ip: Ipv4Addr,
-    /// Source IPv4.
     pub src_ip: Ipv4Addr,
     /// Frame length in bytes (FCS excluded), at least 62.
     pub size: usize,
@@ -146,11 +142,11 @@ fn interface_mtu(iface: &str) -> Result<usize, RuntimeError> {
 /// What the counter saw.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct Counted {
-    /// RoCE frames.
+    /// Frames that parsed as RoCEv2 (UDP destination port 4791).
     pub roce: u64,
     /// Of which CE-marked.
     pub ce: u64,
-    /// Other frames.
+    /// Frames that are not RoCEv2 or did not parse.
     pub other: u64,
     /// Seconds from the first RoCE frame to the last.
     pub span_s: f64,

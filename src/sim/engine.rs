@@ -13,7 +13,7 @@ use std::collections::BinaryHeap;
 
 /// A host: an endpoint and the work it runs.
 pub struct Host {
-    /// The NIC.
+    /// The NIC core, on the host's only port (0).
     pub endpoint: Endpoint,
     /// What drives it, if anything.
     pub app: Option<App>,
@@ -30,7 +30,7 @@ impl std::fmt::Debug for Host {
 /// A node of the simulated network.
 #[derive(Debug)]
 pub enum Node {
-    /// A switch core.
+    /// A switch core; its ports are its configuration's ports, in order.
     Switch(Box<Switch>),
     /// A host (one port, number 0).
     Host(Box<Host>),
@@ -41,11 +41,11 @@ pub enum Node {
 pub struct LinkEnd {
     /// The node at the other end.
     pub node: usize,
-    /// Its port.
+    /// The port of that node the frames arrive on.
     pub port: usize,
     /// Rate frames are serialised at, bit/s (the sender's port rate).
     pub bits_per_sec: u64,
-    /// Propagation delay.
+    /// Propagation delay, added after the last bit is serialised.
     pub delay: Nanos,
     /// Probability that a frame is lost on the way.
     pub loss: f64,
@@ -61,7 +61,7 @@ enum Kind {
     },
     /// A node's deadline (stale unless `generation` matches).
     Wake { node: usize, generation: u64 },
-    /// Time-series sampling.
+    /// Time-series sampling, every `sample_every`.
     Sample,
 }
 
@@ -79,7 +79,7 @@ pub struct EngineStats {
     pub frames_delivered: u64,
     /// Frames lost on links.
     pub frames_lost: u64,
-    /// Events processed.
+    /// Events taken off the queue, stale timer wakes included.
     pub events: u64,
 }
 
@@ -87,16 +87,17 @@ pub struct EngineStats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("node {node} made no progress at t = {time:?}")]
 pub struct Stalled {
-    /// The node.
+    /// Index of the node that stalled, as [`Engine::add`] returned it.
     pub node: usize,
-    /// The instant.
+    /// The virtual time it stalled at.
     pub time: Nanos,
 }
 
-/// The simulated network.
+/// The simulated network: nodes, the links between their ports, and an event queue in
+/// virtual time.
 #[derive(Debug)]
 pub struct Engine {
-    /// The nodes.
+    /// Every node, indexed as [`Engine::add`] returned them.
     pub nodes: Vec<Node>,
     links: Vec<Vec<Option<LinkEnd>>>,
     heap: BinaryHeap<Reverse<Event>>,
@@ -186,7 +187,7 @@ impl Engine {
         }
     }
 
-    /// The time reached.
+    /// The virtual time of the last event processed (or the `until` a run stopped at).
     pub fn now(&self) -> Nanos {
         self.now
     }

@@ -19,9 +19,9 @@ use serde::Serialize;
 /// One QP that sent data, at the end of the recorded run.
 #[derive(Debug, Clone, Serialize)]
 pub struct QpRow {
-    /// The sending host.
+    /// The sending host's index.
     pub host: usize,
-    /// The receiving host.
+    /// The receiving host's index, found by the QP's peer IP; `None` if no host has it.
     pub peer_host: Option<usize>,
     /// Its state and counters.
     pub status: QpStatus,
@@ -51,7 +51,7 @@ pub struct AllReduceRow {
 pub struct Outcome {
     /// The recorded run's network, as it ended.
     pub net: Network,
-    /// Its time series.
+    /// The recorded run's time series, one row per `sample` step.
     pub series: Series,
     /// Its sending QPs.
     pub qps: Vec<QpRow>,

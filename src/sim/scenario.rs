@@ -133,14 +133,14 @@ fn two() -> u64 {
 pub enum Shape {
     /// One switch, `hosts` hosts.
     Star {
-        /// Hosts.
+        /// Hosts on the switch, 2 to 4096.
         hosts: usize,
     },
     /// Leaves with hosts, every leaf linked to every spine, ECMP over the spines.
     LeafSpine {
-        /// Leaf switches.
+        /// Leaf switches, each with `hosts_per_leaf` hosts.
         leaves: usize,
-        /// Spine switches.
+        /// Spine switches, each linked to every leaf.
         spines: usize,
         /// Hosts under each leaf.
         hosts_per_leaf: usize,
@@ -177,15 +177,15 @@ impl Topology {
 /// A bulk flow, resolved.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FlowPlan {
-    /// Sending host.
+    /// Sending host, 0 to hosts − 1.
     pub from: usize,
-    /// Receiving host.
+    /// Receiving host, another than `from`.
     pub to: usize,
     /// When it starts.
     pub start: Nanos,
     /// Bytes to send (`None`: until the run ends).
     pub bytes: Option<u64>,
-    /// Message size.
+    /// Bytes per WRITE message, 1 B to 1 GiB.
     pub message_bytes: usize,
 }
 
@@ -202,7 +202,7 @@ pub struct AllReducePlan {
     pub start: Nanos,
 }
 
-/// A validated scenario.
+/// A validated scenario: topology, configurations and workload, ready to [`build`](Self::build).
 #[derive(Debug, Clone)]
 pub struct Scenario {
     /// Its name (the built-in name or the file name).
@@ -215,15 +215,15 @@ pub struct Scenario {
     pub duration: Nanos,
     /// Flow rates are averaged from here to the end (warm-up left out).
     pub measure_from: Nanos,
-    /// Time-series step.
+    /// Time-series step (`sample_us`).
     pub sample: Nanos,
-    /// The network.
+    /// Shape, link rate, delay and loss of the network.
     pub topology: Topology,
     /// Every switch's configuration (ports come from the topology).
     pub switch: SwitchConfig,
     /// Every endpoint's configuration.
     pub endpoint: EndpointConfig,
-    /// Bulk flows.
+    /// Bulk flows, in file order; they run beside any all-reduce.
     pub flows: Vec<FlowPlan>,
     /// The all-reduce sweep, if any.
     pub allreduce: Option<AllReducePlan>,

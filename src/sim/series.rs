@@ -56,7 +56,7 @@ impl Recorder {
         }
     }
 
-    /// The series recorded.
+    /// The series recorded, switch tracks first, then host tracks.
     pub fn finish(self) -> Series {
         let tracks = self
             .switches

@@ -29,11 +29,11 @@ pub enum DropCause {
 pub struct ClassCounters {
     /// Frames received in this class.
     pub rx_frames: u64,
-    /// Their bytes.
+    /// Bytes of those frames, FCS excluded.
     pub rx_bytes: u64,
     /// Frames sent from this queue.
     pub tx_frames: u64,
-    /// Their bytes.
+    /// Bytes of those frames, FCS excluded.
     pub tx_bytes: u64,
     /// PFC frames received with this priority enabled (XON included).
     pub rx_pause_frames: u64,
@@ -72,7 +72,7 @@ pub struct ClassCounters {
 }
 
 impl ClassCounters {
-    /// All drops.
+    /// Frames dropped, all four causes summed.
     pub fn dropped(&self) -> u64 {
         self.dropped_ingress_overflow
             + self.dropped_wred
@@ -85,7 +85,7 @@ impl ClassCounters {
 /// Counters of one port.
 #[derive(Debug, Clone, Serialize)]
 pub struct PortCounters {
-    /// Port name.
+    /// The port's name in the configuration (its interface in the live runtime).
     pub name: String,
     /// Per class / queue.
     pub classes: [ClassCounters; CLASSES],

@@ -22,7 +22,8 @@ struct Entry {
     last_seen: Nanos,
 }
 
-/// The MAC table.
+/// The MAC table (forwarding database): each learned source address, its port and when
+/// it was last seen.
 #[derive(Debug, Clone)]
 pub struct Fdb {
     entries: FxHashMap<MacAddr, Entry>,

@@ -110,9 +110,9 @@ pub enum RxOutcome {
     /// Queued on `copies` egress ports (1 for a known unicast destination, more when
     /// flooded); `dropped` copies were refused by the buffer.
     Queued {
-        /// Copies queued.
+        /// Egress ports that took a copy.
         copies: u16,
-        /// Copies dropped.
+        /// Copies dropped (watchdog, tail, WRED or ingress overflow), each counted.
         dropped: u16,
     },
     /// The destination sits behind the ingress port.
@@ -126,7 +126,7 @@ pub enum RxOutcome {
 /// A frame leaving the switch. The frame borrows the switch until the next call.
 #[derive(Debug, Clone, Copy)]
 pub struct Transmit<'a> {
-    /// Egress port.
+    /// Egress port: an index into the configuration's `ports`.
     pub port: usize,
     /// When its first bit leaves.
     pub time: Nanos,
@@ -136,7 +136,7 @@ pub struct Transmit<'a> {
     pub note: Option<Note>,
 }
 
-/// The software switch.
+/// The software switch: one I/O-free core, driven as the module documentation states.
 #[derive(Debug)]
 pub struct Switch {
     /// The latest `now` a driver passed in.
@@ -239,7 +239,7 @@ impl Switch {
         self.explain = on;
     }
 
-    /// The configuration.
+    /// The validated configuration the switch was built with.
     pub fn config(&self) -> &SwitchConfig {
         &self.cfg
     }
@@ -335,8 +335,8 @@ impl Switch {
         self.receive(now, port, Incoming::Borrowed(frame))
     }
 
-    /// A frame arrives in a buffer the driver hands over (from [`take_buffer`]
-    /// (Self::take_buffer), say, received into directly): no copy.
+    /// A frame arrives in a buffer the driver hands over (from
+    /// [`take_buffer`](Self::take_buffer), say, received into directly): no copy.
     pub fn handle_owned_frame(&mut self, now: Nanos, port: usize, frame: Vec<u8>) -> RxOutcome {
         self.advance_to(now);
         self.receive(now, port, Incoming::Owned(frame))

@@ -8,7 +8,7 @@ use std::fmt;
 pub enum Note {
     /// RED-ECN marked the frame CE.
     CeMarked {
-        /// Egress queue.
+        /// The egress queue (0-7) whose RED profile marked it.
         queue: u8,
         /// Queue depth the decision saw, bytes.
         depth_bytes: u64,
@@ -27,23 +27,23 @@ pub enum Note {
         pg_bytes: u64,
         /// The XOFF threshold then, bytes.
         threshold_bytes: u64,
-        /// Pause time sent.
+        /// Pause time sent, quanta of 512 bit times.
         quanta: u16,
     },
     /// The switch re-sent a pause that still holds.
     PfcRefresh {
-        /// Priority.
+        /// Priority (= PG) still paused.
         priority: u8,
-        /// PG use, bytes.
+        /// PG use (shared + headroom) at the refresh, bytes.
         pg_bytes: u64,
-        /// Pause time sent.
+        /// Pause time sent, quanta of 512 bit times.
         quanta: u16,
     },
     /// The switch resumed a priority.
     PfcXon {
-        /// Priority.
+        /// Priority (= PG) resumed.
         priority: u8,
-        /// PG use, bytes.
+        /// PG use (shared + headroom) when it fired, bytes.
         pg_bytes: u64,
         /// The XON threshold then, bytes.
         threshold_bytes: u64,

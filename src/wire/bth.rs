@@ -102,7 +102,7 @@ impl Opcode {
     /// RoCEv2 Congestion Notification Packet.
     pub const CNP: Opcode = Opcode(0x81);
 
-    /// The transport service.
+    /// The transport service, from bits 7-5 (0xC0-0xFF: vendor-defined).
     pub fn transport(self) -> Transport {
         match self.0 >> 5 {
             0 => Transport::Rc,
@@ -314,7 +314,7 @@ impl<T: AsRef<[u8]>> Bth<T> {
         self.buffer.as_ref()
     }
 
-    /// Opcode.
+    /// Opcode (byte 0): it decides which extended headers follow.
     pub fn opcode(&self) -> Opcode {
         Opcode(self.b()[field::OPCODE])
     }
@@ -324,7 +324,7 @@ impl<T: AsRef<[u8]>> Bth<T> {
         self.b()[field::FLAGS] & 0x80 != 0
     }
 
-    /// MigReq.
+    /// MigReq: path-migration state (IBA automatic path migration); rocelab ignores it.
     pub fn migreq(&self) -> bool {
         self.b()[field::FLAGS] & 0x40 != 0
     }
@@ -339,7 +339,7 @@ impl<T: AsRef<[u8]>> Bth<T> {
         self.b()[field::FLAGS] & 0x0f
     }
 
-    /// Partition key.
+    /// Partition key (0xffff: the default full-membership partition).
     pub fn pkey(&self) -> u16 {
         be16(array(self.b(), field::PKEY))
     }
@@ -386,11 +386,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Bth<T> {
 /// The BTH as plain fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BthRepr {
-    /// Opcode.
+    /// Opcode: it decides which extended headers follow.
     pub opcode: Opcode,
     /// Solicited Event.
     pub solicited: bool,
-    /// MigReq.
+    /// MigReq: path-migration state (IBA automatic path migration); rocelab ignores it.
     pub migreq: bool,
     /// Pad count, 0-3. Builders derive it from the payload length.
     pub pad_count: u8,
@@ -404,7 +404,7 @@ pub struct BthRepr {
     pub becn: bool,
     /// Destination QP (24 bits).
     pub dest_qp: u32,
-    /// AckReq.
+    /// AckReq: the requester asks for an acknowledge.
     pub ack_req: bool,
     /// PSN (24 bits).
     pub psn: u32,

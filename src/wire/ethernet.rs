@@ -5,16 +5,14 @@ use std::fmt;
 use std::str::FromStr;
 
 /// EtherType values rocelab knows.
+#[allow(missing_docs)] // IPV4, ARP, IPV6: the names say it
 pub mod ethertype {
-    /// IPv4.
     pub const IPV4: u16 = 0x0800;
-    /// ARP.
     pub const ARP: u16 = 0x0806;
     /// IEEE 802.1Q customer VLAN tag.
     pub const VLAN: u16 = 0x8100;
     /// IEEE 802.1ad service VLAN tag (QinQ outer tag).
     pub const QINQ: u16 = 0x88A8;
-    /// IPv6.
     pub const IPV6: u16 = 0x86DD;
     /// MAC Control (IEEE 802.3 Annex 31B PAUSE, IEEE 802.1Qbb PFC).
     pub const MAC_CONTROL: u16 = 0x8808;
@@ -153,12 +151,12 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
         Ok(EthernetFrame { buffer })
     }
 
-    /// Destination address.
+    #[allow(missing_docs)]
     pub fn dst(&self) -> MacAddr {
         MacAddr(array(self.buffer.as_ref(), field::DST.start))
     }
 
-    /// Source address.
+    #[allow(missing_docs)]
     pub fn src(&self) -> MacAddr {
         MacAddr(array(self.buffer.as_ref(), field::SRC.start))
     }
@@ -175,12 +173,12 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
-    /// Sets the destination address.
+    #[allow(missing_docs)]
     pub fn set_dst(&mut self, addr: MacAddr) {
         self.buffer.as_mut()[field::DST].copy_from_slice(&addr.0);
     }
 
-    /// Sets the source address.
+    #[allow(missing_docs)]
     pub fn set_src(&mut self, addr: MacAddr) {
         self.buffer.as_mut()[field::SRC].copy_from_slice(&addr.0);
     }
@@ -188,10 +186,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
 
 /// An Ethernet II header with at most one 802.1Q tag, as plain fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // dst, src: the names say it
 pub struct EthernetRepr {
-    /// Destination address.
     pub dst: MacAddr,
-    /// Source address.
     pub src: MacAddr,
     /// The 802.1Q tag, if any.
     pub vlan: Option<VlanTag>,

@@ -68,7 +68,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         self.tos() >> 2
     }
 
-    /// ECN codepoint.
+    /// ECN codepoint: the low two bits of the TOS byte (RFC 3168).
     pub fn ecn(&self) -> Ecn {
         Ecn::from_bits(self.tos())
     }
@@ -78,7 +78,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         usize::from(be16(array(self.b(), field::LENGTH)))
     }
 
-    /// Identification.
+    /// Identification: tells one datagram's fragments from another's (RFC 791).
     pub fn ident(&self) -> u16 {
         be16(array(self.b(), field::IDENT))
     }
@@ -113,12 +113,12 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         be16(array(self.b(), field::CHECKSUM))
     }
 
-    /// Source address.
+    #[allow(missing_docs)]
     pub fn src(&self) -> Ipv4Addr {
         Ipv4Addr::from(array::<4>(self.b(), field::SRC))
     }
 
-    /// Destination address.
+    #[allow(missing_docs)]
     pub fn dst(&self) -> Ipv4Addr {
         Ipv4Addr::from(array::<4>(self.b(), field::DST))
     }
@@ -215,16 +215,14 @@ pub fn internet_checksum(data: &[u8]) -> u16 {
 /// The freely chosen fields of an IPv4 header without options. Length, protocol and
 /// checksum are derived when emitting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // src, dst, ecn: the names say it
 pub struct Ipv4Repr {
-    /// Source address.
     pub src: Ipv4Addr,
-    /// Destination address.
     pub dst: Ipv4Addr,
     /// DSCP, 0-63.
     pub dscp: u8,
-    /// ECN codepoint.
     pub ecn: Ecn,
-    /// Identification.
+    /// Identification (RFC 791); RoCEv2 sets DF, so it never numbers fragments.
     pub ident: u16,
     /// Don't Fragment flag (RoCEv2 NICs set it).
     pub dont_frag: bool,

@@ -53,7 +53,7 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         self.traffic_class() >> 2
     }
 
-    /// ECN codepoint.
+    /// ECN codepoint: the low two bits of the traffic class (RFC 3168).
     pub fn ecn(&self) -> Ecn {
         Ecn::from_bits(self.traffic_class())
     }
@@ -68,22 +68,23 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         usize::from(be16(array(self.b(), field::PAYLOAD_LEN)))
     }
 
-    /// Next header.
+    /// Next header: the payload's IP protocol number, 17 for RoCEv2's UDP (extension headers
+    /// are not followed).
     pub fn next_header(&self) -> u8 {
         self.b()[field::NEXT_HEADER]
     }
 
-    /// Hop limit.
+    /// Hop limit: IPv6's TTL, decremented by each router.
     pub fn hop_limit(&self) -> u8 {
         self.b()[field::HOP_LIMIT]
     }
 
-    /// Source address.
+    #[allow(missing_docs)]
     pub fn src(&self) -> Ipv6Addr {
         Ipv6Addr::from(array::<16>(self.b(), field::SRC))
     }
 
-    /// Destination address.
+    #[allow(missing_docs)]
     pub fn dst(&self) -> Ipv6Addr {
         Ipv6Addr::from(array::<16>(self.b(), field::DST))
     }
@@ -131,18 +132,16 @@ pub(crate) fn set_traffic_class_in_header(header: &mut [u8], tc: u8) {
 /// The freely chosen fields of an IPv6 fixed header. Payload length and next header are
 /// given when emitting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // src, dst, ecn: the names say it
 pub struct Ipv6Repr {
-    /// Source address.
     pub src: Ipv6Addr,
-    /// Destination address.
     pub dst: Ipv6Addr,
     /// DSCP, 0-63.
     pub dscp: u8,
-    /// ECN codepoint.
     pub ecn: Ecn,
     /// Flow label (20 bits; higher bits are masked off).
     pub flow_label: u32,
-    /// Hop limit.
+    /// Hop limit: IPv6's TTL.
     pub hop_limit: u8,
 }
 

@@ -88,7 +88,7 @@ impl FrameMeta {
         self.ethertype
     }
 
-    /// The flags.
+    /// What the frame turned out to be: tags, IP version, UDP, RoCE and BTH bits.
     #[inline]
     pub fn flags(&self) -> MetaFlags {
         self.flags

@@ -81,7 +81,7 @@ pub enum Field {
     Ipv4TotalLength,
     /// IPv6 version nibble.
     Ipv6Version,
-    /// UDP length.
+    /// UDP length (header + payload, at least 8).
     UdpLength,
     /// UDP length of a datagram to port 4791.
     RoceUdpLength,
@@ -148,7 +148,7 @@ pub enum ParseError {
     /// A field holds a value the standard does not allow.
     #[error("{} {} = {value} is invalid: {}", .field.layer(), .field.name(), .field.rule())]
     Invalid {
-        /// The field.
+        /// Which field holds it; its `rule()` says what is allowed.
         field: Field,
         /// The value found.
         value: u32,
@@ -177,9 +177,9 @@ pub enum BuildError {
     /// The extended headers given do not match what the opcode carries.
     #[error("BTH opcode {opcode:#04x} ({name}) {problem}")]
     HeadersMismatch {
-        /// The opcode.
+        /// The BTH opcode byte.
         opcode: u8,
-        /// Its name.
+        /// The opcode's short name, as [`Opcode::name`](bth::Opcode::name) prints it.
         name: &'static str,
         /// What is missing or extra.
         problem: &'static str,

@@ -38,7 +38,7 @@ const PAUSE_BODY_LEN: usize = 2 + 2;
 pub struct PrioritySet(pub u8);
 
 impl PrioritySet {
-    /// No priority.
+    /// The empty set (with PFC off, no priority is lossless).
     pub const EMPTY: PrioritySet = PrioritySet(0);
 
     /// The set holding only `priority` (0-7).
@@ -131,7 +131,7 @@ pub enum MacControl {
     Pfc(PfcRepr),
     /// Another MAC Control opcode (EPON GATE, REPORT, ...): not flow control.
     Other {
-        /// The opcode.
+        /// The MAC Control opcode (not 0x0001 PAUSE nor 0x0101 PFC).
         opcode: u16,
     },
 }

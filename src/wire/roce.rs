@@ -17,7 +17,7 @@ use super::{BuildError, Field, Layer, ParseError, udp};
 /// The transport part of a RoCEv2 frame, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RocePacket<'a> {
-    /// The BTH.
+    /// The BTH as received; its `pad_count` bytes are already cut from `payload`.
     pub bth: BthRepr,
     /// The extended headers the opcode carries.
     pub ext: ExtHeaders,
@@ -64,10 +64,9 @@ impl<'a> RocePacket<'a> {
 
 /// The IP header of a frame to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // V4, V6: the names say it
 pub enum IpRepr {
-    /// IPv4.
     V4(Ipv4Repr),
-    /// IPv6.
     V6(Ipv6Repr),
 }
 
@@ -86,7 +85,7 @@ impl IpRepr {
         }
     }
 
-    /// The ECN codepoint.
+    /// The ECN codepoint, of either IP version.
     pub fn ecn(&self) -> Ecn {
         match self {
             IpRepr::V4(r) => r.ecn,

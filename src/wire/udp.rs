@@ -36,12 +36,12 @@ impl<T: AsRef<[u8]>> UdpDatagram<T> {
         self.buffer.as_ref()
     }
 
-    /// Source port.
+    /// Source port: RoCEv2 NICs hash the QP into it, for ECMP entropy.
     pub fn src_port(&self) -> u16 {
         be16(array(self.b(), field::SRC_PORT))
     }
 
-    /// Destination port.
+    /// Destination port: 4791 ([`ROCEV2_PORT`]) for RoCEv2.
     pub fn dst_port(&self) -> u16 {
         be16(array(self.b(), field::DST_PORT))
     }

@@ -126,7 +126,7 @@ impl Layout {
 pub struct Reth {
     /// Remote virtual address.
     pub va: u64,
-    /// Remote key.
+    /// R_Key: names the responder's registered region the access is checked against.
     pub rkey: u32,
     /// DMA length in bytes.
     pub dma_len: u32,
@@ -150,15 +150,15 @@ pub enum AckKind {
     RnrNak,
     /// PSN sequence error: the requester must go back to the PSN in the BTH.
     NakPsnSequenceError,
-    /// Invalid request.
+    /// NAK code 1: invalid request (an opcode or length the responder does not support).
     NakInvalidRequest,
-    /// Remote access error.
+    /// NAK code 2: remote access error (bad R_Key, address or access rights).
     NakRemoteAccessError,
-    /// Remote operational error.
+    /// NAK code 3: remote operational error (the responder could not complete it).
     NakRemoteOperationalError,
-    /// Invalid RD request.
+    /// NAK code 4: invalid RD request.
     NakInvalidRdRequest,
-    /// A reserved syndrome.
+    /// Bits 7-5 010 or 1xx, or a NAK code above 4: reserved in IBA.
     Reserved,
 }
 
@@ -181,7 +181,7 @@ impl Aeth {
 /// DETH: queue key and source QP of a datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Deth {
-    /// Queue key.
+    /// Q_Key: the receiving datagram QP accepts the packet only if it matches its own.
     pub qkey: u32,
     /// Source QP (24 bits).
     pub src_qp: u32,
@@ -190,9 +190,9 @@ pub struct Deth {
 /// AtomicETH: the operands of CmpSwap / FetchAdd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AtomicEth {
-    /// Remote virtual address.
+    /// Remote virtual address (8-byte aligned).
     pub va: u64,
-    /// Remote key.
+    /// R_Key of the responder's region holding `va`.
     pub rkey: u32,
     /// Swap (CmpSwap) or add (FetchAdd) data.
     pub swap_add: u64,
@@ -205,21 +205,21 @@ pub struct AtomicEth {
 pub struct ExtHeaders {
     /// RDETH: end-to-end context (24 bits).
     pub rdeth: Option<u32>,
-    /// DETH.
+    /// DETH: Q_Key and source QP (UD, RD requests).
     pub deth: Option<Deth>,
     /// XRCETH: XRC shared receive queue (24 bits).
     pub xrceth: Option<u32>,
     /// FETH: flush type and selectivity (the 32-bit word).
     pub feth: Option<u32>,
-    /// RETH.
+    /// RETH: remote address, R_Key and DMA length (WRITE First/Only, READ Request).
     pub reth: Option<Reth>,
-    /// AtomicETH.
+    /// AtomicETH: the operands of CmpSwap / FetchAdd.
     pub atomic_eth: Option<AtomicEth>,
-    /// AETH.
+    /// AETH: syndrome and MSN (acknowledges, READ Response First/Last/Only).
     pub aeth: Option<Aeth>,
     /// AtomicAckETH: the original remote data.
     pub atomic_ack_eth: Option<u64>,
-    /// ImmDt.
+    /// ImmDt: 32 bits handed to the responder in its completion (... with Immediate).
     pub immdt: Option<u32>,
     /// IETH: the R_Key to invalidate.
     pub ieth: Option<u32>,
