@@ -23,18 +23,27 @@ pub fn peer_response_quanta(bits_per_sec: u64) -> u64 {
         r if r <= 25 * G => 80,
         r if r <= 40 * G => 118,
         r if r <= 100 * G => 394,
-        r => (394 * r).div_ceil(100 * G),
+        r => saturate((394 * u128::from(r)).div_ceil(u128::from(100 * G))),
     }
 }
 
-/// The smallest headroom that loses nothing on `port`, in bytes.
+/// The smallest headroom that loses nothing on `port`, in bytes. The arithmetic saturates
+/// (at `u64::MAX`) instead of wrapping, so a longer cable, a faster port or a larger MTU
+/// never gives less; validation keeps real values far below that.
 pub fn min_headroom_bytes(port: &PortConfig) -> u64 {
     let mtu = u64::from(port.mtu);
-    // 2 × cable delay × rate, in bytes, rounded up.
-    let cable_bytes = (2 * u128::from(port.cable.0) * u128::from(port.bits_per_sec))
-        .div_ceil(8 * 1_000_000_000) as u64;
-    let response_bytes = peer_response_quanta(port.bits_per_sec) * 512 / 8;
-    2 * mtu + cable_bytes + response_bytes
+    // 2 × cable delay × rate, in bytes, rounded up; the product of two u64 fits a u128.
+    let cable_bytes = (u128::from(port.cable.0) * u128::from(port.bits_per_sec))
+        .saturating_mul(2)
+        .div_ceil(8 * 1_000_000_000);
+    let response_bytes = peer_response_quanta(port.bits_per_sec).saturating_mul(512 / 8);
+    (2 * mtu)
+        .saturating_add(saturate(cable_bytes))
+        .saturating_add(response_bytes)
+}
+
+fn saturate(v: u128) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -94,13 +94,15 @@ impl ReactionPoint {
         if clamp {
             self.rt_bps = self.rc_bps;
         }
-        self.rc_bps = (self.rc_bps * (1.0 - alpha / 2.0)).max(self.cfg.rmin() as f64);
+        // Rmin above the line rate (which validation refuses) would raise Rc above it.
+        let rmin = self.cfg.rmin().min(self.line_bps) as f64;
+        self.rc_bps = (self.rc_bps * (1.0 - alpha / 2.0)).max(rmin);
         self.alpha_at_ref = (1.0 - self.cfg.g) * alpha + self.cfg.g;
         self.alpha_ref = now;
         self.i_timer = 0;
         self.i_bytes = 0;
         self.bytes_since = 0;
-        self.rate_deadline = Some(now + self.cfg.rate_timer());
+        self.rate_deadline = Some(now.saturating_add(self.cfg.rate_timer()));
         self.last_cut = Some(now);
         self.timer_increase_since_cut = false;
         self.cuts += 1;
@@ -116,10 +118,10 @@ impl ReactionPoint {
         if !self.cfg.enabled || b == 0 || !self.recovering() {
             return;
         }
-        self.bytes_since += bytes;
+        self.bytes_since = self.bytes_since.saturating_add(bytes);
         while self.bytes_since >= b {
             self.bytes_since -= b;
-            self.i_bytes += 1;
+            self.i_bytes = self.i_bytes.saturating_add(1);
             self.increase();
         }
     }
@@ -132,10 +134,13 @@ impl ReactionPoint {
     /// Runs the rate-timer events due by `now`.
     pub fn on_timeout(&mut self, now: Nanos) {
         while let Some(t) = self.rate_deadline.filter(|&t| t <= now) {
-            self.i_timer += 1;
+            self.i_timer = self.i_timer.saturating_add(1);
             self.timer_increase_since_cut = true;
             self.increase();
-            self.rate_deadline = self.recovering().then(|| t + self.cfg.rate_timer());
+            // At the end of time the timer stops rather than wrap (or fire forever at
+            // Nanos::MAX).
+            let next = t.saturating_add(self.cfg.rate_timer());
+            self.rate_deadline = (self.recovering() && next > t).then_some(next);
         }
     }
 
@@ -149,6 +154,7 @@ impl ReactionPoint {
             // Fast recovery: halfway back to the target.
         } else if lo >= f {
             let steps = match self.cfg.hyper_increase {
+                // lo ≥ f here, so no underflow.
                 HyperIncrease::Linear => f64::from(lo - f + 1),
                 HyperIncrease::Constant => 1.0,
             };
@@ -189,7 +195,7 @@ impl NotificationPoint {
     /// When the deferred CNP is due, if one is.
     pub fn deadline(&self, interval: Nanos) -> Option<Nanos> {
         self.pending
-            .then(|| self.last_sent.unwrap_or_default() + interval)
+            .then(|| self.last_sent.unwrap_or_default().saturating_add(interval))
     }
 
     /// `true` if the deferred CNP goes at `now`.
@@ -295,6 +301,32 @@ mod tests {
             r.on_cnp(Nanos(4_000 * (i + 2)));
         }
         assert_eq!(r.rate_bps(), cfg.rmin(), "never below Rmin");
+    }
+
+    /// Review item 1: Rmin above the line rate (refused by validation) cannot lift Rc
+    /// above the line, and a rate timer near the end of time stops instead of wrapping.
+    #[test]
+    fn rmin_above_line_and_the_end_of_time() {
+        let cfg = DcqcnConfig {
+            rmin_mbps: 1e300,
+            ..DcqcnConfig::default()
+        };
+        let mut r = ReactionPoint::new(cfg, G100);
+        r.on_cnp(Nanos(0));
+        assert_eq!(r.rate_bps(), G100);
+        let cfg = DcqcnConfig {
+            rate_timer_us: 1e300,
+            ..DcqcnConfig::default()
+        };
+        let mut r = ReactionPoint::new(cfg, G100);
+        r.on_cnp(Nanos(5));
+        assert_eq!(r.deadline(), Some(Nanos::MAX));
+        r.on_timeout(Nanos::MAX);
+        assert_eq!(r.deadline(), None, "no event after the end of time");
+        let mut np = NotificationPoint::default();
+        assert!(np.on_ce(Nanos(10), Nanos::MAX));
+        assert!(!np.on_ce(Nanos(20), Nanos::MAX));
+        assert_eq!(np.deadline(Nanos::MAX), Some(Nanos::MAX));
     }
 
     /// The NP sends at most one CNP per N per QP, and one deferred CNP when the window

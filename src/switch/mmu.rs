@@ -50,6 +50,8 @@ pub struct Mmu {
 /// Alphas are kept as multiples of 2^-16.
 const ALPHA_SHIFT: u32 = 16;
 
+/// Alpha in 1/65536ths (validated alphas are 1/128 to 8, so 512 to 524 288; the float
+/// to integer cast saturates for anything else).
 fn fixed(alpha: f64) -> u64 {
     (alpha * f64::from(1u32 << ALPHA_SHIFT)).round() as u64
 }
@@ -93,10 +95,12 @@ impl Mmu {
         self.shared_size - self.shared_used
     }
 
-    /// alpha × the free shared pool, with alpha in 1/65536ths.
+    /// alpha × the free shared pool, with alpha in 1/65536ths. The product of two u64
+    /// fits a u128; a result beyond u64 saturates instead of being truncated.
     #[inline]
     fn dynamic_limit(&self, alpha_fixed: u64) -> u64 {
-        ((u128::from(self.free_shared()) * u128::from(alpha_fixed)) >> ALPHA_SHIFT) as u64
+        let limit = (u128::from(self.free_shared()) * u128::from(alpha_fixed)) >> ALPHA_SHIFT;
+        u64::try_from(limit).unwrap_or(u64::MAX)
     }
 
     /// The shared-pool bytes PG `pg` may hold now before XOFF.
@@ -154,7 +158,9 @@ impl Mmu {
         let shared = rest.min(threshold.saturating_sub(state.shared)).min(free);
         rest -= shared;
         let headroom = rest;
-        if headroom > 0 && (!cfg.lossless || state.headroom + headroom > headroom_size) {
+        if headroom > 0
+            && (!cfg.lossless || state.headroom.saturating_add(headroom) > headroom_size)
+        {
             return false;
         }
         state.reserve += reserve;
@@ -208,10 +214,44 @@ impl Mmu {
     /// alpha × the free shared pool.
     #[inline]
     pub fn lossy_queue_limit(&self) -> u64 {
-        self.queue_reserve
-            + match self.queue_limit {
-                QueueLimit::Static(bytes) => bytes,
-                QueueLimit::Dynamic(_) => self.dynamic_limit(self.queue_alpha_fixed),
-            }
+        self.queue_reserve.saturating_add(match self.queue_limit {
+            QueueLimit::Static(bytes) => bytes,
+            QueueLimit::Dynamic(_) => self.dynamic_limit(self.queue_alpha_fixed),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool of 2^62 bytes with alpha 4 gives a limit of 2^64, which does not fit a u64:
+    /// it saturates to u64::MAX, not truncated to 0 (a pool that behaved like 1 byte).
+    #[test]
+    fn dynamic_limit_saturates_instead_of_truncating() {
+        let mut cfg = SwitchConfig::preset("default").unwrap();
+        cfg.shared_bytes = 1 << 62;
+        cfg.queue_limit = QueueLimit::Dynamic(4.0);
+        for pg in &mut cfg.pgs {
+            pg.xoff = XoffRule::Dynamic {
+                alpha: 4.0,
+                xon_offset_bytes: 0,
+            };
+        }
+        cfg.ports = vec![cfg.port_defaults.clone()];
+        let mmu = Mmu::new(&cfg);
+        assert_eq!(mmu.xoff_threshold(3), u64::MAX);
+        assert_eq!(mmu.lossy_queue_limit(), u64::MAX);
+        let mut small = cfg.clone();
+        small.shared_bytes = 1 << 30;
+        assert_eq!(Mmu::new(&small).xoff_threshold(3), 1 << 32);
+        // At the configured cap, 1 TiB, alpha 8 gives exactly 8 TiB.
+        let mut cap = SwitchConfig::from_toml(
+            "[buffer]\nshared_bytes = 1099511627776\npg_alpha = 8.0\n[pfc]\nlossless = [3]\n\
+             [classify]\ndscp_to_tc = [[26, 3]]\n[queue.3]\n",
+        )
+        .unwrap();
+        cap.ports = vec![cap.port_defaults.clone()];
+        assert_eq!(Mmu::new(&cap).xoff_threshold(3), 8 << 40);
     }
 }
