@@ -16,6 +16,8 @@ use crate::wire::PrioritySet;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 /// Number of traffic classes, priorities, queues and priority groups per port.
 pub const CLASSES: usize = 8;
@@ -28,6 +30,86 @@ pub struct ConfigError {
     pub key: String,
     /// What is wrong and what is allowed.
     pub message: String,
+}
+
+/// Most ports a configuration may list (`ports`).
+pub const MAX_PORTS: usize = 4096;
+
+/// Largest byte quantity of the buffer (`shared_bytes`, reserves, limits, thresholds,
+/// headroom, RED Kmin/Kmax): 1 TiB, far above any switch's buffer.
+pub const MAX_BUFFER_BYTES: u64 = 1 << 40;
+
+/// Longest cable, metres (`cable_m`): 100 km, the reach of long-haul optics.
+pub const MAX_CABLE_M: f64 = 100_000.0;
+
+/// Longest cable delay, ns (`cable_ns`): 100 km at [`CABLE_NS_PER_M`].
+pub const MAX_CABLE_NS: u64 = 100_000 * CABLE_NS_PER_M;
+
+/// Smallest and largest dynamic-threshold alpha: SONiC's `dynamic_th` -7 to 3 (alpha =
+/// 2^dynamic_th).
+pub const ALPHA_RANGE: (f64, f64) = (1.0 / 128.0, 8.0);
+
+/// Largest configuration file [`read_text`] reads: 4 MiB (configuration files are a
+/// few KB; 4096 ports fit in well under 1 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
+/// A configuration file that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Opening or reading failed.
+    #[error("cannot read configuration {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// More than [`MAX_CONFIG_BYTES`].
+    #[error(
+        "configuration {} is larger than {limit} bytes (4 MiB); configuration files are a few KB",
+        path.display()
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit, bytes.
+        limit: u64,
+    },
+    /// Not UTF-8 text.
+    #[error("configuration {} is not UTF-8 text", path.display())]
+    NotText {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Reads a configuration file as text, refusing more than [`MAX_CONFIG_BYTES`]: at most
+/// that many bytes plus one are ever read, so `/dev/zero`, a FIFO or a pipe that never
+/// ends gives [`ReadError::TooLarge`] instead of filling memory.
+pub fn read_text(path: &Path) -> Result<String, ReadError> {
+    read_text_limited(path, MAX_CONFIG_BYTES)
+}
+
+/// [`read_text`] with a limit of `limit` bytes.
+pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let io = |source| ReadError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooLarge {
+            path: path.to_owned(),
+            limit,
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| ReadError::NotText {
+        path: path.to_owned(),
+    })
 }
 
 fn err(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
@@ -116,7 +198,7 @@ pub struct PortSpec {
 #[serde(deny_unknown_fields)]
 pub struct ClassifySpec {
     /// `[dscp, tc]` pairs.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "dscp_class_pairs")]
     pub dscp_to_tc: Vec<[u32; 2]>,
     /// Class of DSCPs not listed.
     #[serde(default)]
@@ -565,6 +647,31 @@ impl SwitchConfig {
             .headroom_bytes
             .unwrap_or_else(|| min_headroom_bytes(port))
     }
+}
+
+/// `[a, b]` pairs of exactly two elements each (serde's fixed-size arrays would ignore
+/// extra ones); `what` names the pair's parts in the error.
+pub(crate) fn pairs<'de, D, T>(d: D, what: &str) -> Result<Vec<[T; 2]>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Vec::<Vec<T>>::deserialize(d)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let n = v.len();
+            <[T; 2]>::try_from(v).map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "entry {i} has {n} element(s); each entry is exactly [{what}]"
+                ))
+            })
+        })
+        .collect()
+}
+
+fn dscp_class_pairs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<[u32; 2]>, D::Error> {
+    pairs(d, "dscp, class")
 }
 
 /// Lays `over` onto `base`: tables merge key by key, any other value replaces.

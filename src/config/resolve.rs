@@ -2,14 +2,17 @@
 //! the order of the file's sections, the first problem found reported with its key.
 
 use super::{
-    CABLE_NS_PER_M, CLASSES, ConfigError, ConfigFile, MarkAt, PgConfig, PgSpec, PortConfig,
-    PortSpec, QueueConfig, QueueLimit, QueueSpec, RedProfile, RedSpec, Schedule, ScheduleSpec,
-    SwitchConfig, ThresholdMode, Trust, WatchdogConfig, XoffRule, err, min_headroom_bytes,
-    peer_response_quanta,
+    ALPHA_RANGE, CABLE_NS_PER_M, CLASSES, ConfigError, ConfigFile, MAX_BUFFER_BYTES, MAX_CABLE_M,
+    MAX_CABLE_NS, MAX_PORTS, MarkAt, PgConfig, PgSpec, PortConfig, PortSpec, QueueConfig,
+    QueueLimit, QueueSpec, RedProfile, RedSpec, Schedule, ScheduleSpec, SwitchConfig,
+    ThresholdMode, Trust, WatchdogConfig, XoffRule, err, min_headroom_bytes, peer_response_quanta,
 };
 use crate::time::Nanos;
 use crate::wire::PrioritySet;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+
+/// MAC aging, seconds: 1 to 1 000 000 (NX-OS allows up to 918 000).
+const MAC_AGE_SECS: (u64, u64) = (1, 1_000_000);
 
 /// The classification maps, resolved.
 struct ClassMaps {
@@ -35,6 +38,16 @@ struct Buffer {
 impl ConfigFile {
     /// Validates and computes the derived values.
     pub fn resolve(&self) -> Result<SwitchConfig, ConfigError> {
+        let (lo, hi) = MAC_AGE_SECS;
+        if !(lo..=hi).contains(&self.mac_age_secs) {
+            return Err(err(
+                "mac_age_secs",
+                format!(
+                    "{} is not allowed; give {lo} to {hi} seconds",
+                    self.mac_age_secs
+                ),
+            ));
+        }
         let (port_defaults, ports) = self.resolve_ports()?;
         let maps = self.resolve_classify()?;
         let pfc = self.resolve_pfc()?;
@@ -65,28 +78,41 @@ impl ConfigFile {
         })
     }
 
-    /// `port_defaults` and the listed ports: named, each name once.
+    /// `port_defaults` and the listed ports: at most [`MAX_PORTS`], named, each name once.
     fn resolve_ports(&self) -> Result<(PortConfig, Vec<PortConfig>), ConfigError> {
         if self.port_defaults.name.is_some() {
             return Err(err("port_defaults.name", "the defaults have no name"));
         }
+        if self.port_defaults.cable_m.is_some() && self.port_defaults.cable_ns.is_some() {
+            return Err(err("port_defaults", "give cable_m or cable_ns, not both"));
+        }
         let port_defaults =
             self.resolve_port(&PortSpec::default(), "port_defaults", "default".into())?;
-        let mut ports = Vec::new();
+        if self.ports.len() > MAX_PORTS {
+            return Err(err(
+                "ports",
+                format!(
+                    "{} ports are listed; give at most {MAX_PORTS}",
+                    self.ports.len()
+                ),
+            ));
+        }
+        let mut ports = Vec::with_capacity(self.ports.len());
+        let mut names = HashSet::with_capacity(self.ports.len());
         for (i, spec) in self.ports.iter().enumerate() {
             let key = format!("ports[{i}]");
             let name = spec
                 .name
-                .clone()
+                .as_deref()
                 .filter(|n| !n.is_empty())
                 .ok_or_else(|| err(format!("{key}.name"), "every port needs a name"))?;
-            if ports.iter().any(|p: &PortConfig| p.name == name) {
+            if !names.insert(name) {
                 return Err(err(
                     format!("{key}.name"),
                     format!("port '{name}' is listed twice"),
                 ));
             }
-            ports.push(self.resolve_port(spec, &key, name)?);
+            ports.push(self.resolve_port(spec, &key, name.to_owned())?);
         }
         Ok((port_defaults, ports))
     }
@@ -110,19 +136,19 @@ impl ConfigFile {
             (Some(_), Some(_)) => {
                 return Err(err(key, "give cable_m or cable_ns, not both"));
             }
-            (Some(ns), None) => Nanos(ns),
+            (Some(ns), None) => cable_from_ns(&format!("{key}.cable_ns"), ns)?,
             (None, Some(m)) => cable_from_m(&format!("{key}.cable_m"), m)?,
             (None, None) => match (d.cable_ns, d.cable_m) {
-                (Some(ns), _) => Nanos(ns),
+                (Some(ns), _) => cable_from_ns("port_defaults.cable_ns", ns)?,
                 (None, Some(m)) => cable_from_m("port_defaults.cable_m", m)?,
                 (None, None) => Nanos(0),
             },
         };
         let mtu = spec.mtu.or(d.mtu).unwrap_or(9216);
-        if !(64..=16384).contains(&mtu) {
+        if !(68..=16384).contains(&mtu) {
             return Err(err(
                 format!("{key}.mtu"),
-                format!("{mtu} is not allowed; give 64 to 16384 bytes"),
+                format!("{mtu} is not allowed; give 68 to 16384 bytes"),
             ));
         }
         Ok(PortConfig {
@@ -138,10 +164,19 @@ impl ConfigFile {
         let c = &self.classify;
         let default_tc = class("classify.default_tc", c.default_tc)?;
         let mut dscp_to_tc = [default_tc; 64];
+        let mut listed_at: [Option<usize>; 64] = [None; 64];
         for (i, [dscp, tc]) in c.dscp_to_tc.iter().copied().enumerate() {
             let key = format!("classify.dscp_to_tc[{i}]");
             if dscp > 63 {
                 return Err(err(key, format!("DSCP {dscp} is not 0-63")));
+            }
+            if let Some(first) = listed_at[dscp as usize].replace(i) {
+                return Err(err(
+                    key,
+                    format!(
+                        "DSCP {dscp} is listed twice (first at classify.dscp_to_tc[{first}]); give each DSCP one class"
+                    ),
+                ));
             }
             dscp_to_tc[dscp as usize] = class(&key, tc)?;
         }
@@ -186,6 +221,9 @@ impl ConfigFile {
         if b.shared_bytes == 0 {
             return Err(err("buffer.shared_bytes", "must be more than 0"));
         }
+        buffer_bytes("buffer.shared_bytes", b.shared_bytes)?;
+        buffer_bytes("buffer.queue_reserve_bytes", b.queue_reserve_bytes)?;
+        buffer_bytes("buffer.pg_reserve_bytes", b.pg_reserve_bytes)?;
         let dynamic = b.threshold == ThresholdMode::Dynamic;
         let queue_limit = if dynamic {
             if b.queue_limit_bytes.is_some() {
@@ -208,7 +246,7 @@ impl ConfigFile {
                     "threshold = \"static\" needs a lossy queue limit in bytes",
                 )
             })?;
-            QueueLimit::Static(limit)
+            QueueLimit::Static(buffer_bytes("buffer.queue_limit_bytes", limit)?)
         };
         let pg_alpha = if dynamic {
             alpha("buffer.pg_alpha", b.pg_alpha, 1.0)?
@@ -243,6 +281,9 @@ impl ConfigFile {
             let key = format!("pg.{pg}");
             let spec = specs[pg].cloned().unwrap_or_default();
             cfg.lossless = lossless.contains(pg as u8);
+            if let Some(r) = spec.reserve_bytes {
+                buffer_bytes(&format!("{key}.reserve_bytes"), r)?;
+            }
             cfg.reserve_bytes = spec.reserve_bytes.unwrap_or(self.buffer.pg_reserve_bytes);
             if !cfg.lossless {
                 check_lossy_pg(&key, pg, specs[pg])?;
@@ -251,6 +292,7 @@ impl ConfigFile {
             cfg.xoff = self.xoff_rule(&key, &spec, buffer)?;
             cfg.headroom_bytes = spec.headroom_bytes;
             if let Some(h) = spec.headroom_bytes {
+                buffer_bytes(&format!("{key}.headroom_bytes"), h)?;
                 check_headroom(&key, h, ports)?;
             }
         }
@@ -273,9 +315,11 @@ impl ConfigFile {
                 "xoff_bytes and xon_bytes apply only with buffer.threshold = \"static\"; dynamic thresholds use buffer.pg_alpha and xon_offset_bytes",
             ));
         }
+        let xon_offset_bytes = spec.xon_offset_bytes.unwrap_or(0);
+        buffer_bytes(&format!("{key}.xon_offset_bytes"), xon_offset_bytes)?;
         Ok(XoffRule::Dynamic {
             alpha: buffer.pg_alpha,
-            xon_offset_bytes: spec.xon_offset_bytes.unwrap_or(0),
+            xon_offset_bytes,
         })
     }
 
@@ -350,7 +394,7 @@ impl ConfigFile {
         ))
     }
 
-    /// `[watchdog]`: the times are checked only when it is enabled.
+    /// `[watchdog]`: the times are checked whether or not it is enabled.
     fn resolve_watchdog(&self) -> Result<WatchdogConfig, ConfigError> {
         let w = &self.watchdog;
         for (key, v) in [
@@ -358,7 +402,7 @@ impl ConfigFile {
             ("watchdog.restoration_ms", w.restoration_ms),
             ("watchdog.poll_ms", w.poll_ms),
         ] {
-            if w.enabled && !(1..=3_600_000).contains(&v) {
+            if !(1..=3_600_000).contains(&v) {
                 return Err(err(
                     key,
                     format!("{v} is not allowed; give 1 to 3600000 ms"),
@@ -483,6 +527,7 @@ fn resolve_queue(key: &str, spec: &QueueSpec) -> Result<QueueConfig, ConfigError
 
 /// A RED-ECN profile as written at `key`.
 fn red_profile(key: &str, red: RedSpec) -> Result<RedProfile, ConfigError> {
+    buffer_bytes(&format!("{key}.kmax_bytes"), red.kmax_bytes)?;
     if red.kmin_bytes > red.kmax_bytes {
         return Err(err(
             format!("{key}.kmin_bytes"),
@@ -512,6 +557,7 @@ fn by_class<'a, T>(
 ) -> Result<[Option<&'a T>; CLASSES], ConfigError> {
     let mut out = [None; CLASSES];
     for (key, spec) in specs {
+        // Keys are exactly "0".."7", so no two name the same section ("3" and "03").
         out[class_key(section, key)?] = Some(spec);
     }
     Ok(out)
@@ -539,7 +585,7 @@ fn class_table(key: &str, v: &[u32]) -> Result<[u8; CLASSES], ConfigError> {
 fn class_key(section: &str, key: &str) -> Result<usize, ConfigError> {
     key.parse::<usize>()
         .ok()
-        .filter(|&v| v < CLASSES)
+        .filter(|&v| v < CLASSES && v.to_string() == key)
         .ok_or_else(|| err(format!("{section}.{key}"), "sections are numbered 0-7"))
 }
 
@@ -551,21 +597,48 @@ fn quanta(key: &str, v: u32) -> Result<u16, ConfigError> {
         .ok_or_else(|| err(key, format!("{v} is not allowed; give 1 to 65535 quanta")))
 }
 
+/// A dynamic-threshold alpha: 1/128 to 8, SONiC's `dynamic_th` -7 to 3.
 fn alpha(key: &str, value: Option<f64>, default: f64) -> Result<f64, ConfigError> {
     let a = value.unwrap_or(default);
-    if a.is_finite() && a > 0.0 && a <= 64.0 {
+    let (lo, hi) = ALPHA_RANGE;
+    if a.is_finite() && (lo..=hi).contains(&a) {
         Ok(a)
     } else {
         Err(err(
             key,
-            format!("{a} is not allowed; alpha must be in (0, 64]"),
+            format!(
+                "{a} is not allowed; alpha must be in [1/128, 8] (0.0078125 to 8, SONiC dynamic_th -7 to 3)"
+            ),
         ))
     }
 }
 
+/// A byte quantity of the buffer: 0 to [`MAX_BUFFER_BYTES`] (1 TiB).
+fn buffer_bytes(key: &str, v: u64) -> Result<u64, ConfigError> {
+    if v > MAX_BUFFER_BYTES {
+        return Err(err(
+            key,
+            format!("{v} is not allowed; give at most {MAX_BUFFER_BYTES} bytes (1 TiB)"),
+        ));
+    }
+    Ok(v)
+}
+
 fn cable_from_m(key: &str, m: f64) -> Result<Nanos, ConfigError> {
-    if !(m.is_finite() && (0.0..=100_000.0).contains(&m)) {
+    if !(m.is_finite() && (0.0..=MAX_CABLE_M).contains(&m)) {
         return Err(err(key, format!("{m} is not allowed; give 0 to 100000 m")));
     }
     Ok(Nanos((m * CABLE_NS_PER_M as f64).round() as u64))
+}
+
+fn cable_from_ns(key: &str, ns: u64) -> Result<Nanos, ConfigError> {
+    if ns > MAX_CABLE_NS {
+        return Err(err(
+            key,
+            format!(
+                "{ns} is not allowed; give 0 to {MAX_CABLE_NS} ns (100 km at {CABLE_NS_PER_M} ns/m)"
+            ),
+        ));
+    }
+    Ok(Nanos(ns))
 }
