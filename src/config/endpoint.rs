@@ -1,7 +1,7 @@
 //! The endpoint configuration: RC transport, marking, and DCQCN with every parameter of
 //! DCQCN (docs/dcqcn.md), the paper's values by default and the published variants as options.
 
-use super::{ConfigError, parse_toml};
+use super::{ConfigError, MAX_BUFFER_BYTES, pairs, parse_toml};
 use crate::time::Nanos;
 use crate::wire::Ecn;
 use serde::Deserialize;
@@ -106,12 +106,48 @@ impl Default for DcqcnConfig {
     }
 }
 
+/// Longest configured time, µs: one hour.
+pub const MAX_TIME_US: f64 = 3_600_000_000.0;
+
+/// Shortest non-zero configured time, µs: one nanosecond (times are kept in whole ns).
+pub const MIN_TIME_US: f64 = 0.001;
+
+/// Highest link rate, Gb/s (and so the highest DCQCN rate, 1 600 000 Mb/s).
+pub const MAX_LINK_GBPS: f64 = 1600.0;
+
+/// Lowest link rate, Gb/s.
+pub const MIN_LINK_GBPS: f64 = 0.001;
+
+/// Most fast-recovery steps F (NVIDIA firmware's `rpg_threshold` allows 1 to 31).
+pub const MAX_FAST_RECOVERY_STEPS: u32 = 1000;
+
+/// Lowest Rmin, Mb/s: 1 kb/s.
+pub const MIN_RMIN_MBPS: f64 = 0.001;
+
+/// Whole ns of `v` µs; saturating (the float cast saturates, NaN gives 0), though
+/// validated values are 0 or 1 ns to 1 hour.
 fn us(v: f64) -> Nanos {
     Nanos((v * 1000.0).round() as u64)
 }
 
+/// bit/s of `v` Mb/s, saturating like [`us`].
 fn mbps(v: f64) -> u64 {
     (v * 1e6).round() as u64
+}
+
+/// `v` µs is a time in [`MIN_TIME_US`, `MAX_TIME_US`] (or 0 when `zero_ok`).
+fn time_us(v: f64, zero_ok: bool) -> Result<(), String> {
+    if (zero_ok && v == 0.0) || (v.is_finite() && (MIN_TIME_US..=MAX_TIME_US).contains(&v)) {
+        return Ok(());
+    }
+    Err(format!(
+        "{v} is not allowed; give {}0.001 to 3600000000 µs (1 ns to 1 hour)",
+        if zero_ok { "0, or " } else { "" }
+    ))
+}
+
+fn dscp_priority_pairs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<[u8; 2]>, D::Error> {
+    pairs(d, "dscp, priority")
 }
 
 impl DcqcnConfig {
@@ -155,33 +191,81 @@ impl DcqcnConfig {
         if !(self.g > 0.0 && self.g <= 1.0) {
             return bad("g", "must be in (0, 1]");
         }
-        for (field, v) in [
-            ("alpha_timer_us", self.alpha_timer_us),
-            ("rate_timer_us", self.rate_timer_us),
+        for (field, v, zero_ok) in [
+            ("alpha_timer_us", self.alpha_timer_us, false),
+            ("rate_timer_us", self.rate_timer_us, false),
+            ("min_cut_interval_us", self.min_cut_interval_us, true),
+            ("cnp_interval_us", self.cnp_interval_us, true),
         ] {
-            if !(v.is_finite() && v > 0.0) {
-                return bad(field, "must be a positive number of µs");
+            if let Err(why) = time_us(v, zero_ok) {
+                return bad(field, &why);
             }
         }
-        for (field, v) in [
-            ("min_cut_interval_us", self.min_cut_interval_us),
-            ("cnp_interval_us", self.cnp_interval_us),
-            ("rai_mbps", self.rai_mbps),
-            ("rhai_mbps", self.rhai_mbps),
-            ("rmin_mbps", self.rmin_mbps),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return bad(field, "must be 0 or more");
-            }
+        if self.byte_counter_bytes > MAX_BUFFER_BYTES {
+            return bad(
+                "byte_counter_bytes",
+                &format!(
+                    "{} is not allowed; give 0 (off) to {MAX_BUFFER_BYTES} bytes (1 TiB)",
+                    self.byte_counter_bytes
+                ),
+            );
         }
-        if self.fast_recovery_steps == 0 {
-            return bad("fast_recovery_steps", "must be at least 1");
+        if !(1..=MAX_FAST_RECOVERY_STEPS).contains(&self.fast_recovery_steps) {
+            return bad(
+                "fast_recovery_steps",
+                &format!(
+                    "{} is not allowed; give 1 to {MAX_FAST_RECOVERY_STEPS}",
+                    self.fast_recovery_steps
+                ),
+            );
+        }
+        let max_mbps = MAX_LINK_GBPS * 1000.0;
+        for (field, v) in [("rai_mbps", self.rai_mbps), ("rhai_mbps", self.rhai_mbps)] {
+            if !(v.is_finite() && (0.0..=max_mbps).contains(&v)) {
+                return bad(
+                    field,
+                    &format!(
+                        "{v} is not allowed; give 0 to {max_mbps} Mb/s (and at most the link rate)"
+                    ),
+                );
+            }
         }
         if self.rmin_mbps <= 0.0 {
             return bad(
                 "rmin_mbps",
                 "must be above 0, or a cut could stop a flow for good",
             );
+        }
+        if !(self.rmin_mbps.is_finite() && (MIN_RMIN_MBPS..=max_mbps).contains(&self.rmin_mbps)) {
+            return bad(
+                "rmin_mbps",
+                &format!(
+                    "{} is not allowed; give {MIN_RMIN_MBPS} to {max_mbps} Mb/s (and at most the link rate)",
+                    self.rmin_mbps
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Checks the values ([`validate`](Self::validate)) and that the rates Rai, Rhai and
+    /// Rmin are at most the link rate `link_gbps`.
+    pub fn validate_for_link(&self, key: &str, link_gbps: f64) -> Result<(), ConfigError> {
+        self.validate(key)?;
+        let link_mbps = link_gbps * 1000.0;
+        for (field, v) in [
+            ("rai_mbps", self.rai_mbps),
+            ("rhai_mbps", self.rhai_mbps),
+            ("rmin_mbps", self.rmin_mbps),
+        ] {
+            if v > link_mbps {
+                return Err(ConfigError {
+                    key: format!("{key}.{field}"),
+                    message: format!(
+                        "{v} Mb/s is above the link rate ({link_gbps} Gb/s = {link_mbps} Mb/s); give at most {link_mbps}"
+                    ),
+                });
+            }
         }
         Ok(())
     }
@@ -203,6 +287,7 @@ pub struct EndpointConfig {
     pub cnp_dscp: u8,
     /// `[dscp, priority]` pairs the NIC uses to pick the PFC priority of what it sends;
     /// unlisted DSCPs go on priority 0.
+    #[serde(deserialize_with = "dscp_priority_pairs")]
     pub dscp_to_priority: Vec<[u8; 2]>,
     /// AckReq on every this-many packets of a message (and always on its last).
     pub ack_every: u32,
@@ -254,7 +339,9 @@ impl EndpointConfig {
                 message: why,
             })
         };
-        if !(self.link_gbps.is_finite() && (0.001..=1600.0).contains(&self.link_gbps)) {
+        if !(self.link_gbps.is_finite()
+            && (MIN_LINK_GBPS..=MAX_LINK_GBPS).contains(&self.link_gbps))
+        {
             return bad(
                 "link_gbps",
                 format!("{} is not allowed; give 0.001 to 1600", self.link_gbps),
@@ -269,8 +356,11 @@ impl EndpointConfig {
                 ),
             );
         }
-        if self.dscp > 63 || self.cnp_dscp > 63 {
+        if self.dscp > 63 {
             return bad("dscp", "DSCPs are 0-63".into());
+        }
+        if self.cnp_dscp > 63 {
+            return bad("cnp_dscp", "DSCPs are 0-63".into());
         }
         if self.ack_every == 0 || self.window_packets == 0 {
             return bad(
@@ -284,18 +374,37 @@ impl EndpointConfig {
                 "must stay below 2^23 (half the PSN space)".into(),
             );
         }
-        if !(self.rto_us.is_finite() && self.rto_us > 0.0) {
-            return bad("rto_us", "must be a positive number of µs".into());
+        if self.ack_every > self.window_packets {
+            return bad(
+                "ack_every",
+                format!(
+                    "{} is above window_packets ({}): a message longer than the window would wait for an ACK nobody asked for",
+                    self.ack_every, self.window_packets
+                ),
+            );
         }
-        for [d, p] in &self.dscp_to_priority {
-            if *d > 63 || *p > 7 {
+        if let Err(why) = time_us(self.rto_us, false) {
+            return bad("rto_us", why);
+        }
+        let mut listed_at = [None; 64];
+        for (i, [d, p]) in self.dscp_to_priority.iter().copied().enumerate() {
+            if d > 63 || p > 7 {
                 return bad(
                     "dscp_to_priority",
                     format!("[{d}, {p}]: DSCP 0-63, priority 0-7"),
                 );
             }
+            if let Some(first) = listed_at[usize::from(d)].replace(i) {
+                return bad(
+                    "dscp_to_priority",
+                    format!(
+                        "[{d}, {p}]: DSCP {d} is listed twice (entries {first} and {i}); give each DSCP one priority"
+                    ),
+                );
+            }
         }
-        self.dcqcn.validate(&format!("{key}.dcqcn"))
+        self.dcqcn
+            .validate_for_link(&format!("{key}.dcqcn"), self.link_gbps)
     }
 
     /// Link rate, bit/s.
@@ -350,6 +459,96 @@ mod tests {
             cfg.validate("endpoint").unwrap();
         }
         assert_eq!(Ecn::from(EcnCodepoint::NotEct), Ecn::NotEct);
+    }
+
+    /// Review item 1: timers of 1e-4 µs rounded to 0 ns and of 1e300 µs saturated and then
+    /// wrapped when added to the clock; Rmin above the link showed Rc as 18 446 744 073
+    /// Gb/s. Each is refused with its key and range.
+    #[test]
+    fn timers_and_rates_out_of_range_are_refused() {
+        let key_of = |cfg: EndpointConfig| cfg.validate("endpoint").unwrap_err();
+        for v in [1e-4, 1e300, 0.0, -1.0, f64::NAN, f64::INFINITY, 3.6e9 + 1.0] {
+            let mut cfg = EndpointConfig::default();
+            cfg.dcqcn.rate_timer_us = v;
+            let e = key_of(cfg);
+            assert_eq!(e.key, "endpoint.dcqcn.rate_timer_us", "{v}: {e}");
+            assert!(e.message.contains("1 ns to 1 hour"), "{e}");
+            let e = key_of(EndpointConfig {
+                rto_us: v,
+                ..EndpointConfig::default()
+            });
+            assert_eq!(e.key, "endpoint.rto_us", "{v}: {e}");
+            let mut cfg = EndpointConfig::default();
+            cfg.dcqcn.cnp_interval_us = v;
+            if v != 0.0 {
+                assert_eq!(key_of(cfg).key, "endpoint.dcqcn.cnp_interval_us", "{v}");
+            } else {
+                cfg.validate("endpoint").unwrap();
+            }
+        }
+        let mut cfg = EndpointConfig::default();
+        cfg.dcqcn.rate_timer_us = 0.001;
+        cfg.rto_us = 3.6e9;
+        cfg.validate("endpoint").unwrap();
+        assert_eq!(cfg.dcqcn.rate_timer(), Nanos(1));
+        assert_eq!(cfg.rto(), Nanos(3_600_000_000_000));
+
+        let mut cfg = EndpointConfig {
+            link_gbps: 10.0,
+            ..EndpointConfig::default()
+        };
+        cfg.dcqcn.rmin_mbps = 10_001.0;
+        let e = key_of(cfg.clone());
+        assert_eq!(e.key, "endpoint.dcqcn.rmin_mbps", "{e}");
+        assert!(e.message.contains("above the link rate (10 Gb/s"), "{e}");
+        cfg.dcqcn.rmin_mbps = 10_000.0;
+        cfg.validate("endpoint").unwrap();
+        cfg.dcqcn.rhai_mbps = 1e300;
+        assert_eq!(key_of(cfg.clone()).key, "endpoint.dcqcn.rhai_mbps");
+        cfg.dcqcn.rhai_mbps = 200.0;
+        cfg.dcqcn.fast_recovery_steps = u32::MAX;
+        assert_eq!(
+            key_of(cfg.clone()).key,
+            "endpoint.dcqcn.fast_recovery_steps"
+        );
+        cfg.dcqcn.fast_recovery_steps = 5;
+        cfg.dcqcn.byte_counter_bytes = u64::MAX;
+        assert_eq!(key_of(cfg.clone()).key, "endpoint.dcqcn.byte_counter_bytes");
+        cfg.dcqcn.byte_counter_bytes = 0;
+        cfg.ack_every = 2000;
+        assert_eq!(key_of(cfg.clone()).key, "endpoint.ack_every");
+    }
+
+    /// Review item 2: a `[dscp, priority]` pair with extra elements, and a DSCP listed
+    /// twice (the first silently won), are refused.
+    #[test]
+    fn dscp_to_priority_pairs_are_pairs_each_dscp_once() {
+        let e = EndpointConfig::from_toml(
+            "dscp_to_priority = [[26, 3], [48, 6, 1]]
+",
+        )
+        .unwrap_err();
+        assert!(e.key.starts_with("line 1"), "{e}");
+        assert!(
+            e.message.contains("entry 1 has 3 element(s)")
+                && e.message.contains("[dscp, priority]"),
+            "{e}"
+        );
+        let cfg = EndpointConfig::from_toml(
+            "dscp_to_priority = [[26, 3], [48, 6], [26, 5]]
+",
+        )
+        .unwrap();
+        let e = cfg.validate("endpoint").unwrap_err();
+        assert_eq!(e.key, "endpoint.dscp_to_priority", "{e}");
+        assert!(e.message.contains("DSCP 26 is listed twice"), "{e}");
+        let e = EndpointConfig {
+            cnp_dscp: 64,
+            ..EndpointConfig::default()
+        }
+        .validate("endpoint")
+        .unwrap_err();
+        assert_eq!(e.key, "endpoint.cnp_dscp", "{e}");
     }
 
     #[test]
