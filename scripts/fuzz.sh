@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target (fuzz/fuzz_targets/) for a fixed time each, starting from
+# the corpus kept in fuzz/corpus/<target>/. docs/fuzzing.md says what each target covers.
+#
+# Usage: scripts/fuzz.sh [TARGET...]        (default: frame capture config replay)
+#   FUZZ_SECONDS   seconds per target (default 60)
+#   FUZZ_TIMEOUT   seconds one input may take before it counts as a hang (default 10)
+#
+# Needs the nightly toolchain (libFuzzer's instrumentation); installs cargo-fuzz if it is
+# missing. Without nightly it prints "skipped" and exits 0, except under CI=true, where that
+# is a failure. Exits non-zero when any target finds a crash, a hang or a memory blow-up;
+# the input is then in fuzz/artifacts/<target>/ (not committed) and the log says which.
+# New corpus entries found on the way are left in fuzz/corpus/ for `git status` to show.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECS=${FUZZ_SECONDS:-60}
+HANG=${FUZZ_TIMEOUT:-10}
+if [ "$#" -gt 0 ]; then TARGETS=("$@"); else TARGETS=(frame capture config replay); fi
+
+if ! cargo +nightly --version >/dev/null 2>&1; then
+    if [ "${CI:-}" = true ]; then
+        echo "fuzz: no nightly toolchain (cargo +nightly); under CI=true that is a failure" >&2
+        exit 1
+    fi
+    echo "fuzz: skipped: no nightly toolchain"
+    exit 0
+fi
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    echo "fuzz: installing cargo-fuzz"
+    cargo install cargo-fuzz --locked
+fi
+
+# The fuzzed code has no `unsafe` (that is only in src/io and src/lab, which no target
+# reaches), so AddressSanitizer would only halve the speed: build without a sanitizer.
+# cargo-fuzz builds in release mode with debug assertions (and so overflow checks) on.
+FUZZ_FLAGS=(--sanitizer none)
+echo "fuzz: building the targets ($(cargo +nightly fuzz --version))"
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+if ! cargo +nightly fuzz build "${FUZZ_FLAGS[@]}" >"$logs/build.log" 2>&1; then
+    tail -n 40 "$logs/build.log"
+    echo "fuzz: building the fuzz targets failed" >&2
+    exit 1
+fi
+passed=0
+failed=0
+for t in "${TARGETS[@]}"; do
+    log="$logs/$t.log"
+    echo "fuzz: $t for ${SECS}s"
+    status=0
+    cargo +nightly fuzz run "${FUZZ_FLAGS[@]}" "$t" -- \
+        -max_total_time="$SECS" -timeout="$HANG" -rss_limit_mb=2048 \
+        -print_final_stats=1 >"$log" 2>&1 || status=$?
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+    corpus=$(find "fuzz/corpus/$t" -type f | wc -l)
+    if [ "$status" -eq 0 ]; then
+        grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true
+        echo "fuzz: $t: ok: ${runs:-?} runs, ${rate:-?} exec/s, corpus $corpus files"
+        passed=$((passed + 1))
+    else
+        # libFuzzer's report: the panic or hang, the stack, the input saved as an artifact.
+        grep -E -A 40 'panicked at|ERROR: libFuzzer|==[0-9]+== ERROR|deadly signal' "$log" | head -n 80 || tail -n 60 "$log"
+        grep -E 'Test unit written to|artifact_prefix' "$log" || true
+        echo "fuzz: $t: FAILED (exit $status) after ${runs:-?} runs"
+        failed=$((failed + 1))
+    fi
+done
+echo "fuzz: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
