@@ -61,6 +61,30 @@ impl Track {
             samples: Vec::new(),
         }
     }
+
+    /// Merges each pair of samples into one at the later time, keeping what a plot of
+    /// the column must not lose: a queue's peak, a pause (0/1) seen at either, a rate's
+    /// mean, Rc as it ended.
+    pub fn halve(&mut self) {
+        let kind = self.kind;
+        let merged = self
+            .samples
+            .chunks(2)
+            .map(|pair| match *pair {
+                [(_, a), (t, b)] => (
+                    t,
+                    match kind {
+                        ColumnKind::QueueBytes | ColumnKind::Xoff | ColumnKind::Paused => a.max(b),
+                        ColumnKind::RateGbps => (a + b) / 2.0,
+                        ColumnKind::RcGbps => b,
+                    },
+                ),
+                [one] => one,
+                _ => unreachable!("chunks(2) gives one or two"),
+            })
+            .collect();
+        self.samples = merged;
+    }
 }
 
 /// What a recorder reads from a switch.
@@ -146,6 +170,11 @@ impl SwitchRecorder {
         }
     }
 
+    /// Halves the samples kept so far (see [`Track::halve`]).
+    pub fn halve(&mut self) {
+        self.tracks.iter_mut().for_each(Track::halve);
+    }
+
     /// Per port in order: eight queue depths, then one XOFF flag per lossless PG.
     pub fn finish(self) -> Vec<Track> {
         self.tracks
@@ -214,6 +243,11 @@ impl HostRecorder {
         if let Some(track) = self.tracks.last_mut() {
             track.samples.push((now, flag(paused)));
         }
+    }
+
+    /// Halves the samples kept so far (see [`Track::halve`]).
+    pub fn halve(&mut self) {
+        self.tracks.iter_mut().for_each(Track::halve);
     }
 
     /// Per QP a payload-rate track and an Rc track, then the paused flag.
@@ -407,6 +441,32 @@ mod tests {
         assert_eq!(tracks[0].samples[1], (Nanos(1000), 10.0));
         assert_eq!(tracks[1].samples[1], (Nanos(1000), 25.0));
         assert_eq!(tracks[2].name, "paused_h0_p3");
+    }
+
+    #[test]
+    fn halving_keeps_peaks_pauses_and_mean_rates() {
+        let track = |kind, values: &[f64]| Track {
+            name: String::new(),
+            label: String::new(),
+            kind,
+            samples: values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| (Nanos(i as u64 * 10), v))
+                .collect(),
+        };
+        let mut q = track(ColumnKind::QueueBytes, &[1.0, 9.0, 3.0, 2.0, 5.0]);
+        q.halve();
+        assert_eq!(
+            q.samples,
+            [(Nanos(10), 9.0), (Nanos(30), 3.0), (Nanos(40), 5.0)]
+        );
+        let mut p = track(ColumnKind::Xoff, &[0.0, 1.0, 0.0, 0.0]);
+        p.halve();
+        assert_eq!(p.samples, [(Nanos(10), 1.0), (Nanos(30), 0.0)]);
+        let mut r = track(ColumnKind::RateGbps, &[10.0, 20.0]);
+        r.halve();
+        assert_eq!(r.samples, [(Nanos(10), 15.0)]);
     }
 
     #[test]

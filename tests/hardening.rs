@@ -230,7 +230,11 @@ message_bytes = 65536
     let out = rocelab::sim::run::run(&s).unwrap();
     let rx = out.net.endpoint(2).counters();
     assert_eq!(rx.access_errors, 0);
-    assert_eq!(rx.data_bytes_received, 2 * 1_048_576, "every byte of both flows");
+    assert_eq!(
+        rx.data_bytes_received,
+        2 * 1_048_576,
+        "every byte of both flows"
+    );
     for row in &out.qps {
         assert!(row.completion_ns.is_some(), "{row:?}");
     }
@@ -379,4 +383,110 @@ fn filtered_frames_show_in_the_table() {
         table.contains("1 filtered (destination behind the ingress port)"),
         "{table}"
     );
+}
+
+/// Item 5: leaf–spine capped each count but not their product (4096 × 4096 × 4096 hung in
+/// a quadratic rank check; 256³ exceeded 8 GB). The product is capped, and refused at
+/// once.
+#[test]
+fn a_huge_leaf_spine_is_refused_at_once() {
+    let text = "[topology]\nkind = \"leaf-spine\"\nleaves = 4096\nspines = 4096\n\
+                hosts_per_leaf = 4096\nlink_gbps = 100\n\n[allreduce]\n";
+    let started = std::time::Instant::now();
+    let e = Scenario::from_toml("big", text, None).unwrap_err();
+    assert_eq!(e.key, "topology", "{e}");
+    assert!(e.message.contains("at most 4096"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    // 64 × 64 = 4096 hosts in ranks: the (now linear) rank check is instant.
+    let text = text
+        .replace("leaves = 4096", "leaves = 64")
+        .replace("hosts_per_leaf = 4096", "hosts_per_leaf = 64");
+    let text = text.replace("spines = 4096", "spines = 4");
+    let started = std::time::Instant::now();
+    let _ = Scenario::from_toml("wide", &text, None);
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}
+
+/// Item 5: 16 ranks × 1 GiB and 8 flows × 1 GiB messages aborted on allocation. A
+/// scenario over its memory budget is refused with the estimate and the key to raise.
+#[test]
+fn scenarios_over_the_memory_budget_are_refused_with_the_estimate() {
+    let ranks = "[topology]\nkind = \"star\"\nhosts = 16\nlink_gbps = 100\n\
+                 [allreduce]\nmin_bytes = 1073741824\nmax_bytes = 1073741824\n";
+    let e = Scenario::from_toml("big", ranks, None).unwrap_err();
+    assert_eq!(e.key, "memory_budget_mib", "{e}");
+    // 16 ranks × (1 GiB data + 1 GiB staging) = 32 GiB, and a little more.
+    let mib: u64 = e.message["this scenario needs about ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!((32_768..40_000).contains(&mib), "{e}");
+    // Raising the budget is the documented way through (nothing is allocated here).
+    let raised = format!("memory_budget_mib = 65536\n{ranks}");
+    assert!(Scenario::from_toml("big", &raised, None).is_ok());
+    let mut flows =
+        String::from("duration_ms = 1\n[topology]\nkind = \"star\"\nhosts = 9\nlink_gbps = 100\n");
+    for i in 0..8 {
+        flows += &format!("[[flow]]\nfrom = {i}\nto = 8\nmessage_bytes = 1073741824\n");
+    }
+    let e = Scenario::from_toml("flows", &flows, None).unwrap_err();
+    assert_eq!(e.key, "memory_budget_mib", "{e}");
+}
+
+/// Item 5: `replay --split-by mac` over 20 000 MACs exceeded 4 GB. More than 1024 split
+/// ports are refused, pointing at --in.
+#[test]
+fn a_split_into_too_many_ports_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("macs.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&input).unwrap()).unwrap();
+    for i in 0..1100u32 {
+        let mut f = roce(0, 1, 26, Ecn::Ect0, 62, i);
+        f[6..12].copy_from_slice(&[0x02, 0, 0, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
+        w.write_packet(Nanos(u64::from(i)), &f).unwrap();
+    }
+    w.finish().unwrap();
+    let out = dir.path().join("out.pcapng");
+    let opts = options(Inputs::Split(SplitBy::Mac, vec![input]), out.clone());
+    let e = replay::run(&opts).unwrap_err().to_string();
+    assert!(
+        e.contains("at most 1024") && e.contains("--in PORT=FILE"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}
+
+/// Item 5: `lab -e 1G` and `endpoint -e 1G` would register every size's buffers at once.
+/// They are refused with the estimate and the flag that raises the budget.
+#[test]
+fn an_allreduce_sweep_over_the_memory_budget_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let peers = dir.path().join("peers.toml");
+    std::fs::write(
+        &peers,
+        "[[peer]]\nrank = 0\nmac = \"00:00:00:00:00:00\"\nip = \"198.18.0.1\"\nqpn = 256\n\
+         [[peer]]\nrank = 1\nmac = \"02:00:00:00:00:02\"\nip = \"198.18.0.2\"\nqpn = 512\n",
+    )
+    .unwrap();
+    let o = rocelab(&[
+        "endpoint",
+        "--iface",
+        "lo",
+        "--peers",
+        peers.to_str().unwrap(),
+        "--rank",
+        "0",
+        "-e",
+        "1G",
+        "--memory-budget-mib",
+        "2048",
+        "--limit",
+        "1",
+    ]);
+    let err = text(&o.stderr);
+    assert!(!o.status.success());
+    // Sizes 8 KiB to 1 GiB: about 2 GiB of data and as much staging.
+    assert!(err.contains("about 4095 MiB"), "{err}");
+    assert!(err.contains("--memory-budget-mib 2048"), "{err}");
 }

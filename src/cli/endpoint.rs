@@ -127,7 +127,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let app = match args.mode {
         Mode::Allreduce => {
-            let sizes = args.sweep.sizes()?;
+            let sizes = args.sweep.sizes_within(1, args.sweep.memory_budget_mib)?;
             let (to_next, _) = live::ring_qps(&mut ep, &peers, args.rank);
             Sweep::new(&mut ep, args.rank, peers.len(), &sizes, args.seed, to_next)
                 .starting_at(start)

@@ -119,7 +119,9 @@ pub fn run(args: Args) -> Result<()> {
         ranks: args.ranks,
         switch,
         endpoint,
-        sizes: args.sweep.sizes()?,
+        sizes: args
+            .sweep
+            .sizes_within(args.ranks, args.sweep.memory_budget_mib)?,
         incast_bytes: args.incast_bytes,
         backend: args.backend,
         seed: args.seed,

@@ -39,9 +39,29 @@ pub struct SweepArgs {
     /// Size factor, as nccl-tests -f.
     #[arg(short = 'f', long, default_value_t = 2)]
     pub factor: u64,
+    /// The most memory the all-reduce buffers of this process may take, MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 4096)]
+    pub memory_budget_mib: u64,
 }
 
 impl SweepArgs {
+    /// The sizes, refused when `ranks` ranks in this process would register more than
+    /// `budget_mib` of buffers.
+    pub fn sizes_within(&self, ranks: usize, budget_mib: u64) -> Result<Vec<u64>> {
+        let sizes = self.sizes()?;
+        let need = rocelab::endpoint::sweep::rank_buffer_bytes(&sizes).saturating_mul(ranks as u64);
+        if need > budget_mib.saturating_mul(1 << 20) {
+            anyhow::bail!(
+                "-e {}: {ranks} rank(s) here would register about {} MiB of all-reduce buffers \
+                 (every size's data and staging at once), over --memory-budget-mib {budget_mib}: \
+                 lower -e, or raise --memory-budget-mib if the machine has the memory",
+                self.max_bytes,
+                need >> 20
+            );
+        }
+        Ok(sizes)
+    }
+
     /// The sizes: -b, -b·f, … up to -e.
     pub fn sizes(&self) -> Result<Vec<u64>> {
         rocelab::endpoint::sweep::sizes(self.min_bytes, self.max_bytes, self.factor).with_context(
@@ -145,9 +165,10 @@ pub fn load_endpoint_config(path: &Path) -> Result<EndpointConfig> {
     EndpointConfig::from_toml(&text).with_context(|| format!("configuration {}", path.display()))
 }
 
+/// A configuration file's text, read with a size cap (`config check /dev/zero` once read
+/// until memory ran out).
 fn read_config(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read configuration {}", path.display()))
+    Ok(rocelab::config::read_text(path)?)
 }
 
 /// A flag's value in seconds as a duration.

@@ -59,6 +59,15 @@ pub fn sizes(min: u64, max: u64, factor: u64) -> Result<Vec<u64>, SweepError> {
     Ok(out)
 }
 
+/// Bytes one rank of a sweep registers: every size's data buffer and its staging buffer
+/// (up to the size again), all at once (a rank may receive data for a size it has not
+/// started yet).
+pub fn rank_buffer_bytes(sizes: &[u64]) -> u64 {
+    sizes
+        .iter()
+        .fold(0u64, |sum, s| sum.saturating_add(s.saturating_mul(2)))
+}
+
 /// One all-reduce size over all ranks, as nccl-tests reports it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AllReduceResult {

@@ -129,6 +129,9 @@ struct Source {
     skipped: u64,
 }
 
+/// The most ports `--split-by` may make.
+pub const MAX_SPLIT_PORTS: usize = 1024;
+
 /// The largest frame a capture's original length may restore (a 64 KiB IP packet and its
 /// Ethernet and VLAN headers): a corrupt length never allocates more.
 const MAX_FRAME_BYTES: usize = 65_535 + 18;
@@ -244,6 +247,18 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
                 return Err(ReplayError::Usage(
                     "the captures hold no frames to split".into(),
                 ));
+            }
+            if names.len() > MAX_SPLIT_PORTS {
+                return Err(ReplayError::Usage(format!(
+                    "splitting by {} gives {} ports; at most {MAX_SPLIT_PORTS} (each port \
+                     holds queues, counters and histograms, about 280 KB, and every frame \
+                     visits every port): bind the captures to ports with --in PORT=FILE",
+                    match by {
+                        SplitBy::Mac => "source MAC",
+                        SplitBy::Vlan => "VLAN",
+                    },
+                    names.len()
+                )));
             }
             let mut index = BTreeMap::new();
             for name in &names {

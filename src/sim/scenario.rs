@@ -55,6 +55,7 @@ struct ScenarioFile {
     #[serde(default, rename = "flow")]
     flows: Vec<FlowSpec>,
     allreduce: Option<AllReduceSpec>,
+    memory_budget_mib: Option<u64>,
 }
 
 fn one() -> u64 {
@@ -234,6 +235,17 @@ const DEFAULT_ALLREDUCE_LIMIT: Nanos = Nanos(10_000_000_000);
 /// Most time-series rows a scenario may ask for.
 const MAX_ROWS: u64 = 2_000_000;
 
+/// The most hosts a topology may have.
+pub const MAX_HOSTS: usize = 4096;
+
+/// The memory a scenario may need unless `memory_budget_mib` says otherwise, MiB.
+pub const DEFAULT_MEMORY_BUDGET_MIB: u64 = 4096;
+
+/// What the simulator holds per host and per switch port besides traffic: the endpoint
+/// and its QPs, the port's queues, counters and eight sojourn histograms (measured: a
+/// 512-host star takes about 150 MB).
+const NODE_BYTES: u64 = 160 << 10;
+
 fn positive_time(key: &str, v: f64, unit: &str, scale: f64) -> Result<Nanos, ConfigError> {
     if v.is_finite() && v > 0.0 && v * scale < 1e15 {
         Ok(Nanos((v * scale).round() as u64))
@@ -259,6 +271,9 @@ pub enum ScenarioError {
         /// Why the file could not be read.
         source: std::io::Error,
     },
+    /// A scenario file too large or not text.
+    #[error(transparent)]
+    Read(crate::config::ReadError),
     /// A scenario that does not parse or validate.
     #[error("{origin}: {error}")]
     Invalid {
@@ -280,9 +295,12 @@ impl Scenario {
             return Scenario::from_toml(name_or_path, text, None).map_err(invalid(name_or_path));
         }
         let path = Path::new(name_or_path);
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::NotFound {
-            name: name_or_path.to_owned(),
-            source,
+        let text = crate::config::read_text(path).map_err(|e| match e {
+            crate::config::ReadError::Io { source, .. } => ScenarioError::NotFound {
+                name: name_or_path.to_owned(),
+                source,
+            },
+            other => ScenarioError::Read(other),
         })?;
         let name = path.file_stem().map_or_else(
             || name_or_path.to_owned(),
@@ -458,6 +476,19 @@ impl ScenarioFile {
                 ),
             ));
         }
+        let budget_mib = self.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB);
+        let need = memory_estimate(&topology, &flows, allreduce.as_ref(), duration, sample);
+        if need > budget_mib.saturating_mul(1 << 20) {
+            return Err(err(
+                "memory_budget_mib",
+                format!(
+                    "this scenario needs about {} MiB (hosts, switch ports, all-reduce buffers, \
+                     flow buffers and time series), over the budget of {budget_mib} MiB: make \
+                     it smaller, or raise memory_budget_mib if the machine has the memory",
+                    need >> 20
+                ),
+            ));
+        }
         Ok(Scenario {
             name: name.to_owned(),
             description: self.description.trim().to_owned(),
@@ -472,6 +503,43 @@ impl ScenarioFile {
             allreduce,
         })
     }
+}
+
+/// About how many bytes a run of the scenario holds at its peak: every host and switch
+/// port, the all-reduce buffers of the largest size (data and staging, per rank), the
+/// flows' messages and receive rings, and the time series (at most its row cap).
+fn memory_estimate(
+    topology: &Topology,
+    flows: &[FlowPlan],
+    allreduce: Option<&AllReducePlan>,
+    duration: Nanos,
+    sample: Nanos,
+) -> u64 {
+    let hosts = topology.hosts() as u64;
+    let ports = match topology.shape {
+        Shape::Star { hosts } => hosts as u64,
+        Shape::LeafSpine {
+            leaves,
+            spines,
+            hosts_per_leaf,
+        } => (leaves * (hosts_per_leaf + 2 * spines)) as u64,
+    };
+    let nodes = (hosts + ports).saturating_mul(NODE_BYTES);
+    let ranks_bytes = allreduce.map_or(0, |a| {
+        let largest = a.sizes.last().copied().unwrap_or(0);
+        (a.ranks.len() as u64).saturating_mul(2 * largest)
+    });
+    let flow_bytes: u64 = flows
+        .iter()
+        .map(|f| (f.message_bytes as u64).saturating_mul(1 + 64))
+        .fold(0, u64::saturating_add);
+    let rows = (duration.0 / sample.0.max(1)).min(super::series::MAX_ROWS as u64);
+    let columns = ports * 9 + hosts * 3 + 2 * flows.len() as u64;
+    let series = rows.saturating_mul(columns).saturating_mul(24);
+    nodes
+        .saturating_add(ranks_bytes)
+        .saturating_add(flow_bytes)
+        .saturating_add(series)
 }
 
 /// The switch section: `preset` (default "default") or `file`, `pfc = false` and
@@ -500,8 +568,7 @@ fn resolve_switch(mut table: toml::Table, dir: Option<&Path>) -> Result<SwitchCo
         (Some(_), Some(_)) => return Err(err("switch", "give preset or file, not both")),
         (None, Some(f)) => {
             let path = dir.map_or_else(|| Path::new(&f).to_path_buf(), |d| d.join(&f));
-            std::fs::read_to_string(&path)
-                .map_err(|e| err("switch.file", format!("{}: {e}", path.display())))?
+            crate::config::read_text(&path).map_err(|e| err("switch.file", e.to_string()))?
         }
         (preset, None) => {
             let p = preset.unwrap_or_else(|| "default".to_owned());
@@ -630,6 +697,15 @@ impl TopologySpec {
         if topology.hosts() < 2 {
             return Err(err("topology", "needs at least 2 hosts"));
         }
+        if topology.hosts() > MAX_HOSTS {
+            return Err(err(
+                "topology",
+                format!(
+                    "{} hosts; at most {MAX_HOSTS} (leaves × hosts_per_leaf for a leaf-spine)",
+                    topology.hosts()
+                ),
+            ));
+        }
         Ok(topology)
     }
 }
@@ -644,6 +720,9 @@ impl AllReduceSpec {
         if ranks.len() < 2 {
             return Err(err("allreduce.ranks", "needs at least 2 ranks"));
         }
+        // Sets, not scans: a rank list may be as long as the hosts (4096).
+        let senders: std::collections::HashSet<usize> = flows.iter().map(|f| f.from).collect();
+        let mut seen = std::collections::HashSet::with_capacity(ranks.len());
         for (i, &r) in ranks.iter().enumerate() {
             if r >= hosts {
                 return Err(err(
@@ -651,13 +730,13 @@ impl AllReduceSpec {
                     format!("host {r} does not exist; hosts are 0-{}", hosts - 1),
                 ));
             }
-            if ranks[..i].contains(&r) {
+            if !seen.insert(r) {
                 return Err(err(
                     format!("allreduce.ranks[{i}]"),
                     format!("host {r} is listed twice"),
                 ));
             }
-            if flows.iter().any(|f| f.from == r) {
+            if senders.contains(&r) {
                 return Err(err(
                     format!("allreduce.ranks[{i}]"),
                     format!("host {r} sends a flow; a host runs one application"),

@@ -5,10 +5,19 @@ use super::topology::Network;
 use crate::series::{HostRecorder, Series, SwitchRecorder};
 use crate::time::Nanos;
 
+/// The most rows a series keeps: past it, pairs of rows merge (see
+/// [`Track::halve`](crate::series::Track::halve)) and the recorder keeps every other
+/// sample from then on, so a long run at a fine step stays within memory.
+pub const MAX_ROWS: usize = 200_000;
+
 /// Records a simulated network.
 #[derive(Debug, Clone)]
 pub struct Recorder {
     times: Vec<Nanos>,
+    /// Keep one sample in `stride` (doubles at each halving).
+    stride: u64,
+    /// Samples offered so far.
+    offered: u64,
     switches: Vec<SwitchRecorder>,
     hosts: Vec<HostRecorder>,
 }
@@ -36,6 +45,8 @@ impl Recorder {
             .collect();
         Recorder {
             times: Vec::new(),
+            stride: 1,
+            offered: 0,
             switches,
             hosts,
         }
@@ -47,6 +58,13 @@ impl Recorder {
         if self.times.last() == Some(&now) {
             return;
         }
+        self.offered += 1;
+        if (self.offered - 1) % self.stride != 0 {
+            return;
+        }
+        if self.times.len() >= MAX_ROWS {
+            self.halve();
+        }
         self.times.push(now);
         for (i, rec) in self.switches.iter_mut().enumerate() {
             rec.sample(now, net.switch(i));
@@ -54,6 +72,13 @@ impl Recorder {
         for (h, rec) in self.hosts.iter_mut().enumerate() {
             rec.sample(now, net.endpoint(h));
         }
+    }
+
+    fn halve(&mut self) {
+        self.times = self.times.chunks(2).map(|p| p[p.len() - 1]).collect();
+        self.switches.iter_mut().for_each(SwitchRecorder::halve);
+        self.hosts.iter_mut().for_each(HostRecorder::halve);
+        self.stride *= 2;
     }
 
     /// The series recorded, switch tracks first, then host tracks.
