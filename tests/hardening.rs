@@ -490,3 +490,30 @@ fn an_allreduce_sweep_over_the_memory_budget_is_refused() {
     assert!(err.contains("about 4095 MiB"), "{err}");
     assert!(err.contains("--memory-budget-mib 2048"), "{err}");
 }
+
+/// Item 10: a frame stamped before the first one showed time 0 in inspect; it shows its
+/// negative relative time, as tshark does.
+#[test]
+fn inspect_shows_negative_relative_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("unordered.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&input).unwrap()).unwrap();
+    w.write_packet(Nanos(5_000), &roce(0, 1, 26, Ecn::Ect0, 62, 0))
+        .unwrap();
+    w.write_packet(Nanos(4_000), &roce(0, 1, 26, Ecn::Ect0, 62, 1))
+        .unwrap();
+    w.finish().unwrap();
+    let o = rocelab(&["inspect", input.to_str().unwrap()]);
+    assert!(o.status.success());
+    let out = text(&o.stdout);
+    let times: Vec<&str> = out
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            (f.next()?.parse::<u32>().is_ok())
+                .then(|| f.next())
+                .flatten()
+        })
+        .collect();
+    assert_eq!(times, ["0.000000000", "-0.000001000"], "{out}");
+}

@@ -635,3 +635,33 @@ fn what_a_killed_run_left_is_removed_by_the_next() {
     left.sort();
     assert_eq!(left, vec![foreign, format!("{prefix}g")]);
 }
+
+/// Issue 10, item 10: `traffic send --pps` once paced batches of 64 frames (64 frames went
+/// at once, whatever the rate), and a frame larger than the interface MTU sent nothing
+/// and exited 0. Now each frame leaves at its own time, and a frame too large is refused.
+#[test]
+fn traffic_send_paces_each_frame_and_refuses_frames_over_the_mtu() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("traffic_send_paces_each_frame_and_refuses_frames_over_the_mtu") {
+        return;
+    }
+    let lab = Lab::new("tp", 2);
+    let iface = lab.host_if(0);
+    let send = |extra: &[&str]| {
+        let mut args = vec!["traffic", "send", "--iface", &iface, "--dst-mac"];
+        let dst = mac(1);
+        args.push(&dst);
+        args.extend_from_slice(extra);
+        lab.exec(0, bin(), &args).output().unwrap()
+    };
+    // 20 frames/s for 0.2 s: frames at 0, 50, 100 and 150 ms (a batch of 64 before).
+    let out = send(&["--pps", "20", "--duration", "0.2"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let sent = line["sent"].as_u64().unwrap();
+    assert!((3..=5).contains(&sent), "sent {sent}");
+    // The lab's veths have MTU 9000 at most: a 9100-byte frame cannot go.
+    let out = send(&["--size", "9102", "--duration", "0.1"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("MTU"), "{}", text(&out.stderr));
+}

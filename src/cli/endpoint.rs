@@ -218,7 +218,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.mode != Mode::Receive && !outcome.app.done() {
         anyhow::bail!("not finished before --limit or a stop signal");
     }
-    let wrong: u64 = rows.iter().map(|r| r.wrong).sum();
+    let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
     if wrong > 0 {
         anyhow::bail!("{wrong} values differ from the expected sum");
     }

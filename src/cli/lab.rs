@@ -174,7 +174,7 @@ pub fn run(args: Args) -> Result<()> {
             "stopped before the work finished (Ctrl-C, SIGTERM or --limit); everything was removed"
         );
     }
-    let wrong: u64 = outcome.allreduce.iter().map(|r| r.wrong).sum();
+    let wrong: u64 = outcome.allreduce.iter().filter_map(|r| r.wrong).sum();
     if wrong > 0 {
         anyhow::bail!("{wrong} all-reduce values differ from the expected sum");
     }

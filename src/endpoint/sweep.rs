@@ -78,8 +78,9 @@ pub struct AllReduceResult {
     /// From the first rank's start to the last rank's end; `None` when a rank did not
     /// finish.
     pub time_ns: Option<u64>,
-    /// Elements, over all ranks, that differ from the closed-form sum.
-    pub wrong: u64,
+    /// Elements, over all ranks, that differ from the closed-form sum; `None` when a rank
+    /// did not finish (its buffer was never complete, so there is nothing to check).
+    pub wrong: Option<u64>,
 }
 
 /// One rank's part of a size: when it ran, and its wrong elements.
@@ -89,17 +90,17 @@ pub struct RankResult {
     pub size: u64,
     /// Start and end, ns, if it finished.
     pub span_ns: Option<(u64, u64)>,
-    /// Elements that differ from the closed-form sum.
+    /// Elements that differ from the closed-form sum (checked only when it finished).
     pub wrong: u64,
 }
 
 impl RankResult {
-    /// Size `size` as a rank that never reported it: unfinished, every element wrong.
+    /// Size `size` as a rank that never reported it: unfinished, nothing checked.
     pub fn missing(size: u64) -> RankResult {
         RankResult {
             size,
             span_ns: None,
-            wrong: size / 4,
+            wrong: 0,
         }
     }
 }
@@ -118,11 +119,12 @@ impl AllReduceResult {
                 _ => None,
             };
         }
+        let time_ns = span.filter(|_| ranks > 0).map(|(a, b)| b.saturating_sub(a));
         AllReduceResult {
             size,
             ranks,
-            time_ns: span.filter(|_| ranks > 0).map(|(a, b)| b.saturating_sub(a)),
-            wrong,
+            time_ns,
+            wrong: time_ns.map(|_| wrong),
         }
     }
 
@@ -334,6 +336,7 @@ mod tests {
         let mut parts = vec![part(0, 10); 3];
         parts.push(RankResult::missing(1 << 20));
         let r = AllReduceResult::over_ranks(1 << 20, parts);
-        assert_eq!((r.time_ns, r.wrong, r.algbw()), (None, 1 << 18, 0.0));
+        // Sizes that never ran show nothing as wrong: nothing was checked.
+        assert_eq!((r.time_ns, r.wrong, r.algbw()), (None, None, 0.0));
     }
 }

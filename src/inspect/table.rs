@@ -28,7 +28,13 @@ pub fn write_header(out: &mut impl Write) -> io::Result<()> {
 
 /// Prints one frame; `first_ts` is the first frame's time (times are relative, as in tshark).
 pub fn write_frame(out: &mut impl Write, r: &FrameRecord, first_ts: Nanos) -> io::Result<()> {
-    let time = Nanos(r.ts_ns).saturating_sub(first_ts);
+    // A frame stamped before the first (captures are not always in time order) gets a
+    // negative time, as tshark shows it, not 0.
+    let time = if r.ts_ns >= first_ts.0 {
+        Nanos(r.ts_ns - first_ts.0).to_string()
+    } else {
+        format!("-{}", Nanos(first_ts.0 - r.ts_ns))
+    };
     let endpoints = match (&r.ip_src, &r.ip_dst) {
         (Some(src), Some(dst)) => match (r.udp_sport, r.udp_dport) {
             (Some(sp), Some(dp)) => format!("{} -> {}", join_port(src, sp), join_port(dst, dp)),
@@ -68,7 +74,7 @@ pub fn write_frame(out: &mut impl Write, r: &FrameRecord, first_ts: Nanos) -> io
         out,
         "{:>6}  {:>12}  {:>5}  {:<42}  {:>4}  {:<7}  {:<19}  {:>8}  {:>8}  {:<5}  {:<4}  {}",
         r.index,
-        time.to_string(),
+        time,
         r.len,
         endpoints,
         dscp,
