@@ -665,3 +665,55 @@ fn traffic_send_paces_each_frame_and_refuses_frames_over_the_mtu() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("MTU"), "{}", text(&out.stderr));
 }
+
+/// Issue 10, item 9: the pnet backend once cut a frame larger than its read buffer and
+/// forwarded the rest, malformed, as lossy class 0. A cut frame is counted and dropped.
+#[test]
+fn a_frame_larger_than_the_port_mtu_is_counted_not_forwarded_cut() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_frame_larger_than_the_port_mtu_is_counted_not_forwarded_cut") {
+        return;
+    }
+    let lab = Lab::new("mt", 2);
+    // Ports of MTU 1500 (read buffer 1582 bytes) on veths of MTU 9000.
+    let config = switch_config(&lab, 1.0, &[("mtu = 9216", "mtu = 1500")]);
+    let stats = lab.path("stats.json");
+    let sw = lab.switch(&config, &["--stats-json", stats.to_str().unwrap()]);
+    let iface = lab.host_if(0);
+    let dst = mac(1);
+    let out = lab
+        .exec(
+            0,
+            bin(),
+            &[
+                "traffic",
+                "send",
+                "--iface",
+                &iface,
+                "--dst-mac",
+                &dst,
+                "--size",
+                "4058",
+                "--count",
+                "5",
+                "--duration",
+                "1",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    std::thread::sleep(Duration::from_millis(300));
+    let sw_out = stop(sw);
+    let report = json(&stats);
+    let truncated: u64 = report["kernel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["truncated"].as_u64().unwrap())
+        .sum();
+    assert_eq!(truncated, 5, "{}", text(&sw_out.stdout));
+    let forwarded = class_sum(&report, 0, "tx_frames") + class_sum(&report, 3, "tx_frames");
+    assert_eq!(forwarded, 0, "nothing forwarded cut");
+    assert!(text(&sw_out.stdout).contains("arrived cut short"));
+}
