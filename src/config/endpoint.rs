@@ -135,12 +135,13 @@ fn mbps(v: f64) -> u64 {
     (v * 1e6).round() as u64
 }
 
-/// `v` µs is a time in [`MIN_TIME_US`, `MAX_TIME_US`] (or 0 when `zero_ok`).
-fn time_us(v: f64, zero_ok: bool) -> Result<(), String> {
+/// What is wrong with `v` µs as a time, unless it is in [`MIN_TIME_US`, `MAX_TIME_US`]
+/// (or 0 when `zero_ok`).
+fn time_us_problem(v: f64, zero_ok: bool) -> Option<String> {
     if (zero_ok && v == 0.0) || (v.is_finite() && (MIN_TIME_US..=MAX_TIME_US).contains(&v)) {
-        return Ok(());
+        return None;
     }
-    Err(format!(
+    Some(format!(
         "{v} is not allowed; give {}0.001 to 3600000000 µs (1 ns to 1 hour)",
         if zero_ok { "0, or " } else { "" }
     ))
@@ -197,7 +198,7 @@ impl DcqcnConfig {
             ("min_cut_interval_us", self.min_cut_interval_us, true),
             ("cnp_interval_us", self.cnp_interval_us, true),
         ] {
-            if let Err(why) = time_us(v, zero_ok) {
+            if let Some(why) = time_us_problem(v, zero_ok) {
                 return bad(field, &why);
             }
         }
@@ -383,7 +384,7 @@ impl EndpointConfig {
                 ),
             );
         }
-        if let Err(why) = time_us(self.rto_us, false) {
+        if let Some(why) = time_us_problem(self.rto_us, false) {
             return bad("rto_us", why);
         }
         let mut listed_at = [None; 64];
