@@ -98,9 +98,38 @@ impl Nanos {
     }
 }
 
+/// The latest time a driver passed to a core. Cores take `now` from their drivers, and
+/// time must not go backwards from one call to the next: checked in debug builds (tests
+/// run with them), free in release.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LastTime(Nanos);
+
+impl LastTime {
+    /// Moves to `now`, which must not be before the latest time.
+    #[inline]
+    pub fn advance(&mut self, now: Nanos) {
+        debug_assert!(
+            now >= self.0,
+            "time went backwards: {now:?} after {:?}",
+            self.0
+        );
+        self.0 = now;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "time went backwards")]
+    fn time_going_backwards_is_caught() {
+        let mut t = LastTime::default();
+        t.advance(Nanos(10));
+        t.advance(Nanos(10));
+        t.advance(Nanos(9));
+    }
 
     #[test]
     fn human_picks_the_unit() {
