@@ -5,6 +5,7 @@
 # Usage: scripts/fuzz.sh [TARGET...]        (default: frame capture config replay)
 #   FUZZ_SECONDS   seconds per target (default 60)
 #   FUZZ_TIMEOUT   seconds one input may take before it counts as a hang (default 10)
+#   FUZZ_SEED      libFuzzer's seed (default 1: repeatable; 0: a new one each run)
 #
 # Needs the nightly toolchain (libFuzzer's instrumentation); installs cargo-fuzz if it is
 # missing. Without nightly it prints "skipped" and exits 0, except under CI=true, where that
@@ -16,6 +17,9 @@ cd "$(dirname "$0")/.."
 
 SECS=${FUZZ_SECONDS:-60}
 HANG=${FUZZ_TIMEOUT:-10}
+# A fixed seed makes a run repeatable (the same mutations in the same order; only how far
+# it gets in the time differs): a CI failure can be replayed. FUZZ_SEED=0 picks one.
+SEED=${FUZZ_SEED:-1}
 if [ "$#" -gt 0 ]; then TARGETS=("$@"); else TARGETS=(frame capture config replay); fi
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
@@ -50,7 +54,7 @@ for t in "${TARGETS[@]}"; do
     echo "fuzz: $t for ${SECS}s"
     status=0
     cargo +nightly fuzz run "${FUZZ_FLAGS[@]}" "$t" -- \
-        -max_total_time="$SECS" -timeout="$HANG" -rss_limit_mb=2048 \
+        -max_total_time="$SECS" -timeout="$HANG" -rss_limit_mb=2048 -seed="$SEED" \
         -print_final_stats=1 >"$log" 2>&1 || status=$?
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
