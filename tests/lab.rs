@@ -120,6 +120,26 @@ fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
         header.contains("queue_sw_r1_q3_bytes") && header.contains("rate_r0_qp0x100_gbps"),
         "{header}"
     );
+
+    // The simulated twin ran the same sizes, exactly, and the live run is compared with it
+    // (a mechanism check, loosely: the figures are the benchmark's, not this test's).
+    assert!(stdout.contains("# live vs simulated twin"), "{stdout}");
+    let twin = &r["twin"];
+    let rows = twin["allreduce"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert_eq!(row["twin"]["wrong"], 0, "{row}");
+        let (live, sim) = (
+            row["live"]["busbw"].as_f64().unwrap(),
+            row["twin"]["busbw"].as_f64().unwrap(),
+        );
+        assert!(sim > 0.0 && live > 0.0, "{row}");
+        // The twin is the ideal fabric: the live one does not beat it by much.
+        assert!(live / sim < 2.0, "{row}");
+    }
+    // A plain ring in virtual time never congests: no pause, no drop.
+    assert_eq!(twin["twin"]["pfc_sent"], 0, "{twin}");
+    assert_eq!(twin["twin"]["dropped"], 0, "{twin}");
 }
 
 #[test]

@@ -61,6 +61,10 @@ pub struct Args {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 300.0)]
     limit: f64,
+    /// Do not run the simulated twin (the same fabric and workload in virtual time) after
+    /// the live run.
+    #[arg(long)]
+    no_twin: bool,
 }
 
 /// Runs `rocelab lab`.
@@ -160,9 +164,24 @@ pub fn run(args: Args) -> Result<()> {
         outcome.elapsed.as_secs_f64()
     );
     print!("{}", report::text(&opts, &outcome));
+    let twin = if args.no_twin || outcome.interrupted {
+        None
+    } else {
+        let wall = std::time::Instant::now();
+        let c = rocelab::lab::twin::compare(&opts, &outcome).context("the simulated twin")?;
+        print!("{}", report::twin_table(&c));
+        eprintln!(
+            "the twin simulated {} frames in {:.2} s of wall time",
+            c.twin_frames,
+            wall.elapsed().as_secs_f64()
+        );
+        Some(c)
+    };
     if let Some(dir) = &args.report {
         let title = format!("rocelab lab {}", args.scenario);
-        bundle::write(dir, &report::json(&opts, &outcome), &outcome.series, &title)
+        let mut json = report::json(&opts, &outcome);
+        json["twin"] = serde_json::to_value(&twin)?;
+        bundle::write(dir, &json, &outcome.series, &title)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
         println!(
             "\nwrote report.json, series.csv, queues.svg (queue depth per queue), rates.svg (each QP's rate), pauses.svg (PFC pause intervals per port) to {}",

@@ -3,6 +3,7 @@
 use super::{counter_table, ports};
 use crate::bytes::human as human_bytes;
 use crate::lab::run::{LabOptions, LabOutcome, Workload};
+use crate::lab::twin::Comparison;
 use std::fmt::Write as _;
 
 fn gbps(bps: u64) -> f64 {
@@ -150,4 +151,53 @@ pub fn json(opts: &LabOptions, out: &LabOutcome) -> serde_json::Value {
         "switch": { "ports": ports(&out.switch), "kernel": out.switch_kernel },
         "consistency": checks,
     })
+}
+
+/// The lab beside its simulated twin: per all-reduce size, live and twin time and busbw
+/// with their ratio; then the fabric's totals side by side.
+pub fn twin_table(c: &Comparison) -> String {
+    let mut s =
+        String::from("\n# live vs simulated twin (the same fabric and workload in virtual time)\n");
+    if !c.allreduce.is_empty() {
+        let _ = writeln!(
+            s,
+            "# {:>10} {:>12} {:>12} {:>11} {:>11} {:>10}",
+            "size", "live time", "twin time", "live busbw", "twin busbw", "live/twin"
+        );
+        let _ = writeln!(
+            s,
+            "# {:>10} {:>12} {:>12} {:>11} {:>11} {:>10}",
+            "(B)", "(us)", "(us)", "(GB/s)", "(GB/s)", "(busbw)"
+        );
+        let us =
+            |t: Option<u64>| t.map_or_else(|| "-".to_owned(), |t| format!("{:.1}", t as f64 / 1e3));
+        for r in &c.allreduce {
+            let _ = writeln!(
+                s,
+                "  {:>10} {:>12} {:>12} {:>11.3} {:>11.3} {:>10}",
+                r.size,
+                us(r.live.time_ns),
+                us(r.twin.time_ns),
+                r.live.busbw(),
+                r.twin.busbw(),
+                r.busbw_ratio()
+                    .map_or_else(|| "-".to_owned(), |x| format!("{x:.2}"))
+            );
+        }
+    }
+    let _ = writeln!(s, "# {:<28} {:>12} {:>12}", "fabric totals", "live", "twin");
+    for (what, live, twin) in [
+        ("PFC frames sent", c.live.pfc_sent, c.twin.pfc_sent),
+        ("CE marks", c.live.ce_marked, c.twin.ce_marked),
+        ("CNPs sent", c.live.cnps_sent, c.twin.cnps_sent),
+        ("drops", c.live.dropped, c.twin.dropped),
+        (
+            "largest queue (B)",
+            c.live.queue_watermark_bytes,
+            c.twin.queue_watermark_bytes,
+        ),
+    ] {
+        let _ = writeln!(s, "  {what:<28} {live:>12} {twin:>12}");
+    }
+    s
 }

@@ -1,0 +1,242 @@
+//! The lab's simulated twin: the same fabric (one switch, its configuration, the links'
+//! rate and the endpoints' configuration) and the same workload run in virtual time by
+//! the simulator. Where the live numbers differ from the twin's, the live driver is the
+//! suspect: a late thread turns into a fake queue, a CE mark or a pause.
+
+use super::run::{LabOptions, LabOutcome, Workload};
+use crate::config::CLASSES;
+use crate::endpoint::sweep::AllReduceResult;
+use crate::sim::engine::Stalled;
+use crate::sim::run::Outcome;
+use crate::sim::scenario::{AllReducePlan, FlowPlan, Scenario, Shape, Topology};
+use crate::switch::Switch;
+use crate::time::Nanos;
+use serde::Serialize;
+
+/// How long the twin may run in virtual time at most (as the lab's own limit).
+fn twin_limit(opts: &LabOptions) -> Nanos {
+    Nanos(u64::try_from(opts.limit.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The scenario of the lab's fabric and workload.
+pub fn scenario(opts: &LabOptions) -> Scenario {
+    // Hosts in the lab's order: the ranks (or the incast receiver and senders), then the
+    // two background senders of ring+incast.
+    let background = if opts.workload == Workload::RingIncast {
+        2
+    } else {
+        0
+    };
+    let hosts = opts.ranks + background;
+    // The lab's messages (lab::run): 64 KiB WRITEs.
+    let message_bytes = 65_536;
+    let flows: Vec<FlowPlan> = match opts.workload {
+        Workload::Ring => Vec::new(),
+        Workload::Incast => (1..opts.ranks)
+            .map(|from| FlowPlan {
+                from,
+                to: 0,
+                start: Nanos::ZERO,
+                bytes: Some(opts.incast_bytes),
+                message_bytes,
+            })
+            .collect(),
+        Workload::RingIncast => (opts.ranks..hosts)
+            .map(|from| FlowPlan {
+                from,
+                to: 0,
+                start: Nanos::ZERO,
+                bytes: None,
+                message_bytes,
+            })
+            .collect(),
+    };
+    let allreduce = (opts.workload != Workload::Incast).then(|| AllReducePlan {
+        ranks: (0..opts.ranks).collect(),
+        sizes: opts.sizes.clone(),
+        series_bytes: opts.sizes.last().copied().unwrap_or(0),
+        start: Nanos::ZERO,
+    });
+    Scenario {
+        name: format!("lab {} (twin)", opts.workload),
+        description: "the lab's fabric and workload in virtual time".into(),
+        seed: opts.seed,
+        duration: twin_limit(opts),
+        measure_from: Nanos::ZERO,
+        sample: Nanos::from_micros(100),
+        topology: Topology {
+            shape: Shape::Star { hosts },
+            bits_per_sec: opts.endpoint.bits_per_sec(),
+            // The configuration's cable: what the switch's headroom is computed for.
+            delay: opts.switch.port_defaults.cable,
+            loss: 0.0,
+        },
+        switch: opts.switch.clone(),
+        endpoint: opts.endpoint.clone(),
+        flows,
+        allreduce,
+    }
+}
+
+/// What the fabric counted over a whole run, live or simulated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct FabricTotals {
+    /// PFC frames the switch sent (XON included).
+    pub pfc_sent: u64,
+    /// Frames the switch marked CE.
+    pub ce_marked: u64,
+    /// CNPs the endpoints sent.
+    pub cnps_sent: u64,
+    /// Frames the switch dropped, all causes.
+    pub dropped: u64,
+    /// The deepest any egress queue got, bytes.
+    pub queue_watermark_bytes: u64,
+}
+
+fn switch_totals(sw: &Switch) -> FabricTotals {
+    let mut t = FabricTotals::default();
+    for p in 0..sw.port_count() {
+        for c in sw.counters(p).classes.iter().take(CLASSES) {
+            t.pfc_sent += c.tx_pause_frames;
+            t.ce_marked += c.ecn_marked;
+            t.dropped += c.dropped();
+            t.queue_watermark_bytes = t.queue_watermark_bytes.max(c.queue_watermark_bytes);
+        }
+    }
+    t
+}
+
+/// One all-reduce size, live and in the twin.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TwinRow {
+    /// Bytes per rank.
+    pub size: u64,
+    /// The live result.
+    pub live: AllReduceResult,
+    /// The twin's.
+    pub twin: AllReduceResult,
+}
+
+impl TwinRow {
+    /// Live busbw over the twin's (1.0: the live fabric matched its twin); `None` when
+    /// either did not finish.
+    pub fn busbw_ratio(&self) -> Option<f64> {
+        (self.live.time_ns.is_some() && self.twin.time_ns.is_some() && self.twin.busbw() > 0.0)
+            .then(|| self.live.busbw() / self.twin.busbw())
+    }
+}
+
+/// The lab and its twin side by side.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Per all-reduce size.
+    pub allreduce: Vec<TwinRow>,
+    /// The live fabric's totals.
+    pub live: FabricTotals,
+    /// The twin's totals (PFC, CE, CNPs and drops over every size; the watermark of the
+    /// largest size's run).
+    pub twin: FabricTotals,
+    /// Frames the simulator moved.
+    pub twin_frames: u64,
+}
+
+/// Runs the twin of `opts` and compares it with the live `out`.
+pub fn compare(opts: &LabOptions, out: &LabOutcome) -> Result<Comparison, Stalled> {
+    let scenario = scenario(opts);
+    let twin: Outcome = crate::sim::run::run(&scenario)?;
+    let allreduce = out
+        .allreduce
+        .iter()
+        .zip(&twin.allreduce)
+        .map(|(live, sim)| TwinRow {
+            size: live.size,
+            live: *live,
+            twin: sim.result,
+        })
+        .collect();
+    let mut live = switch_totals(&out.switch);
+    live.cnps_sent = out.hosts.iter().map(|h| h.counters.cnps_sent).sum();
+    let mut sim = FabricTotals::default();
+    if twin.allreduce.is_empty() {
+        // Flows only: the one recorded run is the whole run.
+        sim = switch_totals(twin.net.switch(0));
+        sim.cnps_sent = (0..twin.net.hosts.len())
+            .map(|h| twin.net.endpoint(h).counters().cnps_sent)
+            .sum();
+    } else {
+        for row in &twin.allreduce {
+            sim.pfc_sent += row.fabric.pfc_sent;
+            sim.ce_marked += row.fabric.ecn_marked;
+            sim.cnps_sent += row.fabric.cnps_sent;
+            sim.dropped += row.fabric.dropped;
+        }
+        sim.queue_watermark_bytes = switch_totals(twin.net.switch(0)).queue_watermark_bytes;
+    }
+    Ok(Comparison {
+        allreduce,
+        live,
+        twin: sim,
+        twin_frames: twin.frames,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SwitchConfig;
+    use crate::config::endpoint::EndpointConfig;
+    use std::time::Duration;
+
+    fn opts(workload: Workload) -> LabOptions {
+        LabOptions {
+            workload,
+            ranks: 4,
+            switch: SwitchConfig::preset("nexus-ai").unwrap(),
+            endpoint: EndpointConfig {
+                link_gbps: 1.0,
+                ..Default::default()
+            },
+            sizes: vec![8192, 65536],
+            incast_bytes: 1 << 20,
+            backend: crate::io::Backend::Pnet,
+            seed: 3,
+            limit: Duration::from_secs(5),
+            sample_every: Duration::from_millis(1),
+        }
+    }
+
+    #[test]
+    fn the_twin_has_the_labs_hosts_links_and_work() {
+        let s = scenario(&opts(Workload::Ring));
+        assert_eq!(s.topology.hosts(), 4);
+        assert_eq!(s.topology.bits_per_sec, 1_000_000_000);
+        let a = s.allreduce.as_ref().unwrap();
+        assert_eq!((a.ranks.len(), a.sizes.as_slice()), (4, &[8192, 65536][..]));
+        assert!(s.flows.is_empty());
+        // ring+incast: two more hosts, each an endless flow into rank 0.
+        let s = scenario(&opts(Workload::RingIncast));
+        assert_eq!(s.topology.hosts(), 6);
+        let ends: Vec<_> = s.flows.iter().map(|f| (f.from, f.to, f.bytes)).collect();
+        assert_eq!(ends, [(4, 0, None), (5, 0, None)]);
+        // incast: every other host sends its bytes to host 0; no all-reduce.
+        let s = scenario(&opts(Workload::Incast));
+        assert!(s.allreduce.is_none());
+        assert_eq!(s.flows.len(), 3);
+        assert!(
+            s.flows
+                .iter()
+                .all(|f| f.to == 0 && f.bytes == Some(1 << 20))
+        );
+    }
+
+    #[test]
+    fn the_twin_runs_and_finishes_every_size() {
+        let s = scenario(&opts(Workload::Ring));
+        let out = crate::sim::run::run(&s).unwrap();
+        assert_eq!(out.allreduce.len(), 2);
+        for row in &out.allreduce {
+            assert!(row.result.time_ns.is_some());
+            assert_eq!(row.result.wrong, Some(0));
+        }
+    }
+}
