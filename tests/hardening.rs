@@ -538,3 +538,42 @@ fn a_fine_series_of_an_allreduce_stays_bounded() {
     let last = out.series.times.last().unwrap().0;
     assert!(last + 1_000 >= end, "{last}");
 }
+
+/// Issue 13: `rocelab sim … | head` panicked on the closed pipe (exit 101) and the `--out`
+/// files were lost. Output to a closed pipe is dropped; the run finishes and writes them.
+#[test]
+fn a_closed_pipe_neither_panics_nor_loses_the_outputs() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args([
+            "sim",
+            "--scenario",
+            "incast",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one byte, then close the pipe, as `head -c 1` does.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut one = [0u8; 1];
+    stdout.read_exact(&mut one).unwrap();
+    drop(stdout);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for f in rocelab::report::bundle::FILES {
+        assert!(out.join(f).exists(), "{f} was written");
+    }
+}

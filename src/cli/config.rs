@@ -32,16 +32,16 @@ pub fn run(args: Args) -> Result<()> {
         Action::Show { preset } => {
             let text = rocelab::config::preset_text(preset.name())
                 .ok_or_else(|| anyhow::anyhow!("no preset named '{}'", preset.name()))?;
-            print!("{text}");
+            say!("{text}");
             Ok(())
         }
         Action::Check { file } => {
             let cfg = load_switch_config(&file)?;
-            println!("{}: valid", file.display());
-            println!("lossless priorities: {}", cfg.lossless);
+            sayln!("{}: valid", file.display());
+            sayln!("lossless priorities: {}", cfg.lossless);
             for pg in cfg.lossless.iter() {
                 for port in cfg.ports.iter().chain([&cfg.port_defaults]) {
-                    println!(
+                    sayln!(
                         "  PG {pg} on {} ({} Gb/s, {} ns cable, MTU {}): headroom {} B",
                         port.name,
                         port.bits_per_sec as f64 / 1e9,

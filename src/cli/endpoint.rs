@@ -175,7 +175,7 @@ pub fn run(args: Args) -> Result<()> {
             .collect()
     });
     if outcome.app.sweep().is_some() {
-        print!(
+        say!(
             "{}",
             nccl::allreduce_table(
                 &format!(
@@ -189,14 +189,14 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     if let Some(flow) = outcome.app.flow() {
-        println!(
+        sayln!(
             "sent {} bytes{}",
             flow.completed_bytes(),
             flow.finished()
                 .map_or_else(String::new, |t| format!(" in {}", t.human()))
         );
     }
-    println!(
+    sayln!(
         "endpoint: {} data packets sent ({} retransmitted, {} timeouts), {} received; CNPs sent {} received {}; CE received {}; PFC pauses received {}; kernel drops {}",
         counters.data_packets_sent,
         counters.retransmitted_packets,

@@ -137,7 +137,7 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         ""
     };
-    println!(
+    sayln!(
         "rocelab lab: {}, {} hosts{extra}, switch {} at {} Gb/s; PFC {}, ECN {}, DCQCN {} (Rai {} Mb/s)",
         args.scenario,
         args.ranks,
@@ -158,18 +158,18 @@ pub fn run(args: Args) -> Result<()> {
     let outcome = lab::run(&opts, &stop, &mut progress);
     eprint!("\r{:<78}\r", "");
     let outcome = outcome?;
-    println!(
+    sayln!(
         "namespaces {}* on 198.18.0.0/24: built, run for {:.2} s, removed\n",
         outcome.prefix,
         outcome.elapsed.as_secs_f64()
     );
-    print!("{}", report::text(&opts, &outcome));
+    say!("{}", report::text(&opts, &outcome));
     let twin = if args.no_twin || outcome.interrupted {
         None
     } else {
         let wall = std::time::Instant::now();
         let c = rocelab::lab::twin::compare(&opts, &outcome).context("the simulated twin")?;
-        print!("{}", report::twin_table(&c));
+        say!("{}", report::twin_table(&c));
         eprintln!(
             "the twin simulated {} frames in {:.2} s of wall time",
             c.twin_frames,
@@ -183,7 +183,7 @@ pub fn run(args: Args) -> Result<()> {
         json["twin"] = serde_json::to_value(&twin)?;
         bundle::write(dir, &json, &outcome.series, &title)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
-        println!(
+        sayln!(
             "\nwrote report.json, series.csv, queues.svg (queue depth per queue), rates.svg (each QP's rate), pauses.svg (PFC pause intervals per port) to {}",
             dir.display()
         );

@@ -2,6 +2,22 @@
 //! argument groups and helpers they share. Errors are explained here, at the edge, with
 //! anyhow: which file, which flag, what to do; the library's errors are typed.
 
+/// `print!` to standard output, where a closed pipe (`rocelab sim | head`) is not an
+/// error: what cannot be printed is dropped and the run goes on, so its output files are
+/// still written.
+macro_rules! say {
+    ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` to standard output, as [`say!`].
+macro_rules! sayln {
+    () => { $crate::cli::write_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => {{
+        $crate::cli::write_stdout(format_args!($($arg)*));
+        $crate::cli::write_stdout(format_args!("\n"));
+    }};
+}
+
 pub mod config;
 pub mod endpoint;
 pub mod inspect;
@@ -21,6 +37,23 @@ use rocelab::wire::MacAddr;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes to standard output unless the reader has gone (a closed pipe); other write
+/// errors are reported once on standard error.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("rocelab: standard output: {e}");
+        }
+    }
+}
 
 /// A byte count as people write it: 4096, 8K, 16M, 1G (powers of 1024).
 pub fn byte_size(s: &str) -> Result<u64, String> {

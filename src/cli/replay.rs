@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<()> {
         out: args.out.clone(),
     };
     let (summary, switch) = replay::run(&opts)?;
-    println!(
+    sayln!(
         "replayed {} frames through {} ports in {} of virtual time; {} frames out ({} PFC, {} CE-marked) to {}",
         summary.frames_in,
         summary.ports.len(),
@@ -91,18 +91,18 @@ pub fn run(args: Args) -> Result<()> {
         args.out.display()
     );
     if summary.frames_cut > 0 {
-        println!(
+        sayln!(
             "{} frames were cut short by the capture (snaplen): replayed at their original length, zero-padded (their ICRC no longer verifies)",
             summary.frames_cut
         );
     }
     if summary.frames_skipped > 0 {
-        println!(
+        sayln!(
             "{} frames too short to carry a source MAC (12 bytes) were skipped",
             summary.frames_skipped
         );
     }
-    print!("{}", rocelab::report::counter_table(&switch));
+    say!("{}", rocelab::report::counter_table(&switch));
     report.write(&serde_json::json!({
         "summary": summary,
         "ports": rocelab::report::ports(&switch),

@@ -32,7 +32,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.list {
         for (name, text) in SCENARIOS {
             let s = Scenario::from_toml(name, text, None)?;
-            println!("{name:<12} {}", s.description);
+            sayln!("{name:<12} {}", s.description);
         }
         return Ok(());
     }
@@ -40,7 +40,7 @@ pub fn run(args: Args) -> Result<()> {
         let text = scenario_text(name).with_context(|| {
             format!("no built-in scenario named '{name}'; they are {}", names())
         })?;
-        print!("{text}");
+        say!("{text}");
         return Ok(());
     }
     let mut scenario = Scenario::load(&args.scenario)?;
@@ -52,30 +52,30 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(dir) = &args.out {
         rocelab::output::check_folder(dir)?;
     }
-    print!("{}", report::header(&scenario));
+    say!("{}", report::header(&scenario));
     let wall = std::time::Instant::now();
     let outcome = rocelab::sim::run::run(&scenario)?;
     let elapsed = wall.elapsed().as_secs_f64();
     let end = outcome.net.engine.now();
-    println!();
+    sayln!();
     if let Some(plan) = &scenario.allreduce {
-        print!(
+        say!(
             "{}",
             report::allreduce_table(&outcome.allreduce, plan.ranks.len())
         );
-        println!(
+        sayln!(
             "\nthe {} B all-reduce in detail ({} of virtual time):",
             plan.series_bytes,
             end.human()
         );
     } else {
-        println!("ran {} of virtual time", end.human());
+        sayln!("ran {} of virtual time", end.human());
     }
-    print!(
+    say!(
         "{}",
         report::qp_table(&outcome.qps, outcome.measured_from, end)
     );
-    print!("{}", report::switch_tables(&outcome));
+    say!("{}", report::switch_tables(&outcome));
     // Wall-clock figures vary from run to run: stderr, so stdout repeats exactly.
     eprintln!(
         "simulated {} frames in {elapsed:.2} s of wall time ({:.2} M frames/s)",
@@ -86,7 +86,7 @@ pub fn run(args: Args) -> Result<()> {
         let json = report::json(&scenario, &outcome);
         bundle::write(dir, &json, &outcome.series, &scenario.name)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
-        println!(
+        sayln!(
             "\nwrote series.csv, queues.svg, rates.svg, pauses.svg and report.json to {}",
             dir.display()
         );

@@ -95,7 +95,7 @@ pub fn run(args: Args) -> Result<()> {
         opts.backend
     );
     let outcome = runtime::switch::run(&opts, &stop, &mut io::stdout())?;
-    println!(
+    sayln!(
         "\nran {:.1} s; kernel receive drops: {}",
         outcome.elapsed.as_secs_f64(),
         names
@@ -112,12 +112,12 @@ pub fn run(args: Args) -> Result<()> {
         .map(|(n, k)| format!("{n} {}", k.truncated))
         .collect();
     if !cut.is_empty() {
-        println!(
+        sayln!(
             "frames larger than the port MTU arrived cut short and were dropped: {}",
             cut.join(", ")
         );
     }
-    print!("{}", rocelab::report::counter_table(&outcome.switch));
+    say!("{}", rocelab::report::counter_table(&outcome.switch));
     if stats.wanted() {
         let kernel: Vec<serde_json::Value> = names
             .iter()

@@ -103,7 +103,7 @@ pub fn run(args: Args) -> Result<()> {
                 count,
             };
             let (sent, secs) = traffic::send(&spec, &stop)?;
-            println!(
+            sayln!(
                 "{}",
                 serde_json::json!({"sent": sent, "seconds": secs, "pps": sent as f64 / secs.max(1e-9)})
             );
@@ -115,7 +115,7 @@ pub fn run(args: Args) -> Result<()> {
             backend,
         } => {
             let c = traffic::count(&iface, backend, seconds("--duration", duration)?, &stop)?;
-            println!("{}", serde_json::to_string(&c)?);
+            sayln!("{}", serde_json::to_string(&c)?);
             Ok(())
         }
     }
