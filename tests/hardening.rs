@@ -577,3 +577,23 @@ fn a_closed_pipe_neither_panics_nor_loses_the_outputs() {
         assert!(out.join(f).exists(), "{f} was written");
     }
 }
+
+/// Issue 13: `inspect -` did not read standard input, so `tcpdump -w - | rocelab inspect -`
+/// failed. It reads the capture from standard input, with the same result as the file.
+#[test]
+fn inspect_reads_standard_input() {
+    use std::io::Write;
+    let path = common::repo("pcaps/roce_rc_ipv4.pcap");
+    let from_file = rocelab(&["inspect", "--json", path.to_str().unwrap()]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["inspect", "--json", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    child.stdin.take().unwrap().write_all(&bytes).unwrap();
+    let from_stdin = child.wait_with_output().unwrap();
+    assert!(from_stdin.status.success());
+    assert_eq!(from_stdin.stdout, from_file.stdout);
+}

@@ -3,14 +3,15 @@
 use anyhow::Result;
 use rocelab::inspect::{self, InspectError, Output};
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter};
+use std::io::{self, BufReader, BufWriter, Read};
 use std::path::PathBuf;
 
 /// Decode a pcap or pcapng capture: RoCE headers, ICRC check, CNPs, PFC and PAUSE, with a
 /// per-QP and per-priority summary.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The capture file (pcap or pcapng, Ethernet).
+    /// The capture file (pcap or pcapng, Ethernet); `-` reads standard input
+    /// (`tcpdump -w - | rocelab inspect -`).
     file: PathBuf,
     /// Print one JSON object per frame per line, then one summary object.
     #[arg(long)]
@@ -20,21 +21,27 @@ pub struct Args {
 /// Runs `rocelab inspect`.
 pub fn run(args: Args) -> Result<()> {
     let path = args.file;
-    if path.is_dir() {
-        anyhow::bail!(
-            "{} is a directory; give a pcap or pcapng file",
-            path.display()
-        );
-    }
-    let file = File::open(&path)
-        .map_err(|e| anyhow::anyhow!("cannot open capture {}: {e}", path.display()))?;
+    let input: Box<dyn Read> = if path.as_os_str() == "-" {
+        Box::new(io::stdin().lock())
+    } else {
+        if path.is_dir() {
+            anyhow::bail!(
+                "{} is a directory; give a pcap or pcapng file",
+                path.display()
+            );
+        }
+        Box::new(
+            File::open(&path)
+                .map_err(|e| anyhow::anyhow!("cannot open capture {}: {e}", path.display()))?,
+        )
+    };
     let mut out = BufWriter::new(io::stdout().lock());
     let format = if args.json {
         Output::Json
     } else {
         Output::Table
     };
-    match inspect::run(BufReader::with_capacity(1 << 16, file), &mut out, format) {
+    match inspect::run(BufReader::with_capacity(1 << 16, input), &mut out, format) {
         Ok(_) => Ok(()),
         // A closed pipe (`rocelab inspect f | head`) is not an error.
         Err(InspectError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
