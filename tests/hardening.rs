@@ -41,7 +41,7 @@ fn options(inputs: Inputs, out: PathBuf) -> ReplayOptions {
         speed: 1.0,
         align_start: false,
         peer_ignores_pause: false,
-        out,
+        out: Some(out),
     }
 }
 
@@ -596,4 +596,25 @@ fn inspect_reads_standard_input() {
     let from_stdin = child.wait_with_output().unwrap();
     assert!(from_stdin.status.success());
     assert_eq!(from_stdin.stdout, from_file.stdout);
+}
+
+/// Issue 13: `replay` required `--out` even for the counters only. Without it, the
+/// counters are printed and nothing is written.
+#[test]
+fn replay_without_out_prints_the_counters_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.pcap");
+    capture(&input, 20);
+    let o = rocelab(&["replay", "--split-by", "mac", input.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("replayed 20 frames") && out.contains("rx pkts"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing written"
+    );
 }

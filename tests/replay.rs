@@ -33,7 +33,7 @@ fn options(inputs: Inputs, out: PathBuf) -> ReplayOptions {
         speed: 1.0,
         align_start: false,
         peer_ignores_pause: false,
-        out,
+        out: Some(out),
     }
 }
 

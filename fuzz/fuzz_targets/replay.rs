@@ -108,7 +108,7 @@ fuzz_target!(|data: &[u8]| {
         speed: [1.0, 2.0, 0.5, 10.0][usize::from((opts >> 4) & 3)],
         align_start: opts & 8 != 0,
         peer_ignores_pause: opts & 4 != 0,
-        out: dir.join("out.pcapng"),
+        out: Some(dir.join("out.pcapng")),
     };
     match replay::run(&replay_opts) {
         Ok((summary, _switch)) => {

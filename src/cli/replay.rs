@@ -30,9 +30,9 @@ pub struct Args {
     /// The link peers ignore PFC and PAUSE, as a broken NIC would.
     #[arg(long)]
     peer_ignores_pause: bool,
-    /// The pcapng to write: one interface per port.
+    /// The pcapng to write: one interface per port (without it, only the counters).
     #[arg(long)]
-    out: PathBuf,
+    out: Option<PathBuf>,
     /// Also write the counters and the summary as JSON.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> Result<()> {
         Inputs::Bound(bound) => bound.iter().map(|(_, p)| p.clone()).collect(),
         Inputs::Split(_, paths) => paths.clone(),
     };
-    inputs_read.push(args.out.clone());
+    inputs_read.extend(args.out.clone());
     let report = JsonReport::create(args.report.as_deref(), &inputs_read)?;
     let opts = ReplayOptions {
         config,
@@ -81,14 +81,16 @@ pub fn run(args: Args) -> Result<()> {
     };
     let (summary, switch) = replay::run(&opts)?;
     sayln!(
-        "replayed {} frames through {} ports in {} of virtual time; {} frames out ({} PFC, {} CE-marked) to {}",
+        "replayed {} frames through {} ports in {} s of virtual time; {} frames out ({} PFC, {} CE-marked){}",
         summary.frames_in,
         summary.ports.len(),
         rocelab::time::Nanos(summary.duration_ns),
         summary.frames_out,
         summary.pfc_frames_out,
         summary.frames_marked,
-        args.out.display()
+        args.out
+            .as_ref()
+            .map_or_else(String::new, |p| format!(" to {}", p.display()))
     );
     if summary.frames_cut > 0 {
         sayln!(

@@ -57,8 +57,8 @@ pub struct ReplayOptions {
     pub align_start: bool,
     /// Peers ignore PFC and PAUSE.
     pub peer_ignores_pause: bool,
-    /// The pcapng to write.
-    pub out: PathBuf,
+    /// The pcapng to write; `None` for the counters only.
+    pub out: Option<PathBuf>,
 }
 
 /// Why a replay failed.
@@ -212,8 +212,11 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         Inputs::Bound(bound) => bound.iter().map(|(_, p)| p).collect(),
         Inputs::Split(_, paths) => paths.iter().collect(),
     };
-    output::refuse_inputs(&opts.out, &input_paths)?;
-    let mut out_file = OutputFile::create(&opts.out)?;
+    if let Some(out) = &opts.out {
+        output::refuse_inputs(out, &input_paths)?;
+    }
+    let mut out_file = opts.out.as_deref().map(OutputFile::create).transpose()?;
+    let out_path = opts.out.clone().unwrap_or_default();
     let mut sources = Vec::new();
     let mut split = None;
     match &opts.inputs {
@@ -302,19 +305,23 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         Nanos(start.0.saturating_add(rel.round() as u64))
     };
 
+    let sink: Box<dyn Write + '_> = match out_file.as_mut() {
+        Some(f) => Box::new(f.file()),
+        None => Box::new(std::io::sink()),
+    };
     let mut writer = PcapNgWriter::new(
-        BufWriter::new(&mut *out_file.file()),
+        BufWriter::new(sink),
         concat!("rocelab ", env!("CARGO_PKG_VERSION")),
     )
     .map_err(|error| ReplayError::File {
-        path: opts.out.clone(),
+        path: out_path.clone(),
         error,
     })?;
     for p in &cfg.ports {
         writer
             .add_interface(&p.name)
             .map_err(|error| ReplayError::File {
-                path: opts.out.clone(),
+                path: out_path.clone(),
                 error,
             })?;
     }
@@ -377,7 +384,7 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
     fabric.run_to_idle(&mut sink)?;
     if let Some(error) = write_error {
         return Err(ReplayError::File {
-            path: opts.out.clone(),
+            path: out_path.clone(),
             error,
         });
     }
@@ -385,10 +392,12 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         .finish()
         .and_then(|mut w| w.flush())
         .map_err(|error| ReplayError::File {
-            path: opts.out.clone(),
+            path: out_path.clone(),
             error,
         })?;
-    out_file.commit()?;
+    if let Some(f) = out_file {
+        f.commit()?;
+    }
     summary.duration_ns = last_out.saturating_sub(start).0;
     summary.frames_cut = sources.iter().map(|s| s.cut).sum();
     summary.frames_skipped = sources.iter().map(|s| s.skipped).sum();
