@@ -300,7 +300,9 @@ pub fn run_sampled(
         }
         drive(&mut ep, &mut app, now, &mut last, &mut out, &ports.pool);
         if !out.is_empty()
-            && let Err(e) = ports.tx[0].try_send(std::mem::take(&mut out))
+            // A NIC does not drop what its pacer released: wait for the transmit thread
+            // (see the switch's loop for why this cannot hang).
+            && let Err(e) = ports.tx[0].send(std::mem::take(&mut out))
         {
             for buf in e.into_inner() {
                 ports.pool.put(buf);

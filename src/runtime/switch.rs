@@ -157,9 +157,12 @@ pub fn run_sampled(
         }
         for (port, batch) in outgoing.iter_mut().enumerate() {
             if !batch.is_empty() {
-                // A transmit thread that cannot keep up must not stall every port: its
-                // frames are lost, as on a jammed wire.
-                if let Err(e) = ports.tx[port].try_send(std::mem::take(batch)) {
+                // The shaper released these frames: the emulated wire carries them, so a
+                // transmit thread that is behind holds the core back (backpressure) rather
+                // than losing them, which would make a lossless class lossy. It cannot
+                // hold it for long: a jammed socket gives up on a batch after a bounded
+                // wait, and a failed port's thread keeps draining its channel.
+                if let Err(e) = ports.tx[port].send(std::mem::take(batch)) {
                     for buf in e.into_inner() {
                         ports.pool.put(buf);
                     }
