@@ -20,6 +20,24 @@ fn rocelab(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `rocelab sim --scenario NAME --out OUT`, started; its standard output and error piped
+/// to the test, or discarded.
+fn sim_into(name: &str, out: &Path, piped: bool) -> std::process::Child {
+    let stdio = || {
+        if piped {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        }
+    };
+    Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["sim", "--scenario", name, "--out", out.to_str().unwrap()])
+        .stdout(stdio())
+        .stderr(stdio())
+        .spawn()
+        .unwrap()
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -158,18 +176,7 @@ fn an_unwritable_report_fails_before_the_run() {
 fn an_interrupted_sim_leaves_no_folder() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
-        .args([
-            "sim",
-            "--scenario",
-            "leaf-spine",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = sim_into("leaf-spine", &out, false);
     std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -546,18 +553,7 @@ fn a_closed_pipe_neither_panics_nor_loses_the_outputs() {
     use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
-        .args([
-            "sim",
-            "--scenario",
-            "incast",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sim_into("incast", &out, true);
     // Read one byte, then close the pipe, as `head -c 1` does.
     let mut stdout = child.stdout.take().unwrap();
     let mut one = [0u8; 1];
