@@ -121,6 +121,18 @@ fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
         "{header}"
     );
 
+    // The hosts started together once every socket was open: no frame was sent to a host
+    // that could not hear it yet.
+    let start = r["start_ns"].as_u64().unwrap();
+    for h in r["hosts"].as_array().unwrap() {
+        let open = h["socket_open_ns"].as_u64().unwrap();
+        assert!(
+            open <= start,
+            "{} opened at {open} ns, after the start {start}",
+            h["name"]
+        );
+    }
+
     // The simulated twin ran the same sizes, exactly, and the live run is compared with it
     // (a mechanism check, loosely: the figures are the benchmark's, not this test's).
     assert!(stdout.contains("# live vs simulated twin"), "{stdout}");

@@ -158,11 +158,25 @@ pub fn run(args: Args) -> Result<()> {
     let outcome = lab::run(&opts, &stop, &mut progress);
     eprint!("\r{:<78}\r", "");
     let outcome = outcome?;
+    let last_open = outcome.hosts.iter().filter_map(|h| h.socket_open_ns).max();
     sayln!(
-        "namespaces {}* on 198.18.0.0/24: built, run for {:.2} s, removed\n",
+        "namespaces {}* on 198.18.0.0/24: built, run for {:.2} s, removed; the hosts started \
+         {:.1} ms after the namespaces were up (the last socket open at {})\n",
         outcome.prefix,
-        outcome.elapsed.as_secs_f64()
+        outcome.elapsed.as_secs_f64(),
+        outcome.start_ns as f64 / 1e6,
+        last_open.map_or_else(|| "-".to_owned(), |t| format!("{:.1} ms", t as f64 / 1e6))
     );
+    if let Some(late) = outcome
+        .hosts
+        .iter()
+        .find(|h| h.socket_open_ns.is_some_and(|t| t > outcome.start_ns))
+    {
+        eprintln!(
+            "rocelab lab: host {} opened its socket after the start: its peers' first frames to it were lost and retransmitted",
+            late.name
+        );
+    }
     say!("{}", report::text(&opts, &outcome));
     let twin = if args.no_twin || outcome.interrupted {
         None

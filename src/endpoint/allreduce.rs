@@ -131,6 +131,11 @@ impl RingAllReduce {
         self
     }
 
+    /// Starts at `at` (before the run starts).
+    pub fn set_start(&mut self, at: Nanos) {
+        self.start_at = at;
+    }
+
     fn begin(&mut self, now: Nanos, ep: &mut Endpoint) {
         self.started = Some(now);
         if self.ranks <= 1 {

@@ -87,6 +87,17 @@ impl App {
         }
     }
 
+    /// Starts the work at `at` instead (before the run starts): a driver that builds the
+    /// work first and learns the start time later (the lab starts every host together).
+    pub fn set_start(&mut self, at: Nanos) {
+        match self {
+            App::AllReduce(a) => a.set_start(at),
+            App::Sweep(s) => s.set_start(at),
+            App::Flow(f) => f.set_start(at),
+            App::Receive | App::Custom(_) => {}
+        }
+    }
+
     fn inner(&mut self) -> Option<&mut dyn Application> {
         match self {
             App::AllReduce(a) => Some(a),

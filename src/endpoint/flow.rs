@@ -59,6 +59,11 @@ impl Flow {
         }
     }
 
+    /// Starts at `at` (before the run starts).
+    pub fn set_start(&mut self, at: Nanos) {
+        self.start = at;
+    }
+
     /// Bytes acknowledged so far.
     pub fn completed_bytes(&self) -> u64 {
         self.completed

@@ -215,6 +215,11 @@ impl Sweep {
         self
     }
 
+    /// Starts at `at` (before the run starts).
+    pub fn set_start(&mut self, at: Nanos) {
+        self.start_at = at;
+    }
+
     /// How many sizes are done on this rank.
     pub fn finished(&self) -> usize {
         self.current

@@ -22,7 +22,7 @@ use crate::wire::MacAddr;
 use serde::Serialize;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// What runs in the lab.
@@ -95,6 +95,8 @@ pub struct HostOutcome {
     pub sweep: Vec<RankResult>,
     /// A port error, if one stopped it.
     pub error: Option<PortError>,
+    /// When its socket was open, ns on the lab's clock (0: when the namespaces were up).
+    pub socket_open_ns: Option<u64>,
 }
 
 /// What a host thread gives back.
@@ -139,6 +141,9 @@ pub struct LabOutcome {
     pub interrupted: bool,
     /// The namespaces' prefix (everything was removed).
     pub prefix: String,
+    /// When the hosts were to start sending, on the lab's clock (0: the namespaces were
+    /// up, before the switch and the hosts opened their sockets).
+    pub start_ns: u64,
 }
 
 fn mac(i: usize) -> MacAddr {
@@ -156,6 +161,28 @@ fn host_names(opts: &LabOptions) -> Vec<String> {
         names.extend(["b0".to_owned(), "b1".to_owned()]);
     }
     names
+}
+
+/// How long after the last host's socket is open the hosts start sending: time for every
+/// waiting host thread to wake and read the start.
+const SOCKETS_OPEN_WITHIN: Duration = Duration::from_millis(2);
+
+/// When the hosts start: each says its socket is open, then waits for the start time.
+#[derive(Debug)]
+struct StartGate {
+    /// Hosts whose socket is open.
+    built: AtomicUsize,
+    /// The start, ns on the lab's clock; `u64::MAX` until it is known.
+    start_ns: AtomicU64,
+}
+
+impl Default for StartGate {
+    fn default() -> StartGate {
+        StartGate {
+            built: AtomicUsize::new(0),
+            start_ns: AtomicU64::new(u64::MAX),
+        }
+    }
 }
 
 /// Runs the lab: builds it, runs the workload, removes everything, returns the results.
@@ -219,14 +246,20 @@ pub fn run(
         metrics: None,
     };
     let every = opts.sample_every;
+    // The switch's first sample comes as soon as its ports are open: the hosts start then.
+    let switch_ready = Arc::new(AtomicBool::new(false));
     let switch_thread = {
         let stop = Arc::clone(&switch_stop);
         let rec_cfg = switch_cfg.clone();
+        let ready = Arc::clone(&switch_ready);
         std::thread::Builder::new()
             .name("lab-switch".into())
             .spawn(move || {
                 let mut rec = SwitchRecorder::new("sw", &rec_cfg);
-                let mut call = |_: Duration, sw: &Switch| rec.sample(since(t0), sw);
+                let mut call = |_: Duration, sw: &Switch| {
+                    ready.store(true, Ordering::Relaxed);
+                    rec.sample(since(t0), sw);
+                };
                 let sampler = Sampler {
                     every,
                     call: &mut call,
@@ -240,10 +273,16 @@ pub fn run(
                 out.map(|o| (o, rec))
             })?
     };
-    // The ports must be open before the hosts start talking.
-    std::thread::sleep(Duration::from_millis(300));
-
-    let start_at = t0.elapsed() + Duration::from_millis(300);
+    // The switch's ports must be open before the hosts start talking; a switch that failed
+    // to open them ends its thread, and its error is reported below.
+    let waited = Instant::now();
+    while !switch_ready.load(Ordering::Relaxed)
+        && !switch_thread.is_finished()
+        && waited.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let gate = Arc::new(StartGate::default());
     let progress_done: Arc<Vec<AtomicUsize>> =
         Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect());
     let mut threads = Vec::new();
@@ -254,15 +293,32 @@ pub fn run(
         let iface = net.name(&format!("h{}", names[i]));
         let stop = Arc::clone(&hosts_stop);
         let done_count = Arc::clone(&progress_done);
+        let gate = Arc::clone(&gate);
         threads.push(
             std::thread::Builder::new()
                 .name(format!("lab-{}", names[i]))
                 .spawn(move || -> HostResult {
                     super::netns::enter(&ns)?;
-                    host(i, &iface, &peers, &opts, t0, start_at, &stop, &done_count)
+                    host(i, &iface, &peers, &opts, t0, &gate, &stop, &done_count)
                 })?,
         );
     }
+    // Every host builds its endpoint and its work (the all-reduce buffers of every size:
+    // tens of ms) and opens its socket, then waits: they start together as soon as the
+    // last socket is open.
+    let waited = Instant::now();
+    while gate.built.load(Ordering::Relaxed) < n
+        && !threads.iter().any(|t| t.is_finished())
+        && !stopped(stop)
+        && waited.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let start_at = t0.elapsed() + SOCKETS_OPEN_WITHIN;
+    gate.start_ns.store(
+        u64::try_from(start_at.as_nanos()).unwrap_or(u64::MAX - 1),
+        Ordering::Release,
+    );
 
     // Wait for the work: the ranks (or the incast senders); background senders stop then.
     let primary: Vec<usize> = match opts.workload {
@@ -354,6 +410,7 @@ pub fn run(
         elapsed,
         interrupted,
         prefix,
+        start_ns: u64::try_from(start_at.as_nanos()).unwrap_or(u64::MAX),
     })
 }
 
@@ -365,14 +422,15 @@ fn host(
     peers: &[PeerSpec],
     opts: &LabOptions,
     t0: Instant,
-    start_at: Duration,
+    gate: &StartGate,
     stop: &Arc<AtomicBool>,
     done_count: &Arc<Vec<AtomicUsize>>,
 ) -> HostResult {
     let me = &peers[i];
     let mut ep = crate::endpoint::Endpoint::new(&opts.endpoint, me.mac, me.ip);
-    // Every host's clock reads 0 at `t0`: the all-reduce times compare across ranks.
-    let start = Nanos(start_at.as_nanos() as u64);
+    // Every host's clock reads 0 at `t0`: the all-reduce times compare across ranks. The
+    // start is set once every host's socket is open (in the sampler, below): not before.
+    let start = Nanos(u64::MAX - 1);
     let ranks = &peers[..opts.ranks];
     let message = 65536;
     let (app, sending): (App, Vec<usize>) = match opts.workload {
@@ -425,7 +483,20 @@ fn host(
         .map(|&q| (q, ep.qp_status(q, Nanos::ZERO).qpn))
         .collect();
     let mut rec = HostRecorder::new(&name, &qps, ep.data_priority());
-    let mut call = |_: Duration, l: &live::Live<'_>| {
+    let mut socket_open_ns = None;
+    let mut call = |_: Duration, l: &mut live::Live<'_>| {
+        // The first sample comes once the host's socket is open: say so, and wait for the
+        // start the lab gives once every host's is.
+        if socket_open_ns.is_none() {
+            socket_open_ns = Some(l.now.0);
+            gate.built.fetch_add(1, Ordering::Release);
+            let mut start_ns = gate.start_ns.load(Ordering::Acquire);
+            while start_ns == u64::MAX && !stopped(stop) {
+                std::thread::sleep(Duration::from_micros(200));
+                start_ns = gate.start_ns.load(Ordering::Acquire);
+            }
+            l.app.set_start(Nanos(start_ns.min(u64::MAX - 1)));
+        }
         rec.sample(l.now, l.endpoint);
         if let Some(s) = l.app.sweep() {
             done_count[i].store(s.finished(), Ordering::Relaxed);
@@ -460,6 +531,7 @@ fn host(
             done: out.app.done(),
             sweep,
             error: out.error,
+            socket_open_ns,
         },
         tracks,
     ))

@@ -145,6 +145,7 @@ pub fn json(opts: &LabOptions, out: &LabOutcome) -> serde_json::Value {
         "ecn": opts.switch.queues.iter().any(|q| q.ecn.is_some()),
         "dcqcn": opts.endpoint.dcqcn.enabled,
         "elapsed_s": out.elapsed.as_secs_f64(),
+        "start_ns": out.start_ns,
         "interrupted": out.interrupted,
         "allreduce": out.allreduce,
         "hosts": out.hosts,

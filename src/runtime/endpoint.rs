@@ -181,8 +181,8 @@ pub fn run(
 pub struct Live<'a> {
     /// The endpoint, its counters and QPs as of `now`.
     pub endpoint: &'a Endpoint,
-    /// The application it runs.
-    pub app: &'a App,
+    /// The application it runs (a sampler may set its start: see `App::set_start`).
+    pub app: &'a mut App,
     /// The endpoint's clock.
     pub now: Nanos,
 }
@@ -192,7 +192,7 @@ pub struct EndpointSampler<'a> {
     /// Wall-clock time from one call to the next, at least (a late call delays the next).
     pub every: Duration,
     /// What to call, with the time since the run began.
-    pub call: &'a mut (dyn FnMut(Duration, &Live<'_>) + Send),
+    pub call: &'a mut (dyn FnMut(Duration, &mut Live<'_>) + Send),
 }
 
 /// As [`run`], calling `sampler` with the endpoint as it runs.
@@ -311,12 +311,12 @@ pub fn run_sampled(
         if let Some(s) = sampler.as_mut() {
             let now_i = Instant::now();
             if now_i >= next_sample {
-                let live = Live {
+                let mut live = Live {
                     endpoint: &ep,
-                    app: &app,
+                    app: &mut app,
                     now,
                 };
-                (s.call)(now_i - started, &live);
+                (s.call)(now_i - started, &mut live);
                 next_sample = now_i + s.every;
             }
         }

@@ -44,9 +44,13 @@ impl Clock {
         Nanos(self.start.elapsed().as_nanos() as u64)
     }
 
-    /// The instant of core time `t`.
+    /// The instant of core time `t`; a time too far ahead for the platform's clock (a
+    /// core's "never") is a year from the start.
     pub fn instant(&self, t: Nanos) -> Instant {
-        self.start + Duration::from_nanos(t.0)
+        let year = Duration::from_secs(365 * 24 * 3600);
+        self.start
+            .checked_add(Duration::from_nanos(t.0).min(year))
+            .unwrap_or(self.start)
     }
 }
 

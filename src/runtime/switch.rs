@@ -119,9 +119,14 @@ pub fn run_sampled(
         if let Some(t) = switch.poll_timeout() {
             wake = wake.min(clock.instant(t));
         }
-        for t in [end, next_line, snapshot.as_ref().map(|_| next_snapshot)]
-            .into_iter()
-            .flatten()
+        for t in [
+            end,
+            next_line,
+            snapshot.as_ref().map(|_| next_snapshot),
+            sampler.as_ref().map(|_| next_sample),
+        ]
+        .into_iter()
+        .flatten()
         {
             wake = wake.min(t);
         }
