@@ -5,12 +5,11 @@ mod common;
 
 use common::net::{Driver, config, host, roce};
 use rocelab::capture::PcapWriter;
-use rocelab::config::SwitchConfig;
-use rocelab::replay::{self, Inputs, ReplayOptions, SplitBy};
+use rocelab::replay::{self, Inputs, SplitBy};
 use rocelab::sim::scenario::Scenario;
 use rocelab::time::Nanos;
 use rocelab::wire::Ecn;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn rocelab(args: &[&str]) -> Output {
@@ -50,17 +49,6 @@ fn capture(path: &Path, n: usize) {
         w.write_packet(Nanos(1_000 * i as u64), &f).unwrap();
     }
     w.finish().unwrap();
-}
-
-fn options(inputs: Inputs, out: PathBuf) -> ReplayOptions {
-    ReplayOptions {
-        config: SwitchConfig::preset("default").unwrap(),
-        inputs,
-        speed: 1.0,
-        align_start: false,
-        peer_ignores_pause: false,
-        out: Some(out),
-    }
 }
 
 /// Item 1: `replay --out X` where X is also an input once turned a 6.5 MB capture into
@@ -125,7 +113,7 @@ fn a_failed_replay_keeps_the_previous_output() {
     std::fs::write(&bad, bytes).unwrap();
     let out = dir.path().join("out.pcapng");
     std::fs::write(&out, b"the previous run's output").unwrap();
-    let opts = options(Inputs::Split(SplitBy::Mac, vec![good, bad]), out.clone());
+    let opts = common::replay_options(Inputs::Split(SplitBy::Mac, vec![good, bad]), out.clone());
     let e = replay::run(&opts).unwrap_err();
     assert!(e.to_string().contains("bad.pcap"), "{e}");
     assert_eq!(std::fs::read(&out).unwrap(), b"the previous run's output");
@@ -342,7 +330,7 @@ fn cut_capture_frames_replay_at_their_original_length() {
     }
     std::fs::write(&input, bytes).unwrap();
     let out = dir.path().join("out.pcapng");
-    let opts = options(Inputs::Bound(vec![("p0".into(), input)]), out.clone());
+    let opts = common::replay_options(Inputs::Bound(vec![("p0".into(), input)]), out.clone());
     let (summary, sw) = replay::run(&opts).unwrap();
     assert_eq!(summary.frames_cut, 4);
     let rx = &sw.counters(0).classes[3];
@@ -455,7 +443,7 @@ fn a_split_into_too_many_ports_is_refused() {
     }
     w.finish().unwrap();
     let out = dir.path().join("out.pcapng");
-    let opts = options(Inputs::Split(SplitBy::Mac, vec![input]), out.clone());
+    let opts = common::replay_options(Inputs::Split(SplitBy::Mac, vec![input]), out.clone());
     let e = replay::run(&opts).unwrap_err().to_string();
     assert!(
         e.contains("at most 1024") && e.contains("--in PORT=FILE"),

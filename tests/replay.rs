@@ -7,10 +7,10 @@ mod common;
 use common::net::{host, roce, wire_bits};
 use rocelab::capture::{CaptureReader, PcapWriter};
 use rocelab::config::SwitchConfig;
-use rocelab::replay::{self, Inputs, ReplayOptions, SplitBy};
+use rocelab::replay::{self, Inputs, SplitBy};
 use rocelab::time::Nanos;
 use rocelab::wire::{self, Ecn};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn frames(path: &Path) -> Vec<(Nanos, Vec<u8>, Option<String>, u32)> {
     let mut r = CaptureReader::open(path).unwrap();
@@ -26,17 +26,6 @@ fn frames(path: &Path) -> Vec<(Nanos, Vec<u8>, Option<String>, u32)> {
     out
 }
 
-fn options(inputs: Inputs, out: PathBuf) -> ReplayOptions {
-    ReplayOptions {
-        config: SwitchConfig::preset("default").unwrap(),
-        inputs,
-        speed: 1.0,
-        align_start: false,
-        peer_ignores_pause: false,
-        out: Some(out),
-    }
-}
-
 #[test]
 fn shared_roce_captures_come_out_byte_identical() {
     let Some(dir) = common::shared_pcaps("shared_roce_captures_come_out_byte_identical") else {
@@ -50,7 +39,7 @@ fn shared_roce_captures_come_out_byte_identical() {
     ] {
         let input = dir.join(name);
         let out = tmp.path().join(format!("{name}.pcapng"));
-        let opts = options(
+        let opts = common::replay_options(
             Inputs::Split(SplitBy::Mac, vec![input.clone()]),
             out.clone(),
         );
@@ -120,7 +109,7 @@ fn incast_comes_out_with_explained_pfc_and_ce_marks_and_no_loss() {
     let input = tmp.path().join("incast.pcap");
     write_incast(&input, 3000);
     let out = tmp.path().join("out.pcapng");
-    let mut opts = options(Inputs::Split(SplitBy::Mac, vec![input]), out.clone());
+    let mut opts = common::replay_options(Inputs::Split(SplitBy::Mac, vec![input]), out.clone());
     // A 2 MiB shared pool so that the lossless PG reaches XOFF within the incast.
     opts.config = SwitchConfig::from_toml(
         &rocelab::config::preset_text("default")
@@ -174,7 +163,7 @@ fn bad_inputs_are_named() {
     let bad = tmp.path().join("bad.pcap");
     std::fs::write(&bad, b"definitely not a capture").unwrap();
     let out = tmp.path().join("out.pcapng");
-    let e = replay::run(&options(
+    let e = replay::run(&common::replay_options(
         Inputs::Bound(vec![("p0".into(), bad.clone())]),
         out.clone(),
     ))
@@ -190,7 +179,11 @@ fn bad_inputs_are_named() {
     let bytes = std::fs::read(&good).unwrap();
     let cut = tmp.path().join("cut.pcap");
     std::fs::write(&cut, &bytes[..bytes.len() - 10]).unwrap();
-    let e = replay::run(&options(Inputs::Bound(vec![("p0".into(), cut)]), out)).unwrap_err();
+    let e = replay::run(&common::replay_options(
+        Inputs::Bound(vec![("p0".into(), cut)]),
+        out,
+    ))
+    .unwrap_err();
     let msg = e.to_string();
     let last_record = bytes.len() - (16 + 1082);
     assert!(msg.contains(&format!("byte offset {last_record}")), "{msg}");

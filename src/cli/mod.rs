@@ -204,6 +204,19 @@ fn read_config(path: &Path) -> Result<String> {
     Ok(rocelab::config::read_text(path)?)
 }
 
+/// The two non-empty halves of a `KEY=VALUE` flag (`--in PORT=FILE`, `--port NAME=IFNAME`);
+/// `form` and `example` say what was expected.
+pub fn key_value<'a>(
+    flag: &str,
+    spec: &'a str,
+    form: &str,
+    example: &str,
+) -> Result<(&'a str, &'a str)> {
+    spec.split_once('=')
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .with_context(|| format!("{flag} {spec}: expected {form}, e.g. {flag} {example}"))
+}
+
 /// A flag's value in seconds as a duration.
 pub fn seconds(flag: &str, v: f64) -> Result<Duration> {
     if (0.0..1e9).contains(&v) {

@@ -1,7 +1,7 @@
 //! `rocelab replay`: captures through the switch core in capture time.
 
-use super::{JsonReport, Preset, SwitchConfigArgs};
-use anyhow::{Context, Result};
+use super::{JsonReport, Preset, SwitchConfigArgs, key_value};
+use anyhow::Result;
 use rocelab::replay::{self, Inputs, ReplayOptions, SplitBy};
 use std::path::PathBuf;
 
@@ -54,12 +54,7 @@ pub fn run(args: Args) -> Result<()> {
             }
             let mut bound = Vec::new();
             for spec in &args.inputs {
-                let (port, file) = spec
-                    .split_once('=')
-                    .filter(|(p, f)| !p.is_empty() && !f.is_empty())
-                    .with_context(|| {
-                        format!("--in {spec}: expected PORT=FILE, e.g. --in p1=host1.pcap")
-                    })?;
+                let (port, file) = key_value("--in", spec, "PORT=FILE", "p1=host1.pcap")?;
                 bound.push((port.to_owned(), PathBuf::from(file)));
             }
             Inputs::Bound(bound)

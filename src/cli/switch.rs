@@ -1,7 +1,7 @@
 //! `rocelab switch`: the software switch live between network interfaces.
 
-use super::{JsonReport, LiveArgs, Preset, SwitchConfigArgs, seconds};
-use anyhow::{Context, Result};
+use super::{JsonReport, LiveArgs, Preset, SwitchConfigArgs, key_value, seconds};
+use anyhow::Result;
 use rocelab::config::Trust;
 use rocelab::io::Backend;
 use rocelab::runtime::{self, switch::SwitchOptions};
@@ -48,12 +48,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut names = Vec::new();
     let mut ifaces = Vec::new();
     for spec in &args.ports {
-        let (name, iface) = spec
-            .split_once('=')
-            .filter(|(n, i)| !n.is_empty() && !i.is_empty())
-            .with_context(|| {
-                format!("--port {spec}: expected NAME=IFNAME, e.g. --port p1=veth1")
-            })?;
+        let (name, iface) = key_value("--port", spec, "NAME=IFNAME", "p1=veth1")?;
         if names.contains(&name) {
             anyhow::bail!("--port {spec}: port {name} is given twice");
         }

@@ -4,7 +4,6 @@
 //! suspect: a late thread turns into a fake queue, a CE mark or a pause.
 
 use super::run::{LabOptions, LabOutcome, Workload};
-use crate::config::CLASSES;
 use crate::endpoint::sweep::AllReduceResult;
 use crate::sim::engine::Stalled;
 use crate::sim::run::Outcome;
@@ -96,7 +95,7 @@ pub struct FabricTotals {
 fn switch_totals(sw: &Switch) -> FabricTotals {
     let mut t = FabricTotals::default();
     for p in 0..sw.port_count() {
-        for c in sw.counters(p).classes.iter().take(CLASSES) {
+        for c in &sw.counters(p).classes {
             t.pfc_sent += c.tx_pause_frames;
             t.ce_marked += c.ecn_marked;
             t.dropped += c.dropped();

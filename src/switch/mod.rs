@@ -73,6 +73,8 @@ struct Queue {
 struct Port {
     mac: MacAddr,
     tx: Transmitter,
+    /// The largest frame (without FCS) the port takes or sends: MTU + 18.
+    max_frame_bytes: usize,
     /// PFC frames the switch generated, sent ahead of all data and never paused.
     control: VecDeque<Packet>,
     queues: [Queue; CLASSES],
@@ -204,6 +206,7 @@ impl Switch {
             .map(|(i, p)| Port {
                 mac: MacAddr([0x02, 0x00, 0x5e, 0x10, (i >> 8) as u8, i as u8]),
                 tx: Transmitter::new(p.bits_per_sec),
+                max_frame_bytes: p.mtu as usize + MTU_OVERHEAD_BYTES,
                 control: VecDeque::new(),
                 queues: Default::default(),
                 nonempty: 0,
@@ -374,7 +377,7 @@ impl Switch {
             self.dispose(incoming);
             return RxOutcome::Consumed;
         }
-        if frame.len() > max_frame_bytes(&self.cfg, port) {
+        if frame.len() > self.ports[port].max_frame_bytes {
             self.ports[port].counters.rx_oversize_frames += 1;
             self.dispose(incoming);
             return RxOutcome::Discarded;
@@ -466,7 +469,7 @@ impl Switch {
         let len = frame.len();
         let lossless = self.cfg.lossless.contains(class);
         let queue_cfg = self.cfg.queues[q];
-        if len > max_frame_bytes(&self.cfg, out) {
+        if len > self.ports[out].max_frame_bytes {
             self.ports[out].counters.drop(q, DropCause::Mtu, len);
             self.dispose(incoming);
             return Err(DropCause::Mtu);
@@ -556,14 +559,6 @@ impl Switch {
 /// Bytes the Ethernet header and one 802.1Q tag add to a port's MTU (the largest IP
 /// packet): the largest frame, FCS excluded, a port takes or sends.
 pub const MTU_OVERHEAD_BYTES: usize = 18;
-
-/// The largest frame (without FCS) `port` takes or sends.
-#[inline]
-fn max_frame_bytes(cfg: &SwitchConfig, port: usize) -> usize {
-    cfg.ports
-        .get(port)
-        .map_or(usize::MAX, |p| p.mtu as usize + MTU_OVERHEAD_BYTES)
-}
 
 impl crate::series::SwitchProbe for Switch {
     fn queue_bytes(&self, port: usize, queue: usize) -> u64 {

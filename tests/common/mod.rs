@@ -94,3 +94,19 @@ pub fn tshark_number(s: &str) -> u64 {
     }
     .unwrap_or_else(|e| panic!("tshark printed {s:?}, not a number: {e}"))
 }
+
+/// Replay options with the default preset, at capture speed, peers honouring pause,
+/// writing `out`.
+pub fn replay_options(
+    inputs: rocelab::replay::Inputs,
+    out: PathBuf,
+) -> rocelab::replay::ReplayOptions {
+    rocelab::replay::ReplayOptions {
+        config: rocelab::config::SwitchConfig::preset("default").unwrap(),
+        inputs,
+        speed: 1.0,
+        align_start: false,
+        peer_ignores_pause: false,
+        out: Some(out),
+    }
+}
