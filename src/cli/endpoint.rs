@@ -155,10 +155,12 @@ pub fn run(args: Args) -> Result<()> {
         iface: args.iface.clone(),
         backend: args.live.backend,
         cores: args.live.cores()?,
-        busy_poll: args.live.busy_poll,
-        limit: Some(seconds("--limit", args.limit)?),
-        linger: seconds("--linger", args.linger)?,
-        origin: None,
+        run: live::RunOptions {
+            busy_poll: args.live.busy_poll,
+            limit: Some(seconds("--limit", args.limit)?),
+            linger: seconds("--linger", args.linger)?,
+            origin: None,
+        },
     };
     let stop = runtime::stop_on_signals()?;
     let outcome = live::run(&opts, ep, app, &stop)?;

@@ -7,6 +7,7 @@ use rocelab::config::endpoint::EndpointConfig;
 use rocelab::io::Backend;
 use rocelab::lab::run::{self as lab, LabOptions, Workload};
 use rocelab::report::{bundle, lab as report};
+use rocelab::runtime::CoreList;
 use std::path::PathBuf;
 
 /// The whole lossless fabric in network namespaces, in one command (as root): builds it,
@@ -52,9 +53,14 @@ pub struct Args {
     /// Write report.json, series.csv, queues.svg, rates.svg and pauses.svg here.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
-    /// Socket backend: pnet (low latency) or mmap (throughput; batches up to 1 ms).
-    #[arg(long = "io", value_enum, default_value_t = Backend::Pnet)]
+    /// Socket backend: mmap (a receive ring and batched sends) or pnet (a system call
+    /// per frame).
+    #[arg(long = "io", value_enum, default_value_t = Backend::Mmap)]
     backend: Backend,
+    /// CPU cores for the two threads, e.g. 0,1: the switch's on the first, the hosts' on
+    /// the second (default: the first two this process may use).
+    #[arg(long)]
+    cores: Option<CoreList>,
     /// Seed of the all-reduce data.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -128,6 +134,13 @@ pub fn run(args: Args) -> Result<()> {
             .sizes_within(args.ranks, args.sweep.memory_budget_mib)?,
         incast_bytes: args.incast_bytes,
         backend: args.backend,
+        cores: match args.cores {
+            Some(c) => {
+                c.check().context("--cores")?;
+                c
+            }
+            None => CoreList::first(2),
+        },
         seed: args.seed,
         limit: seconds("--limit", args.limit)?,
         sample_every: std::time::Duration::from_millis(1),

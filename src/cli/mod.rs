@@ -111,12 +111,12 @@ impl SweepArgs {
 /// How a live command moves frames and where its threads run.
 #[derive(clap::Args, Debug)]
 pub struct LiveArgs {
-    /// Socket backend: pnet (portable, low latency) or mmap (TPACKET_V3 ring and
-    /// sendmmsg: faster, up to 1 ms of latency at low load).
-    #[arg(long = "io", value_enum, default_value_t = Backend::Pnet)]
+    /// Socket backend: mmap (a TPACKET_V2 receive ring and batched sendmmsg; sees 802.1Q
+    /// tags) or pnet (pnet's channel, a system call per frame).
+    #[arg(long = "io", value_enum, default_value_t = Backend::Mmap)]
     pub backend: Backend,
-    /// CPU cores to pin to, e.g. 0,1 or 0-3: the core thread on the first, port threads
-    /// on the rest.
+    /// CPU core to pin to, e.g. 2: one thread runs the core and all its ports, to
+    /// completion, on the first core listed.
     #[arg(long)]
     pub cores: Option<CoreList>,
     /// Spin while waiting instead of sleeping (lower latency, a whole core busy).

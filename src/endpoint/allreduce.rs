@@ -63,6 +63,8 @@ pub struct RingAllReduce {
     sends_done: usize,
     /// Reused to copy a staged chunk out of the endpoint.
     scratch: Vec<u8>,
+    /// Send buffers of earlier steps, reused once the endpoint is done with them.
+    spares: Vec<std::sync::Arc<[u8]>>,
     start_at: Nanos,
     started: Option<Nanos>,
     finished: Option<Nanos>,
@@ -119,6 +121,7 @@ impl RingAllReduce {
             received: 0,
             sends_done: 0,
             scratch: Vec::new(),
+            spares: Vec::new(),
             start_at: Nanos::ZERO,
             started: None,
             finished: None,
@@ -170,7 +173,7 @@ impl RingAllReduce {
         let range = self.range(c);
         let tag = self.tag;
         let data = ep.region(data_rkey(tag)).unwrap_or_default();
-        let bytes: std::sync::Arc<[u8]> = data[range.start * 4..range.end * 4].into();
+        let bytes = self.send_buffer(&data[range.start * 4..range.end * 4]);
         let (rkey, va) = if s < self.ranks - 1 {
             (stage_rkey(tag), stage_va(tag) + (s * self.chunk * 4) as u64)
         } else {
@@ -186,6 +189,25 @@ impl RingAllReduce {
                 imm: Some((tag << 16) | s as u32),
             },
         );
+    }
+
+    /// A copy of `src` to send: in a buffer of an earlier step the endpoint no longer
+    /// holds, when there is one (no allocation, and no fresh pages to fault in, per step).
+    fn send_buffer(&mut self, src: &[u8]) -> std::sync::Arc<[u8]> {
+        use std::sync::Arc;
+        for spare in &mut self.spares {
+            if spare.len() == src.len()
+                && let Some(buf) = Arc::get_mut(spare)
+            {
+                buf.copy_from_slice(src);
+                return Arc::clone(spare);
+            }
+        }
+        let fresh: Arc<[u8]> = src.into();
+        if self.spares.len() < 3 {
+            self.spares.push(Arc::clone(&fresh));
+        }
+        fresh
     }
 
     /// Reduce-scatter step `s` arrived: add the staged chunk into this rank's data.
@@ -291,6 +313,9 @@ impl Application for RingAllReduce {
         }
         if self.finished.is_none() && self.done() {
             self.finished = Some(now);
+            // Every send completed: the endpoint holds none of them any more.
+            self.spares = Vec::new();
+            self.scratch = Vec::new();
         }
     }
 

@@ -342,13 +342,22 @@ impl Endpoint {
         index
     }
 
-    /// Registers `len` zeroed bytes at `va` under `rkey`, for peers to WRITE into.
+    /// The configuration it runs with.
+    pub fn config(&self) -> &EndpointConfig {
+        &self.cfg
+    }
+
+    /// Registers `len` zeroed bytes at `va` under `rkey`, for peers to WRITE into. The
+    /// memory is mapped now, as a NIC pins a registered region: not page by page on the
+    /// first WRITE into each, which would cost a live endpoint a page fault per frame.
     pub fn register(&mut self, rkey: u32, va: u64, len: usize) {
-        let region = Region {
-            rkey,
-            va,
-            data: vec![0; len],
-        };
+        let mut data = vec![0u8; len];
+        for page in data.chunks_mut(4096) {
+            // SAFETY: a write of the value the byte holds, through a valid reference; it
+            // is volatile only so that it is not optimised away.
+            unsafe { std::ptr::write_volatile(&mut page[0], 0) };
+        }
+        let region = Region { rkey, va, data };
         // A key registered again names the new region (the old one is released).
         match self.regions.iter_mut().find(|r| r.rkey == rkey) {
             Some(r) => *r = region,

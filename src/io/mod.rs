@@ -1,13 +1,15 @@
-//! Moving frames between the cores and network interfaces: a receive side and a transmit
-//! side per port, in batches, with buffers from a shared [`Pool`] (no allocation per frame
-//! once the pool is warm). Two backends, chosen with `--io`:
+//! Moving frames between the cores and network interfaces, for a run-to-completion
+//! thread that owns several ports: every receive and send call returns at once, and the
+//! thread waits on all its ports together ([`wait`]). Frames come in buffers from a
+//! [`Pool`] (no allocation per frame once the pool is warm), each with the kernel's
+//! receive time. Two backends, chosen with `--io`:
 //!
 //! - [`Backend::Pnet`], the portable default: pnet's AF_PACKET channel, its read buffer
-//!   sized to the MTU (pnet's 4 KiB default silently truncates jumbo frames), one frame per
-//!   call, low latency at any load;
-//! - [`Backend::Mmap`], the fast Linux one: a PACKET_MMAP TPACKET_V3 receive ring and
-//!   `sendmmsg` batches with PACKET_QDISC_BYPASS. A V3 block is handed over when it fills
-//!   or after 1 ms, so at low load a frame can wait up to 1 ms: use it for throughput.
+//!   sized to the MTU (pnet's 4 KiB default silently truncates jumbo frames), one frame
+//!   per call; the receive time comes from SIOCGSTAMPNS;
+//! - [`Backend::Mmap`], the fast Linux one: a PACKET_MMAP TPACKET_V2 receive ring (every
+//!   frame is handed over as soon as it lands, with its time; a busy port is read without
+//!   a system call) and `sendmmsg` batches with PACKET_QDISC_BYPASS.
 //!
 //! Both sockets set PACKET_IGNORE_OUTGOING, so a port never hears its own transmissions,
 //! and large socket buffers; the kernel's drop counts (PACKET_STATISTICS) are reported.
@@ -15,10 +17,9 @@
 mod mmap;
 mod pnet;
 
-use crossbeam_channel::{Receiver, Sender};
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// Which socket layer moves the frames.
@@ -26,7 +27,7 @@ use std::time::Duration;
 pub enum Backend {
     /// pnet's AF_PACKET channel.
     Pnet,
-    /// AF_PACKET with a TPACKET_V3 receive ring and `sendmmsg`.
+    /// AF_PACKET with a TPACKET_V2 receive ring and `sendmmsg`.
     Mmap,
 }
 
@@ -40,56 +41,64 @@ pub struct KernelStats {
     /// Frames larger than the receive buffer (the port's MTU and headers): they arrived
     /// cut short and were dropped, never passed on.
     pub truncated: u64,
+    /// Frames to send that the kernel refused for good (too large for the interface), or
+    /// that a port busy for too long had to give up.
+    pub tx_refused: u64,
 }
 
-/// Buffers shared by the receive, core and transmit threads. A buffer taken from an
-/// empty pool is allocated; one given back to a full pool is freed.
-#[derive(Debug, Clone)]
+/// Frame buffers of one thread. A buffer taken from an empty pool is allocated; one given
+/// back to a full pool is freed.
+#[derive(Debug)]
 pub struct Pool {
-    give: Sender<Vec<u8>>,
-    take: Receiver<Vec<u8>>,
+    free: Vec<Vec<u8>>,
+    count: usize,
     capacity: usize,
 }
 
 impl Pool {
     /// A pool of `count` buffers of `capacity` bytes each, allocated now.
     pub fn new(count: usize, capacity: usize) -> Pool {
-        let (give, take) = crossbeam_channel::bounded(count.max(1));
-        for _ in 0..count {
-            let _ = give.try_send(Vec::with_capacity(capacity));
-        }
         Pool {
-            give,
-            take,
+            free: (0..count).map(|_| Vec::with_capacity(capacity)).collect(),
+            count,
             capacity,
         }
     }
 
     /// An empty buffer: a pooled one, or a new one of the pool's capacity when none is left.
-    pub fn get(&self) -> Vec<u8> {
-        self.take
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(self.capacity))
+    pub fn get(&mut self) -> Vec<u8> {
+        self.free
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(self.capacity))
     }
 
     /// Gives a buffer back.
-    pub fn put(&self, mut buf: Vec<u8>) {
-        buf.clear();
-        let _ = self.give.try_send(buf);
+    pub fn put(&mut self, mut buf: Vec<u8>) {
+        if self.free.len() < self.count {
+            buf.clear();
+            self.free.push(buf);
+        }
     }
+}
+
+/// A received frame.
+#[derive(Debug)]
+pub struct RxFrame {
+    /// The frame, Ethernet header first, FCS excluded, in a buffer from the pool.
+    pub data: Vec<u8>,
+    /// When the kernel received it, ns since the Unix epoch (CLOCK_REALTIME), if it said.
+    pub stamp: Option<u64>,
 }
 
 /// The receive side of a port.
 pub trait FrameRx: Send {
-    /// Waits up to `timeout` for frames, then appends up to `max` of them to `out`, each in
-    /// a buffer from `pool`. Returns how many were appended (0 on timeout).
-    fn receive(
-        &mut self,
-        out: &mut Vec<Vec<u8>>,
-        max: usize,
-        timeout: Duration,
-        pool: &Pool,
-    ) -> io::Result<usize>;
+    /// The descriptor that polls readable when frames wait.
+    fn fd(&self) -> RawFd;
+
+    /// Appends up to `max` frames that are waiting now to `out`, each in a buffer from
+    /// `pool`, without blocking. Returns how many were appended.
+    fn receive(&mut self, out: &mut Vec<RxFrame>, max: usize, pool: &mut Pool)
+    -> io::Result<usize>;
 
     /// What the kernel counted since the socket opened.
     fn kernel_stats(&mut self) -> KernelStats;
@@ -97,9 +106,86 @@ pub trait FrameRx: Send {
 
 /// The transmit side of a port.
 pub trait FrameTx: Send {
-    /// Sends `frames` in order. Returns how many went; a frame the kernel refused (too
-    /// large for the interface, say) is counted as not sent and the rest still go.
+    /// Sends `frames` in order without blocking. Returns how many were dealt with from the
+    /// front: sent, or refused for good (too large for the interface, say: counted in
+    /// [`FrameTx::refused`]). Fewer than all means the device is busy now: the caller
+    /// offers the rest again later.
     fn transmit(&mut self, frames: &[Vec<u8>]) -> io::Result<usize>;
+
+    /// Frames the kernel refused for good since the socket opened.
+    fn refused(&self) -> u64;
+}
+
+/// Waits until one of `fds` is readable or `timeout` passes (nanosecond resolution);
+/// returns whether one is. An interrupted wait returns false.
+pub fn wait(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<bool> {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    for f in fds.iter_mut() {
+        f.revents = 0;
+    }
+    // SAFETY: `fds` is a valid slice of pollfds and its length is passed; no signal mask.
+    let r = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(r > 0)
+}
+
+/// A pollfd that waits for `fd` to be readable.
+pub fn readable(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// The socket error pending on `fd` (reading it clears it), if any.
+pub fn socket_error(fd: RawFd) -> Option<io::Error> {
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: SO_ERROR into an int of the size given.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (r == 0 && err != 0).then(|| io::Error::from_raw_os_error(err))
+}
+
+/// Whether a send error means the port is gone (interface down or removed).
+fn port_gone(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENXIO | libc::ENODEV | libc::ENETDOWN)
+    )
+}
+
+/// Whether a send error means "the device is busy now, offer it again".
+fn device_busy(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOBUFS | libc::EAGAIN | libc::EINTR)
+    ) || e.kind() == io::ErrorKind::TimedOut
 }
 
 /// Opens interface `ifname` for frames of up to `mtu` bytes (Ethernet header included,
@@ -250,6 +336,7 @@ fn read_stats(fd: &OwnedFd) -> KernelStats {
         packets: u64::from(st.tp_packets),
         drops: u64::from(st.tp_drops),
         truncated: 0,
+        tx_refused: 0,
     }
 }
 

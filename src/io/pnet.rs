@@ -1,16 +1,16 @@
 //! The portable backend: pnet's AF_PACKET channel on a socket we open ourselves (so that it
-//! ignores outgoing frames), read buffer sized to the MTU. pnet reads with `recvfrom`,
+//! ignores outgoing frames), read buffer sized to the MTU, never blocking (the caller
+//! polls the socket); each frame's receive time comes from SIOCGSTAMPNS. pnet reads with `recvfrom`,
 //! which does not see the 802.1Q tag the kernel moved into the packet's metadata: frames
 //! arrive untagged (use the mmap backend where tags matter).
 
-use super::{FrameRx, FrameTx, KernelStats, Pool, packet_socket, read_stats};
+use super::{
+    FrameRx, FrameTx, KernelStats, Pool, RxFrame, device_busy, packet_socket, port_gone, read_stats,
+};
 use pnet_datalink::{Channel, Config, DataLinkReceiver, DataLinkSender};
 use std::io;
-use std::os::fd::{IntoRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
-
-/// How long one `next()` may block: the receive thread checks for shutdown this often.
-const READ_TIMEOUT: Duration = Duration::from_millis(20);
 
 pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Box<dyn FrameTx>)> {
     let iface = pnet_datalink::interfaces()
@@ -25,15 +25,17 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
     let socket = packet_socket()?;
     super::set_buffer(&socket, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, 8 << 20);
     super::set_buffer(&socket, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, 8 << 20);
-    // pnet takes the descriptor over (and closes it); a duplicate keeps the statistics.
-    let stats_fd = socket.try_clone()?;
+    // pnet takes the descriptor over (and closes it); a duplicate keeps the statistics
+    // and the receive times. This first read turns the socket's timestamps on.
+    let fd = socket.try_clone()?;
+    let _ = last_stamp(&fd);
     let config = Config {
         // Room for the largest frame plus a VLAN tag: pnet truncates silently otherwise.
         read_buffer_size: mtu + 64,
         write_buffer_size: mtu + 64,
-        read_timeout: Some(READ_TIMEOUT),
-        // A send that cannot go within this is lost (a jammed port must not hang us).
-        write_timeout: Some(Duration::from_millis(100)),
+        // Never block: the run-to-completion thread waits on all its ports at once.
+        read_timeout: Some(Duration::ZERO),
+        write_timeout: Some(Duration::ZERO),
         socket_fd: Some(socket.into_raw_fd()),
         ..Config::default()
     };
@@ -42,10 +44,10 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
             Box::new(PnetRx {
                 rx,
                 buffer: mtu + 64,
-                stats_fd,
+                fd,
                 stats: KernelStats::default(),
             }),
-            Box::new(PnetTx { tx }),
+            Box::new(PnetTx { tx, refused: 0 }),
         )),
         Ok(_) => Err(io::Error::other(format!(
             "{ifname}: not an Ethernet channel"
@@ -58,50 +60,68 @@ struct PnetRx {
     rx: Box<dyn DataLinkReceiver>,
     /// The read buffer's size, bytes.
     buffer: usize,
-    stats_fd: OwnedFd,
+    /// The same socket, for its statistics and its receive times.
+    fd: OwnedFd,
     stats: KernelStats,
 }
 
+/// SIOCGSTAMPNS: the receive time of the last frame read from a socket, as a timespec.
+const SIOCGSTAMPNS: libc::c_ulong = 0x8907;
+
+/// The receive time of the last frame read from `fd`, ns since the Unix epoch. The first
+/// call turns the socket's timestamps on (and has none to give).
+fn last_stamp(fd: &OwnedFd) -> Option<u64> {
+    // SAFETY: an all-zero timespec is valid; the ioctl fills it.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: SIOCGSTAMPNS writes one timespec to the pointer given.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), SIOCGSTAMPNS as _, &mut ts) };
+    (r == 0 && ts.tv_sec > 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 impl FrameRx for PnetRx {
+    fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
     fn receive(
         &mut self,
-        out: &mut Vec<Vec<u8>>,
+        out: &mut Vec<RxFrame>,
         max: usize,
-        _timeout: Duration,
-        pool: &Pool,
+        pool: &mut Pool,
     ) -> io::Result<usize> {
-        if max == 0 {
-            return Ok(0);
+        let mut got = 0;
+        while got < max {
+            match self.rx.next() {
+                // recvfrom cuts a frame at the read buffer's size without saying so; the
+                // buffer is 64 bytes above the largest valid frame, so a full one was cut.
+                Ok(frame) if frame.len() >= self.buffer => self.stats.truncated += 1,
+                Ok(frame) => {
+                    let mut data = pool.get();
+                    data.extend_from_slice(frame);
+                    out.push(RxFrame {
+                        data,
+                        stamp: last_stamp(&self.fd),
+                    });
+                    got += 1;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::TimedOut
+                            | io::ErrorKind::WouldBlock
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        match self.rx.next() {
-            // recvfrom cuts a frame at the read buffer's size without saying so; the
-            // buffer is 64 bytes above the largest valid frame, so a full one was cut.
-            Ok(frame) if frame.len() >= self.buffer => {
-                self.stats.truncated += 1;
-                Ok(0)
-            }
-            Ok(frame) => {
-                let mut buf = pool.get();
-                buf.extend_from_slice(frame);
-                out.push(buf);
-                Ok(1)
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::TimedOut
-                        | io::ErrorKind::WouldBlock
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                Ok(0)
-            }
-            Err(e) => Err(e),
-        }
+        Ok(got)
     }
 
     fn kernel_stats(&mut self) -> KernelStats {
-        let s = read_stats(&self.stats_fd);
+        let s = read_stats(&self.fd);
         self.stats.packets += s.packets;
         self.stats.drops += s.drops;
         self.stats
@@ -110,26 +130,27 @@ impl FrameRx for PnetRx {
 
 struct PnetTx {
     tx: Box<dyn DataLinkSender>,
+    refused: u64,
 }
 
 impl FrameTx for PnetTx {
     fn transmit(&mut self, frames: &[Vec<u8>]) -> io::Result<usize> {
-        let mut sent = 0;
+        let mut done = 0;
         for f in frames {
             match self.tx.send_to(f, None) {
-                Some(Ok(())) => sent += 1,
-                Some(Err(e))
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::ENXIO | libc::ENODEV | libc::ENETDOWN)
-                    ) =>
-                {
-                    return Err(e);
-                }
-                // A frame the kernel refuses (too large, queue full) is lost, as on a wire.
-                _ => {}
+                Some(Ok(())) => {}
+                Some(Err(e)) if port_gone(&e) => return Err(e),
+                // The device is busy: the rest waits for later.
+                Some(Err(e)) if device_busy(&e) => break,
+                // A frame the kernel refuses for good (too large, say).
+                _ => self.refused += 1,
             }
+            done += 1;
         }
-        Ok(sent)
+        Ok(done)
+    }
+
+    fn refused(&self) -> u64 {
+        self.refused
     }
 }

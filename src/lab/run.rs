@@ -1,18 +1,23 @@
-//! `rocelab lab`: a small lossless fabric in namespaces, in one process. The switch runs
-//! on threads in the root namespace; each host is a thread that joins its namespace
-//! before it opens its sockets (its port threads inherit the namespace), so the whole lab
-//! lives and dies with this process. Namespaces and veths come from [`Netns`], removed on
-//! every way out but SIGKILL, and then by the next run.
+//! `rocelab lab`: a small lossless fabric in namespaces, in one process, on two pinned
+//! threads. The switch runs on one, with every switch port, in the root namespace; every
+//! host runs on the other, which opens each host's socket inside that host's namespace (a
+//! socket stays where it was opened) and then polls them all. The hosts' work (endpoints,
+//! QPs, all-reduce buffers) is built before the namespaces, so traffic starts as soon as
+//! the sockets are open. The whole lab lives and dies with this process. Namespaces and
+//! veths come from [`Netns`], removed on every way out but SIGKILL, and then by the next
+//! run.
 
 use super::netns::Netns;
 use crate::config::SwitchConfig;
 use crate::config::endpoint::EndpointConfig;
+use crate::endpoint::Endpoint;
 use crate::endpoint::app::{App, Application as _};
 use crate::endpoint::flow::Flow;
 use crate::endpoint::sweep::{AllReduceResult, RankResult, Sweep};
 use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
-use crate::runtime::endpoint::{self as live, EndpointOptions, EndpointSampler, PeerSpec};
+use crate::runtime::endpoint::{self as live, EndpointSampler, PeerSpec, RunOptions};
+use crate::runtime::ports::Ports;
 use crate::runtime::switch::{Sampler, SwitchOptions};
 use crate::runtime::{CoreList, PortError, RuntimeError, stopped};
 use crate::series::{HostRecorder, Series, SwitchRecorder, Track};
@@ -22,7 +27,7 @@ use crate::wire::MacAddr;
 use serde::Serialize;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// What runs in the lab.
@@ -62,8 +67,11 @@ pub struct LabOptions {
     pub sizes: Vec<u64>,
     /// Bytes each incast sender sends (the `incast` workload).
     pub incast_bytes: u64,
-    /// Socket backend of the switch and the hosts: `pnet` (low latency) or `mmap`.
+    /// Socket backend of the switch and the hosts: `pnet` or `mmap`.
     pub backend: Backend,
+    /// Cores to pin to: the switch's thread to the first, the hosts' to the second (or
+    /// the first, when there is one); empty: no pinning.
+    pub cores: CoreList,
     /// Seed of the all-reduce data.
     pub seed: u64,
     /// Give up after this long.
@@ -99,8 +107,8 @@ pub struct HostOutcome {
     pub socket_open_ns: Option<u64>,
 }
 
-/// What a host thread gives back.
-type HostResult = Result<(HostOutcome, Vec<Track>), LabError>;
+/// What the hosts' thread gives back: every host, their tracks, and when they started.
+type HostsResult = Result<(Vec<HostOutcome>, Vec<Track>, Nanos), LabError>;
 
 /// A lab that could not be built or run through.
 #[derive(Debug, thiserror::Error)]
@@ -111,9 +119,9 @@ pub enum LabError {
     /// A live switch or endpoint that could not start.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
-    /// A host's thread panicked.
-    #[error("the thread of host {0} panicked")]
-    HostPanicked(usize),
+    /// The hosts' thread panicked.
+    #[error("the hosts' thread panicked")]
+    HostsPanicked,
     /// The switch's thread panicked.
     #[error("the switch thread panicked")]
     SwitchPanicked,
@@ -163,28 +171,6 @@ fn host_names(opts: &LabOptions) -> Vec<String> {
     names
 }
 
-/// How long after the last host's socket is open the hosts start sending: time for every
-/// waiting host thread to wake and read the start.
-const SOCKETS_OPEN_WITHIN: Duration = Duration::from_millis(2);
-
-/// When the hosts start: each says its socket is open, then waits for the start time.
-#[derive(Debug)]
-struct StartGate {
-    /// Hosts whose socket is open.
-    built: AtomicUsize,
-    /// The start, ns on the lab's clock; `u64::MAX` until it is known.
-    start_ns: AtomicU64,
-}
-
-impl Default for StartGate {
-    fn default() -> StartGate {
-        StartGate {
-            built: AtomicUsize::new(0),
-            start_ns: AtomicU64::new(u64::MAX),
-        }
-    }
-}
-
 /// Runs the lab: builds it, runs the workload, removes everything, returns the results.
 /// `progress` gets a line now and then; `stop` (Ctrl-C) ends it early.
 pub fn run(
@@ -194,6 +180,19 @@ pub fn run(
 ) -> Result<LabOutcome, LabError> {
     let names = host_names(opts);
     let n = names.len();
+    let peers: Vec<PeerSpec> = (0..n)
+        .map(|i| PeerSpec {
+            rank: i,
+            mac: mac(i),
+            ip: ip(i),
+            qpn: 0x100 * (i as u32 + 1),
+        })
+        .collect();
+    // The work first (all-reduce buffers of every size: tens of ms), then the network.
+    let work: Vec<Work> = (0..n)
+        .map(|i| Work::new(i, &names[i], &peers, opts))
+        .collect();
+
     let mut net = Netns::new()?;
     let prefix = net.name("");
     let mtu = opts.switch.port_defaults.mtu.min(9000);
@@ -211,15 +210,6 @@ pub fn run(
         )?;
         namespaces.push(ns);
     }
-    let peers: Vec<PeerSpec> = (0..n)
-        .map(|i| PeerSpec {
-            rank: i,
-            mac: mac(i),
-            ip: ip(i),
-            qpn: 0x100 * (i as u32 + 1),
-        })
-        .collect();
-
     let mut switch_cfg = opts.switch.clone();
     switch_cfg.ports = names
         .iter()
@@ -229,6 +219,7 @@ pub fn run(
             p
         })
         .collect();
+    // The lab's clock reads 0 now: the namespaces are up.
     let t0 = Instant::now();
     let switch_stop = Arc::new(AtomicBool::new(false));
     let hosts_stop = Arc::new(AtomicBool::new(false));
@@ -239,7 +230,7 @@ pub fn run(
             .map(|name| net.name(&format!("s{name}")))
             .collect(),
         backend: opts.backend,
-        cores: CoreList::default(),
+        cores: opts.cores.clone(),
         busy_poll: false,
         duration: None,
         interval: None,
@@ -257,7 +248,7 @@ pub fn run(
             .spawn(move || {
                 let mut rec = SwitchRecorder::new("sw", &rec_cfg);
                 let mut call = |_: Duration, sw: &Switch| {
-                    ready.store(true, Ordering::Relaxed);
+                    ready.store(true, Ordering::Release);
                     rec.sample(since(t0), sw);
                 };
                 let sampler = Sampler {
@@ -273,52 +264,24 @@ pub fn run(
                 out.map(|o| (o, rec))
             })?
     };
-    // The switch's ports must be open before the hosts start talking; a switch that failed
-    // to open them ends its thread, and its error is reported below.
-    let waited = Instant::now();
-    while !switch_ready.load(Ordering::Relaxed)
-        && !switch_thread.is_finished()
-        && waited.elapsed() < Duration::from_secs(10)
-    {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let gate = Arc::new(StartGate::default());
-    let progress_done: Arc<Vec<AtomicUsize>> =
-        Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect());
-    let mut threads = Vec::new();
-    for (i, ns) in namespaces.iter().enumerate() {
-        let ns = ns.clone();
-        let peers = peers.clone();
+    let status = Arc::new(HostsStatus::new(n));
+    let hosts_thread = {
+        let ifaces: Vec<String> = names
+            .iter()
+            .map(|name| net.name(&format!("h{name}")))
+            .collect();
+        let namespaces = namespaces.clone();
         let opts = opts.clone();
-        let iface = net.name(&format!("h{}", names[i]));
         let stop = Arc::clone(&hosts_stop);
-        let done_count = Arc::clone(&progress_done);
-        let gate = Arc::clone(&gate);
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("lab-{}", names[i]))
-                .spawn(move || -> HostResult {
-                    super::netns::enter(&ns)?;
-                    host(i, &iface, &peers, &opts, t0, &gate, &stop, &done_count)
-                })?,
-        );
-    }
-    // Every host builds its endpoint and its work (the all-reduce buffers of every size:
-    // tens of ms) and opens its socket, then waits: they start together as soon as the
-    // last socket is open.
-    let waited = Instant::now();
-    while gate.built.load(Ordering::Relaxed) < n
-        && !threads.iter().any(|t| t.is_finished())
-        && !stopped(stop)
-        && waited.elapsed() < Duration::from_secs(30)
-    {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let start_at = t0.elapsed() + SOCKETS_OPEN_WITHIN;
-    gate.start_ns.store(
-        u64::try_from(start_at.as_nanos()).unwrap_or(u64::MAX - 1),
-        Ordering::Release,
-    );
+        let status = Arc::clone(&status);
+        let ready = Arc::clone(&switch_ready);
+        std::thread::Builder::new()
+            .name("lab-hosts".into())
+            .spawn(move || -> HostsResult {
+                let ports = open_host_ports(&namespaces, &ifaces, &opts)?;
+                hosts(work, ports, &opts, t0, &ready, &status, &stop)
+            })?
+    };
 
     // Wait for the work: the ranks (or the incast senders); background senders stop then.
     let primary: Vec<usize> = match opts.workload {
@@ -328,16 +291,16 @@ pub fn run(
     let mut interrupted = false;
     let deadline = Instant::now() + opts.limit;
     loop {
-        std::thread::sleep(Duration::from_millis(100));
-        // Ranks are done when their sweeps are (they then linger, answering their peers);
-        // incast senders when their threads end.
-        let finished = match opts.workload {
-            Workload::Incast => primary.iter().all(|&i| threads[i].is_finished()),
-            _ => primary.iter().all(|&i| {
-                threads[i].is_finished()
-                    || progress_done[i].load(Ordering::Relaxed) >= opts.sizes.len()
-            }),
-        };
+        std::thread::sleep(Duration::from_millis(50));
+        if hosts_thread.is_finished() || switch_thread.is_finished() {
+            break;
+        }
+        let finished = primary.iter().all(|&i| match opts.workload {
+            // Incast senders are done when their flows are; ranks when their sweeps are
+            // (they then linger, answering their peers).
+            Workload::Incast => status.done[i].load(Ordering::Relaxed),
+            _ => status.sizes_done[i].load(Ordering::Relaxed) >= opts.sizes.len(),
+        });
         if finished {
             break;
         }
@@ -345,7 +308,8 @@ pub fn run(
             interrupted = true;
             break;
         }
-        let sizes_done = progress_done
+        let sizes_done = status
+            .sizes_done
             .iter()
             .take(opts.ranks)
             .map(|a| a.load(Ordering::Relaxed))
@@ -368,36 +332,17 @@ pub fn run(
         };
         progress(&line);
     }
-    let elapsed = t0.elapsed().saturating_sub(start_at);
     hosts_stop.store(true, Ordering::Relaxed);
-    let mut hosts = Vec::new();
-    let mut tracks = Vec::new();
-    let mut first_error = None;
-    for (i, t) in threads.into_iter().enumerate() {
-        match t.join() {
-            Ok(Ok((h, tr))) => {
-                hosts.push(h);
-                tracks.extend(tr);
-            }
-            Ok(Err(e)) => {
-                first_error.get_or_insert(e);
-            }
-            Err(_) => {
-                first_error.get_or_insert(LabError::HostPanicked(i));
-            }
-        }
-    }
+    let hosts_out = hosts_thread.join().map_err(|_| LabError::HostsPanicked);
     switch_stop.store(true, Ordering::Relaxed);
-    let (sw_out, rec) = switch_thread
-        .join()
-        .map_err(|_| LabError::SwitchPanicked)??;
+    let switch_out = switch_thread.join().map_err(|_| LabError::SwitchPanicked);
     net.remove();
-    if let Some(e) = first_error {
-        return Err(e);
-    }
+    let (hosts, mut tracks, start) = hosts_out??;
+    let (sw_out, rec) = switch_out??;
     if let Some(e) = sw_out.error {
         return Err(LabError::Switch(e));
     }
+    let elapsed = t0.elapsed().saturating_sub(Duration::from_nanos(start.0));
     let allreduce = table(opts, &hosts);
     tracks.splice(0..0, rec.finish());
     let series = on_grid(tracks, every);
@@ -410,131 +355,193 @@ pub fn run(
         elapsed,
         interrupted,
         prefix,
-        start_ns: u64::try_from(start_at.as_nanos()).unwrap_or(u64::MAX),
+        start_ns: start.0,
     })
 }
 
-/// One host's thread, inside its namespace.
-#[allow(clippy::too_many_arguments)]
-fn host(
-    i: usize,
-    iface: &str,
-    peers: &[PeerSpec],
-    opts: &LabOptions,
-    t0: Instant,
-    gate: &StartGate,
-    stop: &Arc<AtomicBool>,
-    done_count: &Arc<Vec<AtomicUsize>>,
-) -> HostResult {
-    let me = &peers[i];
-    let mut ep = crate::endpoint::Endpoint::new(&opts.endpoint, me.mac, me.ip);
-    // Every host's clock reads 0 at `t0`: the all-reduce times compare across ranks. The
-    // start is set once every host's socket is open (in the sampler, below): not before.
-    let start = Nanos(u64::MAX - 1);
-    let ranks = &peers[..opts.ranks];
-    let message = 65536;
-    let (app, sending): (App, Vec<usize>) = match opts.workload {
-        Workload::Ring | Workload::RingIncast if i < opts.ranks => {
-            let (to_next, _) = live::ring_qps(&mut ep, ranks, i);
-            if i == 0 && opts.workload == Workload::RingIncast {
+/// What the hosts' thread tells the lab as it runs.
+#[derive(Debug)]
+struct HostsStatus {
+    /// All-reduce sizes each host has finished.
+    sizes_done: Vec<AtomicUsize>,
+    /// Whether each host's work is done.
+    done: Vec<AtomicBool>,
+}
+
+impl HostsStatus {
+    fn new(n: usize) -> HostsStatus {
+        HostsStatus {
+            sizes_done: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            done: (0..n).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+}
+
+/// One host's endpoint and work, built before the network.
+struct Work {
+    name: String,
+    ep: Endpoint,
+    app: App,
+    /// Its QPs that send data.
+    sending: Vec<usize>,
+}
+
+impl Work {
+    fn new(i: usize, name: &str, peers: &[PeerSpec], opts: &LabOptions) -> Work {
+        let me = &peers[i];
+        let mut ep = Endpoint::new(&opts.endpoint, me.mac, me.ip);
+        // The start is set once every socket is open (see `hosts`): not before.
+        let start = Nanos(u64::MAX - 1);
+        let ranks = &peers[..opts.ranks];
+        let message = 65536;
+        let (app, sending): (App, Vec<usize>) = match opts.workload {
+            Workload::Ring | Workload::RingIncast if i < opts.ranks => {
+                let (to_next, _) = live::ring_qps(&mut ep, ranks, i);
+                if i == 0 && opts.workload == Workload::RingIncast {
+                    live::flow_receive_qps(&mut ep, peers, 0);
+                    Flow::prepare_receiver(&mut ep, message);
+                }
+                let sweep = Sweep::new(&mut ep, i, opts.ranks, &opts.sizes, opts.seed, to_next)
+                    .starting_at(start);
+                (sweep.into(), vec![to_next])
+            }
+            Workload::Ring | Workload::RingIncast => {
+                // A background sender (only ring+incast has hosts past the ranks): endless,
+                // until the ring is done.
+                let qp = live::flow_send_qp(&mut ep, peers, i, 0);
+                (Flow::new(qp, None, message, start).into(), vec![qp])
+            }
+            Workload::Incast if i == 0 => {
                 live::flow_receive_qps(&mut ep, peers, 0);
                 Flow::prepare_receiver(&mut ep, message);
+                (App::Receive, Vec::new())
             }
-            let sweep = Sweep::new(&mut ep, i, opts.ranks, &opts.sizes, opts.seed, to_next)
-                .starting_at(start);
-            (sweep.into(), vec![to_next])
+            Workload::Incast => {
+                let qp = live::flow_send_qp(&mut ep, peers, i, 0);
+                (
+                    Flow::new(qp, Some(opts.incast_bytes), message, start).into(),
+                    vec![qp],
+                )
+            }
+        };
+        Work {
+            name: name.to_owned(),
+            ep,
+            app,
+            sending,
         }
-        Workload::Ring | Workload::RingIncast => {
-            // A background sender (only ring+incast has hosts past the ranks): endless,
-            // until the ring is done.
-            let qp = live::flow_send_qp(&mut ep, peers, i, 0);
-            (Flow::new(qp, None, message, start).into(), vec![qp])
+    }
+}
+
+/// The hosts' sockets, each opened inside its namespace by the calling thread (which
+/// ends up in the last one), and the UDP 4791 claims that keep each namespace's IP stack
+/// quiet.
+fn open_host_ports(
+    namespaces: &[String],
+    ifaces: &[String],
+    opts: &LabOptions,
+) -> Result<(Ports, Vec<Option<std::net::UdpSocket>>), LabError> {
+    let frame = opts.endpoint.mtu as usize + 128;
+    let mut ports = Ports::new(frame);
+    let mut claims = Vec::new();
+    for (ns, iface) in namespaces.iter().zip(ifaces) {
+        super::netns::enter(ns)?;
+        claims.push(live::claim_roce_port());
+        ports.open(opts.backend, iface, frame)?;
+    }
+    Ok((ports, claims))
+}
+
+/// The hosts' thread, once their sockets are open: waits for the switch, starts every
+/// host now, and runs them all.
+fn hosts(
+    work: Vec<Work>,
+    (ports, _claims): (Ports, Vec<Option<std::net::UdpSocket>>),
+    opts: &LabOptions,
+    t0: Instant,
+    switch_ready: &AtomicBool,
+    status: &HostsStatus,
+    stop: &Arc<AtomicBool>,
+) -> HostsResult {
+    let socket_open = since(t0);
+    let waited = Instant::now();
+    while !switch_ready.load(Ordering::Acquire)
+        && !stopped(stop)
+        && waited.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    opts.cores.pin(1);
+    let start = since(t0);
+    let mut recorders = Vec::new();
+    let mut hosts = Vec::new();
+    let mut names = Vec::new();
+    let mut sending = Vec::new();
+    for w in work {
+        let qps: Vec<(usize, u32)> = w
+            .sending
+            .iter()
+            .map(|&q| (q, w.ep.qp_status(q, Nanos::ZERO).qpn))
+            .collect();
+        recorders.push(HostRecorder::new(&w.name, &qps, w.ep.data_priority()));
+        let mut app = w.app;
+        app.set_start(start);
+        hosts.push((w.ep, app));
+        names.push(w.name);
+        sending.push(w.sending);
+    }
+    let mut call = |_: Duration, l: &mut live::Live<'_>| {
+        recorders[l.host].sample(l.now, l.endpoint);
+        if let Some(s) = l.app.sweep() {
+            status.sizes_done[l.host].store(s.finished(), Ordering::Relaxed);
         }
-        Workload::Incast if i == 0 => {
-            live::flow_receive_qps(&mut ep, peers, 0);
-            Flow::prepare_receiver(&mut ep, message);
-            (App::Receive, Vec::new())
-        }
-        Workload::Incast => {
-            let qp = live::flow_send_qp(&mut ep, peers, i, 0);
-            (
-                Flow::new(qp, Some(opts.incast_bytes), message, start).into(),
-                vec![qp],
-            )
-        }
+        status.done[l.host].store(l.app.done(), Ordering::Relaxed);
     };
-    let ep_opts = EndpointOptions {
-        cfg: opts.endpoint.clone(),
-        iface: iface.to_owned(),
-        backend: opts.backend,
-        cores: CoreList::default(),
+    // A rank's sweep ends while it lingers: the sampler must see the last size.
+    let sampler = EndpointSampler {
+        every: opts.sample_every.min(Duration::from_millis(5)),
+        call: &mut call,
+    };
+    let run = RunOptions {
         busy_poll: false,
         limit: Some(opts.limit),
         linger: Duration::from_millis(300),
         origin: Some(t0),
     };
-    let name = if i < opts.ranks {
-        format!("r{i}")
-    } else {
-        format!("b{}", i - opts.ranks)
-    };
-    let qps: Vec<(usize, u32)> = sending
-        .iter()
-        .map(|&q| (q, ep.qp_status(q, Nanos::ZERO).qpn))
-        .collect();
-    let mut rec = HostRecorder::new(&name, &qps, ep.data_priority());
-    let mut socket_open_ns = None;
-    let mut call = |_: Duration, l: &mut live::Live<'_>| {
-        // The first sample comes once the host's socket is open: say so, and wait for the
-        // start the lab gives once every host's is.
-        if socket_open_ns.is_none() {
-            socket_open_ns = Some(l.now.0);
-            gate.built.fetch_add(1, Ordering::Release);
-            let mut start_ns = gate.start_ns.load(Ordering::Acquire);
-            while start_ns == u64::MAX && !stopped(stop) {
-                std::thread::sleep(Duration::from_micros(200));
-                start_ns = gate.start_ns.load(Ordering::Acquire);
+    // Every host stops when the lab says so, or once all are done.
+    let outs = live::run_hosts(&run, hosts, ports, stop, Some(sampler))?;
+    let mut tracks = Vec::new();
+    for r in recorders {
+        tracks.extend(r.finish());
+    }
+    let hosts = outs
+        .into_iter()
+        .enumerate()
+        .map(|(i, out)| {
+            let sweep = out
+                .app
+                .sweep()
+                .map_or_else(Vec::new, |s| s.results(&out.endpoint));
+            let qps = sending[i]
+                .iter()
+                .map(|&q| out.endpoint.qp_status(q, out.end))
+                .collect();
+            HostOutcome {
+                name: names[i].clone(),
+                port: i,
+                mac: mac(i).to_string(),
+                ip: ip(i),
+                counters: out.endpoint.counters(),
+                qps,
+                kernel: out.kernel,
+                done: out.app.done(),
+                sweep,
+                error: out.error,
+                socket_open_ns: Some(socket_open.0),
             }
-            l.app.set_start(Nanos(start_ns.min(u64::MAX - 1)));
-        }
-        rec.sample(l.now, l.endpoint);
-        if let Some(s) = l.app.sweep() {
-            done_count[i].store(s.finished(), Ordering::Relaxed);
-        }
-    };
-    // A rank's sweep ends while its thread lingers: the sampler must see the last size.
-    let sample_every = opts.sample_every.min(Duration::from_millis(5));
-    let sampler = EndpointSampler {
-        every: sample_every,
-        call: &mut call,
-    };
-    // Every host stops when the lab says so; a rank also ends when its sweep is done.
-    let out = live::run_sampled(&ep_opts, ep, app, stop, Some(sampler))?;
-    let tracks = rec.finish();
-    let sweep = out
-        .app
-        .sweep()
-        .map_or_else(Vec::new, |s| s.results(&out.endpoint));
-    let qps = sending
-        .iter()
-        .map(|&q| out.endpoint.qp_status(q, out.end))
+        })
         .collect();
-    Ok((
-        HostOutcome {
-            name,
-            port: i,
-            mac: me.mac.to_string(),
-            ip: me.ip,
-            counters: out.endpoint.counters(),
-            qps,
-            kernel: out.kernel,
-            done: out.app.done(),
-            sweep,
-            error: out.error,
-            socket_open_ns,
-        },
-        tracks,
-    ))
+    Ok((hosts, tracks, start))
 }
 
 /// Time since `t0`, as the cores count it.

@@ -198,6 +198,7 @@ mod tests {
             sizes: vec![8192, 65536],
             incast_bytes: 1 << 20,
             backend: crate::io::Backend::Pnet,
+            cores: crate::runtime::CoreList::default(),
             seed: 3,
             limit: Duration::from_secs(5),
             sample_every: Duration::from_millis(1),

@@ -1,7 +1,7 @@
 //! `rocelab endpoint`: one endpoint core and its application live on an interface, with
 //! a peers file naming every rank's MAC, IP and QP numbers.
 
-use super::ports::{Arrival, PortThreads};
+use super::ports::{Core, Driver, Ports};
 use super::{Clock, CoreList, stopped};
 use super::{PeersError, PortError, RuntimeError};
 use crate::config::endpoint::EndpointConfig;
@@ -125,9 +125,6 @@ pub fn flow_receive_qps(ep: &mut Endpoint, peers: &[PeerSpec], rank: usize) {
     }
 }
 
-/// How far back a late thread sends what fell due while it slept.
-const MAX_CATCH_UP: Nanos = Nanos(1_000_000);
-
 /// How to run.
 #[derive(Debug, Clone)]
 pub struct EndpointOptions {
@@ -135,22 +132,28 @@ pub struct EndpointOptions {
     pub cfg: EndpointConfig,
     /// The interface the endpoint sends and receives on, as a NIC port would.
     pub iface: String,
-    /// `pnet` (low latency) or `mmap` (throughput, up to 1 ms of receive batching).
+    /// `pnet` (portable) or `mmap` (a receive ring and batched sends).
     pub backend: Backend,
-    /// Cores to pin to.
+    /// Cores to pin to (the thread takes the first).
     pub cores: CoreList,
+    /// How the thread runs.
+    pub run: RunOptions,
+}
+
+/// How a thread of endpoints runs.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
     /// Spin instead of sleeping.
     pub busy_poll: bool,
     /// Give up after this long.
     pub limit: Option<Duration>,
-    /// After the application is done, keep answering (ACKs for retransmissions) this long.
+    /// After an application is done, keep answering (ACKs for retransmissions) this long.
     pub linger: Duration,
-    /// The instant the endpoint's clock reads 0 (default: when the run starts), so that
-    /// several endpoints in one process share a clock.
+    /// The instant the endpoints' clock reads 0 (default: when the run starts).
     pub origin: Option<Instant>,
 }
 
-/// How the run ended.
+/// How the run ended, for one endpoint.
 pub struct EndpointOutcome {
     /// The endpoint with its counters and memory.
     pub endpoint: Endpoint,
@@ -166,180 +169,204 @@ pub struct EndpointOutcome {
     pub error: Option<PortError>,
 }
 
-/// Runs `ep` with `app` until the application is done (and the linger time passed), the
-/// limit, `stop`, or a port error. The application's clock starts at 0 now.
+/// Runs `ep` with `app` on its interface until the application is done (and the linger
+/// time passed), the limit, `stop`, or a port error. The application's clock starts at 0
+/// now.
 pub fn run(
     opts: &EndpointOptions,
     ep: Endpoint,
     app: App,
     stop: &Arc<AtomicBool>,
 ) -> Result<EndpointOutcome, RuntimeError> {
-    run_sampled(opts, ep, app, stop, None)
+    let _claim = claim_roce_port();
+    let mut ports = Ports::new(opts.cfg.mtu as usize + 128);
+    ports.open(opts.backend, &opts.iface, opts.cfg.mtu as usize + 128)?;
+    opts.cores.pin(0);
+    let mut out = run_hosts(&opts.run, vec![(ep, app)], ports, stop, None)?;
+    Ok(out.pop().expect("one endpoint in, one out"))
 }
 
-/// The endpoint and its application, as a sampler sees them.
+/// An endpoint and its application, as a sampler sees them.
 pub struct Live<'a> {
+    /// Which endpoint: its port on the thread.
+    pub host: usize,
     /// The endpoint, its counters and QPs as of `now`.
     pub endpoint: &'a Endpoint,
     /// The application it runs (a sampler may set its start: see `App::set_start`).
     pub app: &'a mut App,
-    /// The endpoint's clock.
+    /// The endpoints' clock.
     pub now: Nanos,
 }
 
-/// Something to call with the endpoint every `every`.
+/// Something to call with every endpoint every `every`.
 pub struct EndpointSampler<'a> {
-    /// Wall-clock time from one call to the next, at least (a late call delays the next).
+    /// Wall-clock time from one round of calls to the next, at least.
     pub every: Duration,
     /// What to call, with the time since the run began.
     pub call: &'a mut (dyn FnMut(Duration, &mut Live<'_>) + Send),
 }
 
-/// As [`run`], calling `sampler` with the endpoint as it runs.
-pub fn run_sampled(
-    opts: &EndpointOptions,
-    mut ep: Endpoint,
-    mut app: App,
+/// One endpoint on a run-to-completion thread: its port is its index.
+struct Host {
+    ep: Endpoint,
+    app: App,
+    port: usize,
+    done_at: Option<Nanos>,
+}
+
+impl Core for Host {
+    fn deadline(&self) -> Option<Nanos> {
+        [self.ep.poll_timeout(), self.app.deadline()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Timers, the application's reactions, then every frame the link and the pacers let
+    /// go at `t`.
+    fn run_at(&mut self, t: Nanos, ports: &mut Ports) -> usize {
+        if self.ep.poll_timeout().is_some_and(|d| d <= t) {
+            self.ep.handle_timeout(t);
+        }
+        if self.app.deadline().is_some_and(|d| d <= t) {
+            self.app.on_timeout(t, &mut self.ep);
+        }
+        while let Some(c) = self.ep.poll_completion() {
+            self.app.on_completion(t, &mut self.ep, c);
+        }
+        let mut sent = 0;
+        while let Some(f) = self.ep.poll_transmit(t) {
+            let mut buf = ports.buffer();
+            buf.extend_from_slice(f);
+            ports.send(self.port, buf);
+            sent += 1;
+        }
+        sent
+    }
+
+    fn arrive(&mut self, t: Nanos, _port: usize, frame: Vec<u8>, ports: &mut Ports) {
+        self.ep.handle_frame(t, &frame);
+        ports.recycle(frame);
+    }
+
+    /// Four full frames at the link rate, or 100 µs if that is longer: a late wake-up
+    /// (tens of µs) does not cost the link its rate, a stall costs it the stall.
+    fn catch_up(&self) -> Nanos {
+        let cfg = self.ep.config();
+        let frame_bits = (u64::from(cfg.mtu) + 128) * 8;
+        let four_frames = 4 * frame_bits * 1_000_000_000 / cfg.bits_per_sec().max(1);
+        Nanos(four_frames.max(100_000))
+    }
+}
+
+/// Runs endpoints on the calling thread, endpoint `k` on port `k` of `ports` (opened
+/// where each belongs: a socket stays in the namespace it was opened in), until every
+/// application is done and has lingered, the limit, `stop`, or a port error. Their clock
+/// starts at `opts.origin` (or now); each application starts at its own start time.
+pub fn run_hosts(
+    opts: &RunOptions,
+    hosts: Vec<(Endpoint, App)>,
+    ports: Ports,
     stop: &Arc<AtomicBool>,
     mut sampler: Option<EndpointSampler<'_>>,
-) -> Result<EndpointOutcome, RuntimeError> {
-    let mtu = opts.cfg.mtu as usize + 128;
-    let _claim = claim_roce_port();
-    let ports = PortThreads::start(
-        std::slice::from_ref(&opts.iface),
-        opts.backend,
-        mtu,
-        &opts.cores,
-        stop,
-    )?;
-    opts.cores.pin(0);
+) -> Result<Vec<EndpointOutcome>, RuntimeError> {
+    assert_eq!(hosts.len(), ports.len(), "one port per endpoint");
     super::precise_timers();
     let clock = opts.origin.map_or_else(Clock::start, Clock::from_origin);
+    let n = hosts.len();
+    let cores = hosts
+        .into_iter()
+        .enumerate()
+        .map(|(port, (ep, app))| Host {
+            ep,
+            app,
+            port,
+            done_at: None,
+        })
+        .collect();
+    let mut driver = Driver::new(cores, ports, (0..n).collect(), clock);
     let started = Instant::now();
     let end = opts.limit.map(|l| started + l);
-    let mut out: Vec<Vec<u8>> = Vec::new();
-    let mut last = clock.now();
-    let mut done_at: Option<Nanos> = None;
     let mut next_sample = started;
     let mut error = None;
-    let begin = last;
-    app.start(begin, &mut ep);
-    drive(&mut ep, &mut app, begin, &mut last, &mut out, &ports.pool);
-
-    loop {
-        // A port's error first: it also raises the stop flag.
-        if let Ok(e) = ports.errors.try_recv() {
+    let begin = clock.now();
+    for k in 0..n {
+        let h = &mut driver.cores[k];
+        h.app.start(begin, &mut h.ep);
+        if let Err(e) = driver.run_core_at(k, begin) {
             error = Some(e);
-            break;
         }
+    }
+    let linger = opts.linger.as_nanos() as u64;
+    while error.is_none() {
         if stopped(stop) || end.is_some_and(|e| Instant::now() >= e) {
             break;
         }
         let now = clock.now();
-        if app.done() {
-            let at = *done_at.get_or_insert(now);
-            if now.0.saturating_sub(at.0) >= opts.linger.as_nanos() as u64 && ep.idle() {
-                break;
+        let mut finished = true;
+        for h in &mut driver.cores {
+            if h.app.done() {
+                let at = *h.done_at.get_or_insert(now);
+                finished &= now.0.saturating_sub(at.0) >= linger && h.ep.idle();
+            } else {
+                finished = false;
             }
         }
-        let mut wake = Instant::now() + Duration::from_millis(20);
-        for t in [ep.poll_timeout(), app.deadline()].into_iter().flatten() {
-            wake = wake.min(clock.instant(t));
+        if finished {
+            break;
         }
+        let mut wake = Instant::now() + Duration::from_millis(20);
         if let Some(e) = end {
             wake = wake.min(e);
         }
         if sampler.is_some() {
             wake = wake.min(next_sample);
         }
-        let first = match ports.wait(wake, opts.busy_poll) {
-            Arrival::Batch(b) => Some(b),
-            Arrival::Timeout => None,
-            Arrival::Closed => break,
+        let now = match driver.round(wake, opts.busy_poll) {
+            Ok(now) => now,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
         };
-        // The monotonic clock never reads less than `last` (the cores check it).
-        let now = clock.now();
-        // Sends and timers that fell due while the thread slept, at their own times, but
-        // no further back than MAX_CATCH_UP: a long stall is lost time, not a burst (a
-        // NIC does not send what it missed, and a burst would outrun a pause in flight).
-        let floor = Nanos(now.0.saturating_sub(MAX_CATCH_UP.0)).max(last);
-        for _ in 0..1_000_000 {
-            let due = [ep.poll_timeout(), app.deadline()]
-                .into_iter()
-                .flatten()
-                .min();
-            let Some(t) = due.filter(|&t| t < now) else {
-                break;
-            };
-            let t = t.max(floor);
-            let t = t.max(last);
-            let before = out.len();
-            drive(&mut ep, &mut app, t, &mut last, &mut out, &ports.pool);
-            let next = [ep.poll_timeout(), app.deadline()]
-                .into_iter()
-                .flatten()
-                .min();
-            if out.len() == before && next.is_some_and(|d| d <= t) {
-                break;
-            }
-        }
-        if let Some((_, batch)) = first {
-            for frame in batch {
-                ep.handle_frame(now, &frame);
-                ports.pool.put(frame);
-            }
-            for _ in 0..64 {
-                let Ok((_, batch)) = ports.rx.try_recv() else {
-                    break;
-                };
-                for frame in batch {
-                    ep.handle_frame(now, &frame);
-                    ports.pool.put(frame);
-                }
-            }
-        }
-        drive(&mut ep, &mut app, now, &mut last, &mut out, &ports.pool);
-        if !out.is_empty()
-            // A NIC does not drop what its pacer released: wait for the transmit thread
-            // (see the switch's loop for why this cannot hang).
-            && let Err(e) = ports.tx[0].send(std::mem::take(&mut out))
-        {
-            for buf in e.into_inner() {
-                ports.pool.put(buf);
-            }
-        }
         if let Some(s) = sampler.as_mut() {
             let now_i = Instant::now();
             if now_i >= next_sample {
-                let mut live = Live {
-                    endpoint: &ep,
-                    app: &mut app,
-                    now,
-                };
-                (s.call)(now_i - started, &mut live);
+                for (k, h) in driver.cores.iter_mut().enumerate() {
+                    let mut live = Live {
+                        host: k,
+                        endpoint: &h.ep,
+                        app: &mut h.app,
+                        now,
+                    };
+                    (s.call)(now_i - started, &mut live);
+                }
                 next_sample = now_i + s.every;
             }
         }
     }
     let end = clock.now();
-    let (kernel, late_error) = ports.finish();
-    let kernel = kernel.into_iter().next().unwrap_or_default();
-    let error = error.or(late_error);
-    Ok(EndpointOutcome {
-        endpoint: ep,
-        app,
-        done_at,
-        end,
-        kernel,
-        error,
-    })
+    let kernel = driver.ports.kernel_stats();
+    Ok(driver
+        .cores
+        .into_iter()
+        .zip(kernel)
+        .map(|(h, kernel)| EndpointOutcome {
+            endpoint: h.ep,
+            app: h.app,
+            done_at: h.done_at,
+            end,
+            kernel,
+            error: error.clone(),
+        })
+        .collect())
 }
 
 /// Binds UDP 4791 in this namespace and never reads it, with the smallest receive buffer,
 /// so that the kernel's own IP stack drops RoCE packets silently instead of answering
 /// each with an ICMP port unreachable (a RoCE NIC consumes them before the host stack
 /// sees them). Another endpoint in the namespace may hold it already: fine.
-fn claim_roce_port() -> Option<std::net::UdpSocket> {
+pub fn claim_roce_port() -> Option<std::net::UdpSocket> {
     let s = std::net::UdpSocket::bind(("0.0.0.0", 4791)).ok()?;
     let one: libc::c_int = 1;
     // SAFETY: setsockopt with an int the size given; the socket is open.
@@ -353,31 +380,4 @@ fn claim_roce_port() -> Option<std::net::UdpSocket> {
         );
     }
     Some(s)
-}
-
-/// One step at time `t`: timers, the application's reactions, then every frame the link
-/// and the pacers let go.
-fn drive(
-    ep: &mut Endpoint,
-    app: &mut App,
-    t: Nanos,
-    last: &mut Nanos,
-    out: &mut Vec<Vec<u8>>,
-    pool: &crate::io::Pool,
-) {
-    if ep.poll_timeout().is_some_and(|d| d <= t) {
-        ep.handle_timeout(t);
-    }
-    if app.deadline().is_some_and(|d| d <= t) {
-        app.on_timeout(t, ep);
-    }
-    while let Some(c) = ep.poll_completion() {
-        app.on_completion(t, ep, c);
-    }
-    while let Some(f) = ep.poll_transmit(t) {
-        let mut buf = pool.get();
-        buf.extend_from_slice(f);
-        out.push(buf);
-    }
-    *last = t;
 }

@@ -1,9 +1,10 @@
-//! The live driver: the I/O-free cores on network interfaces, in real time. A receive
-//! thread and a transmit thread per port move frame batches through crossbeam channels to
-//! and from the core's thread, which owns the switch (or endpoint), reads the monotonic
-//! clock and sleeps until the core's next deadline. Threads are pinned to a configurable
-//! core list; waits block with timeouts by default (the machine is shared with the
-//! endpoints), or spin with `--busy-poll`. SIGINT and SIGTERM stop everything cleanly.
+//! The live driver: the I/O-free cores on network interfaces, in real time, run to
+//! completion. One thread, pinned to a core, owns a set of ports' sockets and the cores
+//! behind them (the switch, or endpoints): it waits on every socket and the cores' next
+//! deadline at once, hands each frame to its core at the kernel's receive time, runs the
+//! cores' timers and transmissions in time order, and sends what they release in batches
+//! ([`ports`]). No frame crosses a thread. Waits sleep by default (the machine is shared),
+//! or spin with `--busy-poll`. SIGINT and SIGTERM stop everything cleanly.
 
 pub mod endpoint;
 mod error;
@@ -68,8 +69,7 @@ pub fn stopped(stop: &AtomicBool) -> bool {
     stop.load(Ordering::Relaxed)
 }
 
-/// CPU cores to pin threads to: the core thread on the first, the port threads on the
-/// others in turn (or on the first when there is only one).
+/// CPU cores to pin threads to: thread `k` on the `k`-th listed, in turn.
 #[derive(Debug, Clone, Default)]
 pub struct CoreList(pub Vec<usize>);
 
@@ -131,18 +131,24 @@ impl CoreList {
         }
     }
 
-    /// Pins the calling thread to the core for role `k` (0: the core thread, 1.. port
-    /// threads). Does nothing for an empty list.
+    /// The first `n` cores this process may use (fewer if it has fewer).
+    pub fn first(n: usize) -> CoreList {
+        let mut ids: Vec<usize> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        ids.sort_unstable();
+        ids.truncate(n);
+        CoreList(ids)
+    }
+
+    /// Pins the calling thread, the `k`-th of its kind, to the `k`-th core listed (in turn
+    /// when there are fewer). Does nothing for an empty list.
     pub fn pin(&self, k: usize) {
-        if self.0.is_empty() {
-            return;
+        if let Some(&core) = self.0.get(k % self.0.len().max(1)) {
+            core_affinity::set_for_current(core_affinity::CoreId { id: core });
         }
-        let core = if k == 0 || self.0.len() == 1 {
-            self.0[0]
-        } else {
-            self.0[1 + (k - 1) % (self.0.len() - 1)]
-        };
-        core_affinity::set_for_current(core_affinity::CoreId { id: core });
     }
 }
 

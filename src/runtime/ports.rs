@@ -1,224 +1,429 @@
-//! A receive thread and a transmit thread per interface, joined to the core's thread by
-//! crossbeam channels: received batches come in on one channel tagged with their port;
-//! batches to send go out on one channel per port, and their buffers return to the pool.
+//! The ports of one run-to-completion thread and the loop that drives its cores. The
+//! thread owns the ports' sockets and one or more cores (the switch, or endpoints): it
+//! waits on every socket at once, takes what arrived with the kernel's receive times, hands
+//! each frame to its core at that time, runs the cores' timers and transmissions at their
+//! own times, in time order, and sends what they release in batches. No frame crosses a
+//! thread on the way.
 
-use super::PortError;
-use super::{CoreList, stopped};
-use crate::io::{self, Backend, FrameRx, FrameTx, KernelStats, Pool};
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use super::{Clock, PortError};
+use crate::io::{self, Backend, FrameRx, FrameTx, KernelStats, Pool, RxFrame};
+use crate::time::Nanos;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
-/// Most frames a receive thread hands over at once.
-const RX_BATCH: usize = 64;
-/// Batches waiting between threads before the sender blocks.
-const QUEUE_BATCHES: usize = 1024;
-/// How often idle threads look at the stop flag.
-const IDLE: Duration = Duration::from_millis(20);
+/// Most frames read from one port in one round (the others get their turn).
+const RX_BATCH: usize = 256;
+/// Frames a busy port holds for the kernel before the oldest are given up.
+const TX_BACKLOG: usize = 16_384;
+/// How soon a thread with frames the kernel did not take yet offers them again.
+const TX_RETRY: Duration = Duration::from_micros(20);
+/// A thread that had work spins this long for more before it sleeps: the next frame of a
+/// busy port is taken at once rather than after a wake-up (tens of µs on a VM).
+const SPIN_AFTER_WORK: Duration = Duration::from_micros(50);
+/// A deadline this close is waited for spinning: a sleep would overshoot it.
+const SPIN_BEFORE_DEADLINE: Duration = Duration::from_micros(30);
 
-/// A batch of frames received on a port.
-pub type RxBatch = (usize, Vec<Vec<u8>>);
-
-/// The running port threads.
-pub struct PortThreads {
-    /// Batches received, tagged with their port.
-    pub rx: Receiver<RxBatch>,
-    /// Where to put batches to send, per port.
-    pub tx: Vec<Sender<Vec<Vec<u8>>>>,
-    /// Frame buffers shared by every thread; give sent and consumed frames back here.
-    pub pool: Pool,
-    /// The first fatal I/O error of a port thread, if any (it also raises the stop flag).
-    pub errors: Receiver<PortError>,
-    rx_threads: Vec<JoinHandle<KernelStats>>,
-    tx_threads: Vec<JoinHandle<()>>,
-    done: Arc<AtomicBool>,
-}
-
-impl PortThreads {
-    /// Opens every interface with `backend` for frames up to `mtu` bytes and starts its
-    /// threads, pinned by `cores` (role 1 onwards). Opening errors come back here, before
-    /// any thread runs.
-    pub fn start(
-        ifaces: &[String],
-        backend: Backend,
-        mtu: usize,
-        cores: &CoreList,
-        stop: &Arc<AtomicBool>,
-    ) -> std::io::Result<PortThreads> {
-        let mut opened = Vec::new();
-        for name in ifaces {
-            opened.push(io::open(backend, name, mtu)?);
-        }
-        let pool = Pool::new(4096, mtu + 64);
-        let (rx_send, rx) = crossbeam_channel::bounded(QUEUE_BATCHES);
-        let (err_send, errors) = crossbeam_channel::bounded(ifaces.len() * 2);
-        let done = Arc::new(AtomicBool::new(false));
-        let mut tx = Vec::new();
-        let (mut rx_threads, mut tx_threads) = (Vec::new(), Vec::new());
-        for (port, ((frx, ftx), name)) in opened.into_iter().zip(ifaces).enumerate() {
-            let (send, recv) = crossbeam_channel::bounded(QUEUE_BATCHES);
-            tx.push(send);
-            let ctx = Ctx {
-                port,
-                name: name.clone(),
-                pool: pool.clone(),
-                stop: Arc::clone(stop),
-                done: Arc::clone(&done),
-                errors: err_send.clone(),
-                cores: cores.clone(),
-            };
-            let c = ctx.clone();
-            let s = rx_send.clone();
-            rx_threads.push(
-                std::thread::Builder::new()
-                    .name(format!("rx-{name}"))
-                    .spawn(move || receive_loop(c, frx, s))?,
-            );
-            tx_threads.push(
-                std::thread::Builder::new()
-                    .name(format!("tx-{name}"))
-                    .spawn(move || transmit_loop(ctx, ftx, recv))?,
-            );
-        }
-        Ok(PortThreads {
-            rx,
-            tx,
-            pool,
-            errors,
-            rx_threads,
-            tx_threads,
-            done,
-        })
-    }
-
-    /// Stops the threads once the transmit queues are drained (or dropped, after a stop
-    /// signal); returns each port's kernel receive statistics and the first port error
-    /// not read yet.
-    pub fn finish(mut self) -> (Vec<KernelStats>, Option<PortError>) {
-        drop(std::mem::take(&mut self.tx));
-        for t in std::mem::take(&mut self.tx_threads) {
-            let _ = t.join();
-        }
-        self.done.store(true, Ordering::Relaxed);
-        drop(std::mem::replace(&mut self.rx, crossbeam_channel::never()));
-        let stats = std::mem::take(&mut self.rx_threads)
-            .into_iter()
-            .map(|t| t.join().unwrap_or_default())
-            .collect();
-        (stats, self.errors.try_recv().ok())
-    }
-}
-
-/// What a wait for the next receive batch gave.
+/// A frame received, at its time on the run's clock.
 #[derive(Debug)]
-pub enum Arrival {
-    /// A batch of frames from one port.
-    Batch(RxBatch),
-    /// Nothing came by the wake-up time.
-    Timeout,
-    /// The receive threads are gone.
-    Closed,
+pub struct Arrival {
+    /// The port it came in on.
+    pub port: usize,
+    /// When the kernel received it (never before what the core has seen, never after now).
+    pub at: Nanos,
+    /// The frame, in a buffer of the ports' pool.
+    pub frame: Vec<u8>,
 }
 
-impl PortThreads {
-    /// Waits for the next receive batch until `wake`: spinning when `busy`, else blocking.
-    pub fn wait(&self, wake: std::time::Instant, busy: bool) -> Arrival {
-        if busy {
-            loop {
-                match self.rx.try_recv() {
-                    Ok(b) => return Arrival::Batch(b),
-                    Err(crossbeam_channel::TryRecvError::Disconnected) => return Arrival::Closed,
-                    Err(_) if std::time::Instant::now() >= wake => return Arrival::Timeout,
-                    Err(_) => std::hint::spin_loop(),
-                }
+struct Port {
+    name: String,
+    rx: Box<dyn FrameRx>,
+    tx: Box<dyn FrameTx>,
+    /// Frames released by the core that the kernel has not taken yet (a busy device).
+    pending: VecDeque<Vec<u8>>,
+    /// Frames given up from a full backlog.
+    overflow: u64,
+}
+
+/// Maps the kernel's receive times (CLOCK_REALTIME) onto the run's clock.
+#[derive(Debug, Clone, Copy)]
+struct StampClock {
+    /// Realtime minus run time, ns.
+    offset: i128,
+    next_sync: Instant,
+}
+
+impl StampClock {
+    fn new(clock: &Clock) -> StampClock {
+        let mut s = StampClock {
+            offset: 0,
+            next_sync: Instant::now(),
+        };
+        s.sync(clock);
+        s
+    }
+
+    /// Reads both clocks close together (best of three), again every 100 ms so that a
+    /// slewed wall clock does not drift.
+    fn sync(&mut self, clock: &Clock) {
+        let mut best = (u64::MAX, 0i128);
+        for _ in 0..3 {
+            let a = clock.now().0;
+            let real = realtime_ns();
+            let b = clock.now().0;
+            if b - a < best.0 {
+                best = (b - a, real as i128 - i128::from(a + (b - a) / 2));
             }
         }
-        match self.rx.recv_deadline(wake) {
-            Ok(b) => Arrival::Batch(b),
-            Err(RecvTimeoutError::Timeout) => Arrival::Timeout,
-            Err(RecvTimeoutError::Disconnected) => Arrival::Closed,
+        self.offset = best.1;
+        self.next_sync = Instant::now() + Duration::from_millis(100);
+    }
+
+    fn run_time(&self, stamp: u64) -> Nanos {
+        let t = stamp as i128 - self.offset;
+        Nanos(t.clamp(0, i128::from(u64::MAX)) as u64)
+    }
+}
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The ports of one thread, their frame buffers and their send backlogs.
+pub struct Ports {
+    ports: Vec<Port>,
+    pollfds: Vec<libc::pollfd>,
+    pool: Pool,
+    received: Vec<RxFrame>,
+    stamps: Option<StampClock>,
+}
+
+impl Ports {
+    /// No ports yet; frame buffers of `buffer` bytes.
+    pub fn new(buffer: usize) -> Ports {
+        Ports {
+            ports: Vec::new(),
+            pollfds: Vec::new(),
+            pool: Pool::new(4096, buffer),
+            received: Vec::with_capacity(RX_BATCH),
+            stamps: None,
         }
     }
-}
 
-impl Drop for PortThreads {
-    /// Threads of a run that ended early (an error, a panic) stop on their own.
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-    }
-}
-
-#[derive(Clone)]
-struct Ctx {
-    port: usize,
-    name: String,
-    pool: Pool,
-    stop: Arc<AtomicBool>,
-    done: Arc<AtomicBool>,
-    errors: Sender<PortError>,
-    cores: CoreList,
-}
-
-impl Ctx {
-    fn fail(&self, action: &'static str, cause: std::io::Error) {
-        let _ = self.errors.try_send(PortError {
-            port: self.name.clone(),
-            action,
-            cause,
+    /// Opens interface `iface` (in the calling thread's network namespace, where its
+    /// socket then stays) for frames up to `mtu` bytes; returns its port number.
+    pub fn open(&mut self, backend: Backend, iface: &str, mtu: usize) -> std::io::Result<usize> {
+        let (rx, tx) = io::open(backend, iface, mtu)?;
+        self.pollfds.push(io::readable(rx.fd()));
+        self.ports.push(Port {
+            name: iface.to_owned(),
+            rx,
+            tx,
+            pending: VecDeque::new(),
+            overflow: 0,
         });
-        self.stop.store(true, Ordering::Relaxed);
+        Ok(self.ports.len() - 1)
     }
-}
 
-fn receive_loop(ctx: Ctx, mut rx: Box<dyn FrameRx>, out: Sender<RxBatch>) -> KernelStats {
-    ctx.cores.pin(1 + 2 * ctx.port);
-    let mut batch = Vec::with_capacity(RX_BATCH);
-    while !ctx.done.load(Ordering::Relaxed) && !stopped(&ctx.stop) {
-        match rx.receive(&mut batch, RX_BATCH, IDLE, &ctx.pool) {
-            Ok(0) => {}
-            Ok(_) => {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(RX_BATCH));
-                if out.send((ctx.port, full)).is_err() {
+    /// Opens every interface in turn, ports 0, 1, ...
+    pub fn open_all(backend: Backend, ifaces: &[String], mtu: usize) -> std::io::Result<Ports> {
+        let mut ports = Ports::new(mtu + 64);
+        for name in ifaces {
+            ports.open(backend, name, mtu)?;
+        }
+        Ok(ports)
+    }
+
+    /// How many ports.
+    pub fn len(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ports.is_empty()
+    }
+
+    /// An empty frame buffer.
+    pub fn buffer(&mut self) -> Vec<u8> {
+        self.pool.get()
+    }
+
+    /// Gives a buffer back.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        self.pool.put(buf);
+    }
+
+    /// Queues `frame` to leave on `port` at the next [`Ports::flush`].
+    pub fn send(&mut self, port: usize, frame: Vec<u8>) {
+        let p = &mut self.ports[port];
+        if p.pending.len() >= TX_BACKLOG
+            && let Some(old) = p.pending.pop_front()
+        {
+            p.overflow += 1;
+            self.pool.put(old);
+        }
+        p.pending.push_back(frame);
+    }
+
+    /// Offers every port's queued frames to the kernel; what a busy device does not take
+    /// now stays queued, in order.
+    pub fn flush(&mut self) -> Result<usize, PortError> {
+        let mut sent = 0;
+        for p in &mut self.ports {
+            while !p.pending.is_empty() {
+                let batch = p.pending.make_contiguous();
+                let done = p.tx.transmit(batch).map_err(|cause| PortError {
+                    port: p.name.clone(),
+                    action: "send",
+                    cause,
+                })?;
+                for buf in p.pending.drain(..done) {
+                    self.pool.put(buf);
+                }
+                sent += done;
+                if done == 0 {
                     break;
                 }
             }
-            Err(e) => {
-                ctx.fail("receive", e);
-                break;
+        }
+        Ok(sent)
+    }
+
+    /// Waits until a frame arrives on any port or `wake` comes: spinning when `busy`, or
+    /// until `spin_until`, or in the last moments before `wake`; sleeping otherwise.
+    /// Frames the kernel did not take yet are offered again within 20 µs.
+    pub fn wait(
+        &mut self,
+        wake: Instant,
+        busy: bool,
+        spin_until: Instant,
+    ) -> Result<(), PortError> {
+        let mut wake = wake;
+        if self.ports.iter().any(|p| !p.pending.is_empty()) {
+            wake = wake.min(Instant::now() + TX_RETRY);
+        }
+        loop {
+            let now = Instant::now();
+            let spin = busy || now < spin_until || wake <= now + SPIN_BEFORE_DEADLINE;
+            let timeout = if spin {
+                Duration::ZERO
+            } else {
+                // Wake a little early: the rest is spun.
+                wake.saturating_duration_since(now)
+                    .saturating_sub(SPIN_BEFORE_DEADLINE)
+            };
+            let ready = io::wait(&mut self.pollfds, timeout).map_err(|cause| PortError {
+                port: "poll".to_owned(),
+                action: "receive",
+                cause,
+            })?;
+            if ready {
+                return self.check_errors();
+            }
+            if Instant::now() >= wake {
+                return Ok(());
+            }
+            if spin {
+                std::hint::spin_loop();
             }
         }
     }
-    rx.kernel_stats()
+
+    /// A port whose socket reports an error (its interface went down or away) fails.
+    fn check_errors(&self) -> Result<(), PortError> {
+        let bad = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
+        for (p, f) in self.ports.iter().zip(&self.pollfds) {
+            if f.revents & bad != 0
+                && let Some(cause) = io::socket_error(f.fd)
+            {
+                return Err(PortError {
+                    port: p.name.clone(),
+                    action: "receive",
+                    cause,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends what waits on every port to `out`, each frame at the kernel's receive time
+    /// on `clock`, brought into `floor..=now` (a core cannot go back in time; a frame
+    /// cannot arrive after it was read).
+    pub fn receive(
+        &mut self,
+        clock: &Clock,
+        floor: Nanos,
+        now: Nanos,
+        out: &mut Vec<Arrival>,
+    ) -> Result<(), PortError> {
+        let stamps = self.stamps.get_or_insert_with(|| StampClock::new(clock));
+        if Instant::now() >= stamps.next_sync {
+            stamps.sync(clock);
+        }
+        let stamps = *stamps;
+        for (k, p) in self.ports.iter_mut().enumerate() {
+            self.received.clear();
+            p.rx.receive(&mut self.received, RX_BATCH, &mut self.pool)
+                .map_err(|cause| PortError {
+                    port: p.name.clone(),
+                    action: "receive",
+                    cause,
+                })?;
+            for f in self.received.drain(..) {
+                let at = f.stamp.map_or(now, |s| stamps.run_time(s));
+                out.push(Arrival {
+                    port: k,
+                    at: at.clamp(floor, now.max(floor)),
+                    frame: f.data,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Each port's kernel statistics (receive counts, and frames the kernel refused to
+    /// send or a full backlog gave up).
+    pub fn kernel_stats(&mut self) -> Vec<KernelStats> {
+        self.ports
+            .iter_mut()
+            .map(|p| {
+                let mut s = p.rx.kernel_stats();
+                s.tx_refused = p.tx.refused() + p.overflow;
+                s
+            })
+            .collect()
+    }
 }
 
-fn transmit_loop(ctx: Ctx, mut tx: Box<dyn FrameTx>, input: Receiver<Vec<Vec<u8>>>) {
-    ctx.cores.pin(2 + 2 * ctx.port);
-    loop {
-        match input.recv_timeout(IDLE) {
-            Ok(mut batch) => {
-                // After a stop signal, or once the port failed, what is queued is dropped.
-                let give_up = stopped(&ctx.stop) || ctx.done.load(Ordering::Relaxed);
-                if !give_up && let Err(e) = tx.transmit(&batch) {
-                    ctx.fail("send", e);
-                    for buf in batch.drain(..) {
-                        ctx.pool.put(buf);
-                    }
-                    // Keep emptying the channel so the core never blocks on it.
-                    while let Ok(mut b) = input.recv() {
-                        for buf in b.drain(..) {
-                            ctx.pool.put(buf);
-                        }
-                    }
-                    return;
-                }
-                for buf in batch.drain(..) {
-                    ctx.pool.put(buf);
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
+/// A core as a run-to-completion thread drives it.
+pub trait Core {
+    /// The next time it wants to run, if any.
+    fn deadline(&self) -> Option<Nanos>;
+
+    /// Runs what is due at `t` and queues every frame released at `t` on `ports`; returns
+    /// how many frames it queued.
+    fn run_at(&mut self, t: Nanos, ports: &mut Ports) -> usize;
+
+    /// Takes `frame`, which arrived on `port` at `t`; its buffer goes back to `ports`.
+    fn arrive(&mut self, t: Nanos, port: usize, frame: Vec<u8>, ports: &mut Ports);
+
+    /// How far back a late thread may run it: what fell due longer ago runs now. A switch
+    /// takes every frame at its arrival time after a stall of its thread, so that the stall
+    /// does not pile frames into a queue no wire would have; an endpoint's pacer catches
+    /// up only a few frames, since a longer burst would be a queue at the switch that the
+    /// NIC never sent (a stalled host loses the time instead).
+    fn catch_up(&self) -> Nanos;
+}
+
+/// Cores, the ports they own, and the latest time each has seen.
+pub struct Driver<C> {
+    /// The cores.
+    pub cores: Vec<C>,
+    /// The ports.
+    pub ports: Ports,
+    /// The core of each port.
+    owner: Vec<usize>,
+    /// The latest time each core has seen, and the earliest it may run this round.
+    last: Vec<Nanos>,
+    floor: Vec<Nanos>,
+    clock: Clock,
+    arrivals: Vec<Arrival>,
+    /// Spin rather than sleep until then: there was work a moment ago.
+    spin_until: Instant,
+}
+
+impl<C: Core> Driver<C> {
+    /// `owner[p]` is the core that owns port `p`.
+    pub fn new(cores: Vec<C>, ports: Ports, owner: Vec<usize>, clock: Clock) -> Driver<C> {
+        assert_eq!(owner.len(), ports.len(), "one owner per port");
+        assert!(owner.iter().all(|&c| c < cores.len()), "owners are cores");
+        let now = clock.now();
+        Driver {
+            last: vec![now; cores.len()],
+            floor: vec![now; cores.len()],
+            spin_until: Instant::now(),
+            cores,
+            ports,
+            owner,
+            clock,
+            arrivals: Vec::with_capacity(RX_BATCH),
         }
+    }
+
+    /// The run's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Runs core `c` at `t` now (a start, say), and sends what it releases.
+    pub fn run_core_at(&mut self, c: usize, t: Nanos) -> Result<(), PortError> {
+        let t = t.max(self.last[c]);
+        self.cores[c].run_at(t, &mut self.ports);
+        self.last[c] = t;
+        self.ports.flush().map(|_| ())
+    }
+
+    /// One round: waits for a frame, the earliest core deadline or `wake`; then hands every
+    /// frame that came to its core at its receive time, runs the cores' timers and
+    /// transmissions up to now in time order, and sends what they released. Returns now.
+    pub fn round(&mut self, wake: Instant, busy: bool) -> Result<Nanos, PortError> {
+        let mut wake = wake;
+        for d in self.cores.iter().filter_map(Core::deadline) {
+            wake = wake.min(self.clock.instant(d));
+        }
+        self.ports.wait(wake, busy, self.spin_until)?;
+        let now = self.clock.now();
+        // How far back each core may go this round.
+        for (c, core) in self.cores.iter().enumerate() {
+            self.floor[c] = self.last[c].max(Nanos(now.0.saturating_sub(core.catch_up().0)));
+        }
+        let floor = self.floor.iter().copied().min().unwrap_or(now);
+        self.arrivals.clear();
+        self.ports
+            .receive(&self.clock, floor, now, &mut self.arrivals)?;
+        let worked = !self.arrivals.is_empty();
+        // In time order per core (ports of one core interleave by time).
+        let owner = &self.owner;
+        self.arrivals.sort_by_key(|a| (owner[a.port], a.at));
+        let mut arrivals = std::mem::take(&mut self.arrivals);
+        for a in arrivals.drain(..) {
+            let c = self.owner[a.port];
+            let t = a.at.max(self.floor[c]).max(self.last[c]);
+            self.advance(c, t);
+            self.cores[c].arrive(t, a.port, a.frame, &mut self.ports);
+            self.cores[c].run_at(t, &mut self.ports);
+        }
+        self.arrivals = arrivals;
+        for c in 0..self.cores.len() {
+            self.advance(c, now);
+        }
+        let sent = self.ports.flush()?;
+        if worked || sent > 0 {
+            self.spin_until = Instant::now() + SPIN_AFTER_WORK;
+        }
+        Ok(now)
+    }
+
+    /// Runs core `c`'s timers and transmissions that fell due before `to`, each at its own
+    /// time (none before its floor), then what is due at `to`.
+    fn advance(&mut self, c: usize, to: Nanos) {
+        let core = &mut self.cores[c];
+        // Bounded: every round sends a frame or moves time forward.
+        for _ in 0..1_000_000 {
+            let Some(d) = core.deadline().filter(|&d| d < to) else {
+                break;
+            };
+            let t = d.max(self.floor[c]).max(self.last[c]);
+            let sent = core.run_at(t, &mut self.ports);
+            self.last[c] = t;
+            // Nothing went and nothing moved past t: the rest waits for `to`.
+            if sent == 0 && core.deadline().is_some_and(|d| d <= t) {
+                break;
+            }
+        }
+        core.run_at(to, &mut self.ports);
+        self.last[c] = to;
     }
 }

@@ -1,7 +1,8 @@
-//! `rocelab switch`: the switch core live between network interfaces.
+//! `rocelab switch`: the switch core live between network interfaces, on one pinned
+//! thread that owns every port (see [`super::ports`]).
 
 use super::metrics;
-use super::ports::{Arrival, PortThreads};
+use super::ports::{Core, Driver, Ports};
 use super::{Clock, CoreList, stopped};
 use super::{PortError, RuntimeError};
 use crate::config::{CLASSES, SwitchConfig};
@@ -79,46 +80,36 @@ pub fn run_sampled(
     out: &mut dyn Write,
     mut sampler: Option<Sampler<'_, Switch>>,
 ) -> Result<SwitchOutcome, RuntimeError> {
-    let mut switch = Switch::new(&opts.config);
-    let ports = PortThreads::start(
-        &opts.ifaces,
-        opts.backend,
-        frame_mtu(&opts.config),
-        &opts.cores,
-        stop,
-    )?;
+    let ports = Ports::open_all(opts.backend, &opts.ifaces, frame_mtu(&opts.config))?;
     let snapshot = opts
         .metrics
         .map(|addr| metrics::serve(addr, Arc::clone(stop)))
         .transpose()?;
+    // One thread runs the switch and all its ports, to completion.
     opts.cores.pin(0);
     super::precise_timers();
-    let clock = Clock::start();
+    let owner = vec![0; ports.len()];
+    let mut driver = Driver::new(
+        vec![Switch::new(&opts.config)],
+        ports,
+        owner,
+        Clock::start(),
+    );
     let started = Instant::now();
     let end = opts.duration.map(|d| started + d);
     let mut next_line = opts.interval.map(|i| started + i);
     let mut next_snapshot = started;
     let mut next_sample = started;
-    let mut outgoing: Vec<Vec<Vec<u8>>> = vec![Vec::new(); opts.ifaces.len()];
-    let mut last_totals = Totals::of(&switch);
+    let mut last_totals = Totals::of(&driver.cores[0]);
     let mut last_line = started;
-    let mut last = Nanos::ZERO;
     let mut error = None;
 
     loop {
-        // A port's error first: it also raises the stop flag.
-        if let Ok(e) = ports.errors.try_recv() {
-            error = Some(e);
-            break;
-        }
         if stopped(stop) || end.is_some_and(|e| Instant::now() >= e) {
             break;
         }
         // Sleep until a frame comes, the switch's next deadline, or a housekeeping time.
         let mut wake = Instant::now() + Duration::from_millis(50);
-        if let Some(t) = switch.poll_timeout() {
-            wake = wake.min(clock.instant(t));
-        }
         for t in [
             end,
             next_line,
@@ -130,60 +121,24 @@ pub fn run_sampled(
         {
             wake = wake.min(t);
         }
-        let first = match ports.wait(wake, opts.busy_poll) {
-            Arrival::Batch(b) => Some(b),
-            Arrival::Timeout => None,
-            Arrival::Closed => break,
+        let now = match driver.round(wake, opts.busy_poll) {
+            Ok(now) => now,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
         };
-        // A thread wakes late: what the ports would have sent meanwhile leaves now, at the
-        // times the shapers give it, so the emulated line rate holds on average.
-        // The monotonic clock never reads less than `last` (the cores check it).
-        let now = clock.now();
-        catch_up(&mut switch, now, &mut last, &mut outgoing);
-        if let Some((port, batch)) = first {
-            for frame in batch {
-                switch.handle_owned_frame(now, port, frame);
-            }
-            // Whatever else is already waiting, without blocking.
-            for _ in 0..64 {
-                let Ok((port, batch)) = ports.rx.try_recv() else {
-                    break;
-                };
-                for frame in batch {
-                    switch.handle_owned_frame(now, port, frame);
-                }
-            }
-        }
-        if switch.poll_timeout().is_some_and(|t| t <= now) {
-            switch.handle_timeout(now);
-        }
-        while let Some((port, buf)) = switch.poll_transmit_owned(now) {
-            outgoing[port].push(buf);
-        }
-        for (port, batch) in outgoing.iter_mut().enumerate() {
-            if !batch.is_empty() {
-                // The shaper released these frames: the emulated wire carries them, so a
-                // transmit thread that is behind holds the core back (backpressure) rather
-                // than losing them, which would make a lossless class lossy. It cannot
-                // hold it for long: a jammed socket gives up on a batch after a bounded
-                // wait, and a failed port's thread keeps draining its channel.
-                if let Err(e) = ports.tx[port].send(std::mem::take(batch)) {
-                    for buf in e.into_inner() {
-                        ports.pool.put(buf);
-                    }
-                }
-            }
-        }
+        let switch = &driver.cores[0];
         let now_i = Instant::now();
         if let (Some(interval), Some(t)) = (opts.interval, next_line)
             && now_i >= t
         {
-            let totals = Totals::of(&switch);
+            let totals = Totals::of(switch);
             let _ = writeln!(
                 out,
                 "{}",
                 summary_line(
-                    &switch,
+                    switch,
                     &last_totals,
                     &totals,
                     now_i - started,
@@ -198,19 +153,19 @@ pub fn run_sampled(
         if let Some(s) = sampler.as_mut()
             && now_i >= next_sample
         {
-            (s.call)(now_i - started, &switch);
+            (s.call)(now_i - started, switch);
             next_sample = now_i + s.every;
         }
         if let Some(snap) = &snapshot
             && now_i >= next_snapshot
         {
-            snap.set(metrics::render(&switch, now));
+            snap.set(metrics::render(switch, now));
             next_snapshot = now_i + Duration::from_millis(250);
         }
     }
     let elapsed = started.elapsed();
-    let (kernel, late_error) = ports.finish();
-    let error = error.or(late_error);
+    let kernel = driver.ports.kernel_stats();
+    let switch = driver.cores.pop().expect("the driver holds the switch");
     Ok(SwitchOutcome {
         switch,
         kernel,
@@ -219,33 +174,34 @@ pub fn run_sampled(
     })
 }
 
-/// How far back a late core thread sends what the shapers allowed while it slept.
-const MAX_CATCH_UP: Nanos = Nanos(2_000_000);
+/// How far back the switch's thread replays a stall (see [`Core::catch_up`]).
+const SWITCH_CATCH_UP: Nanos = Nanos(50_000_000);
 
-/// Runs the switch's timers and transmissions that fell due before `now`, each at its own
-/// time, in order; `last` is the latest time the switch has seen.
-fn catch_up(sw: &mut Switch, now: Nanos, last: &mut Nanos, out: &mut [Vec<Vec<u8>>]) {
-    // No further back than MAX_CATCH_UP: a long stall is lost time, not a burst.
-    let floor = Nanos(now.0.saturating_sub(MAX_CATCH_UP.0)).max(*last);
-    // Bounded: every round sends a frame or moves time forward.
-    for _ in 0..1_000_000 {
-        let Some(t) = sw.poll_timeout().filter(|&t| t < now) else {
-            break;
-        };
-        let t = t.max(floor);
-        sw.handle_timeout(t);
-        let mut sent = false;
-        while let Some((port, buf)) = sw.poll_transmit_owned(t) {
-            out[port].push(buf);
-            sent = true;
-        }
-        // No frame went and nothing moved past t: the rest waits for `now`.
-        if !sent && sw.poll_timeout().is_some_and(|d| d <= t) {
-            break;
-        }
-        *last = t;
+impl Core for Switch {
+    fn deadline(&self) -> Option<Nanos> {
+        self.poll_timeout()
     }
-    *last = now;
+
+    fn run_at(&mut self, t: Nanos, ports: &mut Ports) -> usize {
+        if self.poll_timeout().is_some_and(|d| d <= t) {
+            self.handle_timeout(t);
+        }
+        let mut sent = 0;
+        while let Some((port, buf)) = self.poll_transmit_owned(t) {
+            ports.send(port, buf);
+            sent += 1;
+        }
+        sent
+    }
+
+    fn arrive(&mut self, t: Nanos, port: usize, frame: Vec<u8>, _: &mut Ports) {
+        self.handle_owned_frame(t, port, frame);
+    }
+
+    /// Up to 50 ms: after a stall of its thread, every frame is taken at the time it came.
+    fn catch_up(&self) -> Nanos {
+        SWITCH_CATCH_UP
+    }
 }
 
 /// Counter sums over every port and class.

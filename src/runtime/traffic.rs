@@ -108,9 +108,16 @@ pub fn send(spec: &SendSpec, stop: &AtomicBool) -> Result<(u64, f64), RuntimeErr
         if spec.pps.is_some() {
             n = 1;
         }
-        let went = tx.transmit(&batch[..n])?;
-        sent += went as u64;
-        refused += (n - went) as u64;
+        let before = tx.refused();
+        let dealt = tx.transmit(&batch[..n])?;
+        let lost = tx.refused() - before;
+        let went = dealt as u64 - lost;
+        sent += went;
+        refused += lost;
+        if dealt == 0 {
+            // The device is busy: a moment for it to drain.
+            std::thread::sleep(Duration::from_micros(20));
+        }
         if went == 0 && refused >= 64 {
             // Every frame refused: the kernel will not take them (see the error).
             return Err(RuntimeError::Refused {
@@ -160,15 +167,19 @@ pub fn count(
     stop: &AtomicBool,
 ) -> Result<Counted, RuntimeError> {
     let (mut rx, _) = io::open(backend, iface, 9216 + 64)?;
-    let pool = Pool::new(256, 9216 + 64);
+    let mut pool = Pool::new(256, 9216 + 64);
+    let mut fds = [io::readable(rx.fd())];
     let end = Instant::now() + duration;
     let mut c = Counted::default();
     let (mut first, mut last) = (None, None);
     let mut batch = Vec::with_capacity(256);
     while !stopped(stop) && Instant::now() < end {
-        rx.receive(&mut batch, 256, Duration::from_millis(20), &pool)?;
+        if io::wait(&mut fds, Duration::from_millis(20))? {
+            rx.receive(&mut batch, 256, &mut pool)?;
+        }
         let now = Instant::now();
         for f in batch.drain(..) {
+            let f = f.data;
             match wire::parse(&f) {
                 Ok(m) if m.is_roce() => {
                     c.roce += 1;
