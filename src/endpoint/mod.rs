@@ -627,6 +627,17 @@ impl Endpoint {
         buf
     }
 
+    /// As [`poll_transmit`](Self::poll_transmit), handing the frame over in `buf` rather
+    /// than lending it: the endpoint keeps `buf`'s storage for its next frame, so nothing
+    /// is copied. Returns whether a frame came.
+    pub fn poll_transmit_into(&mut self, now: Nanos, buf: &mut Vec<u8>) -> bool {
+        if self.poll_transmit(now).is_none() {
+            return false;
+        }
+        std::mem::swap(&mut self.out, buf);
+        true
+    }
+
     /// The next frame to put on the link at `now`, if the link is free and something may
     /// go: acknowledges and CNPs first, then data from the QPs in turn, each at its DCQCN
     /// rate. Paused priorities wait. The frame borrows the endpoint until the next call.

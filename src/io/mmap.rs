@@ -13,10 +13,10 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Ring geometry: 8 blocks of 1 MiB, cut into frame slots (about 1,900 slots of a 4 KB
-/// MTU, 860 of a 9 KB one).
-const BLOCK_SIZE: usize = 1 << 20;
-const BLOCKS: usize = 8;
+/// Ring geometry: 64 blocks of 128 KiB (small blocks need no large contiguous pages), cut
+/// into frame slots: about 1,900 slots of a 4 KB MTU, 830 of a 9 KB one.
+const BLOCK_SIZE: usize = 1 << 17;
+const BLOCKS: usize = 64;
 /// SO_RCVBUF and SO_SNDBUF size, bytes (forced past `rmem_max` when privileged).
 const SOCKET_BUFFER: i32 = 8 << 20;
 
@@ -182,6 +182,10 @@ impl FrameRx for MmapRx {
             self.next = (self.next + 1) % self.slots;
         }
         Ok(got)
+    }
+
+    fn peek(&self) -> Option<bool> {
+        Some(self.status(self.next).load(Ordering::Acquire) & libc::TP_STATUS_USER != 0)
     }
 
     fn kernel_stats(&mut self) -> KernelStats {

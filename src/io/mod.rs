@@ -56,10 +56,19 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// A pool of `count` buffers of `capacity` bytes each, allocated now.
+    /// A pool of `count` buffers of `capacity` bytes each, allocated and mapped now (a
+    /// page fault per buffer on the hot path would cost microseconds).
     pub fn new(count: usize, capacity: usize) -> Pool {
+        let free = (0..count)
+            .map(|_| {
+                let mut buf = Vec::with_capacity(capacity);
+                buf.resize(capacity, 1u8);
+                buf.clear();
+                buf
+            })
+            .collect();
         Pool {
-            free: (0..count).map(|_| Vec::with_capacity(capacity)).collect(),
+            free,
             count,
             capacity,
         }
@@ -102,6 +111,12 @@ pub trait FrameRx: Send {
 
     /// What the kernel counted since the socket opened.
     fn kernel_stats(&mut self) -> KernelStats;
+
+    /// Whether a frame waits, if the backend can tell without a system call (a receive
+    /// ring can); None otherwise. A spinning thread polls this instead of the socket.
+    fn peek(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// The transmit side of a port.

@@ -433,21 +433,22 @@ impl Work {
     }
 }
 
-/// The hosts' sockets, each opened inside its namespace by the calling thread (which
-/// ends up in the last one), and the UDP 4791 claims that keep each namespace's IP stack
-/// quiet.
+/// The hosts' sockets, each opened inside its namespace (all at once), and the UDP 4791
+/// claims that keep each namespace's IP stack quiet. The calling thread ends up in the
+/// last namespace.
 fn open_host_ports(
     namespaces: &[String],
     ifaces: &[String],
     opts: &LabOptions,
 ) -> Result<(Ports, Vec<Option<std::net::UdpSocket>>), LabError> {
     let frame = opts.endpoint.mtu as usize + 128;
-    let mut ports = Ports::new(frame);
+    let ports = Ports::open_all_with(opts.backend, ifaces, frame, &|k| {
+        super::netns::enter(&namespaces[k])
+    })?;
     let mut claims = Vec::new();
-    for (ns, iface) in namespaces.iter().zip(ifaces) {
+    for ns in namespaces {
         super::netns::enter(ns)?;
         claims.push(live::claim_roce_port());
-        ports.open(opts.backend, iface, frame)?;
     }
     Ok((ports, claims))
 }

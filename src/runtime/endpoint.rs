@@ -235,13 +235,15 @@ impl Core for Host {
             self.app.on_completion(t, &mut self.ep, c);
         }
         let mut sent = 0;
-        while let Some(f) = self.ep.poll_transmit(t) {
+        loop {
             let mut buf = ports.buffer();
-            buf.extend_from_slice(f);
+            if !self.ep.poll_transmit_into(t, &mut buf) {
+                ports.recycle(buf);
+                return sent;
+            }
             ports.send(self.port, buf);
             sent += 1;
         }
-        sent
     }
 
     fn arrive(&mut self, t: Nanos, _port: usize, frame: Vec<u8>, ports: &mut Ports) {
@@ -346,9 +348,10 @@ pub fn run_hosts(
         }
     }
     let end = clock.now();
-    let kernel = driver.ports.kernel_stats();
-    Ok(driver
-        .cores
+    let (cores, mut ports) = driver.into_parts();
+    let kernel = ports.kernel_stats();
+    ports.close();
+    Ok(cores
         .into_iter()
         .zip(kernel)
         .map(|(h, kernel)| EndpointOutcome {

@@ -105,7 +105,7 @@ impl Ports {
         Ports {
             ports: Vec::new(),
             pollfds: Vec::new(),
-            pool: Pool::new(4096, buffer),
+            pool: Pool::new(2048, buffer),
             received: Vec::with_capacity(RX_BATCH),
             stamps: None,
         }
@@ -115,6 +115,10 @@ impl Ports {
     /// socket then stays) for frames up to `mtu` bytes; returns its port number.
     pub fn open(&mut self, backend: Backend, iface: &str, mtu: usize) -> std::io::Result<usize> {
         let (rx, tx) = io::open(backend, iface, mtu)?;
+        Ok(self.add(iface, rx, tx))
+    }
+
+    fn add(&mut self, iface: &str, rx: Box<dyn FrameRx>, tx: Box<dyn FrameTx>) -> usize {
         self.pollfds.push(io::readable(rx.fd()));
         self.ports.push(Port {
             name: iface.to_owned(),
@@ -123,16 +127,60 @@ impl Ports {
             pending: VecDeque::new(),
             overflow: 0,
         });
-        Ok(self.ports.len() - 1)
+        self.ports.len() - 1
     }
 
     /// Opens every interface in turn, ports 0, 1, ...
     pub fn open_all(backend: Backend, ifaces: &[String], mtu: usize) -> std::io::Result<Ports> {
+        Ports::open_all_with(backend, ifaces, mtu, &|_| Ok(()))
+    }
+
+    /// Opens every interface, ports 0, 1, ..., all at once: each on a short-lived thread
+    /// of its own that first calls `prepare(k)` (the lab enters the host's namespace
+    /// there). Setting up a packet socket's ring waits for an RCU grace period in the
+    /// kernel (tens of ms); side by side, the waits overlap.
+    pub fn open_all_with(
+        backend: Backend,
+        ifaces: &[String],
+        mtu: usize,
+        prepare: &(dyn Fn(usize) -> std::io::Result<()> + Sync),
+    ) -> std::io::Result<Ports> {
+        type Opened = std::io::Result<(Box<dyn FrameRx>, Box<dyn FrameTx>)>;
+        let opened: Vec<Opened> = std::thread::scope(|scope| {
+            let openers: Vec<_> = ifaces
+                .iter()
+                .enumerate()
+                .map(|(k, iface)| {
+                    scope.spawn(move || -> Opened {
+                        prepare(k)?;
+                        io::open(backend, iface, mtu)
+                    })
+                })
+                .collect();
+            openers
+                .into_iter()
+                .map(|t| {
+                    t.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("opening a port panicked")))
+                })
+                .collect()
+        });
         let mut ports = Ports::new(mtu + 64);
-        for name in ifaces {
-            ports.open(backend, name, mtu)?;
+        for (iface, o) in ifaces.iter().zip(opened) {
+            let (rx, tx) = o?;
+            ports.add(iface, rx, tx);
         }
         Ok(ports)
+    }
+
+    /// Closes every port, all at once (closing a packet socket also waits for an RCU
+    /// grace period).
+    pub fn close(self) {
+        std::thread::scope(|scope| {
+            for p in self.ports {
+                scope.spawn(move || drop(p));
+            }
+        });
     }
 
     /// How many ports.
@@ -204,9 +252,25 @@ impl Ports {
         if self.ports.iter().any(|p| !p.pending.is_empty()) {
             wake = wake.min(Instant::now() + TX_RETRY);
         }
+        // Rings can be looked at without a system call: a spin does that, and asks the
+        // kernel only now and then (a socket error shows there).
+        let peekable = self.ports.iter().all(|p| p.rx.peek().is_some());
+        let mut spins = 0u32;
         loop {
             let now = Instant::now();
             let spin = busy || now < spin_until || wake <= now + SPIN_BEFORE_DEADLINE;
+            if spin && peekable && spins % 64 != 0 {
+                spins += 1;
+                if self.ports.iter().any(|p| p.rx.peek() == Some(true)) {
+                    return Ok(());
+                }
+                if now >= wake {
+                    return Ok(());
+                }
+                std::hint::spin_loop();
+                continue;
+            }
+            spins += 1;
             let timeout = if spin {
                 Duration::ZERO
             } else {
@@ -350,6 +414,11 @@ impl<C: Core> Driver<C> {
             clock,
             arrivals: Vec::with_capacity(RX_BATCH),
         }
+    }
+
+    /// The cores and the ports, taken apart.
+    pub fn into_parts(self) -> (Vec<C>, Ports) {
+        (self.cores, self.ports)
     }
 
     /// The run's clock.

@@ -164,8 +164,10 @@ pub fn run_sampled(
         }
     }
     let elapsed = started.elapsed();
-    let kernel = driver.ports.kernel_stats();
-    let switch = driver.cores.pop().expect("the driver holds the switch");
+    let (mut cores, mut ports) = driver.into_parts();
+    let kernel = ports.kernel_stats();
+    ports.close();
+    let switch = cores.pop().expect("the driver holds the switch");
     Ok(SwitchOutcome {
         switch,
         kernel,
