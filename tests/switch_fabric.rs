@@ -135,13 +135,12 @@ fn incast(n: usize) {
     }
     let mut out_lossless = (0u64, 0u64);
     f.run_to_idle(&mut |tx| {
-        if tx.port == sink {
-            if let Ok(m) = rocelab::wire::parse(tx.frame) {
-                if m.dscp() == 26 {
-                    out_lossless.0 += 1;
-                    out_lossless.1 += tx.frame.len() as u64;
-                }
-            }
+        if tx.port == sink
+            && let Ok(m) = rocelab::wire::parse(tx.frame)
+            && m.dscp() == 26
+        {
+            out_lossless.0 += 1;
+            out_lossless.1 += tx.frame.len() as u64;
         }
     })
     .unwrap();

@@ -161,7 +161,7 @@ impl Requester {
                 dma_len: p.wr.data.len() as u32,
             }),
             imm: last.then_some(imm).flatten(),
-            ack_req: last || (i + 1) % ack_every.max(1) == 0,
+            ack_req: last || (i + 1).is_multiple_of(ack_every.max(1)),
             wr_index,
             offset,
             len,

@@ -36,7 +36,7 @@ pub enum SweepError {
 /// multiple of 4 (f32 elements), every size from 4 B to 1 GiB; the factor is at least 2, so
 /// there are at most 29 sizes and the product never overflows.
 pub fn sizes(min: u64, max: u64, factor: u64) -> Result<Vec<u64>, SweepError> {
-    if min < 4 || min % 4 != 0 || min > MAX_SIZE_BYTES {
+    if min < 4 || !min.is_multiple_of(4) || min > MAX_SIZE_BYTES {
         return Err(SweepError::Size(min));
     }
     if max < min {

@@ -232,17 +232,18 @@ impl FrameRecord {
         if meta.is_ip() && have(l3 + if meta.is_ipv4() { 20 } else { 40 }) {
             self.fill_ip_header(meta.ethertype(), &frame[l3..]);
         }
-        if meta.is_ipv4() && have(l4.max(l3 + 20)) {
-            if let Err(e) = self.fill_ipv4_checked(&frame[l3..], have(l4 + 4)) {
-                self.error = Some(e.to_string());
-            }
+        if meta.is_ipv4()
+            && have(l4.max(l3 + 20))
+            && let Err(e) = self.fill_ipv4_checked(&frame[l3..], have(l4 + 4))
+        {
+            self.error = Some(e.to_string());
         }
-        if meta.flags().contains(MetaFlags::UDP) && have(l4 + 8) {
-            if let Ok(udp) = UdpDatagram::new_checked(&frame[l4..l4 + usize::from(meta.udp_len())])
-            {
-                self.udp_sport = Some(udp.src_port());
-                self.udp_dport = Some(udp.dst_port());
-            }
+        if meta.flags().contains(MetaFlags::UDP)
+            && have(l4 + 8)
+            && let Ok(udp) = UdpDatagram::new_checked(&frame[l4..l4 + usize::from(meta.udp_len())])
+        {
+            self.udp_sport = Some(udp.src_port());
+            self.udp_dport = Some(udp.dst_port());
         }
         if meta.is_roce() {
             self.fill_roce(frame, captured, meta);
@@ -335,12 +336,14 @@ impl FrameRecord {
         self.ip_checksum_ok = Some(ip.verify_checksum());
         // The first fragment of a UDP datagram still starts with the UDP header; show its
         // ports as tshark does (the datagram is not parsed further).
-        if ports_captured && ip.is_fragment() && ip.frag_offset() == 0 && ip.protocol() == PROTO_UDP
+        if ports_captured
+            && ip.is_fragment()
+            && ip.frag_offset() == 0
+            && ip.protocol() == PROTO_UDP
+            && let [a, b, c, d, ..] = *ip.payload()
         {
-            if let [a, b, c, d, ..] = *ip.payload() {
-                self.udp_sport = Some(u16::from_be_bytes([a, b]));
-                self.udp_dport = Some(u16::from_be_bytes([c, d]));
-            }
+            self.udp_sport = Some(u16::from_be_bytes([a, b]));
+            self.udp_dport = Some(u16::from_be_bytes([c, d]));
         }
         Ok(())
     }

@@ -175,12 +175,12 @@ fn split_ports(by: SplitBy, paths: &[PathBuf]) -> Result<Vec<String>, ReplayErro
             if let Some(key) = split_key(by, p.data) {
                 add(key);
             }
-            if by == SplitBy::Mac {
-                if let Some(dst) = p.data.get(..6).and_then(|d| <[u8; 6]>::try_from(d).ok()) {
-                    let dst = MacAddr(dst);
-                    if !dst.is_multicast() {
-                        add(dst.to_string());
-                    }
+            if by == SplitBy::Mac
+                && let Some(dst) = p.data.get(..6).and_then(|d| <[u8; 6]>::try_from(d).ok())
+            {
+                let dst = MacAddr(dst);
+                if !dst.is_multicast() {
+                    add(dst.to_string());
                 }
             }
         }
@@ -355,12 +355,11 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
             None => {}
         }
         let comment = tx.note.map(|n| n.to_string());
-        if write_error.is_none() {
-            if let Err(e) =
+        if write_error.is_none()
+            && let Err(e) =
                 writer.write_packet(tx.port as u32, tx.time, tx.frame, comment.as_deref())
-            {
-                write_error = Some(e);
-            }
+        {
+            write_error = Some(e);
         }
     };
     // Merge the inputs in time order, running the fabric up to each frame before offering

@@ -210,10 +210,10 @@ impl Engine {
     pub fn start(&mut self) {
         let now = self.now;
         for n in 0..self.nodes.len() {
-            if let Node::Host(h) = &mut self.nodes[n] {
-                if let Some(app) = &mut h.app {
-                    app.start(now, &mut h.endpoint);
-                }
+            if let Node::Host(h) = &mut self.nodes[n]
+                && let Some(app) = &mut h.app
+            {
+                app.start(now, &mut h.endpoint);
             }
             self.service(n);
         }
@@ -262,10 +262,10 @@ impl Engine {
                         Node::Switch(s) => s.handle_timeout(now),
                         Node::Host(h) => {
                             h.endpoint.handle_timeout(now);
-                            if let Some(app) = &mut h.app {
-                                if app.deadline().is_some_and(|t| t <= now) {
-                                    app.on_timeout(now, &mut h.endpoint);
-                                }
+                            if let Some(app) = &mut h.app
+                                && app.deadline().is_some_and(|t| t <= now)
+                            {
+                                app.on_timeout(now, &mut h.endpoint);
                             }
                         }
                     }

@@ -59,7 +59,7 @@ impl Recorder {
             return;
         }
         self.offered += 1;
-        if (self.offered - 1) % self.stride != 0 {
+        if !(self.offered - 1).is_multiple_of(self.stride) {
             return;
         }
         if self.times.len() >= MAX_ROWS {

@@ -80,13 +80,13 @@ impl Switch {
         }
         if let Some(packet) = port.control.pop_front() {
             port.tx.start(now, packet.buf.len());
-            if let Some(meta) = packet.meta {
-                if let Ok(MacControl::Pfc(pfc)) = MacControl::parse_frame(&packet.buf, &meta) {
-                    for p in pfc.priorities().iter() {
-                        let c = &mut port.counters.classes[usize::from(p)];
-                        c.tx_pause_frames += 1;
-                        c.tx_xon_frames += u64::from(pfc.quanta[usize::from(p)] == 0);
-                    }
+            if let Some(meta) = packet.meta
+                && let Ok(MacControl::Pfc(pfc)) = MacControl::parse_frame(&packet.buf, &meta)
+            {
+                for p in pfc.priorities().iter() {
+                    let c = &mut port.counters.classes[usize::from(p)];
+                    c.tx_pause_frames += 1;
+                    c.tx_xon_frames += u64::from(pfc.quanta[usize::from(p)] == 0);
                 }
             }
             return Some(packet);
@@ -190,10 +190,8 @@ impl Switch {
                 at(ready.max(free));
             }
         }
-        if watchdog_needed {
-            if let Some(t) = self.next_watchdog_poll() {
-                at(t);
-            }
+        if watchdog_needed && let Some(t) = self.next_watchdog_poll() {
+            at(t);
         }
         next
     }

@@ -521,18 +521,18 @@ impl Switch {
             Incoming::Borrowed(frame) => self.buffer_with(frame),
         };
         let mut note = None;
-        if let (Some((profile, probability)), Some(meta)) = (mark, meta) {
-            if wire::mark_ce(&mut buf, &meta) == CeMark::Marked {
-                self.ports[out].counters.classes[q].ecn_marked += 1;
-                if self.explain {
-                    note = Some(Box::new(Note::CeMarked {
-                        queue: q as u8,
-                        depth_bytes: depth,
-                        kmin_bytes: profile.kmin_bytes,
-                        kmax_bytes: profile.kmax_bytes,
-                        probability,
-                    }));
-                }
+        if let (Some((profile, probability)), Some(meta)) = (mark, meta)
+            && wire::mark_ce(&mut buf, &meta) == CeMark::Marked
+        {
+            self.ports[out].counters.classes[q].ecn_marked += 1;
+            if self.explain {
+                note = Some(Box::new(Note::CeMarked {
+                    queue: q as u8,
+                    depth_bytes: depth,
+                    kmin_bytes: profile.kmin_bytes,
+                    kmax_bytes: profile.kmax_bytes,
+                    probability,
+                }));
             }
         }
         let port = &mut self.ports[out];

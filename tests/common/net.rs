@@ -18,7 +18,7 @@ pub fn host(i: usize) -> MacAddr {
 /// A RoCE WRITE Middle frame of exactly `len` bytes from host `src` to host `dst`.
 pub fn roce(src: usize, dst: usize, dscp: u8, ecn: Ecn, len: usize, psn: u32) -> Vec<u8> {
     assert!(
-        len >= 62 && (len - 58) % 4 == 0,
+        len >= 62 && (len - 58).is_multiple_of(4),
         "no pad: len - 58 must be a multiple of 4"
     );
     let payload = vec![0xab; len - 58];
