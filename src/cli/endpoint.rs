@@ -160,6 +160,7 @@ pub fn run(args: Args) -> Result<()> {
             limit: Some(seconds("--limit", args.limit)?),
             linger: seconds("--linger", args.linger)?,
             origin: None,
+            propagation: rocelab::time::Nanos::ZERO,
         },
     };
     let stop = runtime::stop_on_signals()?;

@@ -22,7 +22,7 @@ const SOCKET_BUFFER: i32 = 8 << 20;
 
 pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Box<dyn FrameTx>)> {
     let index = ifindex(ifname)?;
-    let rx = MmapRx::open(index, mtu).map_err(|e| context(e, ifname, "receive ring"))?;
+    let rx = MmapRx::open(index, ifname, mtu).map_err(|e| context(e, ifname, "receive ring"))?;
     let tx = MmapTx::open(index).map_err(|e| context(e, ifname, "send socket"))?;
     Ok((Box::new(rx), Box::new(tx)))
 }
@@ -41,6 +41,7 @@ struct MmapRx {
     slots: usize,
     next: usize,
     stats: KernelStats,
+    veth: bool,
 }
 
 // SAFETY: the ring is owned by this value alone (mapped in `open`, unmapped in `drop`);
@@ -48,8 +49,11 @@ struct MmapRx {
 unsafe impl Send for MmapRx {}
 
 impl MmapRx {
-    fn open(index: i32, mtu: usize) -> io::Result<MmapRx> {
+    fn open(index: i32, ifname: &str, mtu: usize) -> io::Result<MmapRx> {
         let fd = packet_socket()?;
+        // Slots no larger than what the interface can carry: more of them in the ring.
+        let mtu = super::largest_frame(&fd, ifname, mtu);
+        let veth = super::is_veth(&fd, ifname);
         super::set_int(
             &fd,
             libc::SOL_PACKET,
@@ -110,6 +114,7 @@ impl MmapRx {
             slots: per_block * BLOCKS,
             next: 0,
             stats: KernelStats::default(),
+            veth,
         };
         super::promiscuous(&rx.fd, index)?;
         bind(&rx.fd, index, true)?;
@@ -182,6 +187,10 @@ impl FrameRx for MmapRx {
             self.next = (self.next + 1) % self.slots;
         }
         Ok(got)
+    }
+
+    fn instant_link(&self) -> bool {
+        self.veth
     }
 
     fn peek(&self) -> Option<bool> {

@@ -117,6 +117,10 @@ pub trait FrameRx: Send {
     fn peek(&self) -> Option<bool> {
         None
     }
+
+    /// Whether the interface is a veth, whose frames arrive the moment their sender hands
+    /// them over: no serialisation, no cable (a NIC's arrive when their last bit has).
+    fn instant_link(&self) -> bool;
 }
 
 /// The transmit side of a port.
@@ -214,6 +218,68 @@ pub fn open(
         Backend::Pnet => pnet::open(ifname, mtu),
         Backend::Mmap => mmap::open(ifname, mtu),
     }
+}
+
+/// The MTU of interface `name` in the network namespace of socket `fd`, if it can be read.
+fn interface_mtu(fd: &OwnedFd, name: &str) -> Option<usize> {
+    if name.len() >= libc::IFNAMSIZ {
+        return None;
+    }
+    // SAFETY: an all-zero ifreq is valid; the name is copied in below, NUL-terminated.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(name.bytes()) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: SIOCGIFMTU reads the name and writes the MTU into the ifreq given.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFMTU as _, &mut req) };
+    // SAFETY: SIOCGIFMTU filled the union's MTU member.
+    let mtu = unsafe { req.ifr_ifru.ifru_mtu };
+    (r == 0 && mtu > 0).then_some(mtu as usize)
+}
+
+/// The largest frame that can arrive on interface `name`: `mtu`, or less when the
+/// interface's own MTU (plus an Ethernet header and a VLAN tag) is smaller.
+fn largest_frame(fd: &OwnedFd, name: &str, mtu: usize) -> usize {
+    interface_mtu(fd, name).map_or(mtu, |m| mtu.min(m + 18))
+}
+
+/// The Linux `ethtool_drvinfo` (ETHTOOL_GDRVINFO's answer).
+#[repr(C)]
+struct DrvInfo {
+    cmd: u32,
+    driver: [u8; 32],
+    version: [u8; 32],
+    fw_version: [u8; 32],
+    bus_info: [u8; 32],
+    erom_version: [u8; 32],
+    reserved2: [u8; 12],
+    n_priv_flags: u32,
+    n_stats: u32,
+    testinfo_len: u32,
+    eedump_len: u32,
+    regdump_len: u32,
+}
+
+/// Whether interface `name` (in the network namespace of socket `fd`) is a veth.
+fn is_veth(fd: &OwnedFd, name: &str) -> bool {
+    const ETHTOOL_GDRVINFO: u32 = 3;
+    if name.len() >= libc::IFNAMSIZ {
+        return false;
+    }
+    // SAFETY: all-zero ifreq and ethtool_drvinfo are valid; the fields set below complete
+    // them.
+    let mut info: DrvInfo = unsafe { std::mem::zeroed() };
+    info.cmd = ETHTOOL_GDRVINFO;
+    // SAFETY: as above.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(name.bytes()) {
+        *d = s as libc::c_char;
+    }
+    req.ifr_ifru.ifru_data = (&mut info as *mut DrvInfo).cast();
+    // SAFETY: SIOCETHTOOL reads the name and the command and fills `info`, which outlives
+    // the call.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCETHTOOL as _, &mut req) };
+    r == 0 && info.driver.starts_with(b"veth\0")
 }
 
 /// The index of interface `name`.

@@ -29,6 +29,7 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
     // and the receive times. This first read turns the socket's timestamps on.
     let fd = socket.try_clone()?;
     let _ = last_stamp(&fd);
+    let veth = super::is_veth(&fd, ifname);
     let config = Config {
         // Room for the largest frame plus a VLAN tag: pnet truncates silently otherwise.
         read_buffer_size: mtu + 64,
@@ -46,6 +47,7 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
                 buffer: mtu + 64,
                 fd,
                 stats: KernelStats::default(),
+                veth,
             }),
             Box::new(PnetTx { tx, refused: 0 }),
         )),
@@ -63,6 +65,7 @@ struct PnetRx {
     /// The same socket, for its statistics and its receive times.
     fd: OwnedFd,
     stats: KernelStats,
+    veth: bool,
 }
 
 /// SIOCGSTAMPNS: the receive time of the last frame read from a socket, as a timespec.
@@ -118,6 +121,10 @@ impl FrameRx for PnetRx {
             }
         }
         Ok(got)
+    }
+
+    fn instant_link(&self) -> bool {
+        self.veth
     }
 
     fn kernel_stats(&mut self) -> KernelStats {

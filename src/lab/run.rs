@@ -17,7 +17,7 @@ use crate::endpoint::sweep::{AllReduceResult, RankResult, Sweep};
 use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
 use crate::runtime::endpoint::{self as live, EndpointSampler, PeerSpec, RunOptions};
-use crate::runtime::ports::Ports;
+use crate::runtime::ports::{Ports, ThreadStats};
 use crate::runtime::switch::{Sampler, SwitchOptions};
 use crate::runtime::{CoreList, PortError, RuntimeError, stopped};
 use crate::series::{HostRecorder, Series, SwitchRecorder, Track};
@@ -107,8 +107,9 @@ pub struct HostOutcome {
     pub socket_open_ns: Option<u64>,
 }
 
-/// What the hosts' thread gives back: every host, their tracks, and when they started.
-type HostsResult = Result<(Vec<HostOutcome>, Vec<Track>, Nanos), LabError>;
+/// What the hosts' thread gives back: every host, their tracks, when they started, and
+/// how the thread fared.
+type HostsResult = Result<(Vec<HostOutcome>, Vec<Track>, Nanos, ThreadStats), LabError>;
 
 /// A lab that could not be built or run through.
 #[derive(Debug, thiserror::Error)]
@@ -152,6 +153,10 @@ pub struct LabOutcome {
     /// When the hosts were to start sending, on the lab's clock (0: the namespaces were
     /// up, before the switch and the hosts opened their sockets).
     pub start_ns: u64,
+    /// How the switch's thread fared.
+    pub switch_thread: ThreadStats,
+    /// How the hosts' thread fared.
+    pub hosts_thread: ThreadStats,
 }
 
 fn mac(i: usize) -> MacAddr {
@@ -337,7 +342,7 @@ pub fn run(
     switch_stop.store(true, Ordering::Relaxed);
     let switch_out = switch_thread.join().map_err(|_| LabError::SwitchPanicked);
     net.remove();
-    let (hosts, mut tracks, start) = hosts_out??;
+    let (hosts, mut tracks, start, hosts_thread) = hosts_out??;
     let (sw_out, rec) = switch_out??;
     if let Some(e) = sw_out.error {
         return Err(LabError::Switch(e));
@@ -356,8 +361,14 @@ pub fn run(
         interrupted,
         prefix,
         start_ns: start.0,
+        switch_thread: sw_out.thread,
+        hosts_thread,
     })
 }
+
+/// All-reduce runs before the timed sizes: one, of the smallest size or 64 KiB.
+const WARM_UP: usize = 1;
+const WARM_UP_BYTES: u64 = 65_536;
 
 /// What the hosts' thread tells the lab as it runs.
 #[derive(Debug)]
@@ -401,7 +412,16 @@ impl Work {
                     live::flow_receive_qps(&mut ep, peers, 0);
                     Flow::prepare_receiver(&mut ep, message);
                 }
-                let sweep = Sweep::new(&mut ep, i, opts.ranks, &opts.sizes, opts.seed, to_next)
+                // A warm-up run first, untimed, as nccl-tests does (`-w`): the first
+                // all-reduce through freshly started threads, cold caches and a switch
+                // that has not learnt the MACs yet is not what the fabric does. Small (at
+                // most 64 KiB): it warms the path, not the buffers.
+                let warm_up = opts.sizes.first().map(|&s| s.min(WARM_UP_BYTES));
+                let sizes: Vec<u64> = warm_up
+                    .into_iter()
+                    .chain(opts.sizes.iter().copied())
+                    .collect();
+                let sweep = Sweep::new(&mut ep, i, opts.ranks, &sizes, opts.seed, to_next)
                     .starting_at(start);
                 (sweep.into(), vec![to_next])
             }
@@ -494,7 +514,9 @@ fn hosts(
     let mut call = |_: Duration, l: &mut live::Live<'_>| {
         recorders[l.host].sample(l.now, l.endpoint);
         if let Some(s) = l.app.sweep() {
-            status.sizes_done[l.host].store(s.finished(), Ordering::Relaxed);
+            // Sizes done, the warm-up not counted.
+            status.sizes_done[l.host]
+                .store(s.finished().saturating_sub(WARM_UP), Ordering::Relaxed);
         }
         status.done[l.host].store(l.app.done(), Ordering::Relaxed);
     };
@@ -508,9 +530,12 @@ fn hosts(
         limit: Some(opts.limit),
         linger: Duration::from_millis(300),
         origin: Some(t0),
+        // The switch's cable, as the twin has it.
+        propagation: opts.switch.port_defaults.cable,
     };
     // Every host stops when the lab says so, or once all are done.
     let outs = live::run_hosts(&run, hosts, ports, stop, Some(sampler))?;
+    let thread = outs.first().map(|o| o.thread).unwrap_or_default();
     let mut tracks = Vec::new();
     for r in recorders {
         tracks.extend(r.finish());
@@ -519,10 +544,9 @@ fn hosts(
         .into_iter()
         .enumerate()
         .map(|(i, out)| {
-            let sweep = out
-                .app
-                .sweep()
-                .map_or_else(Vec::new, |s| s.results(&out.endpoint));
+            let sweep = out.app.sweep().map_or_else(Vec::new, |s| {
+                s.results(&out.endpoint).into_iter().skip(WARM_UP).collect()
+            });
             let qps = sending[i]
                 .iter()
                 .map(|&q| out.endpoint.qp_status(q, out.end))
@@ -542,7 +566,7 @@ fn hosts(
             }
         })
         .collect();
-    Ok((hosts, tracks, start))
+    Ok((hosts, tracks, start, thread))
 }
 
 /// Time since `t0`, as the cores count it.

@@ -119,9 +119,10 @@ pub fn text(opts: &LabOptions, out: &LabOutcome) -> String {
     let _ = write!(s, "\nswitch:");
     s.push_str(&counter_table(&out.switch));
     let checks = consistency(opts, out);
+    let _ = writeln!(s, "\n{}", threads_line(out));
     let _ = writeln!(
         s,
-        "\nframes sent by each endpoint / received by the switch on its port: {}",
+        "frames sent by each endpoint / received by the switch on its port: {}",
         checks
             .iter()
             .map(|(n, a, b)| format!("{n} {a}/{b}"))
@@ -129,6 +130,31 @@ pub fn text(opts: &LabOptions, out: &LabOutcome) -> String {
             .join(", ")
     );
     s
+}
+
+/// How the lab's two threads fared: how busy each was, and frames that waited in the
+/// kernel past their core's catch-up window while a thread was stalled. A thread busy
+/// most of the time could not keep up with the emulated rate: its stalls are lost time,
+/// and the live fabric falls behind its twin.
+pub fn threads_line(out: &LabOutcome) -> String {
+    let one = |name: &str, t: &crate::runtime::ports::ThreadStats| {
+        format!(
+            "{name} {:.0} % busy ({} late frames)",
+            t.busy() * 100.0,
+            t.late_frames
+        )
+    };
+    let mut line = format!(
+        "threads: {}, {}",
+        one("switch", &out.switch_thread),
+        one("hosts", &out.hosts_thread)
+    );
+    if out.switch_thread.busy().max(out.hosts_thread.busy()) > 0.8 {
+        line.push_str(
+            "; a thread busy over 80 % of the time could not keep up: lower --rate for a faithful run",
+        );
+    }
+    line
 }
 
 /// Everything as JSON.
@@ -151,6 +177,7 @@ pub fn json(opts: &LabOptions, out: &LabOutcome) -> serde_json::Value {
         "hosts": out.hosts,
         "switch": { "ports": ports(&out.switch), "kernel": out.switch_kernel },
         "consistency": checks,
+        "threads": { "switch": out.switch_thread, "hosts": out.hosts_thread },
     })
 }
 

@@ -1,7 +1,7 @@
 //! `rocelab endpoint`: one endpoint core and its application live on an interface, with
 //! a peers file naming every rank's MAC, IP and QP numbers.
 
-use super::ports::{Core, Driver, Ports};
+use super::ports::{Core, Driver, Ports, ThreadStats};
 use super::{Clock, CoreList, stopped};
 use super::{PeersError, PortError, RuntimeError};
 use crate::config::endpoint::EndpointConfig;
@@ -151,6 +151,10 @@ pub struct RunOptions {
     pub linger: Duration,
     /// The instant the endpoints' clock reads 0 (default: when the run starts).
     pub origin: Option<Instant>,
+    /// One-way propagation delay of each endpoint's link (its cable). On a veth, frames
+    /// arrive when their last bit would have: serialisation at the endpoint's link rate
+    /// plus this.
+    pub propagation: Nanos,
 }
 
 /// How the run ended, for one endpoint.
@@ -167,6 +171,8 @@ pub struct EndpointOutcome {
     pub kernel: KernelStats,
     /// A port's fatal error, if that is what stopped it.
     pub error: Option<PortError>,
+    /// How the thread it ran on fared (the same for every endpoint of the thread).
+    pub thread: ThreadStats,
 }
 
 /// Runs `ep` with `app` on its interface until the application is done (and the linger
@@ -273,6 +279,10 @@ pub fn run_hosts(
     mut sampler: Option<EndpointSampler<'_>>,
 ) -> Result<Vec<EndpointOutcome>, RuntimeError> {
     assert_eq!(hosts.len(), ports.len(), "one port per endpoint");
+    let mut ports = ports;
+    for (k, (ep, _)) in hosts.iter().enumerate() {
+        ports.emulate_link(k, ep.config().bits_per_sec(), opts.propagation);
+    }
     super::precise_timers();
     let clock = opts.origin.map_or_else(Clock::start, Clock::from_origin);
     let n = hosts.len();
@@ -348,7 +358,7 @@ pub fn run_hosts(
         }
     }
     let end = clock.now();
-    let (cores, mut ports) = driver.into_parts();
+    let (cores, mut ports, thread) = driver.into_parts();
     let kernel = ports.kernel_stats();
     ports.close();
     Ok(cores
@@ -361,6 +371,7 @@ pub fn run_hosts(
             end,
             kernel,
             error: error.clone(),
+            thread,
         })
         .collect())
 }

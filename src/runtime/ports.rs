@@ -7,6 +7,7 @@
 
 use super::{Clock, PortError};
 use crate::io::{self, Backend, FrameRx, FrameTx, KernelStats, Pool, RxFrame};
+use crate::link;
 use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -34,10 +35,20 @@ pub struct Arrival {
     pub frame: Vec<u8>,
 }
 
+/// The emulated link into a port whose frames arrive instantly (a veth).
+#[derive(Debug, Clone, Copy)]
+struct Wire {
+    bits_per_sec: u64,
+    propagation: Nanos,
+    /// When the last frame's last bit arrived.
+    last: Nanos,
+}
+
 struct Port {
     name: String,
     rx: Box<dyn FrameRx>,
     tx: Box<dyn FrameTx>,
+    wire: Option<Wire>,
     /// Frames released by the core that the kernel has not taken yet (a busy device).
     pending: VecDeque<Vec<u8>>,
     /// Frames given up from a full backlog.
@@ -124,10 +135,28 @@ impl Ports {
             name: iface.to_owned(),
             rx,
             tx,
+            wire: None,
             pending: VecDeque::new(),
             overflow: 0,
         });
         self.ports.len() - 1
+    }
+
+    /// Port `port` stands for a link of `bits_per_sec` with a one-way `propagation` delay.
+    /// Where frames arrive the moment their sender hands them over (a veth), each is then
+    /// taken when its last bit would have arrived over that link: its serialisation time
+    /// and the cable after the kernel had it, and never before the frame ahead of it, as
+    /// a store-and-forward switch or a NIC sees it. On a real NIC the wire did that
+    /// already, and this does nothing.
+    pub fn emulate_link(&mut self, port: usize, bits_per_sec: u64, propagation: Nanos) {
+        let p = &mut self.ports[port];
+        if p.rx.instant_link() {
+            p.wire = Some(Wire {
+                bits_per_sec,
+                propagation,
+                last: Nanos::ZERO,
+            });
+        }
     }
 
     /// Opens every interface in turn, ports 0, 1, ...
@@ -259,7 +288,7 @@ impl Ports {
         loop {
             let now = Instant::now();
             let spin = busy || now < spin_until || wake <= now + SPIN_BEFORE_DEADLINE;
-            if spin && peekable && spins % 64 != 0 {
+            if spin && peekable && !spins.is_multiple_of(64) {
                 spins += 1;
                 if self.ports.iter().any(|p| p.rx.peek() == Some(true)) {
                     return Ok(());
@@ -313,12 +342,11 @@ impl Ports {
     }
 
     /// Appends what waits on every port to `out`, each frame at the kernel's receive time
-    /// on `clock`, brought into `floor..=now` (a core cannot go back in time; a frame
-    /// cannot arrive after it was read).
+    /// on `clock` (plus its emulated link, see [`Ports::emulate_link`]). A frame whose
+    /// last bit is still on the emulated wire comes with a time after `now`.
     pub fn receive(
         &mut self,
         clock: &Clock,
-        floor: Nanos,
         now: Nanos,
         out: &mut Vec<Arrival>,
     ) -> Result<(), PortError> {
@@ -336,10 +364,16 @@ impl Ports {
                     cause,
                 })?;
             for f in self.received.drain(..) {
-                let at = f.stamp.map_or(now, |s| stamps.run_time(s));
+                // Received no later than now, whatever the clocks say.
+                let mut at = f.stamp.map_or(now, |s| stamps.run_time(s).min(now));
+                if let Some(w) = &mut p.wire {
+                    let last_bit = at + link::frame_time(f.data.len(), w.bits_per_sec);
+                    at = (last_bit + w.propagation).max(w.last);
+                    w.last = at;
+                }
                 out.push(Arrival {
                     port: k,
-                    at: at.clamp(floor, now.max(floor)),
+                    at,
                     frame: f.data,
                 });
             }
@@ -358,6 +392,32 @@ impl Ports {
                 s
             })
             .collect()
+    }
+}
+
+/// How a run-to-completion thread fared: whether the machine kept up with it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ThreadStats {
+    /// Rounds run.
+    pub rounds: u64,
+    /// Time spent working (receiving, running the cores, sending), ns.
+    pub busy_ns: u64,
+    /// Time spent waiting for frames or deadlines (sleeping or spinning), ns.
+    pub waiting_ns: u64,
+    /// Frames taken later than their core's catch-up window allowed: they had waited in
+    /// the kernel while the thread was stalled, and entered at the window's start.
+    pub late_frames: u64,
+}
+
+impl ThreadStats {
+    /// The share of the time the thread worked, 0 to 1 (near 1: it could not keep up).
+    pub fn busy(&self) -> f64 {
+        let all = self.busy_ns + self.waiting_ns;
+        if all == 0 {
+            0.0
+        } else {
+            self.busy_ns as f64 / all as f64
+        }
     }
 }
 
@@ -394,6 +454,9 @@ pub struct Driver<C> {
     floor: Vec<Nanos>,
     clock: Clock,
     arrivals: Vec<Arrival>,
+    /// Frames still on their emulated wire, by arrival time.
+    on_wire: Vec<Arrival>,
+    stats: ThreadStats,
     /// Spin rather than sleep until then: there was work a moment ago.
     spin_until: Instant,
 }
@@ -407,6 +470,8 @@ impl<C: Core> Driver<C> {
         Driver {
             last: vec![now; cores.len()],
             floor: vec![now; cores.len()],
+            on_wire: Vec::new(),
+            stats: ThreadStats::default(),
             spin_until: Instant::now(),
             cores,
             ports,
@@ -416,9 +481,9 @@ impl<C: Core> Driver<C> {
         }
     }
 
-    /// The cores and the ports, taken apart.
-    pub fn into_parts(self) -> (Vec<C>, Ports) {
-        (self.cores, self.ports)
+    /// The cores, the ports and how the thread fared, taken apart.
+    pub fn into_parts(self) -> (Vec<C>, Ports, ThreadStats) {
+        (self.cores, self.ports, self.stats)
     }
 
     /// The run's clock.
@@ -442,23 +507,38 @@ impl<C: Core> Driver<C> {
         for d in self.cores.iter().filter_map(Core::deadline) {
             wake = wake.min(self.clock.instant(d));
         }
+        if let Some(first) = self.on_wire.iter().map(|a| a.at).min() {
+            wake = wake.min(self.clock.instant(first));
+        }
+        let waited = Instant::now();
         self.ports.wait(wake, busy, self.spin_until)?;
+        let woke = Instant::now();
         let now = self.clock.now();
         // How far back each core may go this round.
         for (c, core) in self.cores.iter().enumerate() {
             self.floor[c] = self.last[c].max(Nanos(now.0.saturating_sub(core.catch_up().0)));
         }
-        let floor = self.floor.iter().copied().min().unwrap_or(now);
+        // Frames that were on their emulated wire and have landed by now come first, then
+        // what the ports received, of which what is still on its wire waits. Every step
+        // keeps the order, and so does the stable sort below: a port's frames never pass
+        // each other.
         self.arrivals.clear();
-        self.ports
-            .receive(&self.clock, floor, now, &mut self.arrivals)?;
+        self.arrivals
+            .extend(self.on_wire.extract_if(.., |a| a.at <= now));
+        let landed = self.arrivals.len();
+        self.ports.receive(&self.clock, now, &mut self.arrivals)?;
         let worked = !self.arrivals.is_empty();
+        self.on_wire
+            .extend(self.arrivals.extract_if(landed.., |a| a.at > now));
         // In time order per core (ports of one core interleave by time).
         let owner = &self.owner;
         self.arrivals.sort_by_key(|a| (owner[a.port], a.at));
         let mut arrivals = std::mem::take(&mut self.arrivals);
         for a in arrivals.drain(..) {
             let c = self.owner[a.port];
+            if a.at < self.floor[c] {
+                self.stats.late_frames += 1;
+            }
             let t = a.at.max(self.floor[c]).max(self.last[c]);
             self.advance(c, t);
             self.cores[c].arrive(t, a.port, a.frame, &mut self.ports);
@@ -469,9 +549,13 @@ impl<C: Core> Driver<C> {
             self.advance(c, now);
         }
         let sent = self.ports.flush()?;
+        let done = Instant::now();
         if worked || sent > 0 {
-            self.spin_until = Instant::now() + SPIN_AFTER_WORK;
+            self.spin_until = done + SPIN_AFTER_WORK;
         }
+        self.stats.rounds += 1;
+        self.stats.waiting_ns += (woke - waited).as_nanos() as u64;
+        self.stats.busy_ns += (done - woke).as_nanos() as u64;
         Ok(now)
     }
 

@@ -2,7 +2,7 @@
 //! thread that owns every port (see [`super::ports`]).
 
 use super::metrics;
-use super::ports::{Core, Driver, Ports};
+use super::ports::{Core, Driver, Ports, ThreadStats};
 use super::{Clock, CoreList, stopped};
 use super::{PortError, RuntimeError};
 use crate::config::{CLASSES, SwitchConfig};
@@ -47,6 +47,8 @@ pub struct SwitchOutcome {
     pub elapsed: Duration,
     /// A port's fatal error, if that is what stopped it.
     pub error: Option<PortError>,
+    /// How its thread fared.
+    pub thread: ThreadStats,
 }
 
 /// Largest frame the ports must carry: the configured MTU plus the Ethernet header and a
@@ -80,7 +82,10 @@ pub fn run_sampled(
     out: &mut dyn Write,
     mut sampler: Option<Sampler<'_, Switch>>,
 ) -> Result<SwitchOutcome, RuntimeError> {
-    let ports = Ports::open_all(opts.backend, &opts.ifaces, frame_mtu(&opts.config))?;
+    let mut ports = Ports::open_all(opts.backend, &opts.ifaces, frame_mtu(&opts.config))?;
+    for (k, p) in opts.config.ports.iter().enumerate().take(ports.len()) {
+        ports.emulate_link(k, p.bits_per_sec, p.cable);
+    }
     let snapshot = opts
         .metrics
         .map(|addr| metrics::serve(addr, Arc::clone(stop)))
@@ -164,7 +169,7 @@ pub fn run_sampled(
         }
     }
     let elapsed = started.elapsed();
-    let (mut cores, mut ports) = driver.into_parts();
+    let (mut cores, mut ports, thread) = driver.into_parts();
     let kernel = ports.kernel_stats();
     ports.close();
     let switch = cores.pop().expect("the driver holds the switch");
@@ -173,6 +178,7 @@ pub fn run_sampled(
         kernel,
         elapsed,
         error,
+        thread,
     })
 }
 
