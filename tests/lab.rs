@@ -239,6 +239,22 @@ fn without_pfc_an_incast_drops_and_go_back_n_keeps_the_allreduce_right() {
     for row in r["allreduce"].as_array().unwrap() {
         assert_eq!(row["wrong"], 0);
     }
+    // The twin compares how r0's port was shared by its three senders (the ring's r2 and
+    // the background b0, b1), live and in the twin: the shares add up on both sides
+    // (without PFC the lossy ring starves in both; with it, the benchmark finds the
+    // shares within a few percent of each other).
+    let shares = r["twin"]["into_r0"].as_array().unwrap();
+    let from: Vec<&str> = shares.iter().map(|x| x["from"].as_str().unwrap()).collect();
+    assert_eq!(from, ["r2", "b0", "b1"], "{shares:?}");
+    for side in ["live", "twin"] {
+        let parts: Vec<f64> = shares.iter().map(|x| x[side].as_f64().unwrap()).collect();
+        assert!(
+            parts.iter().all(|p| (0.0..=1.0).contains(p)),
+            "{side}: {parts:?}"
+        );
+        let sum: f64 = parts.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-6, "{side}: {parts:?}");
+    }
 }
 
 #[test]

@@ -109,7 +109,16 @@ pub struct HostOutcome {
 
 /// What the hosts' thread gives back: every host, their tracks, when they started, and
 /// how the thread fared.
-type HostsResult = Result<(Vec<HostOutcome>, Vec<Track>, Nanos, ThreadStats), LabError>;
+type HostsResult = Result<
+    (
+        Vec<HostOutcome>,
+        Vec<Track>,
+        Nanos,
+        ThreadStats,
+        Vec<Inflow>,
+    ),
+    LabError,
+>;
 
 /// A lab that could not be built or run through.
 #[derive(Debug, thiserror::Error)]
@@ -157,6 +166,52 @@ pub struct LabOutcome {
     pub switch_thread: ThreadStats,
     /// How the hosts' thread fared.
     pub hosts_thread: ThreadStats,
+    /// What r0 received from each sender: while the largest all-reduce size ran (from its
+    /// start on the first rank to its end on the last), or over the whole incast.
+    pub into_r0: Vec<Inflow>,
+}
+
+/// Payload one host delivered to r0 over the lab's measured span.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Inflow {
+    /// The sending host ("r3", "b0", ...).
+    pub from: String,
+    /// Payload bytes r0 accepted from it.
+    pub bytes: u64,
+}
+
+/// Payload an endpoint has accepted so far, per peer IP (its QPs summed).
+fn received_per_peer(ep: &Endpoint, now: Nanos) -> Vec<(Ipv4Addr, u64)> {
+    let mut per: Vec<(Ipv4Addr, u64)> = Vec::new();
+    for q in 0..ep.qp_count() {
+        let st = ep.qp_status(q, now);
+        match per.iter_mut().find(|(ip, _)| *ip == st.peer_ip) {
+            Some((_, b)) => *b += st.counters.data_bytes_received,
+            None => per.push((st.peer_ip, st.counters.data_bytes_received)),
+        }
+    }
+    per
+}
+
+/// Bytes per sender between two snapshots, senders that sent nothing left out, in host
+/// order.
+fn inflows(to: &[(Ipv4Addr, u64)], from: &[(Ipv4Addr, u64)], names: &[String]) -> Vec<Inflow> {
+    names
+        .iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            let at = |snap: &[(Ipv4Addr, u64)]| {
+                snap.iter()
+                    .find(|(a, _)| *a == ip(i))
+                    .map_or(0, |&(_, b)| b)
+            };
+            let bytes = at(to).saturating_sub(at(from));
+            (bytes > 0).then(|| Inflow {
+                from: name.clone(),
+                bytes,
+            })
+        })
+        .collect()
 }
 
 fn mac(i: usize) -> MacAddr {
@@ -168,7 +223,7 @@ fn ip(i: usize) -> Ipv4Addr {
 }
 
 /// Host names: ranks r0.., then background senders b0, b1.
-fn host_names(opts: &LabOptions) -> Vec<String> {
+pub(crate) fn host_names(opts: &LabOptions) -> Vec<String> {
     let mut names: Vec<String> = (0..opts.ranks).map(|i| format!("r{i}")).collect();
     if opts.workload == Workload::RingIncast {
         names.extend(["b0".to_owned(), "b1".to_owned()]);
@@ -342,7 +397,7 @@ pub fn run(
     switch_stop.store(true, Ordering::Relaxed);
     let switch_out = switch_thread.join().map_err(|_| LabError::SwitchPanicked);
     net.remove();
-    let (hosts, mut tracks, start, hosts_thread) = hosts_out??;
+    let (hosts, mut tracks, start, hosts_thread, into_r0) = hosts_out??;
     let (sw_out, rec) = switch_out??;
     if let Some(e) = sw_out.error {
         return Err(LabError::Switch(e));
@@ -363,6 +418,7 @@ pub fn run(
         start_ns: start.0,
         switch_thread: sw_out.thread,
         hosts_thread,
+        into_r0,
     })
 }
 
@@ -511,7 +567,28 @@ fn hosts(
         names.push(w.name);
         sending.push(w.sending);
     }
+    // What r0 received per QP when the largest size began on the first rank, and when it
+    // ended on the last (the span of the twin's recorded run).
+    let ranks = opts.ranks;
+    let last_size = opts.sizes.len();
+    let timed = opts.workload != Workload::Incast;
+    let (mut window_start, mut window_end) = (None, None);
     let mut call = |_: Duration, l: &mut live::Live<'_>| {
+        if l.host == 0 && timed {
+            let done = |f: fn(usize, usize) -> usize| {
+                status.sizes_done[..ranks]
+                    .iter()
+                    .map(|a| a.load(Ordering::Relaxed))
+                    .reduce(f)
+                    .unwrap_or(0)
+            };
+            if window_start.is_none() && done(usize::max) + 1 >= last_size {
+                window_start = Some(received_per_peer(l.endpoint, l.now));
+            }
+            if window_end.is_none() && done(usize::min) >= last_size {
+                window_end = Some(received_per_peer(l.endpoint, l.now));
+            }
+        }
         recorders[l.host].sample(l.now, l.endpoint);
         if let Some(s) = l.app.sweep() {
             // Sizes done, the warm-up not counted.
@@ -536,6 +613,14 @@ fn hosts(
     // Every host stops when the lab says so, or once all are done.
     let outs = live::run_hosts(&run, hosts, ports, stop, Some(sampler))?;
     let thread = outs.first().map(|o| o.thread).unwrap_or_default();
+    // Incast: the whole run is the window.
+    let r0_end = outs.first().map(|o| received_per_peer(&o.endpoint, o.end));
+    let (from, to) = if timed {
+        (window_start.unwrap_or_default(), window_end)
+    } else {
+        (Vec::new(), r0_end)
+    };
+    let into_r0 = to.map_or_else(Vec::new, |to| inflows(&to, &from, &names));
     let mut tracks = Vec::new();
     for r in recorders {
         tracks.extend(r.finish());
@@ -566,7 +651,7 @@ fn hosts(
             }
         })
         .collect();
-    Ok((hosts, tracks, start, thread))
+    Ok((hosts, tracks, start, thread, into_r0))
 }
 
 /// Time since `t0`, as the cores count it.

@@ -125,6 +125,53 @@ impl TwinRow {
     }
 }
 
+/// One sender's share of what r0 received, live and in the twin.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShareRow {
+    /// The sending host.
+    pub from: String,
+    /// Its share of r0's received payload in the live run, 0 to 1.
+    pub live: f64,
+    /// In the twin.
+    pub twin: f64,
+}
+
+/// Each sender's share of the payload r0 received, live (over `live`'s measured span)
+/// and in the twin's recorded run; empty unless r0 has at least two senders.
+fn shares(opts: &LabOptions, live: &[super::run::Inflow], twin: &Outcome) -> Vec<ShareRow> {
+    let names = super::run::host_names(opts);
+    // The twin's goodput into host 0, per sending host.
+    let mut twin_gbps = vec![0.0; names.len()];
+    for q in twin.qps.iter().filter(|q| q.peer_host == Some(0)) {
+        if let Some(g) = twin_gbps.get_mut(q.host) {
+            *g += q.gbps;
+        }
+    }
+    let twin_sum: f64 = twin_gbps.iter().sum();
+    let live_sum = live.iter().map(|i| i.bytes).sum::<u64>() as f64;
+    let senders = twin_gbps
+        .iter()
+        .filter(|&&g| g > 0.0)
+        .count()
+        .max(live.len());
+    if senders < 2 || twin_sum <= 0.0 || live_sum <= 0.0 {
+        return Vec::new();
+    }
+    names
+        .iter()
+        .enumerate()
+        .filter_map(|(h, name)| {
+            let l = live.iter().find(|i| &i.from == name).map_or(0, |i| i.bytes) as f64;
+            let t = twin_gbps[h];
+            (l > 0.0 || t > 0.0).then(|| ShareRow {
+                from: name.clone(),
+                live: l / live_sum,
+                twin: t / twin_sum,
+            })
+        })
+        .collect()
+}
+
 /// The lab and its twin side by side.
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
@@ -135,6 +182,9 @@ pub struct Comparison {
     /// The twin's totals (PFC, CE, CNPs and drops over every size; the watermark of the
     /// largest size's run).
     pub twin: FabricTotals,
+    /// Each sender's share of what r0 received (while the largest size ran, or over the
+    /// incast), live and twin; empty when r0 has one sender.
+    pub into_r0: Vec<ShareRow>,
     /// Frames the simulator moved.
     pub twin_frames: u64,
 }
@@ -175,6 +225,7 @@ pub fn compare(opts: &LabOptions, out: &LabOutcome) -> Result<Comparison, Stalle
         allreduce,
         live,
         twin: sim,
+        into_r0: shares(opts, &out.into_r0, &twin),
         twin_frames: twin.frames,
     })
 }

@@ -227,5 +227,22 @@ pub fn twin_table(c: &Comparison) -> String {
     ] {
         let _ = writeln!(s, "  {what:<28} {live:>12} {twin:>12}");
     }
+    if !c.into_r0.is_empty() {
+        let _ = writeln!(
+            s,
+            "# {:<28} {:>12} {:>12} {:>10}",
+            "share of r0's inflow", "live", "twin", "live-twin"
+        );
+        for r in &c.into_r0 {
+            let _ = writeln!(
+                s,
+                "  {:<28} {:>11.1}% {:>11.1}% {:>+9.1}%",
+                format!("from {}", r.from),
+                r.live * 100.0,
+                r.twin * 100.0,
+                (r.live - r.twin) * 100.0
+            );
+        }
+    }
     s
 }
