@@ -8,6 +8,32 @@
 use super::app::Application;
 use super::{Completion, Endpoint, SendWr};
 use crate::time::Nanos;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Bytes of a chunk one call reduces and copies before it returns: a driver that runs
+/// several endpoints on one thread then serves the others between slices, as a GPU's
+/// reduction kernel would not hold up the NIC. The rest is due at once
+/// ([`Application::deadline`]), so in virtual time the chunk still takes no time.
+const SLICE_BYTES: usize = 32 * 1024;
+
+/// One step's work on this rank: add the staged data of a reduce-scatter step into the
+/// data buffer, and copy the chunk it sends next into a send buffer, slice by slice.
+#[derive(Debug)]
+struct Work {
+    /// The reduce-scatter step whose staging slot to add in, if any.
+    reduce: Option<usize>,
+    /// The step to send once the chunk is done, if any.
+    send: Option<usize>,
+    /// Whether it finishes a received step (the first send does not).
+    received: bool,
+    /// When it became due.
+    since: Nanos,
+    /// Bytes of the chunk done so far.
+    done: usize,
+    /// The buffer being filled for `send`.
+    buf: Option<Arc<[u8]>>,
+}
 
 /// R_Key of each rank's data buffer.
 pub const DATA_RKEY: u32 = 0x0d47a;
@@ -61,10 +87,11 @@ pub struct RingAllReduce {
     tag: u32,
     received: usize,
     sends_done: usize,
-    /// Reused to copy a staged chunk out of the endpoint.
-    scratch: Vec<u8>,
+    /// Steps whose data arrived (or the first send) with their reduction and copy still
+    /// to do, oldest first.
+    work: VecDeque<Work>,
     /// Send buffers of earlier steps, reused once the endpoint is done with them.
-    spares: Vec<std::sync::Arc<[u8]>>,
+    spares: Vec<Arc<[u8]>>,
     start_at: Nanos,
     started: Option<Nanos>,
     finished: Option<Nanos>,
@@ -120,7 +147,7 @@ impl RingAllReduce {
             tag,
             received: 0,
             sends_done: 0,
-            scratch: Vec::new(),
+            work: VecDeque::new(),
             spares: Vec::new(),
             start_at: Nanos::ZERO,
             started: None,
@@ -145,7 +172,85 @@ impl RingAllReduce {
             self.finished = Some(now);
             return;
         }
-        self.post_step(ep, 0);
+        self.work.push_back(Work {
+            reduce: None,
+            send: Some(0),
+            received: false,
+            since: now,
+            done: 0,
+            buf: None,
+        });
+        self.run_work(now, ep);
+    }
+
+    /// When queued work is due (it is due as soon as it is queued), if there is any.
+    pub fn work_due(&self) -> Option<Nanos> {
+        self.work.front().map(|w| w.since)
+    }
+
+    /// Does up to [`SLICE_BYTES`] of the queued work at `now`; posts each step's send as
+    /// its chunk is complete.
+    pub fn run_work(&mut self, now: Nanos, ep: &mut Endpoint) {
+        let mut budget = SLICE_BYTES;
+        while budget > 0 {
+            let Some(w) = self.work.front() else { break };
+            let (reduce, send) = (w.reduce, w.send);
+            // The chunk it works on: the one sent next (which is the one just reduced or
+            // received), or for the last step none.
+            let chunk = match (send, reduce) {
+                (Some(t), _) => self.range(self.chunk_sent(t)),
+                (None, Some(r)) => self.range((self.rank + 2 * self.ranks - r - 1) % self.ranks),
+                (None, None) => 0..0,
+            };
+            let total = chunk.len() * 4;
+            let from = w.done;
+            let to = total.min(from + budget);
+            let base = chunk.start * 4;
+            if let Some(r) = reduce {
+                self.reduce_slice(ep, r, base + from..base + to);
+            }
+            if send.is_some() {
+                let mut buf = match self.work.front_mut().and_then(|w| w.buf.take()) {
+                    Some(b) => b,
+                    None => self.send_buffer(total),
+                };
+                if let (Some(dst), Some(src)) = (
+                    Arc::get_mut(&mut buf),
+                    ep.region(data_rkey(self.tag))
+                        .and_then(|d| d.get(base + from..base + to)),
+                ) {
+                    dst[from..to].copy_from_slice(src);
+                }
+                if let Some(w) = self.work.front_mut() {
+                    w.buf = Some(buf);
+                }
+            }
+            budget -= (to - from).max(1).min(budget);
+            if let Some(w) = self.work.front_mut() {
+                w.done = to;
+            }
+            if to < total {
+                continue;
+            }
+            // The chunk is complete: send it, count the step.
+            let Some(w) = self.work.pop_front() else {
+                break;
+            };
+            if let (Some(t), Some(buf)) = (w.send, w.buf) {
+                if self.spares.len() < 3 {
+                    self.spares.push(Arc::clone(&buf));
+                }
+                self.post(ep, t, buf);
+            }
+            if w.received {
+                self.received += 1;
+            }
+        }
+        if self.finished.is_none() && self.done() {
+            self.finished = Some(now);
+            // Every send completed: the endpoint holds none of them any more.
+            self.spares = Vec::new();
+        }
     }
 
     fn steps(&self) -> usize {
@@ -168,12 +273,10 @@ impl RingAllReduce {
         }
     }
 
-    fn post_step(&mut self, ep: &mut Endpoint, s: usize) {
-        let c = self.chunk_sent(s);
-        let range = self.range(c);
+    /// Posts step `s`'s WRITE of `bytes` (its chunk) to the next rank.
+    fn post(&mut self, ep: &mut Endpoint, s: usize, bytes: Arc<[u8]>) {
+        let range = self.range(self.chunk_sent(s));
         let tag = self.tag;
-        let data = ep.region(data_rkey(tag)).unwrap_or_default();
-        let bytes = self.send_buffer(&data[range.start * 4..range.end * 4]);
         let (rkey, va) = if s < self.ranks - 1 {
             (stage_rkey(tag), stage_va(tag) + (s * self.chunk * 4) as u64)
         } else {
@@ -191,51 +294,39 @@ impl RingAllReduce {
         );
     }
 
-    /// A copy of `src` to send: in a buffer of an earlier step the endpoint no longer
-    /// holds, when there is one (no allocation, and no fresh pages to fault in, per step).
-    fn send_buffer(&mut self, src: &[u8]) -> std::sync::Arc<[u8]> {
-        use std::sync::Arc;
-        for spare in &mut self.spares {
-            if spare.len() == src.len()
-                && let Some(buf) = Arc::get_mut(spare)
-            {
-                buf.copy_from_slice(src);
-                return Arc::clone(spare);
-            }
+    /// A buffer of `len` bytes to fill and send: one of an earlier step the endpoint no
+    /// longer holds, when there is one (no allocation, and no fresh pages, per step).
+    fn send_buffer(&mut self, len: usize) -> Arc<[u8]> {
+        match self
+            .spares
+            .iter_mut()
+            .position(|b| b.len() == len && Arc::get_mut(b).is_some())
+        {
+            // Taken out of the spares: the only reference, so it can be written.
+            Some(i) => self.spares.swap_remove(i),
+            None => std::iter::repeat_n(0u8, len).collect(),
         }
-        let fresh: Arc<[u8]> = src.into();
-        if self.spares.len() < 3 {
-            self.spares.push(Arc::clone(&fresh));
-        }
-        fresh
     }
 
-    /// Reduce-scatter step `s` arrived: add the staged chunk into this rank's data.
-    fn reduce(&mut self, ep: &mut Endpoint, s: usize) {
+    /// Reduce-scatter step `s`: adds bytes `range` of its staging slot (offsets within
+    /// the data buffer's chunk, as bytes of the data buffer) into the data buffer.
+    fn reduce_slice(&mut self, ep: &mut Endpoint, s: usize, range: std::ops::Range<usize>) {
         let n = self.ranks;
         let c = (self.rank + 2 * n - s - 1) % n; // r − s − 1
-        let range = self.range(c);
-        let at = s * self.chunk * 4;
-        // The staged bytes are copied out first: both buffers live in the endpoint.
-        let mut stage = std::mem::take(&mut self.scratch);
-        stage.clear();
-        stage.extend_from_slice(
-            ep.region(stage_rkey(self.tag))
-                .unwrap_or_default()
-                .get(at..at + range.len() * 4)
-                .unwrap_or_default(),
-        );
-        if let Some(data) = ep
-            .region_mut(data_rkey(self.tag))
-            .and_then(|d| d.get_mut(range.start * 4..range.end * 4))
-        {
-            for (d, a) in data.chunks_exact_mut(4).zip(stage.chunks_exact(4)) {
-                let sum = f32::from_le_bytes([d[0], d[1], d[2], d[3]])
-                    + f32::from_le_bytes([a[0], a[1], a[2], a[3]]);
-                d.copy_from_slice(&sum.to_le_bytes());
-            }
+        let chunk_start = self.range(c).start * 4;
+        let at = s * self.chunk * 4 + (range.start - chunk_start);
+        let len = range.len();
+        let Some((data, stage)) = ep.region_pair(data_rkey(self.tag), stage_rkey(self.tag)) else {
+            return;
+        };
+        let (Some(data), Some(stage)) = (data.get_mut(range), stage.get(at..at + len)) else {
+            return;
+        };
+        for (d, a) in data.chunks_exact_mut(4).zip(stage.chunks_exact(4)) {
+            let sum = f32::from_le_bytes([d[0], d[1], d[2], d[3]])
+                + f32::from_le_bytes([a[0], a[1], a[2], a[3]]);
+            d.copy_from_slice(&sum.to_le_bytes());
         }
-        self.scratch = stage;
     }
 
     /// When the run started and ended on this rank.
@@ -280,12 +371,15 @@ impl Application for RingAllReduce {
     }
 
     fn deadline(&self) -> Option<Nanos> {
-        self.started.is_none().then_some(self.start_at)
+        let start = self.started.is_none().then_some(self.start_at);
+        [start, self.work_due()].into_iter().flatten().min()
     }
 
     fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {
         if self.started.is_none() && now >= self.start_at {
             self.begin(now, ep);
+        } else if self.work_due().is_some_and(|t| t <= now) {
+            self.run_work(now, ep);
         }
     }
 
@@ -302,21 +396,18 @@ impl Application for RingAllReduce {
                     return;
                 }
                 let s = (imm & 0xffff) as usize;
-                if s < self.ranks - 1 {
-                    self.reduce(ep, s);
-                }
-                self.received += 1;
-                if s + 1 < self.steps() {
-                    self.post_step(ep, s + 1);
-                }
+                self.work.push_back(Work {
+                    reduce: (s < self.ranks - 1).then_some(s),
+                    send: (s + 1 < self.steps()).then_some(s + 1),
+                    received: true,
+                    since: now,
+                    done: 0,
+                    buf: None,
+                });
             }
         }
-        if self.finished.is_none() && self.done() {
-            self.finished = Some(now);
-            // Every send completed: the endpoint holds none of them any more.
-            self.spares = Vec::new();
-            self.scratch = Vec::new();
-        }
+        // The first slice now; the rest as the deadline comes (at once).
+        self.run_work(now, ep);
     }
 
     fn done(&self) -> bool {

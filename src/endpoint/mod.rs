@@ -381,6 +381,24 @@ impl Endpoint {
             .map(|r| &mut r.data[..])
     }
 
+    /// Two different registered regions at once: `dst` to change, `src` to read (a
+    /// reduction from one buffer into another, with no copy between). None if either is
+    /// missing or they are the same region.
+    pub fn region_pair(&mut self, dst: u32, src: u32) -> Option<(&mut [u8], &[u8])> {
+        let d = self.regions.iter().position(|r| r.rkey == dst)?;
+        let s = self.regions.iter().position(|r| r.rkey == src)?;
+        if d == s {
+            return None;
+        }
+        let (lo, hi) = self.regions.split_at_mut(d.max(s));
+        let (first, second) = (&mut lo[d.min(s)], &mut hi[0]);
+        Some(if d < s {
+            (&mut first.data[..], &second.data[..])
+        } else {
+            (&mut second.data[..], &first.data[..])
+        })
+    }
+
     /// Posts a WRITE on `qp`.
     pub fn post_write(&mut self, qp: usize, wr: SendWr) {
         let mtu = self.cfg.mtu as usize;

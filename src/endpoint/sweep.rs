@@ -284,11 +284,22 @@ impl Application for Sweep {
     }
 
     fn deadline(&self) -> Option<Nanos> {
-        (!self.started).then_some(self.start_at)
+        let start = (!self.started).then_some(self.start_at);
+        let work = self.runs.iter().filter_map(RingAllReduce::work_due).min();
+        [start, work].into_iter().flatten().min()
     }
 
     fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {
+        // Work of any size (data of a size not started yet is still reduced and passed on).
+        for run in &mut self.runs {
+            if run.work_due().is_some_and(|t| t <= now) {
+                run.run_work(now, ep);
+            }
+        }
         self.start(now, ep);
+        if self.started {
+            self.advance(now, ep);
+        }
     }
 }
 
