@@ -218,3 +218,41 @@ fn live_commands_check_their_arguments_before_touching_the_network() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn one_vocabulary_config_list_positional_scenarios_and_lab_names() {
+    // `config list` names every preset `config show` takes.
+    let out = rocelab(&["config", "list"]);
+    assert!(out.status.success());
+    let names: Vec<String> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect();
+    assert_eq!(names, ["default", "nexus-ai", "sonic"]);
+    for n in &names {
+        assert!(rocelab(&["config", "show", n]).status.success(), "{n}");
+    }
+    // A scenario by position or by --scenario, not both.
+    let by_position = rocelab(&["sim", "no-such-scenario"]);
+    assert!(!by_position.status.success());
+    assert!(
+        text(&by_position.stderr).contains("no-such-scenario"),
+        "{}",
+        text(&by_position.stderr)
+    );
+    let both = rocelab(&["sim", "ring", "--scenario", "incast"]);
+    assert!(!both.status.success());
+    assert!(
+        text(&both.stderr).contains("cannot be used with"),
+        "{}",
+        text(&both.stderr)
+    );
+    // The lab takes the simulator's scenario name (and the old spelling), and `--out`.
+    let help = text(&rocelab(&["lab", "--help"]).stdout);
+    assert!(
+        help.contains("ring-incast") && help.contains("--out <DIR>"),
+        "{help}"
+    );
+    let sim_list = text(&rocelab(&["sim", "--list"]).stdout);
+    assert!(sim_list.contains("ring-incast"), "{sim_list}");
+}

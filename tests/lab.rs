@@ -67,7 +67,7 @@ fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
         "512K",
         "-f",
         "8",
-        "--report",
+        "--out",
         dir.path().to_str().unwrap(),
     ]);
     let stdout = text(&out.stdout);
@@ -272,8 +272,14 @@ fn ctrl_c_stops_the_lab_and_removes_everything() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // The lab builds its work (64 MB buffers per rank) before its namespaces: wait for
+    // them, however loaded the machine, then a moment of traffic.
+    let waited = std::time::Instant::now();
+    while netns::leftovers_of(pid).is_empty() && waited.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     assert!(!netns::leftovers_of(pid).is_empty(), "the lab is up");
+    std::thread::sleep(std::time::Duration::from_millis(500));
     // SAFETY: kill(2) on our own child.
     unsafe {
         libc::kill(pid as i32, libc::SIGINT);

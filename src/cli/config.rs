@@ -4,7 +4,7 @@ use super::{Preset, load_switch_config};
 use anyhow::Result;
 use std::path::PathBuf;
 
-/// Print a built-in switch configuration, or check a configuration file.
+/// List or print the built-in switch configurations, or check a configuration file.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(subcommand)]
@@ -13,6 +13,8 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 enum Action {
+    /// List the presets, a line each.
+    List,
     /// Print a preset as a TOML file to start from.
     Show {
         /// Which built-in configuration to print.
@@ -29,6 +31,17 @@ enum Action {
 /// Runs `rocelab config`.
 pub fn run(args: Args) -> Result<()> {
     match args.action {
+        Action::List => {
+            use clap::ValueEnum as _;
+            for p in Preset::value_variants() {
+                let help = p
+                    .to_possible_value()
+                    .and_then(|v| v.get_help().map(ToString::to_string))
+                    .unwrap_or_default();
+                sayln!("{:<10} {help}", p.name());
+            }
+            Ok(())
+        }
         Action::Show { preset } => {
             let text = rocelab::config::preset_text(preset.name())
                 .ok_or_else(|| anyhow::anyhow!("no preset named '{}'", preset.name()))?;

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 /// runs ring all-reduce (and incast) through the switch, reports, removes it all.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// ring, incast (every other host into r0) or ring+incast (two more hosts push into
-    /// rank 0's port while the ring runs).
+    /// ring, incast (every other host into r0) or ring-incast (two more hosts push into
+    /// rank 0's port while the ring runs; also spelt ring+incast), as in `sim`.
     #[arg(long, value_enum, default_value_t = Workload::Ring)]
     scenario: Workload,
     /// Hosts in the ring (for incast: the receiver and its senders).
@@ -50,8 +50,9 @@ pub struct Args {
     /// reaches the sender through several threads, far slower than over a cable.
     #[arg(long, default_value_t = 8.0)]
     headroom_ms: f64,
-    /// Write report.json, series.csv, queues.svg, rates.svg and pauses.svg here.
-    #[arg(long, value_name = "DIR")]
+    /// Write report.json, series.csv, queues.svg, rates.svg and pauses.svg here (as
+    /// `sim --out`; `--report` is the older name).
+    #[arg(long = "out", visible_alias = "report", value_name = "DIR")]
     report: Option<PathBuf>,
     /// Socket backend: mmap (a receive ring and batched sends) or pnet (a system call
     /// per frame).

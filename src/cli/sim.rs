@@ -10,9 +10,12 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A scenario file (TOML), or a built-in scenario: incast, incast-8, staggered, ring,
-    /// ring-incast, leaf-spine (`--list` describes them).
-    #[arg(long, default_value = "incast")]
-    scenario: String,
+    /// ring-incast, leaf-spine (`--list` describes them). Also as `--scenario NAME`.
+    #[arg(value_name = "SCENARIO", conflicts_with = "scenario_flag")]
+    scenario: Option<String>,
+    /// The same as the positional SCENARIO (default: incast).
+    #[arg(long = "scenario", value_name = "SCENARIO")]
+    scenario_flag: Option<String>,
     /// Seed of every random draw, instead of the scenario's.
     #[arg(long)]
     seed: Option<u64>,
@@ -43,7 +46,11 @@ pub fn run(args: Args) -> Result<()> {
         say!("{text}");
         return Ok(());
     }
-    let mut scenario = Scenario::load(&args.scenario)?;
+    let name = args
+        .scenario
+        .or(args.scenario_flag)
+        .unwrap_or_else(|| "incast".to_owned());
+    let mut scenario = Scenario::load(&name)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }

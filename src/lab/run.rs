@@ -38,7 +38,7 @@ pub enum Workload {
     /// Every host but host 0 sends a bulk flow to host 0.
     Incast,
     /// The ring, with two more hosts pushing bulk flows into rank 0's port meanwhile.
-    #[value(name = "ring+incast")]
+    #[value(name = "ring-incast", alias = "ring+incast")]
     RingIncast,
 }
 
@@ -47,7 +47,7 @@ impl std::fmt::Display for Workload {
         f.write_str(match self {
             Workload::Ring => "ring",
             Workload::Incast => "incast",
-            Workload::RingIncast => "ring+incast",
+            Workload::RingIncast => "ring-incast",
         })
     }
 }
@@ -482,7 +482,7 @@ impl Work {
                 (sweep.into(), vec![to_next])
             }
             Workload::Ring | Workload::RingIncast => {
-                // A background sender (only ring+incast has hosts past the ranks): endless,
+                // A background sender (only ring-incast has hosts past the ranks): endless,
                 // until the ring is done.
                 let qp = live::flow_send_qp(&mut ep, peers, i, 0);
                 (Flow::new(qp, None, message, start).into(), vec![qp])

@@ -20,7 +20,7 @@ fn twin_limit(opts: &LabOptions) -> Nanos {
 /// The scenario of the lab's fabric and workload.
 pub fn scenario(opts: &LabOptions) -> Scenario {
     // Hosts in the lab's order: the ranks (or the incast receiver and senders), then the
-    // two background senders of ring+incast.
+    // two background senders of ring-incast.
     let background = if opts.workload == Workload::RingIncast {
         2
     } else {
@@ -264,7 +264,7 @@ mod tests {
         let a = s.allreduce.as_ref().unwrap();
         assert_eq!((a.ranks.len(), a.sizes.as_slice()), (4, &[8192, 65536][..]));
         assert!(s.flows.is_empty());
-        // ring+incast: two more hosts, each an endless flow into rank 0.
+        // ring-incast: two more hosts, each an endless flow into rank 0.
         let s = scenario(&opts(Workload::RingIncast));
         assert_eq!(s.topology.hosts(), 6);
         let ends: Vec<_> = s.flows.iter().map(|f| (f.from, f.to, f.bytes)).collect();

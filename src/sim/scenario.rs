@@ -262,14 +262,14 @@ fn positive_time(key: &str, v: f64, unit: &str, scale: f64) -> Result<Nanos, Con
 pub enum ScenarioError {
     /// Neither a built-in scenario nor a readable file.
     #[error(
-        "{name}: {source}; give a scenario file or a built-in scenario ({})",
+        "{name}: {cause}; give a scenario file or a built-in scenario ({})",
         names()
     )]
     NotFound {
         /// What was asked for.
         name: String,
-        /// Why the file could not be read.
-        source: std::io::Error,
+        /// Why the file could not be read (said in the message, so not a source too).
+        cause: std::io::Error,
     },
     /// A scenario file too large or not text.
     #[error(transparent)]
@@ -298,7 +298,7 @@ impl Scenario {
         let text = crate::config::read_text(path).map_err(|e| match e {
             crate::config::ReadError::Io { source, .. } => ScenarioError::NotFound {
                 name: name_or_path.to_owned(),
-                source,
+                cause: source,
             },
             other => ScenarioError::Read(other),
         })?;
