@@ -22,6 +22,26 @@ pub fn parse(s: &str) -> Result<u64, BytesError> {
         .ok_or_else(|| BytesError(s.to_owned()))
 }
 
+/// A byte count in a TOML file: an integer (`4096`) or a string with a suffix (`"8K"`,
+/// `"16M"`, `"1G"`), as on the command line. For `#[serde(deserialize_with = ...)]`.
+pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Number(u64),
+        Text(String),
+    }
+    match serde::Deserialize::deserialize(d)? {
+        Written::Number(n) => Ok(n),
+        Written::Text(t) => parse(&t).map_err(serde::de::Error::custom),
+    }
+}
+
+/// As [`deserialize`], for an optional key.
+pub fn deserialize_option<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    deserialize(d).map(Some)
+}
+
 /// "8 KB", "16 MB", "1 GB", "1000 B": the largest unit that divides `b` exactly.
 pub fn human(b: u64) -> String {
     match b {

@@ -93,8 +93,12 @@ struct FlowSpec {
     to: usize,
     #[serde(default)]
     start_us: f64,
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     bytes: Option<u64>,
-    #[serde(default = "default_message")]
+    #[serde(
+        default = "default_message",
+        deserialize_with = "crate::bytes::deserialize"
+    )]
     message_bytes: u64,
 }
 
@@ -106,12 +110,19 @@ fn default_message() -> u64 {
 #[serde(deny_unknown_fields)]
 struct AllReduceSpec {
     ranks: Option<Vec<usize>>,
-    #[serde(default = "default_min")]
+    #[serde(
+        default = "default_min",
+        deserialize_with = "crate::bytes::deserialize"
+    )]
     min_bytes: u64,
-    #[serde(default = "default_max")]
+    #[serde(
+        default = "default_max",
+        deserialize_with = "crate::bytes::deserialize"
+    )]
     max_bytes: u64,
     #[serde(default = "two")]
     factor: u64,
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     series_bytes: Option<u64>,
     #[serde(default)]
     start_us: f64,
@@ -771,5 +782,39 @@ impl AllReduceSpec {
             series_bytes,
             start,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_take_suffixes_as_on_the_command_line() {
+        let base = scenario_text("ring").expect("the built-in ring");
+        let with = |min: &str, max: &str| {
+            let text: String = base
+                .lines()
+                .map(|l| {
+                    if l.starts_with("min_bytes") {
+                        format!("min_bytes = {min}")
+                    } else if l.starts_with("max_bytes") {
+                        format!("max_bytes = {max}")
+                    } else {
+                        l.to_owned()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            Scenario::from_toml("t", &text, None)
+        };
+        let s = with("\"8K\"", "\"1M\"").expect("suffixed sizes");
+        let plan = s.allreduce.expect("an all-reduce");
+        assert_eq!(plan.sizes.first(), Some(&8192));
+        assert_eq!(plan.sizes.last(), Some(&(1 << 20)));
+        let n = with("8192", "1048576").unwrap().allreduce.unwrap();
+        assert_eq!(n.sizes, plan.sizes, "the same as plain integers");
+        let err = with("\"8Q\"", "\"1M\"").unwrap_err().to_string();
+        assert!(err.contains("'8Q'") && err.contains("line"), "{err}");
     }
 }
