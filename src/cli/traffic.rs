@@ -57,7 +57,7 @@ enum Action {
         /// Seconds to count.
         #[arg(long, default_value_t = 5.0)]
         duration: f64,
-        /// Socket backend: mmap (throughput; batches up to 1 ms) or pnet (low latency).
+        /// Socket backend: mmap (a TPACKET_V2 ring; sees 802.1Q tags) or pnet.
         #[arg(long = "io", value_enum, default_value_t = Backend::Mmap)]
         backend: Backend,
     },

@@ -214,13 +214,19 @@ impl RingAllReduce {
                     Some(b) => b,
                     None => self.send_buffer(total),
                 };
-                if let (Some(dst), Some(src)) = (
+                let copied = match (
                     Arc::get_mut(&mut buf),
                     ep.region(data_rkey(self.tag))
                         .and_then(|d| d.get(base + from..base + to)),
                 ) {
-                    dst[from..to].copy_from_slice(src);
-                }
+                    (Some(dst), Some(src)) => {
+                        dst[from..to].copy_from_slice(src);
+                        true
+                    }
+                    _ => false,
+                };
+                // The buffer is this step's alone and the chunk lies in the data buffer.
+                debug_assert!(copied, "step {send:?}: send buffer shared or chunk missing");
                 if let Some(w) = self.work.front_mut() {
                     w.buf = Some(buf);
                 }

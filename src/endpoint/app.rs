@@ -87,6 +87,17 @@ impl App {
         }
     }
 
+    /// When work it wants done as soon as possible became due (an all-reduce's reduction
+    /// and copy, done in slices), if there is any: part of its deadline, but not a time it
+    /// must run at exactly.
+    pub fn work_due(&self) -> Option<Nanos> {
+        match self {
+            App::AllReduce(a) => a.work_due(),
+            App::Sweep(s) => s.work_due(),
+            _ => None,
+        }
+    }
+
     /// Starts the work at `at` instead (before the run starts): a driver that builds the
     /// work first and learns the start time later (the lab starts every host together).
     pub fn set_start(&mut self, at: Nanos) {

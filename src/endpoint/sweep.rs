@@ -235,6 +235,11 @@ impl Sweep {
         self.runs.is_empty()
     }
 
+    /// When queued work of any size became due, if there is any.
+    pub fn work_due(&self) -> Option<Nanos> {
+        self.runs.iter().filter_map(RingAllReduce::work_due).min()
+    }
+
     /// This rank's part of every size.
     pub fn results(&self, ep: &Endpoint) -> Vec<RankResult> {
         self.runs.iter().map(|r| r.result(ep)).collect()
@@ -285,8 +290,7 @@ impl Application for Sweep {
 
     fn deadline(&self) -> Option<Nanos> {
         let start = (!self.started).then_some(self.start_at);
-        let work = self.runs.iter().filter_map(RingAllReduce::work_due).min();
-        [start, work].into_iter().flatten().min()
+        [start, self.work_due()].into_iter().flatten().min()
     }
 
     fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {

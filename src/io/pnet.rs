@@ -69,6 +69,8 @@ struct PnetRx {
 }
 
 /// SIOCGSTAMPNS: the receive time of the last frame read from a socket, as a timespec.
+/// (0x8907 is the original request, whose timespec has the platform's `time_t`: 64 bits on
+/// the 64-bit Linux targets rocelab builds for; the `_NEW` request exists for 32-bit ones.)
 const SIOCGSTAMPNS: libc::c_ulong = 0x8907;
 
 /// The receive time of the last frame read from `fd`, ns since the Unix epoch. The first

@@ -573,19 +573,23 @@ fn hosts(
     let last_size = opts.sizes.len();
     let timed = opts.workload != Workload::Incast;
     let (mut window_start, mut window_end) = (None, None);
+    // Sizes each rank finished, the warm-up included (read when r0 is sampled: the others'
+    // from the round before).
+    let mut finished = vec![0usize; ranks];
     let mut call = |_: Duration, l: &mut live::Live<'_>| {
+        if let (Some(s), Some(f)) = (l.app.sweep(), finished.get_mut(l.host)) {
+            *f = s.finished();
+        }
         if l.host == 0 && timed {
-            let done = |f: fn(usize, usize) -> usize| {
-                status.sizes_done[..ranks]
-                    .iter()
-                    .map(|a| a.load(Ordering::Relaxed))
-                    .reduce(f)
-                    .unwrap_or(0)
-            };
-            if window_start.is_none() && done(usize::max) + 1 >= last_size {
+            let (first, last) = (
+                finished.iter().copied().max().unwrap_or(0),
+                finished.iter().copied().min().unwrap_or(0),
+            );
+            // The largest size began on the first rank to finish the one before it.
+            if window_start.is_none() && first + 1 >= WARM_UP + last_size {
                 window_start = Some(received_per_peer(l.endpoint, l.now));
             }
-            if window_end.is_none() && done(usize::min) >= last_size {
+            if window_end.is_none() && last >= WARM_UP + last_size {
                 window_end = Some(received_per_peer(l.endpoint, l.now));
             }
         }

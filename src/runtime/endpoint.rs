@@ -257,6 +257,16 @@ impl Core for Host {
         ports.recycle(frame);
     }
 
+    /// Its timers and the application's, less work the application wants done as soon as
+    /// possible: that runs a slice at a time between them.
+    fn timer(&self) -> Option<Nanos> {
+        let app = self
+            .app
+            .deadline()
+            .filter(|&d| Some(d) != self.app.work_due());
+        [self.ep.poll_timeout(), app].into_iter().flatten().min()
+    }
+
     /// Four full frames at the link rate, or 100 µs if that is longer: a late wake-up
     /// (tens of µs) does not cost the link its rate, a stall costs it the stall.
     fn catch_up(&self) -> Nanos {

@@ -12,8 +12,14 @@ use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-/// Most frames read from one port in one round (the others get their turn).
+/// Frames read from a port at a time.
 const RX_BATCH: usize = 256;
+/// At most this many batches per port and round (more than a ring holds).
+const MAX_BATCHES: usize = 64;
+/// How far an emulated wire may fall behind the frames handed to it: a sender that
+/// outruns the emulated link (a blaster into a slower port) for longer is taken as its
+/// frames come rather than growing an unseen queue on the wire.
+const WIRE_SLACK: Nanos = Nanos(1_000_000);
 /// Frames a busy port holds for the kernel before the oldest are given up.
 const TX_BACKLOG: usize = 16_384;
 /// How soon a thread with frames the kernel did not take yet offers them again.
@@ -29,7 +35,9 @@ const SPIN_BEFORE_DEADLINE: Duration = Duration::from_micros(30);
 pub struct Arrival {
     /// The port it came in on.
     pub port: usize,
-    /// When the kernel received it (never before what the core has seen, never after now).
+    /// When it arrived on the run's clock: the kernel's receive time (plus the emulated
+    /// wire's time on a veth, which can put it after now), never before the port's
+    /// previous frame.
     pub at: Nanos,
     /// The frame, in a buffer of the ports' pool.
     pub frame: Vec<u8>,
@@ -40,8 +48,22 @@ pub struct Arrival {
 struct Wire {
     bits_per_sec: u64,
     propagation: Nanos,
-    /// When the last frame's last bit arrived.
+    /// When the wire is free for the next frame's first bit.
+    free: Nanos,
+    /// When the last frame arrived (frames never pass each other).
     last: Nanos,
+}
+
+impl Wire {
+    /// When a frame of `len` bytes handed over at `at` has fully arrived: it starts once
+    /// the wire is free (never more than [`WIRE_SLACK`] behind `at`), takes its
+    /// serialisation time, then the cable.
+    fn carry(&mut self, at: Nanos, len: usize) -> Nanos {
+        let start = at.max(self.free.min(at + WIRE_SLACK));
+        self.free = start + link::frame_time(len, self.bits_per_sec);
+        self.last = (self.free + self.propagation).max(self.last);
+        self.last
+    }
 }
 
 struct Port {
@@ -49,6 +71,8 @@ struct Port {
     rx: Box<dyn FrameRx>,
     tx: Box<dyn FrameTx>,
     wire: Option<Wire>,
+    /// The latest receive time handed out: a port's frames never pass each other.
+    last_at: Nanos,
     /// Frames released by the core that the kernel has not taken yet (a busy device).
     pending: VecDeque<Vec<u8>>,
     /// Frames given up from a full backlog.
@@ -136,6 +160,7 @@ impl Ports {
             rx,
             tx,
             wire: None,
+            last_at: Nanos::ZERO,
             pending: VecDeque::new(),
             overflow: 0,
         });
@@ -154,6 +179,7 @@ impl Ports {
             p.wire = Some(Wire {
                 bits_per_sec,
                 propagation,
+                free: Nanos::ZERO,
                 last: Nanos::ZERO,
             });
         }
@@ -277,6 +303,8 @@ impl Ports {
         busy: bool,
         spin_until: Instant,
     ) -> Result<(), PortError> {
+        // A deadline is spun for at the end; a retry of the send backlog is slept for.
+        let deadline = wake;
         let mut wake = wake;
         if self.ports.iter().any(|p| !p.pending.is_empty()) {
             wake = wake.min(Instant::now() + TX_RETRY);
@@ -287,7 +315,7 @@ impl Ports {
         let mut spins = 0u32;
         loop {
             let now = Instant::now();
-            let spin = busy || now < spin_until || wake <= now + SPIN_BEFORE_DEADLINE;
+            let spin = busy || now < spin_until || deadline <= now + SPIN_BEFORE_DEADLINE;
             if spin && peekable && !spins.is_multiple_of(64) {
                 spins += 1;
                 if self.ports.iter().any(|p| p.rx.peek() == Some(true)) {
@@ -356,26 +384,35 @@ impl Ports {
         }
         let stamps = *stamps;
         for (k, p) in self.ports.iter_mut().enumerate() {
-            self.received.clear();
-            p.rx.receive(&mut self.received, RX_BATCH, &mut self.pool)
-                .map_err(|cause| PortError {
-                    port: p.name.clone(),
-                    action: "receive",
-                    cause,
-                })?;
-            for f in self.received.drain(..) {
-                // Received no later than now, whatever the clocks say.
-                let mut at = f.stamp.map_or(now, |s| stamps.run_time(s).min(now));
-                if let Some(w) = &mut p.wire {
-                    let last_bit = at + link::frame_time(f.data.len(), w.bits_per_sec);
-                    at = (last_bit + w.propagation).max(w.last);
-                    w.last = at;
+            // Everything waiting, not one batch: frames left behind would enter after the
+            // core had moved past their time (a ring holds a few thousand at most).
+            for _ in 0..MAX_BATCHES {
+                self.received.clear();
+                let got =
+                    p.rx.receive(&mut self.received, RX_BATCH, &mut self.pool)
+                        .map_err(|cause| PortError {
+                            port: p.name.clone(),
+                            action: "receive",
+                            cause,
+                        })?;
+                for f in self.received.drain(..) {
+                    // Received no later than now, whatever the clocks say, and in the
+                    // order the port got them.
+                    let mut at = f.stamp.map_or(now, |s| stamps.run_time(s).min(now));
+                    at = at.max(p.last_at);
+                    p.last_at = at;
+                    if let Some(w) = &mut p.wire {
+                        at = w.carry(at, f.data.len());
+                    }
+                    out.push(Arrival {
+                        port: k,
+                        at,
+                        frame: f.data,
+                    });
                 }
-                out.push(Arrival {
-                    port: k,
-                    at,
-                    frame: f.data,
-                });
+                if got < RX_BATCH {
+                    break;
+                }
             }
         }
         Ok(())
@@ -433,12 +470,20 @@ pub trait Core {
     /// Takes `frame`, which arrived on `port` at `t`; its buffer goes back to `ports`.
     fn arrive(&mut self, t: Nanos, port: usize, frame: Vec<u8>, ports: &mut Ports);
 
-    /// How far back a late thread may run it: what fell due longer ago runs now. A switch
+    /// How far back a late thread may run it: what fell due longer ago runs at
+    /// `now - catch_up` (and a frame that arrived longer ago enters then). A switch
     /// takes every frame at its arrival time after a stall of its thread, so that the stall
     /// does not pile frames into a queue no wire would have; an endpoint's pacer catches
     /// up only a few frames, since a longer burst would be a queue at the switch that the
     /// NIC never sent (a stalled host loses the time instead).
     fn catch_up(&self) -> Nanos;
+
+    /// The next time it must run at exactly, if any: [`Core::deadline`] less work it wants
+    /// done as soon as possible (an all-reduce's reduction), which runs between its timers
+    /// rather than holding them up.
+    fn timer(&self) -> Option<Nanos> {
+        self.deadline()
+    }
 }
 
 /// Cores, the ports they own, and the latest time each has seen.
@@ -536,7 +581,7 @@ impl<C: Core> Driver<C> {
         let mut arrivals = std::mem::take(&mut self.arrivals);
         for a in arrivals.drain(..) {
             let c = self.owner[a.port];
-            if a.at < self.floor[c] {
+            if a.at.0 < now.0.saturating_sub(self.cores[c].catch_up().0) {
                 self.stats.late_frames += 1;
             }
             let t = a.at.max(self.floor[c]).max(self.last[c]);
@@ -562,17 +607,18 @@ impl<C: Core> Driver<C> {
     /// Runs core `c`'s timers and transmissions that fell due before `to`, each at its own
     /// time (none before its floor), then what is due at `to`.
     fn advance(&mut self, c: usize, to: Nanos) {
+        let to = to.max(self.last[c]);
         let core = &mut self.cores[c];
         // Bounded: every round sends a frame or moves time forward.
         for _ in 0..1_000_000 {
-            let Some(d) = core.deadline().filter(|&d| d < to) else {
+            let Some(d) = core.timer().filter(|&d| d < to) else {
                 break;
             };
             let t = d.max(self.floor[c]).max(self.last[c]);
             let sent = core.run_at(t, &mut self.ports);
             self.last[c] = t;
             // Nothing went and nothing moved past t: the rest waits for `to`.
-            if sent == 0 && core.deadline().is_some_and(|d| d <= t) {
+            if sent == 0 && core.timer().is_some_and(|d| d <= t) {
                 break;
             }
         }

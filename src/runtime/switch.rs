@@ -22,7 +22,7 @@ pub struct SwitchOptions {
     pub config: SwitchConfig,
     /// The interface of each port.
     pub ifaces: Vec<String>,
-    /// `pnet` (low latency) or `mmap` (throughput, up to 1 ms of receive batching).
+    /// `mmap` (a TPACKET_V2 ring and `sendmmsg` batches) or `pnet`.
     pub backend: Backend,
     /// Cores to pin to (empty: no pinning).
     pub cores: CoreList,
