@@ -59,13 +59,13 @@ pub fn sizes(min: u64, max: u64, factor: u64) -> Result<Vec<u64>, SweepError> {
     Ok(out)
 }
 
-/// Bytes one rank of a sweep registers: every size's data buffer and its staging buffer
-/// (up to the size again), all at once (a rank may receive data for a size it has not
-/// started yet).
+/// Bytes one rank of a sweep holds, at most: every size's data buffer, its staging buffer
+/// (up to the size again) and two send buffers of a chunk (up to half the size each, with
+/// two ranks), all at once (a rank may receive data for a size it has not started yet).
 pub fn rank_buffer_bytes(sizes: &[u64]) -> u64 {
     sizes
         .iter()
-        .fold(0u64, |sum, s| sum.saturating_add(s.saturating_mul(2)))
+        .fold(0u64, |sum, s| sum.saturating_add(s.saturating_mul(3)))
 }
 
 /// One all-reduce size over all ranks, as nccl-tests reports it.

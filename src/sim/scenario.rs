@@ -537,8 +537,10 @@ fn memory_estimate(
     };
     let nodes = (hosts + ports).saturating_mul(NODE_BYTES);
     let ranks_bytes = allreduce.map_or(0, |a| {
+        // Data, staging and two send buffers of a chunk (see sweep::rank_buffer_bytes):
+        // the simulator runs one size at a time.
         let largest = a.sizes.last().copied().unwrap_or(0);
-        (a.ranks.len() as u64).saturating_mul(2 * largest)
+        (a.ranks.len() as u64).saturating_mul(largest.saturating_mul(3))
     });
     let flow_bytes: u64 = flows
         .iter()
