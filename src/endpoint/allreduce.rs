@@ -1,9 +1,11 @@
 //! Ring all-reduce on real data, as NCCL runs it over RDMA: N ranks, each with a buffer of
 //! f32 filled from a seed; a reduce-scatter of N − 1 steps (each rank sends one chunk of
 //! size/N to the next rank, which adds it to its own), then an all-gather of N − 1 steps
-//! (the reduced chunks travel on round the ring). Every transfer is an RDMA WRITE with
-//! Immediate: the immediate data names the step, and its arrival lets the receiver take the
-//! next one. Every rank then checks its buffer against the closed-form sum.
+//! (the reduced chunks travel on round the ring). A chunk travels in pieces of 256 KiB,
+//! each an RDMA WRITE with Immediate whose immediate data names the run, the step and the
+//! piece; a rank reduces each piece as it arrives and passes it on at once, so the steps
+//! overlap as NCCL's pipelined slices do. Every rank then checks its buffer against the
+//! closed-form sum.
 
 use super::app::Application;
 use super::{Completion, Endpoint, SendWr};
@@ -17,15 +19,48 @@ use std::sync::Arc;
 /// ([`Application::deadline`]), so in virtual time the chunk still takes no time.
 const SLICE_BYTES: usize = 32 * 1024;
 
-/// One step's work on this rank: add the staged data of a reduce-scatter step into the
-/// data buffer, and copy the chunk it sends next into a send buffer, slice by slice.
+/// The pipeline's unit: a chunk travels as messages of this many bytes (the last one
+/// shorter), each a WRITE with Immediate of its own, and a rank passes each piece on as
+/// soon as it has it (reduced), as NCCL pipelines a step in slices: the next rank starts
+/// before the whole chunk has arrived.
+const PIECE_BYTES: usize = 256 * 1024;
+/// Most pieces per chunk (12 bits of the immediate data): larger chunks get larger pieces.
+const MAX_PIECES: usize = 1 << 12;
+/// Send buffers kept for reuse: about what a QP's window holds in flight, plus one.
+const MAX_SPARES: usize = 24;
+
+/// The immediate data of piece `piece` of step `step` of run `tag`: 7, 13 and 12 bits
+/// (sizes, ranks up to 4096, pieces).
+fn imm_of(tag: u32, step: usize, piece: usize) -> u32 {
+    (tag << 25) | ((step as u32 & 0x1fff) << 12) | (piece as u32 & 0xfff)
+}
+
+/// The run an immediate data names.
+pub(crate) fn tag_of_imm(imm: u32) -> usize {
+    (imm >> 25) as usize
+}
+
+/// The work request id of piece `piece` of step `step` of run `tag`.
+fn wr_id_of(tag: u32, step: usize, piece: usize) -> u64 {
+    (u64::from(tag) << 32) | ((step as u64) << 12) | piece as u64
+}
+
+/// The run a work request id names.
+pub(crate) fn tag_of_wr_id(id: u64) -> usize {
+    (id >> 32) as usize
+}
+
+/// One piece's work on this rank: add the staged data of a reduce-scatter step into the
+/// data buffer, and copy the piece it sends next into a send buffer, slice by slice.
 #[derive(Debug)]
 struct Work {
     /// The reduce-scatter step whose staging slot to add in, if any.
     reduce: Option<usize>,
-    /// The step to send once the chunk is done, if any.
+    /// The step to send once the piece is done, if any.
     send: Option<usize>,
-    /// Whether it finishes a received step (the first send does not).
+    /// Which piece of the chunk.
+    piece: usize,
+    /// Whether it finishes a received piece (the first sends do not).
     received: bool,
     /// When it became due.
     since: Nanos,
@@ -116,8 +151,13 @@ pub struct RingAllReduce {
     qp_next: usize,
     /// Tells this run's keys, addresses and messages from other runs' on the same QPs.
     tag: u32,
+    /// Bytes of a piece (see [`PIECE_BYTES`]).
+    piece: usize,
+    /// Pieces received and sends completed so far, and how many there are in all.
     received: usize,
     sends_done: usize,
+    to_receive: usize,
+    to_send: usize,
     /// Steps whose data arrived (or the first send) with their reduction and copy still
     /// to do, oldest first.
     work: VecDeque<Work>,
@@ -143,9 +183,10 @@ impl RingAllReduce {
         RingAllReduce::tagged(ep, rank, ranks, count, seed, qp_next, 0)
     }
 
-    /// As [`RingAllReduce::new`], for run `tag` of several on the same QPs: its buffers get
-    /// their own keys and addresses, and its messages carry the tag in the immediate data
-    /// (high 16 bits) and the work request id (high 32 bits).
+    /// As [`RingAllReduce::new`], for run `tag` (below 128) of several on the same QPs: its
+    /// buffers get their own keys and addresses, and its messages carry the tag in the
+    /// immediate data (high 7 bits) and the work request id (high 32 bits). At most 4096
+    /// ranks.
     pub fn tagged(
         ep: &mut Endpoint,
         rank: usize,
@@ -156,6 +197,9 @@ impl RingAllReduce {
         tag: u16,
     ) -> RingAllReduce {
         let chunk = count.div_ceil(ranks.max(1));
+        // The immediate data has 7 bits for the run (a sweep has at most 65 with its
+        // warm-up) and 13 for the step (4096 ranks).
+        debug_assert!(tag < 128 && ranks <= 4096, "run {tag} of {ranks} ranks");
         let tag = u32::from(tag);
         ep.register(data_rkey(tag), data_va(tag), count * 4);
         ep.register(
@@ -168,7 +212,10 @@ impl RingAllReduce {
                 v.copy_from_slice(&initial_value(seed, rank, i).to_le_bytes());
             }
         }
-        RingAllReduce {
+        let piece = PIECE_BYTES
+            .max((chunk * 4).div_ceil(MAX_PIECES))
+            .next_multiple_of(4);
+        let mut run = RingAllReduce {
             rank,
             ranks,
             count,
@@ -176,17 +223,29 @@ impl RingAllReduce {
             seed,
             qp_next,
             tag,
+            piece,
             received: 0,
             sends_done: 0,
+            to_receive: 0,
+            to_send: 0,
             work: VecDeque::new(),
-            // Two send buffers of a chunk, their pages mapped now: a step's send may
-            // still be in flight when the next one fills a buffer, and a first touch of 4
-            // MB of fresh pages in the middle of a run costs milliseconds of idle link.
-            spares: (0..2).map(|_| mapped_buffer(chunk * 4)).collect(),
+            spares: Vec::new(),
             start_at: Nanos::ZERO,
             started: None,
             finished: None,
+        };
+        let prev = (rank + ranks.max(1) - 1) % ranks.max(1);
+        for s in 0..run.steps_or_zero() {
+            run.to_send += run.pieces(run.chunk_sent_by(rank, s));
+            run.to_receive += run.pieces(run.chunk_sent_by(prev, s));
         }
+        // Send buffers with their pages mapped now, as many as a window holds in flight:
+        // a first touch of fresh pages in the middle of a run costs milliseconds of idle
+        // link.
+        let first = run.pieces(0).min(MAX_SPARES);
+        let len = piece.min(chunk * 4);
+        run.spares = (0..first).map(|_| mapped_buffer(len)).collect();
+        run
     }
 
     /// Starts the all-reduce at `at` instead of when the run starts.
@@ -206,14 +265,17 @@ impl RingAllReduce {
             self.finished = Some(now);
             return;
         }
-        self.work.push_back(Work {
-            reduce: None,
-            send: Some(0),
-            received: false,
-            since: now,
-            done: 0,
-            buf: None,
-        });
+        for piece in 0..self.pieces(self.chunk_sent(0)) {
+            self.work.push_back(Work {
+                reduce: None,
+                send: Some(0),
+                piece,
+                received: false,
+                since: now,
+                done: 0,
+                buf: None,
+            });
+        }
         self.run_work(now, ep);
     }
 
@@ -229,17 +291,18 @@ impl RingAllReduce {
         while budget > 0 {
             let Some(w) = self.work.front() else { break };
             let (reduce, send) = (w.reduce, w.send);
-            // The chunk it works on: the one sent next (which is the one just reduced or
-            // received), or for the last step none.
+            // The piece it works on: of the chunk sent next (which is the one just reduced
+            // or received), or for the last step none.
             let chunk = match (send, reduce) {
-                (Some(t), _) => self.range(self.chunk_sent(t)),
-                (None, Some(r)) => self.range((self.rank + 2 * self.ranks - r - 1) % self.ranks),
-                (None, None) => 0..0,
+                (Some(t), _) => Some(self.chunk_sent(t)),
+                (None, Some(r)) => Some((self.rank + 2 * self.ranks - r - 1) % self.ranks),
+                (None, None) => None,
             };
-            let total = chunk.len() * 4;
+            let bytes = chunk.map_or(0..0, |c| self.piece_bytes(c, w.piece));
+            let total = bytes.len();
+            let base = bytes.start;
             let from = w.done;
             let to = total.min(from + budget);
-            let base = chunk.start * 4;
             if let Some(r) = reduce {
                 self.reduce_slice(ep, r, base + from..base + to);
             }
@@ -260,7 +323,7 @@ impl RingAllReduce {
                     _ => false,
                 };
                 // The buffer is this step's alone and the chunk lies in the data buffer.
-                debug_assert!(copied, "step {send:?}: send buffer shared or chunk missing");
+                debug_assert!(copied, "step {send:?}: send buffer shared or piece missing");
                 if let Some(w) = self.work.front_mut() {
                     w.buf = Some(buf);
                 }
@@ -272,15 +335,15 @@ impl RingAllReduce {
             if to < total {
                 continue;
             }
-            // The chunk is complete: send it, count the step.
+            // The piece is complete: send it on, count it.
             let Some(w) = self.work.pop_front() else {
                 break;
             };
             if let (Some(t), Some(buf)) = (w.send, w.buf) {
-                if self.spares.len() < 3 {
+                if self.spares.len() < MAX_SPARES {
                     self.spares.push(Arc::clone(&buf));
                 }
-                self.post(ep, t, buf);
+                self.post(ep, t, w.piece, buf);
             }
             if w.received {
                 self.received += 1;
@@ -297,6 +360,23 @@ impl RingAllReduce {
         2 * (self.ranks - 1)
     }
 
+    /// Steps, 0 for a single rank.
+    fn steps_or_zero(&self) -> usize {
+        2 * self.ranks.saturating_sub(1)
+    }
+
+    /// Pieces chunk `c` travels in (one, if it is empty).
+    fn pieces(&self, c: usize) -> usize {
+        (self.range(c).len() * 4).div_ceil(self.piece).max(1)
+    }
+
+    /// Bytes of piece `k` of chunk `c`, as offsets in the data buffer.
+    fn piece_bytes(&self, c: usize, k: usize) -> std::ops::Range<usize> {
+        let r = self.range(c);
+        let start = (r.start * 4 + k * self.piece).min(r.end * 4);
+        start..(start + self.piece).min(r.end * 4)
+    }
+
     /// Element range of chunk `c`.
     fn range(&self, c: usize) -> std::ops::Range<usize> {
         let start = (c * self.chunk).min(self.count);
@@ -305,31 +385,41 @@ impl RingAllReduce {
 
     /// The chunk this rank sends at step `s`.
     fn chunk_sent(&self, s: usize) -> usize {
+        self.chunk_sent_by(self.rank, s)
+    }
+
+    /// The chunk rank `r` sends at step `s`.
+    fn chunk_sent_by(&self, r: usize, s: usize) -> usize {
         let n = self.ranks;
         if s < n - 1 {
-            (self.rank + n - s % n) % n // reduce-scatter: r − s
+            (r + n - s % n) % n // reduce-scatter: r − s
         } else {
-            (self.rank + 1 + n - (s - (n - 1)) % n) % n // all-gather: r + 1 − g
+            (r + 1 + n - (s - (n - 1)) % n) % n // all-gather: r + 1 − g
         }
     }
 
-    /// Posts step `s`'s WRITE of `bytes` (its chunk) to the next rank.
-    fn post(&mut self, ep: &mut Endpoint, s: usize, bytes: Arc<[u8]>) {
-        let range = self.range(self.chunk_sent(s));
+    /// Posts the WRITE of piece `k` of step `s` (`bytes`) to the next rank.
+    fn post(&mut self, ep: &mut Endpoint, s: usize, k: usize, bytes: Arc<[u8]>) {
+        let c = self.chunk_sent(s);
+        let at = self.piece_bytes(c, k).start;
+        let offset = at - self.range(c).start * 4;
         let tag = self.tag;
         let (rkey, va) = if s < self.ranks - 1 {
-            (stage_rkey(tag), stage_va(tag) + (s * self.chunk * 4) as u64)
+            (
+                stage_rkey(tag),
+                stage_va(tag) + (s * self.chunk * 4 + offset) as u64,
+            )
         } else {
-            (data_rkey(tag), data_va(tag) + (range.start * 4) as u64)
+            (data_rkey(tag), data_va(tag) + at as u64)
         };
         ep.post_write(
             self.qp_next,
             SendWr {
-                id: (u64::from(tag) << 32) | s as u64,
+                id: wr_id_of(tag, s, k),
                 data: bytes,
                 remote_va: va,
                 rkey,
-                imm: Some((tag << 16) | s as u32),
+                imm: Some(imm_of(tag, s, k)),
             },
         );
     }
@@ -422,19 +512,20 @@ impl Application for RingAllReduce {
     fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
         match completion {
             Completion::Sent { wr_id, .. } => {
-                if wr_id >> 32 != u64::from(self.tag) {
+                if tag_of_wr_id(wr_id) != self.tag as usize {
                     return;
                 }
                 self.sends_done += 1;
             }
             Completion::Received { imm, .. } => {
-                if imm >> 16 != self.tag {
+                if tag_of_imm(imm) != self.tag as usize {
                     return;
                 }
-                let s = (imm & 0xffff) as usize;
+                let (s, piece) = (((imm >> 12) & 0x1fff) as usize, (imm & 0xfff) as usize);
                 self.work.push_back(Work {
                     reduce: (s < self.ranks - 1).then_some(s),
                     send: (s + 1 < self.steps()).then_some(s + 1),
+                    piece,
                     received: true,
                     since: now,
                     done: 0,
@@ -447,6 +538,6 @@ impl Application for RingAllReduce {
     }
 
     fn done(&self) -> bool {
-        self.ranks <= 1 || (self.received == self.steps() && self.sends_done == self.steps())
+        self.ranks <= 1 || (self.received == self.to_receive && self.sends_done == self.to_send)
     }
 }

@@ -273,8 +273,8 @@ impl Application for Sweep {
 
     fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
         let tag = match completion {
-            Completion::Sent { wr_id, .. } => (wr_id >> 32) as usize,
-            Completion::Received { imm, .. } => (imm >> 16) as usize,
+            Completion::Sent { wr_id, .. } => super::allreduce::tag_of_wr_id(wr_id),
+            Completion::Received { imm, .. } => super::allreduce::tag_of_imm(imm),
         };
         if let Some(run) = self.runs.get_mut(tag) {
             run.on_completion(now, ep, completion);

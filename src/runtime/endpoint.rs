@@ -86,6 +86,9 @@ pub fn parse_peers(text: &str) -> Result<Vec<PeerSpec>, PeersError> {
     if peers.len() < 2 {
         return Err(PeersError::TooFew);
     }
+    if peers.len() > 4096 {
+        return Err(PeersError::TooMany(peers.len()));
+    }
     Ok(peers)
 }
 

@@ -109,4 +109,7 @@ pub enum PeersError {
     /// Fewer than two ranks.
     #[error("a peers file needs at least 2 ranks")]
     TooFew,
+    /// More ranks than a ring all-reduce can name in its immediate data.
+    #[error("{0} ranks: a peers file lists at most 4096")]
+    TooMany(usize),
 }
