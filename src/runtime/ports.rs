@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 const RX_BATCH: usize = 256;
 /// At most this many batches per port and round (more than a ring holds).
 const MAX_BATCHES: usize = 64;
+/// Frames due on their emulated wire this soon are taken at once, at their time (their
+/// core runs that far ahead of the clock): a cable of a few hundred ns is not worth a
+/// round of its own.
+const LOOKAHEAD: Nanos = Nanos(2_000);
 /// How far an emulated wire may fall behind the frames handed to it: a sender that
 /// outruns the emulated link (a blaster into a slower port) for longer is taken as its
 /// frames come rather than growing an unseen queue on the wire.
@@ -312,6 +316,11 @@ impl Ports {
         // Rings can be looked at without a system call: a spin does that, and asks the
         // kernel only now and then (a socket error shows there).
         let peekable = self.ports.iter().all(|p| p.rx.peek().is_some());
+        // A ring with a frame waiting needs no system call at all (a busy port's rounds
+        // follow each other without one); a socket error shows once the frames stop.
+        if peekable && self.ports.iter().any(|p| p.rx.peek() == Some(true)) {
+            return Ok(());
+        }
         let mut spins = 0u32;
         loop {
             let now = Instant::now();
@@ -568,13 +577,14 @@ impl<C: Core> Driver<C> {
         // keeps the order, and so does the stable sort below: a port's frames never pass
         // each other.
         self.arrivals.clear();
+        let horizon = now + LOOKAHEAD;
         self.arrivals
-            .extend(self.on_wire.extract_if(.., |a| a.at <= now));
+            .extend(self.on_wire.extract_if(.., |a| a.at <= horizon));
         let landed = self.arrivals.len();
         self.ports.receive(&self.clock, now, &mut self.arrivals)?;
         let worked = !self.arrivals.is_empty();
         self.on_wire
-            .extend(self.arrivals.extract_if(landed.., |a| a.at > now));
+            .extend(self.arrivals.extract_if(landed.., |a| a.at > horizon));
         // In time order per core (ports of one core interleave by time).
         let owner = &self.owner;
         self.arrivals.sort_by_key(|a| (owner[a.port], a.at));
