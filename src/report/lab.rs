@@ -132,26 +132,26 @@ pub fn text(opts: &LabOptions, out: &LabOutcome) -> String {
     s
 }
 
-/// How the lab's two threads fared: how busy each was, and frames that waited in the
-/// kernel past their core's catch-up window while a thread was stalled. A thread busy
-/// most of the time could not keep up with the emulated rate: its stalls are lost time,
-/// and the live fabric falls behind its twin.
+/// How the lab's two threads fared: how busy each was, and the share of frames that
+/// waited in the kernel past their core's catch-up window. A thread that takes more than
+/// 5 % of its frames late could not keep up with the emulated rate: the time it lost is
+/// lost to the fabric, which falls behind its twin.
 pub fn threads_line(out: &LabOutcome) -> String {
     let one = |name: &str, t: &crate::runtime::ports::ThreadStats| {
         format!(
-            "{name} {:.0} % busy ({} late frames)",
+            "{name} {:.0} % busy, {:.1} % of frames late",
             t.busy() * 100.0,
-            t.late_frames
+            t.late() * 100.0
         )
     };
     let mut line = format!(
-        "threads: {}, {}",
+        "threads: {}; {}",
         one("switch", &out.switch_thread),
         one("hosts", &out.hosts_thread)
     );
-    if out.switch_thread.busy().max(out.hosts_thread.busy()) > 0.8 {
+    if out.switch_thread.late().max(out.hosts_thread.late()) > 0.05 {
         line.push_str(
-            "; a thread busy over 80 % of the time could not keep up: lower --rate for a faithful run",
+            "; a thread took over 5 % of its frames late, so it could not keep up: lower --rate for a faithful run",
         );
     }
     line

@@ -450,13 +450,26 @@ pub struct ThreadStats {
     pub busy_ns: u64,
     /// Time spent waiting for frames or deadlines (sleeping or spinning), ns.
     pub waiting_ns: u64,
+    /// Frames received.
+    pub frames: u64,
     /// Frames taken later than their core's catch-up window allowed: they had waited in
-    /// the kernel while the thread was stalled, and entered at the window's start.
+    /// the kernel while the thread was stalled or behind, and entered at the window's
+    /// start.
     pub late_frames: u64,
 }
 
 impl ThreadStats {
-    /// The share of the time the thread worked, 0 to 1 (near 1: it could not keep up).
+    /// The share of frames taken late, 0 to 1: above a few percent, the thread could not
+    /// keep up and its core lost the time.
+    pub fn late(&self) -> f64 {
+        if self.frames == 0 {
+            0.0
+        } else {
+            self.late_frames as f64 / self.frames as f64
+        }
+    }
+
+    /// The share of the time the thread worked, 0 to 1.
     pub fn busy(&self) -> f64 {
         let all = self.busy_ns + self.waiting_ns;
         if all == 0 {
@@ -591,6 +604,7 @@ impl<C: Core> Driver<C> {
         let mut arrivals = std::mem::take(&mut self.arrivals);
         for a in arrivals.drain(..) {
             let c = self.owner[a.port];
+            self.stats.frames += 1;
             if a.at.0 < now.0.saturating_sub(self.cores[c].catch_up().0) {
                 self.stats.late_frames += 1;
             }
