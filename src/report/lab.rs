@@ -134,7 +134,7 @@ pub fn text(opts: &LabOptions, out: &LabOutcome) -> String {
 
 /// How the lab's two threads fared: how busy each was, and the share of frames that
 /// waited in the kernel past their core's catch-up window. A thread that takes more than
-/// 5 % of its frames late could not keep up with the emulated rate: the time it lost is
+/// 10 % of its frames late could not keep up with the emulated rate: the time it lost is
 /// lost to the fabric, which falls behind its twin.
 pub fn threads_line(out: &LabOutcome) -> String {
     let one = |name: &str, t: &crate::runtime::ports::ThreadStats| {
@@ -149,9 +149,9 @@ pub fn threads_line(out: &LabOutcome) -> String {
         one("switch", &out.switch_thread),
         one("hosts", &out.hosts_thread)
     );
-    if out.switch_thread.late().max(out.hosts_thread.late()) > 0.05 {
+    if out.switch_thread.late().max(out.hosts_thread.late()) > 0.10 {
         line.push_str(
-            "; a thread took over 5 % of its frames late, so it could not keep up: lower --rate for a faithful run",
+            "; a thread took over 10 % of its frames late, so it could not keep up: lower --rate for a faithful run",
         );
     }
     line

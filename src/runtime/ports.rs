@@ -60,12 +60,18 @@ struct Wire {
 
 impl Wire {
     /// When a frame of `len` bytes handed over at `at` has fully arrived: it starts once
-    /// the wire is free (never more than [`WIRE_SLACK`] behind `at`), takes its
-    /// serialisation time, then the cable.
+    /// the wire is free (never more than [`WIRE_SLACK`] behind `at`) and takes its
+    /// serialisation time, then the cable; the wire is free again after the inter-frame
+    /// gap too.
     fn carry(&mut self, at: Nanos, len: usize) -> Nanos {
         let start = at.max(self.free.min(at + WIRE_SLACK));
-        self.free = start + link::frame_time(len, self.bits_per_sec);
-        self.last = (self.free + self.propagation).max(self.last);
+        // The wire is busy for the frame and the gap after it, as the sender's shaper
+        // counts it; the frame has arrived when its last bit has.
+        let bits = u128::from(link::wire_bits(len));
+        let busy = (bits * 1_000_000_000).div_ceil(u128::from(self.bits_per_sec.max(1)));
+        self.free = start + Nanos(u64::try_from(busy).unwrap_or(u64::MAX));
+        let last_bit = start + link::frame_time(len, self.bits_per_sec);
+        self.last = (last_bit + self.propagation).max(self.last);
         self.last
     }
 }
