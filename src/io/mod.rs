@@ -220,16 +220,23 @@ pub fn open(
     }
 }
 
-/// The MTU of interface `name` in the network namespace of socket `fd`, if it can be read.
-fn interface_mtu(fd: &OwnedFd, name: &str) -> Option<usize> {
+/// An interface request naming `name`, the rest zero; None if the name is too long.
+fn ifreq_for(name: &str) -> Option<libc::ifreq> {
     if name.len() >= libc::IFNAMSIZ {
         return None;
     }
-    // SAFETY: an all-zero ifreq is valid; the name is copied in below, NUL-terminated.
+    // SAFETY: an all-zero ifreq is valid; the name is copied in below, NUL-terminated
+    // (it is shorter than the field, which stays zero after it).
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     for (d, s) in req.ifr_name.iter_mut().zip(name.bytes()) {
         *d = s as libc::c_char;
     }
+    Some(req)
+}
+
+/// The MTU of interface `name` in the network namespace of socket `fd`, if it can be read.
+fn interface_mtu(fd: &OwnedFd, name: &str) -> Option<usize> {
+    let mut req = ifreq_for(name)?;
     // SAFETY: SIOCGIFMTU reads the name and writes the MTU into the ifreq given.
     let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFMTU as _, &mut req) };
     // SAFETY: SIOCGIFMTU filled the union's MTU member.
@@ -263,18 +270,12 @@ struct DrvInfo {
 /// Whether interface `name` (in the network namespace of socket `fd`) is a veth.
 fn is_veth(fd: &OwnedFd, name: &str) -> bool {
     const ETHTOOL_GDRVINFO: u32 = 3;
-    if name.len() >= libc::IFNAMSIZ {
+    let Some(mut req) = ifreq_for(name) else {
         return false;
-    }
-    // SAFETY: all-zero ifreq and ethtool_drvinfo are valid; the fields set below complete
-    // them.
+    };
+    // SAFETY: an all-zero ethtool_drvinfo is valid; the command set below completes it.
     let mut info: DrvInfo = unsafe { std::mem::zeroed() };
     info.cmd = ETHTOOL_GDRVINFO;
-    // SAFETY: as above.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in req.ifr_name.iter_mut().zip(name.bytes()) {
-        *d = s as libc::c_char;
-    }
     req.ifr_ifru.ifru_data = (&mut info as *mut DrvInfo).cast();
     // SAFETY: SIOCETHTOOL reads the name and the command and fills `info`, which outlives
     // the call.

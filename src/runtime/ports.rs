@@ -47,13 +47,13 @@ pub struct Arrival {
     pub frame: Vec<u8>,
 }
 
-/// The emulated link into a port whose frames arrive instantly (a veth).
-#[derive(Debug, Clone, Copy)]
+/// The emulated link into a port whose frames arrive instantly (a veth): the sender's
+/// transmitter at the link's rate (the same exact accounting as the switch's shapers and
+/// the endpoints' NICs), then the cable.
+#[derive(Debug, Clone)]
 struct Wire {
-    bits_per_sec: u64,
+    tx: link::Transmitter,
     propagation: Nanos,
-    /// When the wire is free for the next frame's first bit.
-    free: Nanos,
     /// When the last frame arrived (frames never pass each other).
     last: Nanos,
 }
@@ -64,13 +64,12 @@ impl Wire {
     /// serialisation time, then the cable; the wire is free again after the inter-frame
     /// gap too.
     fn carry(&mut self, at: Nanos, len: usize) -> Nanos {
-        let start = at.max(self.free.min(at + WIRE_SLACK));
-        // The wire is busy for the frame and the gap after it, as the sender's shaper
-        // counts it; the frame has arrived when its last bit has.
-        let bits = u128::from(link::wire_bits(len));
-        let busy = (bits * 1_000_000_000).div_ceil(u128::from(self.bits_per_sec.max(1)));
-        self.free = start + Nanos(u64::try_from(busy).unwrap_or(u64::MAX));
-        let last_bit = start + link::frame_time(len, self.bits_per_sec);
+        if self.tx.free_at() > at + WIRE_SLACK {
+            // A sender that outran the link: the backlog is dropped, not the frames.
+            self.tx = link::Transmitter::new(self.tx.bits_per_sec());
+        }
+        let start = self.tx.start(at.max(self.tx.free_at()), len);
+        let last_bit = start + link::frame_time(len, self.tx.bits_per_sec());
         self.last = (last_bit + self.propagation).max(self.last);
         self.last
     }
@@ -187,9 +186,8 @@ impl Ports {
         let p = &mut self.ports[port];
         if p.rx.instant_link() {
             p.wire = Some(Wire {
-                bits_per_sec,
+                tx: link::Transmitter::new(bits_per_sec),
                 propagation,
-                free: Nanos::ZERO,
                 last: Nanos::ZERO,
             });
         }
@@ -525,6 +523,8 @@ pub struct Driver<C> {
     /// The latest time each core has seen, and the earliest it may run this round.
     last: Vec<Nanos>,
     floor: Vec<Nanos>,
+    /// Now less each core's catch-up window, this round.
+    oldest: Vec<Nanos>,
     clock: Clock,
     arrivals: Vec<Arrival>,
     /// Frames still on their emulated wire, by arrival time.
@@ -543,6 +543,7 @@ impl<C: Core> Driver<C> {
         Driver {
             last: vec![now; cores.len()],
             floor: vec![now; cores.len()],
+            oldest: vec![now; cores.len()],
             on_wire: Vec::new(),
             stats: ThreadStats::default(),
             spin_until: Instant::now(),
@@ -589,7 +590,8 @@ impl<C: Core> Driver<C> {
         let now = self.clock.now();
         // How far back each core may go this round.
         for (c, core) in self.cores.iter().enumerate() {
-            self.floor[c] = self.last[c].max(Nanos(now.0.saturating_sub(core.catch_up().0)));
+            self.oldest[c] = Nanos(now.0.saturating_sub(core.catch_up().0));
+            self.floor[c] = self.last[c].max(self.oldest[c]);
         }
         // Frames that were on their emulated wire and have landed by now come first, then
         // what the ports received, of which what is still on its wire waits. Every step
@@ -611,7 +613,7 @@ impl<C: Core> Driver<C> {
         for a in arrivals.drain(..) {
             let c = self.owner[a.port];
             self.stats.frames += 1;
-            if a.at.0 < now.0.saturating_sub(self.cores[c].catch_up().0) {
+            if a.at < self.oldest[c] {
                 self.stats.late_frames += 1;
             }
             let t = a.at.max(self.floor[c]).max(self.last[c]);
@@ -654,5 +656,50 @@ impl<C: Core> Driver<C> {
         }
         core.run_at(to, &mut self.ports);
         self.last[c] = to;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire(bits_per_sec: u64, propagation: Nanos) -> Wire {
+        Wire {
+            tx: link::Transmitter::new(bits_per_sec),
+            propagation,
+            last: Nanos::ZERO,
+        }
+    }
+
+    #[test]
+    fn frames_handed_over_together_arrive_a_wire_time_apart() {
+        // 1 Gb/s, 4138-byte frames (a 4096-byte RoCE payload): on the wire each takes
+        // (4138 + 4 FCS + 8 preamble) × 8 = 33,200 ns to its last bit, and the next can
+        // start 12 bytes of gap later: (4138 + 24) × 8 = 33,296 ns apart (IEEE 802.3).
+        let mut w = wire(1_000_000_000, Nanos(500));
+        for k in 0..4u64 {
+            assert_eq!(
+                w.carry(Nanos(1_000), 4138),
+                Nanos(1_000 + k * 33_296 + 33_200 + 500)
+            );
+        }
+        // A frame handed over after the wire went idle starts at once.
+        assert_eq!(
+            w.carry(Nanos(1_000_000), 4138),
+            Nanos(1_000_000 + 33_200 + 500)
+        );
+    }
+
+    #[test]
+    fn a_sender_that_outruns_the_link_is_taken_as_it_comes_past_the_slack() {
+        let mut w = wire(1_000_000_000, Nanos::ZERO);
+        let mut last = Nanos::ZERO;
+        // 100 frames at one instant: 3.3 ms of wire, more than the 1 ms slack.
+        for _ in 0..100 {
+            let at = w.carry(Nanos(0), 4138);
+            assert!(at >= last, "frames never pass each other");
+            last = at;
+        }
+        assert!(last <= WIRE_SLACK + Nanos(2 * 33_296), "{last:?}");
     }
 }
