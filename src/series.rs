@@ -21,9 +21,11 @@ pub enum ColumnKind {
     /// 1 when a switch's ingress priority group held its peer in XOFF at the sample or
     /// sent a PFC pause since the previous one (so pauses shorter than a step still show).
     Xoff,
-    /// 1 when a host's data priority was paused at the sample, or a pause arrived since
-    /// the previous one.
+    /// 1 when a host's data priority (or a switch's egress queue) was paused at the
+    /// sample, or a pause arrived since the previous one.
     Paused,
+    /// 1 when the PFC watchdog held a switch's egress queue as stormed at the sample.
+    Stormed,
 }
 
 /// One column on the series' time grid.
@@ -74,7 +76,10 @@ impl Track {
                 [(_, a), (t, b)] => (
                     t,
                     match kind {
-                        ColumnKind::QueueBytes | ColumnKind::Xoff | ColumnKind::Paused => a.max(b),
+                        ColumnKind::QueueBytes
+                        | ColumnKind::Xoff
+                        | ColumnKind::Paused
+                        | ColumnKind::Stormed => a.max(b),
                         ColumnKind::RateGbps => (a + b) / 2.0,
                         ColumnKind::RcGbps => b,
                     },
@@ -95,6 +100,13 @@ pub trait SwitchProbe {
     fn pg_xoff(&self, port: usize, pg: usize) -> bool;
     /// PFC frames `port` has sent for priority `pg` so far.
     fn pause_frames_sent(&self, port: usize, pg: usize) -> u64;
+    /// True when a PFC (or PAUSE) frame from the peer holds egress `queue` of `port` at
+    /// `now`.
+    fn queue_paused(&self, port: usize, queue: usize, now: Nanos) -> bool;
+    /// PFC frames received on `port` for priority `pg` so far (XON included).
+    fn pause_frames_received(&self, port: usize, pg: usize) -> u64;
+    /// True when the PFC watchdog holds egress `queue` of `port` as stormed.
+    fn queue_stormed(&self, port: usize, queue: usize) -> bool;
 }
 
 /// What a recorder reads from an endpoint.
@@ -117,10 +129,14 @@ fn flag(on: bool) -> f64 {
 /// Records one switch: every egress queue's depth and every lossless PG's XOFF state.
 #[derive(Debug, Clone)]
 pub struct SwitchRecorder {
-    /// Per port: 8 queue tracks, then one XOFF track per lossless PG.
+    /// Per port: 8 queue tracks, then per lossless PG an XOFF track, and tracks of its
+    /// egress queue paused by the peer and held as stormed by the watchdog.
     tracks: Vec<Track>,
     lossless: Vec<usize>,
+    /// The egress queue of each lossless priority.
+    queues: Vec<usize>,
     last_pauses: Vec<u64>,
+    last_received: Vec<u64>,
 }
 
 impl SwitchRecorder {
@@ -137,35 +153,62 @@ impl SwitchRecorder {
                     ColumnKind::QueueBytes,
                 ));
             }
-            for pg in &lossless {
+            for &pg in &lossless {
                 tracks.push(Track::new(
                     format!("xoff_{name}_{p}_pg{pg}"),
                     format!("{name}/{p} PG{pg} XOFF"),
                     ColumnKind::Xoff,
                 ));
+                let q = cfg.tc_to_queue[pg];
+                tracks.push(Track::new(
+                    format!("paused_{name}_{p}_q{q}"),
+                    format!("{name}/{p} q{q} paused"),
+                    ColumnKind::Paused,
+                ));
+                tracks.push(Track::new(
+                    format!("stormed_{name}_{p}_q{q}"),
+                    format!("{name}/{p} q{q} watchdog storm"),
+                    ColumnKind::Stormed,
+                ));
             }
         }
+        let queues = lossless
+            .iter()
+            .map(|&pg| usize::from(cfg.tc_to_queue[pg]))
+            .collect();
         let last_pauses = vec![0; cfg.ports.len() * lossless.len()];
         SwitchRecorder {
             tracks,
             lossless,
+            queues,
+            last_received: last_pauses.clone(),
             last_pauses,
         }
     }
 
     /// Takes one sample of `sw` at `now`.
     pub fn sample(&mut self, now: Nanos, sw: &impl SwitchProbe) {
-        let per_port = CLASSES + self.lossless.len();
+        let per_port = CLASSES + 3 * self.lossless.len();
         for (port, tracks) in self.tracks.chunks_mut(per_port).enumerate() {
             for (q, track) in tracks[..CLASSES].iter_mut().enumerate() {
                 track.samples.push((now, sw.queue_bytes(port, q) as f64));
             }
             for (k, &pg) in self.lossless.iter().enumerate() {
+                let i = port * self.lossless.len() + k;
                 let sent = sw.pause_frames_sent(port, pg);
-                let last = &mut self.last_pauses[port * self.lossless.len() + k];
-                let fresh = sent != std::mem::replace(last, sent);
+                let fresh = sent != std::mem::replace(&mut self.last_pauses[i], sent);
                 let on = sw.pg_xoff(port, pg) || fresh;
-                tracks[CLASSES + k].samples.push((now, flag(on)));
+                tracks[CLASSES + 3 * k].samples.push((now, flag(on)));
+                let got = sw.pause_frames_received(port, pg);
+                let fresh = got != std::mem::replace(&mut self.last_received[i], got);
+                let paused = sw.queue_paused(port, self.queues[k], now) || fresh;
+                tracks[CLASSES + 3 * k + 1]
+                    .samples
+                    .push((now, flag(paused)));
+                let stormed = sw.queue_stormed(port, self.queues[k]);
+                tracks[CLASSES + 3 * k + 2]
+                    .samples
+                    .push((now, flag(stormed)));
             }
         }
     }
@@ -175,7 +218,8 @@ impl SwitchRecorder {
         self.tracks.iter_mut().for_each(Track::halve);
     }
 
-    /// Per port in order: eight queue depths, then one XOFF flag per lossless PG.
+    /// Per port in order: eight queue depths, then per lossless PG its XOFF flag and its
+    /// queue's paused and stormed flags.
     pub fn finish(self) -> Vec<Track> {
         self.tracks
     }
@@ -323,9 +367,10 @@ impl Series {
             for c in &kept {
                 let v = c.values[row];
                 match c.kind {
-                    ColumnKind::QueueBytes | ColumnKind::Xoff | ColumnKind::Paused => {
-                        write!(w, ",{v}")?
-                    }
+                    ColumnKind::QueueBytes
+                    | ColumnKind::Xoff
+                    | ColumnKind::Paused
+                    | ColumnKind::Stormed => write!(w, ",{v}")?,
                     ColumnKind::RateGbps | ColumnKind::RcGbps => write!(w, ",{v:.4}")?,
                 }
             }
@@ -375,6 +420,15 @@ mod tests {
         }
         fn pause_frames_sent(&self, _: usize, _: usize) -> u64 {
             self.pauses
+        }
+        fn queue_paused(&self, _: usize, _: usize, _: Nanos) -> bool {
+            false
+        }
+        fn pause_frames_received(&self, _: usize, _: usize) -> u64 {
+            0
+        }
+        fn queue_stormed(&self, _: usize, _: usize) -> bool {
+            false
         }
     }
 

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use rocelab::report::{bundle, sim as report};
 use rocelab::sim::scenario::{SCENARIOS, Scenario, names, scenario_text};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Run a scenario (incast, staggered flows, ring all-reduce) in deterministic virtual
 /// time: the switch and endpoint cores joined by simulated links.
@@ -35,7 +35,11 @@ pub fn run(args: Args) -> Result<()> {
     if args.list {
         for (name, text) in SCENARIOS {
             let s = Scenario::from_toml(name, text, None)?;
-            sayln!("{name:<12} {}", s.description);
+            let variants = match s.variants.len() {
+                0 => String::new(),
+                n => format!(" ({n} variants)"),
+            };
+            sayln!("{name:<14} {}{variants}", s.description);
         }
         return Ok(());
     }
@@ -53,15 +57,77 @@ pub fn run(args: Args) -> Result<()> {
     let mut scenario = Scenario::load(&name)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
+        scenario.variants.iter_mut().for_each(|v| v.seed = seed);
     }
     // Checked now, made only when the results are written: a run that fails or is
     // interrupted leaves no empty folder.
     if let Some(dir) = &args.out {
         rocelab::output::check_folder(dir)?;
     }
-    say!("{}", report::header(&scenario));
+    if scenario.variants.is_empty() {
+        run_one(&scenario, args.out.as_deref())?;
+        return Ok(());
+    }
+    let n = scenario.variants.len();
+    let mut rows = Vec::with_capacity(n);
+    for (i, variant) in scenario.variants.iter().enumerate() {
+        let name = variant.variant.as_deref().unwrap_or_default();
+        sayln!("=== variant {}/{n}: {name} ===", i + 1);
+        let dir = args.out.as_ref().map(|d| d.join(slug(name)));
+        if let Some(d) = &args.out {
+            rocelab::output::make_folder(d)?;
+        }
+        rows.push(run_one(variant, dir.as_deref())?);
+        sayln!();
+    }
+    sayln!("the {n} variants side by side (the recorded run of each):");
+    say!("{}", report::compare_table(&rows));
+    if let Some(dir) = &args.out {
+        let json = serde_json::json!({
+            "scenario": scenario.name,
+            "description": scenario.description,
+            "variants": rows,
+        });
+        let text = serde_json::to_string_pretty(&json)? + "\n";
+        rocelab::output::write_whole(&dir.join("summary.json"), text.as_bytes())?;
+        sayln!(
+            "\nwrote summary.json and one folder per variant ({}) to {}",
+            scenario
+                .variants
+                .iter()
+                .map(|v| slug(v.variant.as_deref().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// A variant's name as a folder name: lower case, runs of anything but letters and
+/// digits as one '-'.
+fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out = out.trim_matches('-');
+    if out.is_empty() {
+        "variant".to_owned()
+    } else {
+        out.to_owned()
+    }
+}
+
+/// Runs one scenario (or one variant), prints its tables and writes its report folder.
+fn run_one(scenario: &Scenario, out: Option<&Path>) -> Result<report::Summary> {
+    say!("{}", report::header(scenario));
     let wall = std::time::Instant::now();
-    let outcome = rocelab::sim::run::run(&scenario)?;
+    let outcome = rocelab::sim::run::run(scenario)?;
     let elapsed = wall.elapsed().as_secs_f64();
     let end = outcome.net.engine.now();
     sayln!();
@@ -89,14 +155,18 @@ pub fn run(args: Args) -> Result<()> {
         outcome.frames,
         outcome.frames as f64 / elapsed.max(1e-9) / 1e6
     );
-    if let Some(dir) = &args.out {
-        let json = report::json(&scenario, &outcome);
-        bundle::write(dir, &json, &outcome.series, &scenario.name)
+    if let Some(dir) = out {
+        let json = report::json(scenario, &outcome);
+        let title = match &scenario.variant {
+            Some(v) => format!("{} ({v})", scenario.name),
+            None => scenario.name.clone(),
+        };
+        bundle::write(dir, &json, &outcome.series, &title)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
         sayln!(
             "\nwrote series.csv, queues.svg, rates.svg, pauses.svg and report.json to {}",
             dir.display()
         );
     }
-    Ok(())
+    Ok(report::summary(scenario, &outcome))
 }

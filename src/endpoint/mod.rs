@@ -22,6 +22,7 @@
 pub mod allreduce;
 pub mod app;
 pub mod dcqcn;
+pub mod fault;
 pub mod flow;
 pub mod qp;
 pub mod sweep;
@@ -31,10 +32,11 @@ use crate::link::{Transmitter, wire_bits};
 use crate::time::Nanos;
 use crate::wire::bth::{BthRepr, Opcode};
 use crate::wire::cnp::CnpRepr;
-use crate::wire::pfc::{MacControl, pause_duration};
+use crate::wire::pfc::{MacControl, PfcRepr, PrioritySet, pause_duration};
 use crate::wire::xth::{Aeth, ExtHeaders};
 use crate::wire::{self, Ecn, IpRepr, Ipv4Repr, MacAddr, RocePacket, RoceRepr, icrc};
 use dcqcn::{NotificationPoint, ReactionPoint};
+use fault::Faults;
 use qp::{Requester, Responder, Verdict};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -114,6 +116,16 @@ pub struct EndpointCounters {
     pub frames_sent: u64,
     /// WRITEs that could not land (unknown R_Key, out of range): dropped.
     pub access_errors: u64,
+    /// PFC frames the NIC sent (XON included): a slow receiver's or a pause storm's.
+    pub pfc_sent: u64,
+    /// Of those, with time 0 (XON).
+    pub pfc_xon_sent: u64,
+    /// PFC and PAUSE frames received and ignored (the `ignore-pause` fault).
+    pub pauses_ignored: u64,
+    /// Frames a slow receiver's full receive buffer dropped.
+    pub rx_buffer_drops: u64,
+    /// The highest occupancy of a slow receiver's receive buffer, bytes.
+    pub rx_buffer_watermark_bytes: u64,
 }
 
 /// Memory a QP's peer may WRITE into.
@@ -211,6 +223,11 @@ pub struct Endpoint {
     by_qpn: FxHashMap<u32, usize>,
     /// ACK, NAK and CNP frames waiting for the link, with their PFC priority.
     control: VecDeque<(u8, Vec<u8>)>,
+    /// PFC frames the NIC sends: ahead of everything, never paused.
+    mac_control: VecDeque<Vec<u8>>,
+    faults: Faults,
+    storm: Option<fault::StormState>,
+    rx_buffer: Option<fault::RxBuffer>,
     /// Buffers of control frames that went out, for the next ones.
     spare: Vec<Vec<u8>>,
     pause_until: [Nanos; 8],
@@ -238,6 +255,10 @@ impl Endpoint {
             qps: Vec::new(),
             by_qpn: FxHashMap::default(),
             control: VecDeque::new(),
+            mac_control: VecDeque::new(),
+            faults: Faults::default(),
+            storm: None,
+            rx_buffer: None,
             spare: Vec::new(),
             pause_until: [Nanos::ZERO; 8],
             link_pause_until: Nanos::ZERO,
@@ -278,7 +299,27 @@ impl Endpoint {
             c.cnps_received += k.cnps_received;
             c.ce_received += k.ce_received;
         }
+        if let Some(rx) = &self.rx_buffer {
+            c.rx_buffer_watermark_bytes = rx.watermark;
+        }
         c
+    }
+
+    /// Gives the NIC `faults` (a healthy NIC has none). Call before the first frame.
+    pub fn set_faults(&mut self, faults: Faults) {
+        self.faults = faults;
+        self.storm = faults.pause_storm.map(fault::StormState::new);
+        self.rx_buffer = faults.slow_receiver.map(fault::RxBuffer::new);
+    }
+
+    /// The NIC's faults.
+    pub fn faults(&self) -> Faults {
+        self.faults
+    }
+
+    /// Bytes waiting in a slow receiver's receive buffer (0 for a healthy NIC).
+    pub fn rx_buffer_bytes(&self) -> u64 {
+        self.rx_buffer.as_ref().map_or(0, |rx| rx.bytes())
     }
 
     /// A QP's current DCQCN rate, bit/s.
@@ -425,7 +466,9 @@ impl Endpoint {
         self.pause_until[usize::from(priority & 7)].max(self.link_pause_until)
     }
 
-    /// A frame arrives at `now`.
+    /// A frame arrives at `now`. A slow receiver holds it in its receive buffer until it
+    /// has drained ([`handle_timeout`](Self::handle_timeout) takes it from there); MAC
+    /// control frames never wait.
     pub fn handle_frame(&mut self, now: Nanos, frame: &[u8]) {
         self.advance_to(now);
         let Ok(meta) = wire::parse(frame) else { return };
@@ -433,6 +476,75 @@ impl Endpoint {
             self.receive_pause(now, frame, &meta);
             return;
         }
+        if let Some(rx) = &mut self.rx_buffer {
+            match rx.push(now, frame) {
+                Ok(Some(fault::Pfc::Xoff)) => self.rx_buffer_xoff(now),
+                Ok(_) => {}
+                Err(()) => self.counters.rx_buffer_drops += 1,
+            }
+            return;
+        }
+        self.receive(now, frame, &meta);
+    }
+
+    /// A slow receiver's buffer reached its XOFF point (or XOFF is due again).
+    fn rx_buffer_xoff(&mut self, now: Nanos) {
+        let quanta = u16::MAX;
+        let priority = self.data_priority;
+        let refresh = Nanos(pause_duration(quanta, self.link.bits_per_sec()).0 / 2);
+        if let Some(rx) = &mut self.rx_buffer {
+            rx.xoff = true;
+            rx.refresh_at = Some(now + refresh.max(Nanos(1)));
+        }
+        self.send_pfc(priority, quanta);
+    }
+
+    /// Queues a PFC frame for `priority` with `quanta` (0: XON) ahead of everything.
+    fn send_pfc(&mut self, priority: u8, quanta: u16) {
+        let pfc = MacControl::Pfc(PfcRepr::new(PrioritySet::single(priority & 7), quanta));
+        let mut buf = self.spare_buffer(wire::pfc::FRAME_LEN);
+        if pfc.emit(&mut buf, self.mac).is_ok() {
+            self.counters.pfc_sent += 1;
+            self.counters.pfc_xon_sent += u64::from(quanta == 0);
+            self.mac_control.push_back(buf);
+        } else {
+            self.spare.push(buf);
+        }
+    }
+
+    /// The faults' timers: frames a slow receiver has drained (handled now), its XON and
+    /// XOFF refresh, a pause storm's next XOFF.
+    fn run_faults(&mut self, now: Nanos) {
+        while let Some(frame) = self.rx_buffer.as_mut().and_then(|rx| rx.pop(now)) {
+            if let Ok(meta) = wire::parse(&frame) {
+                self.receive(now, &frame, &meta);
+            }
+            if let Some(rx) = &mut self.rx_buffer {
+                rx.recycle(frame);
+            }
+        }
+        if let Some(rx) = &mut self.rx_buffer {
+            if rx.after_drain() == Some(fault::Pfc::Xon) {
+                rx.xoff = false;
+                rx.refresh_at = None;
+                let priority = self.data_priority;
+                self.send_pfc(priority, 0);
+            } else if rx.xoff && rx.refresh_at.is_some_and(|t| t <= now) {
+                self.rx_buffer_xoff(now);
+            }
+        }
+        let rate = self.link.bits_per_sec();
+        if let Some(storm) = &mut self.storm
+            && storm.due(now, rate)
+        {
+            let (priority, quanta) = (storm.storm.priority, storm.storm.quanta);
+            self.send_pfc(priority, quanta);
+        }
+    }
+
+    /// A frame, parsed, reaches the NIC's receive logic at `now`.
+    fn receive(&mut self, now: Nanos, frame: &[u8], meta: &wire::FrameMeta) {
+        let meta = *meta;
         if !meta.is_roce() || frame.get(..6) != Some(&self.mac.0[..]) {
             return;
         }
@@ -549,6 +661,15 @@ impl Endpoint {
 
     fn receive_pause(&mut self, now: Nanos, frame: &[u8], meta: &wire::FrameMeta) {
         let rate = self.link.bits_per_sec();
+        if self.faults.ignore_pause {
+            if matches!(
+                MacControl::parse_frame(frame, meta),
+                Ok(MacControl::Pfc(_) | MacControl::Pause { .. })
+            ) {
+                self.counters.pauses_ignored += 1;
+            }
+            return;
+        }
         match MacControl::parse_frame(frame, meta) {
             Ok(MacControl::Pfc(pfc)) => {
                 for p in pfc.priorities().iter() {
@@ -665,6 +786,15 @@ impl Endpoint {
         if self.link.free_at() > now {
             return None;
         }
+        if let Some(frame) = self.mac_control.pop_front() {
+            self.link.start(now, frame.len());
+            self.counters.frames_sent += 1;
+            let sent = std::mem::replace(&mut self.out, frame);
+            if self.spare.len() < MAX_SPARE_BUFFERS {
+                self.spare.push(sent);
+            }
+            return Some(&self.out);
+        }
         if let Some(i) = self
             .control
             .iter()
@@ -755,6 +885,20 @@ impl Endpoint {
         let mut next: Option<Nanos> = None;
         let mut at = |t: Nanos| next = Some(next.map_or(t, |n| n.min(t)));
         let free = self.link.free_at();
+        if !self.mac_control.is_empty() {
+            at(free);
+        }
+        if let Some(rx) = &self.rx_buffer {
+            if let Some(t) = rx.next_drain() {
+                at(t);
+            }
+            if let Some(t) = rx.refresh_at {
+                at(t);
+            }
+        }
+        if let Some(t) = self.storm.as_ref().and_then(|s| s.next) {
+            at(t);
+        }
         for (p, _) in &self.control {
             at(free.max(self.priority_opens_at(*p)));
         }
@@ -785,6 +929,7 @@ impl Endpoint {
     /// deferred CNPs.
     pub fn handle_timeout(&mut self, now: Nanos) {
         self.advance_to(now);
+        self.run_faults(now);
         let interval = self.cfg.dcqcn.cnp_interval();
         let rto = self.cfg.rto();
         for qi in 0..self.qps.len() {

@@ -74,6 +74,9 @@ pub fn scenario(opts: &LabOptions) -> Scenario {
         endpoint: opts.endpoint.clone(),
         flows,
         allreduce,
+        faults: Vec::new(),
+        variant: None,
+        variants: Vec::new(),
     }
 }
 

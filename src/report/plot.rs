@@ -208,13 +208,19 @@ fn smooth(series: &Series, columns: &[&Column]) -> Vec<Column> {
         .collect()
 }
 
-/// PFC pause intervals: one row per switch ingress priority group that sent XOFF (the
-/// switch pausing its peer) and per host that was paused, a bar while it lasted.
+/// PFC pause intervals: one row per switch ingress priority group that sent XOFF (red:
+/// the switch pausing its peer), per switch queue and host that was paused (blue), and
+/// per queue the watchdog held as stormed (orange), a bar while it lasted.
 pub fn pauses_svg(series: &Series, title: &str) -> Result<String> {
     let rows: Vec<&Column> = series
         .kept()
         .into_iter()
-        .filter(|c| matches!(c.kind, ColumnKind::Xoff | ColumnKind::Paused))
+        .filter(|c| {
+            matches!(
+                c.kind,
+                ColumnKind::Xoff | ColumnKind::Paused | ColumnKind::Stormed
+            )
+        })
         .collect();
     let mut svg = String::new();
     {
@@ -254,10 +260,10 @@ pub fn pauses_svg(series: &Series, title: &str) -> Result<String> {
             .map_err(plot_err)?;
         }
         for (i, c) in rows.iter().enumerate() {
-            let color = if c.kind == ColumnKind::Xoff {
-                RGBColor(200, 40, 40)
-            } else {
-                RGBColor(40, 90, 200)
+            let color = match c.kind {
+                ColumnKind::Xoff => RGBColor(200, 40, 40),
+                ColumnKind::Stormed => RGBColor(230, 140, 20),
+                _ => RGBColor(40, 90, 200),
             };
             let y0 = i as f64 + 0.2;
             let y1 = i as f64 + 0.8;

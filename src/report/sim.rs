@@ -24,6 +24,9 @@ pub fn header(s: &Scenario) -> String {
         } => format!("{leaves} leaves x {spines} spines, {hosts_per_leaf} hosts per leaf"),
     };
     let mut out = format!("scenario {}", s.name);
+    if let Some(v) = &s.variant {
+        let _ = write!(out, ", variant {v}");
+    }
     if !s.description.is_empty() {
         let _ = write!(out, ": {}", s.description);
     }
@@ -45,6 +48,9 @@ pub fn header(s: &Scenario) -> String {
         },
         s.seed
     );
+    for line in crate::sim::faults::describe(&s.faults, t.bits_per_sec) {
+        let _ = writeln!(out, "fault: {line}");
+    }
     out
 }
 
@@ -97,16 +103,11 @@ pub fn qp_table(rows: &[QpRow], from: Nanos, to: Nanos) -> String {
     }
     if rows.len() > 1 {
         let rates: Vec<f64> = rows.iter().map(|r| r.gbps).collect();
-        let sum: f64 = rates.iter().sum();
-        let sq: f64 = rates.iter().map(|r| r * r).sum();
         let _ = writeln!(
             out,
-            "  total {sum:.3} Gb/s; Jain fairness {:.3}",
-            if sq > 0.0 {
-                sum * sum / (rates.len() as f64 * sq)
-            } else {
-                1.0
-            }
+            "  total {:.3} Gb/s; Jain fairness {:.3}",
+            rates.iter().sum::<f64>(),
+            jain(&rates)
         );
     }
     out
@@ -170,5 +171,176 @@ pub fn json(scenario: &Scenario, outcome: &Outcome) -> serde_json::Value {
         "switches": switches,
         "endpoints": endpoints,
         "frames_simulated": outcome.frames,
+        "variant": scenario.variant,
+        "faults": crate::sim::faults::describe(&scenario.faults, scenario.topology.bits_per_sec),
+        "storms": storms(net),
+        "summary": summary(scenario, outcome),
     })
+}
+
+/// Every storm the switches' watchdogs detected, with its times.
+fn storms(net: &crate::sim::topology::Network) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for (i, name) in net.switch_names.iter().enumerate() {
+        let sw = net.switch(i);
+        for s in sw.storms() {
+            out.push(serde_json::json!({
+                "switch": name,
+                "port": sw.config().ports[s.port].name,
+                "queue": s.queue,
+                "detected_ns": s.detected.0,
+                "restored_ns": s.restored.map(|t| t.0),
+            }));
+        }
+    }
+    out
+}
+
+/// One run of a scenario in a line: what a comparison of variants sets side by side.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    /// The variant's name (the scenario's, when it has none).
+    pub variant: String,
+    /// Payload goodput of all sending QPs over the measured span, Gb/s.
+    pub goodput_gbps: f64,
+    /// Jain's fairness index of those QPs' goodputs.
+    pub jain: f64,
+    /// The largest all-reduce size's bus bandwidth, GB/s (`None` without an all-reduce, or
+    /// when it did not finish).
+    pub busbw_gbytes_per_s: Option<f64>,
+    /// The deepest egress queue of any switch, bytes.
+    pub max_queue_bytes: u64,
+    /// PFC frames the switches sent (XON included).
+    pub switch_pfc_sent: u64,
+    /// PFC frames the hosts' NICs sent (slow receivers, pause storms).
+    pub host_pfc_sent: u64,
+    /// Frames the switches marked CE.
+    pub ce_marked: u64,
+    /// CNPs the endpoints sent.
+    pub cnps_sent: u64,
+    /// Data packets sent again.
+    pub retransmitted: u64,
+    /// Frames the switches dropped in lossless classes.
+    pub lossless_drops: u64,
+    /// Frames the switches dropped in lossy classes.
+    pub lossy_drops: u64,
+    /// Frames the hosts' full receive buffers dropped.
+    pub host_drops: u64,
+    /// Storms the PFC watchdogs detected.
+    pub storms_detected: u64,
+}
+
+/// What the recorded run of `scenario` comes to, in one [`Summary`].
+pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
+    let net = &outcome.net;
+    let mut s = Summary {
+        variant: scenario
+            .variant
+            .clone()
+            .unwrap_or_else(|| scenario.name.clone()),
+        goodput_gbps: outcome.qps.iter().map(|q| q.gbps).sum(),
+        jain: jain(&outcome.qps.iter().map(|q| q.gbps).collect::<Vec<_>>()),
+        busbw_gbytes_per_s: outcome
+            .allreduce
+            .last()
+            .filter(|r| r.result.time_ns.is_some())
+            .map(|r| r.result.busbw()),
+        max_queue_bytes: 0,
+        switch_pfc_sent: 0,
+        host_pfc_sent: 0,
+        ce_marked: 0,
+        cnps_sent: 0,
+        retransmitted: 0,
+        lossless_drops: 0,
+        lossy_drops: 0,
+        host_drops: 0,
+        storms_detected: 0,
+    };
+    for h in 0..net.hosts.len() {
+        let c = net.endpoint(h).counters();
+        s.host_pfc_sent += c.pfc_sent;
+        s.cnps_sent += c.cnps_sent;
+        s.retransmitted += c.retransmitted_packets;
+        s.host_drops += c.rx_buffer_drops;
+    }
+    for i in 0..net.switches.len() {
+        let sw = net.switch(i);
+        let lossless = sw.config().lossless;
+        for p in 0..sw.port_count() {
+            for (k, c) in sw.counters(p).classes.iter().enumerate() {
+                s.max_queue_bytes = s.max_queue_bytes.max(c.queue_watermark_bytes);
+                s.switch_pfc_sent += c.tx_pause_frames;
+                s.ce_marked += c.ecn_marked;
+                s.storms_detected += c.storms_detected;
+                if lossless.contains(k as u8) {
+                    s.lossless_drops += c.dropped();
+                } else {
+                    s.lossy_drops += c.dropped();
+                }
+            }
+        }
+    }
+    s
+}
+
+/// Jain's fairness index of `rates` (1 when they are equal, or when there are none).
+fn jain(rates: &[f64]) -> f64 {
+    let sum: f64 = rates.iter().sum();
+    let sq: f64 = rates.iter().map(|r| r * r).sum();
+    if sq > 0.0 {
+        sum * sum / (rates.len() as f64 * sq)
+    } else {
+        1.0
+    }
+}
+
+/// The variants side by side, one row each.
+pub fn compare_table(rows: &[Summary]) -> String {
+    let width = rows
+        .iter()
+        .map(|r| r.variant.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<width$} {:>12} {:>6} {:>11} {:>13} {:>10} {:>12} {:>10} {:>10} {:>8} {:>15} {:>12} {:>11} {:>7}",
+        "variant",
+        "goodput Gb/s",
+        "Jain",
+        "busbw GB/s",
+        "max queue KB",
+        "PFC by sw",
+        "PFC by hosts",
+        "CE marked",
+        "CNPs sent",
+        "retrans",
+        "lossless drops",
+        "lossy drops",
+        "host drops",
+        "storms"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<width$} {:>12.3} {:>6.3} {:>11} {:>13.1} {:>10} {:>12} {:>10} {:>10} {:>8} {:>15} {:>12} {:>11} {:>7}",
+            r.variant,
+            r.goodput_gbps,
+            r.jain,
+            r.busbw_gbytes_per_s
+                .map_or_else(|| "-".to_owned(), |b| format!("{b:.3}")),
+            r.max_queue_bytes as f64 / 1000.0,
+            r.switch_pfc_sent,
+            r.host_pfc_sent,
+            r.ce_marked,
+            r.cnps_sent,
+            r.retransmitted,
+            r.lossless_drops,
+            r.lossy_drops,
+            r.host_drops,
+            r.storms_detected
+        );
+    }
+    out
 }

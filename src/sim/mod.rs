@@ -1,6 +1,7 @@
 //! `rocelab sim`: switch and endpoint cores joined by links in deterministic virtual time.
 
 pub mod engine;
+pub mod faults;
 pub mod run;
 pub mod scenario;
 pub mod series;

@@ -3,6 +3,7 @@
 //! configuration, bulk flows and a ring all-reduce sweep. Errors name the key and say
 //! what is allowed, as the switch configuration's do.
 
+use super::faults::{self, FaultSpec, HostFault};
 use super::topology::{self, Network};
 use crate::config::endpoint::EndpointConfig;
 use crate::config::{ConfigError, SwitchConfig, location, merge_toml, preset_text};
@@ -13,9 +14,16 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 6] = [
+pub const SCENARIOS: [(&str, &str); 10] = [
     ("incast", include_str!("scenarios/incast.toml")),
     ("incast-8", include_str!("scenarios/incast-8.toml")),
+    ("pfc-incast", include_str!("scenarios/pfc-incast.toml")),
+    ("ecn-vs-pfc", include_str!("scenarios/ecn-vs-pfc.toml")),
+    (
+        "slow-receiver",
+        include_str!("scenarios/slow-receiver.toml"),
+    ),
+    ("pfc-storm", include_str!("scenarios/pfc-storm.toml")),
     ("staggered", include_str!("scenarios/staggered.toml")),
     ("ring", include_str!("scenarios/ring.toml")),
     ("ring-incast", include_str!("scenarios/ring-incast.toml")),
@@ -56,6 +64,11 @@ struct ScenarioFile {
     flows: Vec<FlowSpec>,
     allreduce: Option<AllReduceSpec>,
     memory_budget_mib: Option<u64>,
+    #[serde(default, rename = "fault")]
+    faults: Vec<FaultSpec>,
+    /// Checked and applied by [`Scenario::from_toml`], before this struct is resolved.
+    #[serde(default, rename = "variant")]
+    variants: Vec<toml::Table>,
 }
 
 fn one() -> u64 {
@@ -239,6 +252,13 @@ pub struct Scenario {
     pub flows: Vec<FlowPlan>,
     /// The all-reduce sweep, if any.
     pub allreduce: Option<AllReducePlan>,
+    /// NIC faults of some hosts (`[[fault]]`).
+    pub faults: Vec<HostFault>,
+    /// The variant's name, for one of [`variants`](Self::variants).
+    pub variant: Option<String>,
+    /// The same scenario with some keys changed (`[[variant]]`), run one after the other
+    /// and compared; empty when the scenario has none.
+    pub variants: Vec<Scenario>,
 }
 
 /// Virtual time an all-reduce size may take when the scenario gives no duration.
@@ -331,7 +351,69 @@ impl Scenario {
                 .unwrap_or_else(|| "scenario".to_owned());
             err(key, e.message().trim_end().to_owned())
         })?;
-        file.resolve(name, dir)
+        let variant_tables = file.variants.clone();
+        let mut scenario = file.resolve(name, dir)?;
+        if variant_tables.is_empty() {
+            return Ok(scenario);
+        }
+        // The whole file as a table, each variant's keys laid over it.
+        let mut base: toml::Table =
+            toml::from_str(text).map_err(|e| err("scenario", e.message().to_owned()))?;
+        base.remove("variant");
+        for (i, mut v) in variant_tables.into_iter().enumerate() {
+            let key = format!("variant[{i}]");
+            let variant_name = match v.remove("name") {
+                Some(toml::Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
+                _ => return Err(err(format!("{key}.name"), "give each variant a name")),
+            };
+            if scenario
+                .variants
+                .iter()
+                .any(|s| s.variant.as_deref() == Some(&*variant_name))
+            {
+                return Err(err(
+                    format!("{key}.name"),
+                    format!("'{variant_name}' names two variants"),
+                ));
+            }
+            let mut table = base.clone();
+            for (k, value) in v {
+                match (k.as_str(), value) {
+                    ("description", value @ toml::Value::String(_)) => {
+                        table.insert(k, value);
+                    }
+                    ("switch" | "endpoint", toml::Value::Table(over)) => {
+                        let mut merged = match table.remove(&k) {
+                            Some(toml::Value::Table(t)) => t,
+                            _ => toml::Table::new(),
+                        };
+                        crate::config::merge_toml(&mut merged, over);
+                        table.insert(k, toml::Value::Table(merged));
+                    }
+                    // A variant's faults replace the scenario's.
+                    ("fault", value @ toml::Value::Array(_)) => {
+                        table.insert(k, value);
+                    }
+                    (k, _) => {
+                        return Err(err(
+                            format!("{key}.{k}"),
+                            "a variant takes name, description, and tables switch, endpoint \
+                             and fault laid over the scenario's",
+                        ));
+                    }
+                }
+            }
+            let prefix = |e: ConfigError| ConfigError {
+                key: format!("{key} ({variant_name}): {}", e.key),
+                message: e.message,
+            };
+            let file = ScenarioFile::deserialize(toml::Value::Table(table))
+                .map_err(|e| prefix(err("scenario", e.message().trim_end().to_owned())))?;
+            let mut resolved = file.resolve(name, dir).map_err(prefix)?;
+            resolved.variant = Some(variant_name);
+            scenario.variants.push(resolved);
+        }
+        Ok(scenario)
     }
 
     /// Builds the network with its flows (the all-reduce ranks get theirs from
@@ -362,6 +444,9 @@ impl Scenario {
             Flow::prepare_receiver(net.endpoint_mut(f.to), f.message_bytes);
             let (q, _) = net.connect_qp(f.from, f.to);
             net.host_mut(f.from).app = Some(Flow::new(q, f.bytes, f.message_bytes, f.start).into());
+        }
+        for f in &self.faults {
+            net.endpoint_mut(f.host).set_faults(f.faults);
         }
         net
     }
@@ -500,7 +585,20 @@ impl ScenarioFile {
                 ),
             ));
         }
+        // The largest RoCE frame a host receives: the path MTU of payload under Ethernet,
+        // 802.1Q, IPv4, UDP, BTH, RETH and ICRC.
+        let largest_frame = u64::from(endpoint.mtu) + 78;
+        let faults = faults::resolve(
+            &self.faults,
+            hosts,
+            endpoint.priority_of(endpoint.dscp),
+            topology.bits_per_sec,
+            largest_frame,
+        )?;
         Ok(Scenario {
+            faults,
+            variant: None,
+            variants: Vec::new(),
             name: name.to_owned(),
             description: self.description.trim().to_owned(),
             seed: self.seed,

@@ -161,6 +161,8 @@ pub struct Switch {
     watchdog_anchor: Option<Nanos>,
     /// The last k whose poll ran.
     watchdog_ticks_done: u64,
+    /// Storms the watchdog detected, with their times.
+    storms: Vec<pfc::StormRecord>,
 }
 
 /// Picks an ECMP member: a hash of the IP addresses and UDP ports (of the MACs for other
@@ -232,6 +234,7 @@ impl Switch {
             routes: Default::default(),
             watchdog_anchor: None,
             watchdog_ticks_done: 0,
+            storms: Vec::new(),
             cfg: cfg.clone(),
         }
     }
@@ -571,5 +574,18 @@ impl crate::series::SwitchProbe for Switch {
 
     fn pause_frames_sent(&self, port: usize, pg: usize) -> u64 {
         self.counters(port).classes[pg].tx_pause_frames
+    }
+
+    fn queue_paused(&self, port: usize, queue: usize, now: Nanos) -> bool {
+        let p = &self.ports[port];
+        p.pause_until[queue].max(p.link_pause_until) > now
+    }
+
+    fn pause_frames_received(&self, port: usize, pg: usize) -> u64 {
+        self.counters(port).classes[pg].rx_pause_frames
+    }
+
+    fn queue_stormed(&self, port: usize, queue: usize) -> bool {
+        self.is_stormed(port, queue)
     }
 }

@@ -19,7 +19,28 @@ pub struct QueueWatchdog {
     pub last_pause_rx: Nanos,
 }
 
+/// A storm the watchdog detected: on which queue, when, and when it restored it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StormRecord {
+    /// The egress port.
+    pub port: usize,
+    /// The queue.
+    pub queue: usize,
+    /// The poll that detected it.
+    pub detected: Nanos,
+    /// The poll that restored it, if one did.
+    pub restored: Option<Nanos>,
+}
+
+/// Storms kept in [`Switch::storms`]; later ones are only counted.
+pub const MAX_STORM_RECORDS: usize = 4096;
+
 impl Switch {
+    /// The storms the watchdog detected, in order (the first [`MAX_STORM_RECORDS`]).
+    pub fn storms(&self) -> &[StormRecord] {
+        &self.storms
+    }
+
     fn queue_pfc(&mut self, now: Nanos, port: usize, pg: usize, quanta: u16, note: Option<Note>) {
         let pfc = MacControl::Pfc(PfcRepr::new(PrioritySet::single(pg as u8), quanta));
         let mut buf = self.pool.pop().unwrap_or_default();
@@ -170,6 +191,14 @@ impl Switch {
                     if tick.saturating_sub(w.last_pause_rx) >= wd.restoration {
                         p.watchdog[q].stormed = false;
                         p.counters.classes[q].storms_restored += 1;
+                        if let Some(s) = self
+                            .storms
+                            .iter_mut()
+                            .rev()
+                            .find(|s| s.port == port && s.queue == q && s.restored.is_none())
+                        {
+                            s.restored = Some(tick);
+                        }
                     }
                     continue;
                 }
@@ -178,6 +207,14 @@ impl Switch {
                 if paused && waiting && tick.saturating_sub(w.last_progress) >= wd.detection {
                     p.watchdog[q].stormed = true;
                     p.counters.classes[q].storms_detected += 1;
+                    if self.storms.len() < MAX_STORM_RECORDS {
+                        self.storms.push(StormRecord {
+                            port,
+                            queue: q,
+                            detected: tick,
+                            restored: None,
+                        });
+                    }
                     if wd.action == WatchdogAction::Drop {
                         self.flush_queue(tick, port, q);
                     }
