@@ -253,6 +253,12 @@ fn every_builtin_scenario_is_listed_and_shown() {
         "ring",
         "ring-incast",
         "leaf-spine",
+        "pfc-incast",
+        "ecn-vs-pfc",
+        "slow-receiver",
+        "victim-flow",
+        "pfc-storm",
+        "deadlock",
     ] {
         assert!(
             list.lines().any(|l| l.starts_with(name)),
@@ -287,7 +293,7 @@ fn bad_scenarios_name_the_key() {
             "switch.queue.3.ecn",
         ),
         (
-            SMALL_INCAST.replace("kind = \"star\"", "kind = \"ring\""),
+            SMALL_INCAST.replace("kind = \"star\"", "kind = \"torus\""),
             "topology.kind",
         ),
         (SMALL_INCAST.replace("duration_ms = 3", ""), "duration_ms"),

@@ -14,7 +14,14 @@ use rocelab::wire::pfc::FRAME_LEN as PFC_FRAME_LEN;
 /// Bytes a RoCEv2 WRITE-only packet of `payload` bytes takes on the wire: Ethernet 14,
 /// IPv4 20, UDP 8, BTH 12, RETH 16, ICRC 4, FCS 4, preamble 8 and inter-frame gap 12.
 fn wire_bytes(payload: u64) -> u64 {
-    payload + 14 + 20 + 8 + 12 + 16 + 4 + 4 + 8 + 12
+    message_wire_bytes(payload, payload)
+}
+
+/// Bytes a WRITE message of `message` bytes takes on the wire in packets of at most
+/// `mtu` bytes of payload: each packet's headers and trailers as above, RETH on the first.
+fn message_wire_bytes(message: u64, mtu: u64) -> u64 {
+    let packets = message.div_ceil(mtu);
+    message + packets * (14 + 20 + 8 + 12 + 4 + 4 + 8 + 12) + 16
 }
 
 /// Bytes of that packet a receive buffer holds: the frame without FCS, preamble and gap.
@@ -119,6 +126,61 @@ fn a_slow_receiver_pauses_the_switch_which_pauses_the_senders() {
 }
 
 #[test]
+fn a_victim_flow_is_blocked_by_pfc_alone_and_freed_by_dcqcn() {
+    let runs = run_all("victim-flow");
+    let [(s, pfc_net, pfc), (_, dcqcn_net, dcqcn)] = &runs[..] else {
+        panic!("two variants")
+    };
+    // The victim is the only flow to a host nobody else sends to.
+    let victim = s
+        .flows
+        .iter()
+        .find(|f| s.flows.iter().filter(|g| g.to == f.to).count() == 1)
+        .expect("a victim flow");
+    let incast: Vec<_> = s.flows.iter().filter(|f| f.to != victim.to).collect();
+    let per_leaf = match s.topology.shape {
+        rocelab::sim::scenario::Shape::LeafSpine { hosts_per_leaf, .. } => hosts_per_leaf,
+        other => panic!("a leaf-spine, not {other:?}"),
+    };
+    let leaf = |h: usize| h / per_leaf;
+    // Max-min fair share: the congested port splits its link among the incast; the
+    // victim's uplink carries the incast senders of its own leaf, and the rest is its.
+    let link = s.topology.bits_per_sec as f64 / 1e9;
+    let sharing = incast
+        .iter()
+        .filter(|f| leaf(f.from) == leaf(victim.from))
+        .count() as f64;
+    let wire_share = link - sharing * link / incast.len() as f64;
+    let m = victim.message_bytes as u64;
+    let fair = wire_share * m as f64 / message_wire_bytes(m, u64::from(s.endpoint.mtu)) as f64;
+    let goodput = |o: &Outcome| {
+        o.qps
+            .iter()
+            .find(|q| q.host == victim.from)
+            .map(|q| q.gbps)
+            .expect("the victim's QP")
+    };
+    let (blocked, freed) = (goodput(pfc_net), goodput(dcqcn_net));
+    assert!(
+        blocked < 0.5 * fair,
+        "PFC alone: victim {blocked:.2} Gb/s, fair share {fair:.2}"
+    );
+    assert!(
+        freed > 0.8 * fair,
+        "DCQCN: victim {freed:.2} Gb/s, fair share {fair:.2}"
+    );
+    assert!(
+        pfc_net.net.endpoint(victim.from).counters().pauses_received > 0,
+        "the victim's host was paused"
+    );
+    assert!(
+        pfc.switch_pfc_sent > dcqcn.switch_pfc_sent * 10,
+        "{pfc:?} {dcqcn:?}"
+    );
+    assert_eq!(pfc.lossless_drops + dcqcn.lossless_drops, 0);
+}
+
+#[test]
 fn the_watchdog_detects_and_restores_a_pause_storm_within_its_windows() {
     for (s, outcome, sum) in run_all("pfc-storm") {
         let name = s.variant.clone().unwrap();
@@ -182,6 +244,53 @@ fn the_watchdog_detects_and_restores_a_pause_storm_within_its_windows() {
 }
 
 #[test]
+fn a_cyclic_buffer_dependency_deadlocks_under_pfc_and_the_watchdog_breaks_it() {
+    use rocelab::series::SwitchProbe as _;
+    let runs = run_all("deadlock");
+    let [
+        (s, stuck, _),
+        (_, dropped, drop_sum),
+        (_, forward, forward_sum),
+    ] = &runs[..]
+    else {
+        panic!("three variants")
+    };
+    assert_eq!(s.flows.len(), 4);
+    // PFC alone: not one byte delivered after the deadlock formed, to the end.
+    for q in &stuck.qps {
+        assert_eq!(q.gbps, 0.0, "host {} moved data in a deadlock", q.host);
+    }
+    // ... and it is a deadlock: every switch's queue to the next holds frames, paused.
+    let end = stuck.net.engine.now();
+    for i in 0..stuck.net.switches.len() {
+        let sw = stuck.net.switch(i);
+        let cw = sw.port_index(&format!("r{i}cw")).unwrap();
+        assert!(sw.queue_frames(cw, 3) > 0, "r{i}: frames stuck");
+        assert!(sw.queue_paused(cw, 3, end), "r{i}: held by the next switch");
+    }
+    // Drop: the watchdog flushes every ring queue; the flows resend and make progress.
+    assert!(drop_sum.storms_detected >= 4, "{drop_sum:?}");
+    assert!(drop_sum.lossless_drops > 0);
+    for q in &dropped.qps {
+        assert!(q.gbps > 0.0, "host {}: progress after the flush", q.host);
+    }
+    // Forward: the stormed queues ignore the pause and the flows run at more than half
+    // their share: two flows on every ring link.
+    let link = s.topology.bits_per_sec as f64 / 1e9;
+    let m = s.flows[0].message_bytes as u64;
+    let fair = link / 2.0 * m as f64 / wire_bytes(m) as f64;
+    assert!(forward_sum.storms_detected >= 4);
+    for q in &forward.qps {
+        assert!(
+            q.gbps > 0.5 * fair,
+            "host {}: {:.2} Gb/s, fair share {fair:.2}",
+            q.host,
+            q.gbps
+        );
+    }
+}
+
+#[test]
 fn senders_that_ignore_pause_overflow_the_headroom() {
     let mut text = rocelab::sim::scenario::scenario_text("pfc-incast")
         .unwrap()
@@ -232,4 +341,18 @@ fn faults_and_variants_are_checked_with_their_keys() {
     assert!(e.contains("variant[0] (a)"), "{e}");
     let e = bad("[[variant]]\nname = \"a\"\n[[variant]]\nname = \"a\"");
     assert!(e.contains("variant[1].name"), "{e}");
+    let ring = |topology: &str| {
+        let text = base.replace(
+            "kind = \"star\"\nhosts = 5                # hosts 0-3 send to host 4",
+            topology,
+        );
+        assert_ne!(text, base, "the star is replaced");
+        Scenario::from_toml("t", &text, None)
+    };
+    let e = ring("kind = \"ring\"\nswitches = 2\nhosts_per_switch = 3").unwrap_err();
+    assert!(e.to_string().contains("topology.switches"), "{e}");
+    let e = ring("kind = \"ring\"\nswitches = 3\nhosts = 5").unwrap_err();
+    assert!(e.to_string().contains("topology.hosts"), "{e}");
+    let ok = ring("kind = \"ring\"\nswitches = 3\nhosts_per_switch = 2").expect("a ring");
+    assert_eq!(ok.topology.hosts(), 6);
 }

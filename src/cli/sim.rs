@@ -5,12 +5,13 @@ use rocelab::report::{bundle, sim as report};
 use rocelab::sim::scenario::{SCENARIOS, Scenario, names, scenario_text};
 use std::path::{Path, PathBuf};
 
-/// Run a scenario (incast, staggered flows, ring all-reduce) in deterministic virtual
-/// time: the switch and endpoint cores joined by simulated links.
+/// Run a scenario (incasts, NIC faults, ring all-reduce, variants side by side) in
+/// deterministic virtual time: the switch and endpoint cores joined by simulated links.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A scenario file (TOML), or a built-in scenario: incast, incast-8, staggered, ring,
-    /// ring-incast, leaf-spine (`--list` describes them). Also as `--scenario NAME`.
+    /// A scenario file (TOML), or a built-in scenario (`--list` names and describes
+    /// them: incasts, PFC and ECN side by side, slow receivers, victim flows, pause
+    /// storms, deadlock, ring all-reduce). Also as `--scenario NAME`.
     #[arg(value_name = "SCENARIO", conflicts_with = "scenario_flag")]
     scenario: Option<String>,
     /// The same as the positional SCENARIO (default: incast).

@@ -22,6 +22,12 @@ pub fn header(s: &Scenario) -> String {
             spines,
             hosts_per_leaf,
         } => format!("{leaves} leaves x {spines} spines, {hosts_per_leaf} hosts per leaf"),
+        Shape::Ring {
+            switches,
+            hosts_per_switch,
+        } => format!(
+            "a ring of {switches} switches, {hosts_per_switch} hosts each, shorter way round"
+        ),
     };
     let mut out = format!("scenario {}", s.name);
     if let Some(v) = &s.variant {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 10] = [
+pub const SCENARIOS: [(&str, &str); 12] = [
     ("incast", include_str!("scenarios/incast.toml")),
     ("incast-8", include_str!("scenarios/incast-8.toml")),
     ("pfc-incast", include_str!("scenarios/pfc-incast.toml")),
@@ -23,7 +23,9 @@ pub const SCENARIOS: [(&str, &str); 10] = [
         "slow-receiver",
         include_str!("scenarios/slow-receiver.toml"),
     ),
+    ("victim-flow", include_str!("scenarios/victim-flow.toml")),
     ("pfc-storm", include_str!("scenarios/pfc-storm.toml")),
+    ("deadlock", include_str!("scenarios/deadlock.toml")),
     ("staggered", include_str!("scenarios/staggered.toml")),
     ("ring", include_str!("scenarios/ring.toml")),
     ("ring-incast", include_str!("scenarios/ring-incast.toml")),
@@ -87,6 +89,8 @@ struct TopologySpec {
     leaves: Option<usize>,
     spines: Option<usize>,
     hosts_per_leaf: Option<usize>,
+    switches: Option<usize>,
+    hosts_per_switch: Option<usize>,
     link_gbps: f64,
     #[serde(default = "thousand")]
     delay_ns: u64,
@@ -161,6 +165,13 @@ pub enum Shape {
         /// Hosts on the switch, 2 to 4096.
         hosts: usize,
     },
+    /// Switches in a ring, each with hosts; traffic goes the shorter way round.
+    Ring {
+        /// Switches in the ring, 3 to 64.
+        switches: usize,
+        /// Hosts on each switch.
+        hosts_per_switch: usize,
+    },
     /// Leaves with hosts, every leaf linked to every spine, ECMP over the spines.
     LeafSpine {
         /// Leaf switches, each with `hosts_per_leaf` hosts.
@@ -195,6 +206,10 @@ impl Topology {
                 hosts_per_leaf,
                 ..
             } => leaves * hosts_per_leaf,
+            Shape::Ring {
+                switches,
+                hosts_per_switch,
+            } => switches * hosts_per_switch,
         }
     }
 }
@@ -439,6 +454,10 @@ impl Scenario {
                 t.delay,
                 seed,
             ),
+            Shape::Ring {
+                switches,
+                hosts_per_switch,
+            } => topology::ring(&self.switch, &ep, switches, hosts_per_switch, t.delay, seed),
         };
         for f in &self.flows {
             Flow::prepare_receiver(net.endpoint_mut(f.to), f.message_bytes);
@@ -632,6 +651,10 @@ fn memory_estimate(
             spines,
             hosts_per_leaf,
         } => (leaves * (hosts_per_leaf + 2 * spines)) as u64,
+        Shape::Ring {
+            switches,
+            hosts_per_switch,
+        } => (switches * (hosts_per_switch + 2)) as u64,
     };
     let nodes = (hosts + ports).saturating_mul(NODE_BYTES);
     let ranks_bytes = allreduce.map_or(0, |a| {
@@ -764,13 +787,19 @@ impl TopologySpec {
                     ("leaves", self.leaves.is_some()),
                     ("spines", self.spines.is_some()),
                     ("hosts_per_leaf", self.hosts_per_leaf.is_some()),
+                    ("switches", self.switches.is_some()),
+                    ("hosts_per_switch", self.hosts_per_switch.is_some()),
                 ])?;
                 Shape::Star {
                     hosts: count("hosts", self.hosts, 2)?,
                 }
             }
             "leaf-spine" => {
-                unused(&[("hosts", self.hosts.is_some())])?;
+                unused(&[
+                    ("hosts", self.hosts.is_some()),
+                    ("switches", self.switches.is_some()),
+                    ("hosts_per_switch", self.hosts_per_switch.is_some()),
+                ])?;
                 if self.loss != 0.0 {
                     return Err(err("topology.loss", "only a star has lossy links"));
                 }
@@ -780,10 +809,32 @@ impl TopologySpec {
                     hosts_per_leaf: count("hosts_per_leaf", self.hosts_per_leaf, 1)?,
                 }
             }
+            "ring" => {
+                unused(&[
+                    ("hosts", self.hosts.is_some()),
+                    ("leaves", self.leaves.is_some()),
+                    ("spines", self.spines.is_some()),
+                    ("hosts_per_leaf", self.hosts_per_leaf.is_some()),
+                ])?;
+                if self.loss != 0.0 {
+                    return Err(err("topology.loss", "only a star has lossy links"));
+                }
+                let switches = count("switches", self.switches, 3)?;
+                if switches > 64 {
+                    return Err(err(
+                        "topology.switches",
+                        format!("{switches} is not allowed; give 3 to 64"),
+                    ));
+                }
+                Shape::Ring {
+                    switches,
+                    hosts_per_switch: count("hosts_per_switch", self.hosts_per_switch, 1)?,
+                }
+            }
             other => {
                 return Err(err(
                     "topology.kind",
-                    format!("'{other}': give \"star\" or \"leaf-spine\""),
+                    format!("'{other}': give \"star\", \"leaf-spine\" or \"ring\""),
                 ));
             }
         };
@@ -812,7 +863,7 @@ impl TopologySpec {
             return Err(err(
                 "topology",
                 format!(
-                    "{} hosts; at most {MAX_HOSTS} (leaves × hosts_per_leaf for a leaf-spine)",
+                    "{} hosts; at most {MAX_HOSTS} (leaves × hosts_per_leaf for a leaf-spine, switches × hosts_per_switch for a ring)",
                     topology.hosts()
                 ),
             ));

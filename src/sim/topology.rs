@@ -1,5 +1,6 @@
-//! Networks to simulate: one switch with N hosts (a star), or a leaf–spine fabric whose
-//! leaves spread remote traffic over the spines by ECMP on the UDP source port.
+//! Networks to simulate: one switch with N hosts (a star), a leaf–spine fabric whose
+//! leaves spread remote traffic over the spines by ECMP on the UDP source port, or a ring
+//! of switches routed the shorter way round (the shape of a cyclic buffer dependency).
 
 use super::engine::{Engine, Host, Node};
 use crate::config::endpoint::EndpointConfig;
@@ -191,6 +192,71 @@ pub fn leaf_spine(
             .chain((0..spines).map(|s| format!("spine{s}")))
             .collect(),
         switches: leaf_nodes.into_iter().chain(spine_nodes).collect(),
+        attachments,
+        next_qpn: FIRST_QPN,
+    }
+}
+
+/// `switches` switches in a ring, each with `hosts_per_switch` hosts; switch i's ports are
+/// its hosts (`r{i}h{j}`), then `r{i}cw` to switch i + 1 and `r{i}ccw` to switch i − 1
+/// (mod N). Traffic takes the shorter way round, clockwise on a tie: with flows two hops
+/// clockwise on a 4-ring, every ring link's buffers wait on the next one's, a cycle.
+pub fn ring(
+    switch_cfg: &SwitchConfig,
+    ep_cfg: &EndpointConfig,
+    switches: usize,
+    hosts_per_switch: usize,
+    delay: Nanos,
+    seed: u64,
+) -> Network {
+    let rate = ep_cfg.bits_per_sec();
+    let mtu = switch_cfg.port_defaults.mtu;
+    let mut engine = Engine::new(seed);
+    let host_count = switches * hosts_per_switch;
+    let (cw, ccw) = (hosts_per_switch, hosts_per_switch + 1);
+    let mut nodes = Vec::new();
+    for i in 0..switches {
+        let mut cfg = switch_cfg.clone();
+        cfg.ports = ports(
+            (0..hosts_per_switch)
+                .map(|h| format!("r{i}h{h}"))
+                .chain([format!("r{i}cw"), format!("r{i}ccw")]),
+            rate,
+            delay,
+            mtu,
+        );
+        cfg.seed = switch_seed(seed, i);
+        let mut sw = Switch::new(&cfg);
+        for h in 0..host_count {
+            let home = h / hosts_per_switch;
+            let ahead = (home + switches - i) % switches;
+            let port = match ahead {
+                0 => h % hosts_per_switch,
+                a if a <= switches - a => cw,
+                _ => ccw,
+            };
+            sw.add_route(host_mac(h), &[port]);
+        }
+        nodes.push(engine.add(Node::Switch(Box::new(sw))));
+    }
+    for i in 0..switches {
+        let next = (i + 1) % switches;
+        engine.connect((nodes[i], cw), (nodes[next], ccw), rate, delay, 0.0);
+    }
+    let mut hosts = Vec::new();
+    let mut attachments = Vec::new();
+    for h in 0..host_count {
+        let node = add_host(&mut engine, ep_cfg, h);
+        let sw = nodes[h / hosts_per_switch];
+        engine.connect((sw, h % hosts_per_switch), (node, 0), rate, delay, 0.0);
+        hosts.push(node);
+        attachments.push((sw, h % hosts_per_switch));
+    }
+    Network {
+        engine,
+        hosts,
+        switch_names: (0..switches).map(|i| format!("r{i}")).collect(),
+        switches: nodes,
         attachments,
         next_qpn: FIRST_QPN,
     }
