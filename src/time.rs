@@ -105,6 +105,11 @@ impl Nanos {
 pub struct LastTime(Nanos);
 
 impl LastTime {
+    /// The latest time.
+    pub fn get(self) -> Nanos {
+        self.0
+    }
+
     /// Moves to `now`, which must not be before the latest time.
     #[inline]
     pub fn advance(&mut self, now: Nanos) {
@@ -117,9 +122,60 @@ impl LastTime {
     }
 }
 
+/// The total time of a state that frames set, extend or end: a pause whose time a later
+/// PFC frame replaces (a longer one extends it, XON ends it now), or an XOFF held until
+/// its XON. Overlapping settings count once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Span {
+    from: Nanos,
+    until: Nanos,
+    /// Time of the intervals that ended.
+    closed: u64,
+}
+
+impl Span {
+    /// From `now` the state lasts until `until` (`now` ends it; [`Nanos::MAX`]: until
+    /// set again).
+    pub fn set(&mut self, now: Nanos, until: Nanos) {
+        if self.until > now {
+            self.until = until.max(now);
+        } else {
+            self.closed += self.until.0.saturating_sub(self.from.0);
+            self.from = now;
+            self.until = until.max(now);
+        }
+    }
+
+    /// Total time in the state up to `now`.
+    pub fn total(&self, now: Nanos) -> Nanos {
+        Nanos(self.closed + self.until.min(now).0.saturating_sub(self.from.0))
+    }
+
+    /// Whether the state holds at `now`.
+    pub fn holds(&self, now: Nanos) -> bool {
+        self.until > now
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_span_counts_overlaps_once_and_ends_early_on_xon() {
+        let mut s = Span::default();
+        s.set(Nanos(100), Nanos(300)); // pause 100..300
+        s.set(Nanos(200), Nanos(400)); // extended to 400
+        assert_eq!(s.total(Nanos(250)), Nanos(150));
+        s.set(Nanos(350), Nanos(350)); // XON at 350
+        assert_eq!(s.total(Nanos(1000)), Nanos(250));
+        s.set(Nanos(500), Nanos::MAX); // held until further notice
+        assert!(s.holds(Nanos(900)));
+        assert_eq!(s.total(Nanos(600)), Nanos(350));
+        s.set(Nanos(700), Nanos(700));
+        assert_eq!(s.total(Nanos(2000)), Nanos(450));
+        assert!(!s.holds(Nanos(700)));
+    }
 
     #[test]
     #[cfg(debug_assertions)]

@@ -75,6 +75,32 @@ fn pfc_incast_pauses_every_sender_and_loses_nothing_at_line_rate() {
 }
 
 #[test]
+fn what_happened_tells_the_pauses_and_their_time() {
+    let runs = run_all("pfc-incast");
+    let (s, outcome, _) = &runs[0];
+    let story = rocelab::report::sim::what_happened(s, outcome);
+    assert!(story.starts_with("what happened\n"), "{story}");
+    assert!(
+        story.contains("sw held the peer on h0 in XOFF for priority 3"),
+        "{story}"
+    );
+    assert!(story.contains("h0 was paused"), "{story}");
+    assert!(story.contains("the lossless class lost nothing"), "{story}");
+    let sw = outcome.net.switch(0);
+    let h0 = sw.port_index("h0").unwrap();
+    let held = sw.xoff_time(h0, 3, outcome.net.engine.now()).0 as f64;
+    assert!(held > 0.0 && held < outcome.net.engine.now().0 as f64);
+    // The host, from the frames it received, was paused as long as the switch held it
+    // (each XOFF and XON a link's delay later).
+    let paused = outcome
+        .net
+        .endpoint(0)
+        .paused_time(3, outcome.net.engine.now())
+        .0 as f64;
+    assert!((paused - held).abs() <= 0.01 * held, "{paused} vs {held}");
+}
+
+#[test]
 fn ecn_vs_pfc_marks_instead_of_pausing_and_both_are_lossless() {
     let runs = run_all("ecn-vs-pfc");
     let [(_, _, ecn), (s, _, pfc)] = &runs[..] else {

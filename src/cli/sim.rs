@@ -150,6 +150,8 @@ fn run_one(scenario: &Scenario, out: Option<&Path>) -> Result<report::Summary> {
         report::qp_table(&outcome.qps, outcome.measured_from, end)
     );
     say!("{}", report::switch_tables(&outcome));
+    sayln!();
+    say!("{}", report::what_happened(scenario, &outcome));
     // Wall-clock figures vary from run to run: stderr, so stdout repeats exactly.
     eprintln!(
         "simulated {} frames in {elapsed:.2} s of wall time ({:.2} M frames/s)",

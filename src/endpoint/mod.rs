@@ -232,6 +232,8 @@ pub struct Endpoint {
     spare: Vec<Vec<u8>>,
     pause_until: [Nanos; 8],
     link_pause_until: Nanos,
+    /// Per priority: time paused by received PFC.
+    paused: [crate::time::Span; 8],
     regions: Vec<Region>,
     completions: VecDeque<Completion>,
     counters: EndpointCounters,
@@ -262,6 +264,7 @@ impl Endpoint {
             spare: Vec::new(),
             pause_until: [Nanos::ZERO; 8],
             link_pause_until: Nanos::ZERO,
+            paused: Default::default(),
             regions: Vec::new(),
             completions: VecDeque::new(),
             counters: EndpointCounters::default(),
@@ -345,6 +348,12 @@ impl Endpoint {
     /// True when a received PFC frame (or a PAUSE) holds `priority` at `now`.
     pub fn paused(&self, priority: u8, now: Nanos) -> bool {
         !self.priority_open(priority, now)
+    }
+
+    /// How long `priority` has been paused by PFC frames up to `now` (overlapping pauses
+    /// counted once; 802.3x PAUSE not included).
+    pub fn paused_time(&self, priority: u8, now: Nanos) -> Nanos {
+        self.paused[usize::from(priority & 7)].total(now)
     }
 
     /// The PFC priority data frames go on.
@@ -675,6 +684,7 @@ impl Endpoint {
                 for p in pfc.priorities().iter() {
                     let quanta = pfc.quanta[usize::from(p)];
                     self.pause_until[usize::from(p)] = now + pause_duration(quanta, rate);
+                    self.paused[usize::from(p)].set(now, self.pause_until[usize::from(p)]);
                     if quanta > 0 && (p == self.data_priority || p == self.cnp_priority) {
                         self.counters.pauses_received += 1;
                     }

@@ -105,6 +105,8 @@ pub struct HostOutcome {
     pub error: Option<PortError>,
     /// When its socket was open, ns on the lab's clock (0: when the namespaces were up).
     pub socket_open_ns: Option<u64>,
+    /// How long its data priority was paused by PFC, in all, ns.
+    pub paused_ns: u64,
 }
 
 /// What the hosts' thread gives back: every host, their tracks, when they started, and
@@ -652,6 +654,10 @@ fn hosts(
                 sweep,
                 error: out.error,
                 socket_open_ns: Some(socket_open.0),
+                paused_ns: out
+                    .endpoint
+                    .paused_time(out.endpoint.data_priority(), out.end)
+                    .0,
             }
         })
         .collect();

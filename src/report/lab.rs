@@ -118,6 +118,8 @@ pub fn text(opts: &LabOptions, out: &LabOutcome) -> String {
     s.push_str(&hosts_table(out));
     let _ = write!(s, "\nswitch:");
     s.push_str(&counter_table(&out.switch));
+    let _ = writeln!(s);
+    s.push_str(&what_happened(opts, out));
     let checks = consistency(opts, out);
     let _ = writeln!(s, "\n{}", threads_line(out));
     let _ = writeln!(
@@ -130,6 +132,27 @@ pub fn text(opts: &LabOptions, out: &LabOutcome) -> String {
             .join(", ")
     );
     s
+}
+
+/// "What happened" in the live run, in plain words (see [`super::story`]).
+pub fn what_happened(opts: &LabOptions, out: &LabOutcome) -> String {
+    let fabric = super::story::Fabric {
+        switches: vec![("sw", &out.switch)],
+        hosts: out
+            .hosts
+            .iter()
+            .map(|h| super::story::HostView {
+                name: h.name.clone(),
+                counters: h.counters,
+                paused: crate::time::Nanos(h.paused_ns),
+                faults: Default::default(),
+            })
+            .collect(),
+        now: out.switch.now(),
+        series: Some(&out.series),
+        line_bps: opts.endpoint.bits_per_sec(),
+    };
+    super::story::what_happened(&fabric)
 }
 
 /// How the lab's two threads fared: how busy each was, and the share of frames that
@@ -178,6 +201,7 @@ pub fn json(opts: &LabOptions, out: &LabOutcome) -> serde_json::Value {
         "switch": { "ports": ports(&out.switch), "kernel": out.switch_kernel },
         "consistency": checks,
         "threads": { "switch": out.switch_thread, "hosts": out.hosts_thread },
+        "what_happened": what_happened(opts, out).lines().skip(1).map(str::trim).collect::<Vec<_>>(),
     })
 }
 

@@ -6,6 +6,7 @@ pub mod lab;
 pub mod nccl;
 pub mod plot;
 pub mod sim;
+pub mod story;
 
 use crate::config::{CLASSES, SwitchConfig};
 use crate::switch::{ClassCounters, Switch};

@@ -154,6 +154,35 @@ pub fn switch_tables(outcome: &Outcome) -> String {
     out
 }
 
+/// "What happened" in the recorded run, in plain words (see [`super::story`]).
+pub fn what_happened(scenario: &Scenario, outcome: &Outcome) -> String {
+    let net = &outcome.net;
+    let now = net.engine.now();
+    let fabric = super::story::Fabric {
+        switches: net
+            .switch_names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), net.switch(i)))
+            .collect(),
+        hosts: (0..net.hosts.len())
+            .map(|h| {
+                let ep = net.endpoint(h);
+                super::story::HostView {
+                    name: format!("h{h}"),
+                    counters: ep.counters(),
+                    paused: ep.paused_time(ep.data_priority(), now),
+                    faults: ep.faults(),
+                }
+            })
+            .collect(),
+        now,
+        series: Some(&outcome.series),
+        line_bps: scenario.topology.bits_per_sec,
+    };
+    super::story::what_happened(&fabric)
+}
+
 /// Everything as one JSON document.
 pub fn json(scenario: &Scenario, outcome: &Outcome) -> serde_json::Value {
     let net = &outcome.net;
@@ -181,6 +210,7 @@ pub fn json(scenario: &Scenario, outcome: &Outcome) -> serde_json::Value {
         "faults": crate::sim::faults::describe(&scenario.faults, scenario.topology.bits_per_sec),
         "storms": storms(net),
         "summary": summary(scenario, outcome),
+        "what_happened": what_happened(scenario, outcome).lines().skip(1).map(str::trim).collect::<Vec<_>>(),
     })
 }
 

@@ -88,6 +88,10 @@ struct Port {
     /// Per PG of this port as an ingress: when to refresh the XOFF it holds.
     refresh_at: [Option<Nanos>; CLASSES],
     watchdog: [QueueWatchdog; CLASSES],
+    /// Per queue: time paused by received PFC.
+    paused: [crate::time::Span; CLASSES],
+    /// Per PG of this port as an ingress: time it held its peer in XOFF.
+    xoff_held: [crate::time::Span; CLASSES],
     counters: PortCounters,
 }
 
@@ -217,6 +221,8 @@ impl Switch {
                 link_pause_until: Nanos::ZERO,
                 refresh_at: [None; CLASSES],
                 watchdog: Default::default(),
+                paused: Default::default(),
+                xoff_held: Default::default(),
                 counters: PortCounters::new(&p.name),
             })
             .collect();
@@ -243,6 +249,11 @@ impl Switch {
     /// keep the hot path free of the bookkeeping).
     pub fn set_explain(&mut self, on: bool) {
         self.explain = on;
+    }
+
+    /// The latest time a driver passed in.
+    pub fn now(&self) -> Nanos {
+        self.clock.get()
     }
 
     /// The validated configuration the switch was built with.
@@ -283,6 +294,18 @@ impl Switch {
     /// The MMU (thresholds and pool use).
     pub fn mmu(&self) -> &Mmu {
         &self.mmu
+    }
+
+    /// How long egress `queue` of `port` has been paused by PFC frames from its peer, up
+    /// to `now` (overlapping pauses counted once; 802.3x PAUSE not included).
+    pub fn paused_time(&self, port: usize, queue: usize, now: Nanos) -> Nanos {
+        self.ports[port].paused[queue].total(now)
+    }
+
+    /// How long PG `pg` of `port` has held its peer in XOFF (from each XOFF to its XON),
+    /// up to `now`.
+    pub fn xoff_time(&self, port: usize, pg: usize, now: Nanos) -> Nanos {
+        self.ports[port].xoff_held[pg].total(now)
     }
 
     /// Whether the watchdog holds `queue` of `port` as stormed.

@@ -74,6 +74,7 @@ impl Switch {
     /// A lossless PG of `port` reached its XOFF point: pause the peer's priority.
     pub(super) fn send_xoff(&mut self, now: Nanos, port: usize, pg: usize) {
         self.mmu.set_xoff(port, pg, true);
+        self.ports[port].xoff_held[pg].set(now, Nanos::MAX);
         let quanta = self.cfg.pause_quanta;
         let note = Note::PfcXoff {
             priority: pg as u8,
@@ -88,6 +89,7 @@ impl Switch {
     /// A paused PG drained to its XON point: resume the peer (time 0).
     pub(super) fn send_xon(&mut self, now: Nanos, port: usize, pg: usize) {
         self.mmu.set_xoff(port, pg, false);
+        self.ports[port].xoff_held[pg].set(now, now);
         let note = Note::PfcXon {
             priority: pg as u8,
             pg_bytes: self.pg_bytes(port, pg),
@@ -140,6 +142,7 @@ impl Switch {
                     }
                     let q = usize::from(tc_to_queue[usize::from(prio)]);
                     p.pause_until[q] = now + pause_duration(quanta, rate);
+                    p.paused[q].set(now, p.pause_until[q]);
                     if quanta > 0 {
                         p.watchdog[q].last_pause_rx = now;
                     }

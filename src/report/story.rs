@@ -1,0 +1,353 @@
+//! "What happened": a run told in plain words, for the person tuning a switch. Which
+//! ports paused whom, how often and for how long in all (SONiC's "total pause time"), how
+//! many frames were CE-marked and CNPs sent, how far DCQCN cut each QP and whether it got
+//! back to line rate, what the PFC watchdog did, and whether the lossless class lost
+//! anything, and why. The simulator and the lab tell it from the same inputs.
+
+use crate::config::CLASSES;
+use crate::endpoint::EndpointCounters;
+use crate::series::{ColumnKind, Series};
+use crate::switch::Switch;
+use crate::time::Nanos;
+use std::fmt::Write as _;
+
+/// A host as the story sees it.
+#[derive(Debug, Clone)]
+pub struct HostView {
+    /// Its name ("h0", "r1").
+    pub name: String,
+    /// Its endpoint's counters.
+    pub counters: EndpointCounters,
+    /// How long its data priority was paused, in all.
+    pub paused: Nanos,
+    /// Its NIC's faults.
+    pub faults: crate::endpoint::fault::Faults,
+}
+
+/// What a story is told from.
+#[derive(Debug)]
+pub struct Fabric<'a> {
+    /// Every switch with its name.
+    pub switches: Vec<(&'a str, &'a Switch)>,
+    /// Every host.
+    pub hosts: Vec<HostView>,
+    /// The end of the run.
+    pub now: Nanos,
+    /// The run's time series (for DCQCN's rates).
+    pub series: Option<&'a Series>,
+    /// The hosts' line rate, bit/s.
+    pub line_bps: u64,
+}
+
+/// Lines shown per topic before "and N more".
+const MAX_LINES: usize = 6;
+
+fn pct(part: f64, whole: f64) -> String {
+    match 100.0 * part / whole {
+        p if !p.is_finite() => "-".to_owned(),
+        p if p > 0.0 && p < 1.0 => format!("{p:.2} %"),
+        p => format!("{p:.0} %"),
+    }
+}
+
+/// Appends `lines` under `topic`, the longest first, at most [`MAX_LINES`].
+fn topic(out: &mut String, title: &str, mut lines: Vec<(u64, String)>) {
+    if lines.is_empty() {
+        return;
+    }
+    lines.sort_by_key(|l| std::cmp::Reverse(l.0));
+    let _ = writeln!(out, "  {title}:");
+    let more = lines.len().saturating_sub(MAX_LINES);
+    for (_, l) in lines.into_iter().take(MAX_LINES) {
+        let _ = writeln!(out, "    - {l}");
+    }
+    if more > 0 {
+        let _ = writeln!(out, "    - and {more} more");
+    }
+}
+
+/// The story of the run, a few lines per mechanism, under "what happened".
+pub fn what_happened(f: &Fabric) -> String {
+    let mut out = String::from("what happened\n");
+    let span = f.now;
+    pfc(&mut out, f, span);
+    ecn(&mut out, f);
+    watchdog(&mut out, f);
+    loss(&mut out, f);
+    out
+}
+
+fn pfc(out: &mut String, f: &Fabric, span: Nanos) {
+    let mut held = Vec::new();
+    let mut paused_ports = Vec::new();
+    for &(name, sw) in &f.switches {
+        let lossless = sw.config().lossless;
+        for p in 0..sw.port_count() {
+            let port = &sw.config().ports[p].name;
+            for (c, k) in sw.counters(p).classes.iter().enumerate().take(CLASSES) {
+                if k.tx_pause_frames > 0 {
+                    let t = sw.xoff_time(p, c, f.now);
+                    held.push((
+                        t.0,
+                        format!(
+                            "{name} held the peer on {port} in XOFF for priority {c}: {} in all ({} of the run), {} PFC frames ({} XON)",
+                            t.human(),
+                            pct(t.0 as f64, span.0 as f64),
+                            k.tx_pause_frames,
+                            k.tx_xon_frames
+                        ),
+                    ));
+                }
+                if k.rx_pause_frames > 0 && lossless.contains(c as u8) {
+                    let q = usize::from(sw.config().tc_to_queue[c]);
+                    let t = sw.paused_time(p, q, f.now);
+                    paused_ports.push((
+                        t.0,
+                        format!(
+                            "the peer on {name}/{port} paused its queue {q}: {} in all ({}), {} PFC frames",
+                            t.human(),
+                            pct(t.0 as f64, span.0 as f64),
+                            k.rx_pause_frames
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let hosts: Vec<(u64, String)> = f
+        .hosts
+        .iter()
+        .filter(|h| h.counters.pauses_received > 0 || h.paused > Nanos::ZERO)
+        .map(|h| {
+            (
+                h.paused.0,
+                format!(
+                    "{} was paused {} in all ({}), by {} PFC frames",
+                    h.name,
+                    h.paused.human(),
+                    pct(h.paused.0 as f64, span.0 as f64),
+                    h.counters.pauses_received
+                ),
+            )
+        })
+        .collect();
+    let host_pfc: Vec<(u64, String)> = f
+        .hosts
+        .iter()
+        .filter(|h| h.counters.pfc_sent > 0)
+        .map(|h| {
+            let why = match (h.faults.slow_receiver, h.faults.pause_storm) {
+                (Some(_), Some(_)) => "a slow receiver, and stuck in a pause storm",
+                (Some(_), None) => "a slow receiver, its receive buffer at XOFF",
+                (None, Some(_)) => "stuck in a pause storm",
+                (None, None) => "a NIC fault",
+            };
+            (
+                h.counters.pfc_sent,
+                format!(
+                    "{}'s NIC sent {} PFC frames ({} XON): {why}",
+                    h.name, h.counters.pfc_sent, h.counters.pfc_xon_sent
+                ),
+            )
+        })
+        .collect();
+    if held.is_empty() && paused_ports.is_empty() && hosts.is_empty() && host_pfc.is_empty() {
+        let _ = writeln!(out, "  PFC: no pause frame was sent.");
+        return;
+    }
+    topic(out, "PFC, switches pausing their peers", held);
+    topic(out, "PFC, NICs pausing the switch", host_pfc);
+    topic(
+        out,
+        "PFC, switch queues paused by their peers",
+        paused_ports,
+    );
+    topic(out, "PFC, hosts paused", hosts);
+}
+
+fn ecn(out: &mut String, f: &Fabric) {
+    let mut marked = Vec::new();
+    for &(name, sw) in &f.switches {
+        for p in 0..sw.port_count() {
+            let port = &sw.config().ports[p].name;
+            for (q, k) in sw.counters(p).classes.iter().enumerate() {
+                if k.ecn_marked > 0 {
+                    marked.push((
+                        k.ecn_marked,
+                        format!(
+                            "{name}/{port} queue {q} marked {} frames CE ({} of the {} it sent)",
+                            k.ecn_marked,
+                            pct(k.ecn_marked as f64, k.tx_frames as f64),
+                            k.tx_frames
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let cnps: u64 = f.hosts.iter().map(|h| h.counters.cnps_sent).sum();
+    let cnps_rx: u64 = f.hosts.iter().map(|h| h.counters.cnps_received).sum();
+    if marked.is_empty() && cnps == 0 {
+        let _ = writeln!(
+            out,
+            "  ECN: no frame was CE-marked; DCQCN never cut a rate."
+        );
+        return;
+    }
+    topic(out, "ECN", marked);
+    let _ = writeln!(
+        out,
+        "  DCQCN: the receivers sent {cnps} CNPs; the senders took {cnps_rx}."
+    );
+    let Some(series) = f.series else { return };
+    let line = f.line_bps as f64 / 1e9;
+    let mut qps = Vec::new();
+    for c in series
+        .columns
+        .iter()
+        .filter(|c| c.kind == ColumnKind::RcGbps)
+    {
+        let Some((i, &low)) = c
+            .values
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+        else {
+            continue;
+        };
+        if low >= line * 0.999 {
+            continue;
+        }
+        let at = series.times[i];
+        let back = c.values[i..]
+            .iter()
+            .position(|&v| v >= line * 0.999)
+            .map(|k| series.times[i + k]);
+        let end = c.values.last().copied().unwrap_or(low);
+        let after = match back {
+            Some(t) => format!("back at line rate at {}", t.human()),
+            None => format!("{end:.2} Gb/s at the end ({} of line rate)", pct(end, line)),
+        };
+        qps.push((
+            ((line - low) * 1e6) as u64,
+            format!(
+                "{}: Rc down to {low:.2} Gb/s ({} of line rate) at {}; {after}",
+                c.label,
+                pct(low, line),
+                at.human()
+            ),
+        ));
+    }
+    topic(out, "DCQCN, each QP's deepest cut (sampled)", qps);
+}
+
+fn watchdog(out: &mut String, f: &Fabric) {
+    let mut lines = Vec::new();
+    for &(name, sw) in &f.switches {
+        for s in sw.storms() {
+            let port = &sw.config().ports[s.port].name;
+            let dropped = sw.counters(s.port).classes[s.queue].dropped_watchdog;
+            let restored = s.restored.map_or_else(
+                || "still stormed at the end".to_owned(),
+                |t| format!("restored at {}", t.human()),
+            );
+            lines.push((
+                u64::MAX - s.detected.0,
+                format!(
+                    "storm on {name}/{port} queue {}: detected at {}, {restored}; {} frames dropped by the watchdog on that queue in all (action {})",
+                    s.queue,
+                    s.detected.human(),
+                    dropped,
+                    format!("{:?}", sw.config().watchdog.action).to_lowercase()
+                ),
+            ));
+        }
+    }
+    topic(out, "PFC watchdog", lines);
+}
+
+fn loss(out: &mut String, f: &Fabric) {
+    let mut lossless = Vec::new();
+    let mut lossy = 0u64;
+    let mut lossy_causes = [0u64; 3];
+    for &(name, sw) in &f.switches {
+        let cfg = sw.config();
+        for p in 0..sw.port_count() {
+            let port = &cfg.ports[p].name;
+            for (c, k) in sw.counters(p).classes.iter().enumerate() {
+                if k.dropped() == 0 {
+                    continue;
+                }
+                if !cfg.lossless.contains(c as u8) {
+                    lossy += k.dropped();
+                    lossy_causes[0] += k.dropped_tail;
+                    lossy_causes[1] += k.dropped_wred;
+                    lossy_causes[2] += k.dropped_ingress_overflow;
+                    continue;
+                }
+                let mut why = Vec::new();
+                if k.dropped_ingress_overflow > 0 {
+                    why.push(format!(
+                        "{} at ingress (PG {c} full: its headroom ran out, peak {} B of headroom used; senders that do not pause, or a cable or response time longer than the headroom was sized for)",
+                        k.dropped_ingress_overflow, k.pg_headroom_watermark_bytes
+                    ));
+                }
+                if k.dropped_watchdog > 0 {
+                    why.push(format!("{} by the PFC watchdog", k.dropped_watchdog));
+                }
+                if k.dropped_mtu > 0 {
+                    why.push(format!("{} larger than the port's MTU", k.dropped_mtu));
+                }
+                if k.dropped_tail + k.dropped_wred > 0 {
+                    why.push(format!(
+                        "{} tail or WRED drops",
+                        k.dropped_tail + k.dropped_wred
+                    ));
+                }
+                lossless.push((
+                    k.dropped(),
+                    format!("{name}/{port} class {c}: {}", why.join("; ")),
+                ));
+            }
+        }
+    }
+    let host_drops: u64 = f.hosts.iter().map(|h| h.counters.rx_buffer_drops).sum();
+    let resent: u64 = f
+        .hosts
+        .iter()
+        .map(|h| h.counters.retransmitted_packets)
+        .sum();
+    let timeouts: u64 = f.hosts.iter().map(|h| h.counters.timeouts).sum();
+    if lossless.is_empty() {
+        let _ = writeln!(
+            out,
+            "  loss: the lossless class lost nothing in the switches."
+        );
+    } else {
+        let total: u64 = lossless.iter().map(|l| l.0).sum();
+        topic(
+            out,
+            &format!("loss: the lossless class lost {total} frames"),
+            lossless,
+        );
+    }
+    if lossy > 0 {
+        let _ = writeln!(
+            out,
+            "  lossy classes dropped {lossy} frames ({} tail, {} WRED, {} at ingress).",
+            lossy_causes[0], lossy_causes[1], lossy_causes[2]
+        );
+    }
+    if host_drops > 0 {
+        let _ = writeln!(
+            out,
+            "  hosts' receive buffers dropped {host_drops} frames (a slow receiver's headroom above its XOFF point was too small)."
+        );
+    }
+    if resent > 0 || timeouts > 0 {
+        let _ = writeln!(
+            out,
+            "  go-back-N resent {resent} data packets ({timeouts} retransmission timeouts)."
+        );
+    }
+}
