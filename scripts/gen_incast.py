@@ -2,11 +2,13 @@
 """Write an N:1 RoCEv2 incast capture for `rocelab replay`.
 
 Usage: python3 scripts/gen_incast.py OUT.pcap [--senders 2] [--frames 3000]
-                                          [--gbps 100] [--lossy-frames 0]
+                                          [--gbps 100] [--lossy-frames 0] [--dscp 26]
 
 Hosts 198.18.1.1 .. 198.18.1.N each send --frames RC RDMA WRITE Middle frames
-(1 KiB payload, 1082 bytes, DSCP 26, ECT(0): the lossless class of rocelab's
-default configuration) back to back at --gbps to 198.18.1.100, all starting
+(1 KiB payload, 1082 bytes, DSCP 26 by default, ECT(0): the lossless class of
+rocelab's default and nexus-ai configurations; SONiC's maps make DSCP 3 and 4
+lossless, so give --dscp 3 for the sonic preset) back to back at --gbps to
+198.18.1.100, all starting
 at the same instant: N times what the receiver's port can carry. With
 --lossy-frames, each sender also sends that many DSCP 0 (lossy class) frames
 interleaved. The receiver sends one frame first, so that a switch knows where
@@ -57,16 +59,19 @@ def main():
     ap.add_argument("--frames", type=int, default=3000)
     ap.add_argument("--gbps", type=float, default=100.0)
     ap.add_argument("--lossy-frames", type=int, default=0)
+    ap.add_argument("--dscp", type=int, default=26)
     args = ap.parse_args()
     if args.senders < 1 or args.frames < 1:
         ap.error("--senders and --frames must be at least 1")
+    if not 0 <= args.dscp <= 63:
+        ap.error("--dscp must be 0 to 63")
 
     receiver = host(100)
     payload = bytes(range(256)) * 4
     frame_len = 14 + 20 + 8 + 12 + len(payload) + 4
     gap_ns = Decimal((frame_len + WIRE_OVERHEAD) * 8) / Decimal(args.gbps)
     writer = PcapWriter(args.out, nano=True, linktype=1, sync=False)
-    hello = write_frame(0x64, 0, receiver, host(1), 26, 2, payload[:16])
+    hello = write_frame(0x64, 0, receiver, host(1), args.dscp, 2, payload[:16])
     hello.time = T0
     writer.write(hello)
     events = []
@@ -75,7 +80,7 @@ def main():
         t = T0 + Decimal("0.000001")
         for i in range(args.frames + args.lossy_frames):
             lossy = lossy_every and i % (lossy_every + 1) == lossy_every
-            dscp, ecn = (0, 0) if lossy else (26, 2)
+            dscp, ecn = (0, 0) if lossy else (args.dscp, 2)
             pkt = write_frame(0x10 + s, i, host(s), receiver, dscp, ecn, payload)
             pkt.time = t
             events.append((t, s, pkt))

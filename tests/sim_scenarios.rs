@@ -382,3 +382,40 @@ fn faults_and_variants_are_checked_with_their_keys() {
     let ok = ring("kind = \"ring\"\nswitches = 3\nhosts_per_switch = 2").expect("a ring");
     assert_eq!(ok.topology.hosts(), 6);
 }
+
+#[test]
+fn misplaced_roce_traffic_is_named_once_with_its_path_and_fix() {
+    // SONiC's maps: DSCP 26 is lossy; CNPs (DSCP 48) go to a DWRR queue.
+    let base = rocelab::sim::scenario::scenario_text("ecn-vs-pfc").unwrap();
+    let text = base.replace("preset = \"default\"", "preset = \"sonic\"");
+    let s = Scenario::from_toml("t", &text, None).unwrap();
+    let lossy = &s.variants[0];
+    let outcome = run(lossy).unwrap();
+    let story = rocelab::report::sim::what_happened(lossy, &outcome);
+    assert!(story.contains("classification (warnings)"), "{story}");
+    assert!(
+        story.contains("DSCP 26 -> traffic class 1 -> queue 1, a lossy class"),
+        "{story}"
+    );
+    assert_eq!(
+        story.matches("RoCE data (UDP 4791)").count(),
+        1,
+        "once: {story}"
+    );
+
+    // RoCE at DSCP 3 is lossless there; its CNPs are not prioritised.
+    let text = text.replacen("[[flow]]", "[endpoint]\ndscp = 3\n\n[[flow]]", 1);
+    let s = Scenario::from_toml("t", &text, None).unwrap();
+    let marked = &s.variants[0];
+    let outcome = run(marked).unwrap();
+    let sum = summary(marked, &outcome);
+    assert!(sum.cnps_sent > 0, "{sum:?}");
+    let warnings = outcome.net.switch(0).warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .message
+            .contains("CNPs arrive with DSCP 48 and go DSCP 48 -> traffic class 6 -> queue 6"),
+        "{warnings:?}"
+    );
+}

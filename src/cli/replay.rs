@@ -76,10 +76,10 @@ pub fn run(args: Args) -> Result<()> {
     };
     let (summary, switch) = replay::run(&opts)?;
     sayln!(
-        "replayed {} frames through {} ports in {} s of virtual time; {} frames out ({} PFC, {} CE-marked){}",
+        "replayed {} frames through {} ports in {} of virtual time; {} frames out ({} PFC, {} CE-marked){}",
         summary.frames_in,
         summary.ports.len(),
-        rocelab::time::Nanos(summary.duration_ns),
+        rocelab::time::Nanos(summary.duration_ns).human(),
         summary.frames_out,
         summary.pfc_frames_out,
         summary.frames_marked,
@@ -99,10 +99,14 @@ pub fn run(args: Args) -> Result<()> {
             summary.frames_skipped
         );
     }
+    for w in switch.warnings() {
+        eprintln!("rocelab: warning: {}", w.message);
+    }
     say!("{}", rocelab::report::counter_table(&switch));
     report.write(&serde_json::json!({
         "summary": summary,
         "ports": rocelab::report::ports(&switch),
+        "warnings": switch.warnings(),
     }))?;
     Ok(())
 }

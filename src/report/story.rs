@@ -70,11 +70,32 @@ fn topic(out: &mut String, title: &str, mut lines: Vec<(u64, String)>) {
 pub fn what_happened(f: &Fabric) -> String {
     let mut out = String::from("what happened\n");
     let span = f.now;
+    classification(&mut out, f);
     pfc(&mut out, f, span);
     ecn(&mut out, f);
     watchdog(&mut out, f);
     loss(&mut out, f);
     out
+}
+
+/// RoCE traffic the configuration put in the wrong place, each kind once over all
+/// switches.
+fn classification(out: &mut String, f: &Fabric) {
+    let mut seen = Vec::new();
+    for &(name, sw) in &f.switches {
+        for w in sw.warnings() {
+            if !seen.iter().any(|(k, _)| *k == w.kind) {
+                seen.push((w.kind, format!("{name}: {}", w.message)));
+            }
+        }
+    }
+    if seen.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  classification (warnings):");
+    for (_, m) in seen {
+        let _ = writeln!(out, "    - {m}");
+    }
 }
 
 fn pfc(out: &mut String, f: &Fabric, span: Nanos) {

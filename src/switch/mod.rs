@@ -24,6 +24,7 @@
 //! marking and WRED/tail drop ([`red`]); strict priority + DWRR under a per-port shaper
 //! ([`sched`]); PFC generation and reception and the PFC watchdog ([`pfc`]); counters.
 
+pub mod audit;
 pub mod classify;
 pub mod counters;
 mod egress;
@@ -167,6 +168,8 @@ pub struct Switch {
     watchdog_ticks_done: u64,
     /// Storms the watchdog detected, with their times.
     storms: Vec<pfc::StormRecord>,
+    /// RoCE traffic the configuration puts in the wrong place.
+    audit: audit::Audit,
 }
 
 /// Picks an ECMP member: a hash of the IP addresses and UDP ports (of the MACs for other
@@ -241,6 +244,7 @@ impl Switch {
             watchdog_anchor: None,
             watchdog_ticks_done: 0,
             storms: Vec::new(),
+            audit: audit::Audit::default(),
             cfg: cfg.clone(),
         }
     }
@@ -249,6 +253,12 @@ impl Switch {
     /// keep the hot path free of the bookkeeping).
     pub fn set_explain(&mut self, on: bool) {
         self.explain = on;
+    }
+
+    /// RoCE traffic this configuration put in the wrong place (a lossy class, a CNP
+    /// queue that is not prioritised), each kind once, in the order it arose.
+    pub fn warnings(&self) -> &[audit::Warning] {
+        self.audit.warnings()
     }
 
     /// The latest time a driver passed in.
@@ -415,6 +425,10 @@ impl Switch {
                 self.classifier.default_class()
             }
         };
+        if let Some(m) = meta.as_ref().filter(|m| m.is_roce()) {
+            self.audit
+                .check(m, class, self.classifier.queue(class), &self.cfg);
+        }
         let c = &mut self.ports[port].counters.classes[usize::from(class)];
         c.rx_frames += 1;
         c.rx_bytes += frame.len() as u64;
