@@ -59,6 +59,8 @@ fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (out, pid) = lab(&[
+        "--scenario",
+        "ring",
         "--ranks",
         "3",
         "-b",
@@ -180,6 +182,68 @@ fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
         start < 1_000_000_000,
         "the hosts started {start} ns after the namespaces"
     );
+}
+
+#[test]
+fn the_default_lab_tells_the_story_ring_then_incast_with_pfc_and_ecn() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("the_default_lab_tells_the_story_ring_then_incast_with_pfc_and_ecn") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (out, pid) = lab(&[
+        "--ranks",
+        "3",
+        "-b",
+        "64K",
+        "-e",
+        "1M",
+        "-f",
+        "4",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(netns::leftovers_of(pid).is_empty(), "everything removed");
+    let parts: Vec<&str> = stdout.split("=== part ").skip(1).collect();
+    assert_eq!(parts.len(), 2, "{stdout}");
+    assert!(parts[0].starts_with("1/2: ring ==="), "{}", parts[0]);
+    assert!(
+        parts[1].starts_with("2/2: ring-incast, shared buffer 1 MB"),
+        "{}",
+        parts[1]
+    );
+    // The plain ring pauses nothing; the incast on the scaled buffer pauses, marks and
+    // loses nothing, and each part says so in plain words.
+    assert!(
+        parts[0].contains("PFC: no pause frame was sent."),
+        "{}",
+        parts[0]
+    );
+    let incast = parts[1];
+    assert!(
+        incast.contains("sw held the peer on b0 in XOFF"),
+        "{incast}"
+    );
+    assert!(incast.contains("queue 3 marked"), "{incast}");
+    assert!(
+        incast.contains("the lossless class lost nothing"),
+        "{incast}"
+    );
+    for part in ["ring", "ring-incast"] {
+        let r = report(&dir.path().join(part));
+        assert!(r["what_happened"].as_array().is_some_and(|l| !l.is_empty()));
+        for row in r["allreduce"].as_array().unwrap() {
+            assert_eq!(row["wrong"], 0, "{part}: {row}");
+        }
+    }
+    let r = report(&dir.path().join("ring-incast"));
+    let twin = &r["twin"];
+    assert!(twin["twin"]["pfc_sent"].as_u64().unwrap() > 0, "{twin}");
+    assert!(twin["live"]["pfc_sent"].as_u64().unwrap() > 0, "{twin}");
+    assert!(twin["live"]["ce_marked"].as_u64().unwrap() > 0, "{twin}");
+    assert_eq!(twin["live"]["dropped"], 0, "{twin}");
 }
 
 #[test]

@@ -10,14 +10,30 @@ use rocelab::report::{bundle, lab as report};
 use rocelab::runtime::CoreList;
 use std::path::PathBuf;
 
+/// What `rocelab lab` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Scenario {
+    /// The ring alone, then the ring with an incast into rank 0 on a buffer scaled to
+    /// the emulated rate, so that PFC and ECN both act; each ends with what happened.
+    Story,
+    /// A ring all-reduce sweep over every host.
+    Ring,
+    /// Every host but r0 sends a bulk flow to r0.
+    Incast,
+    /// The ring, with two more hosts pushing into rank 0's port meanwhile.
+    #[value(name = "ring-incast", alias = "ring+incast")]
+    RingIncast,
+}
+
 /// The whole lossless fabric in network namespaces, in one command (as root): builds it,
 /// runs ring all-reduce (and incast) through the switch, reports, removes it all.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// ring, incast (every other host into r0) or ring-incast (two more hosts push into
-    /// rank 0's port while the ring runs; also spelt ring+incast), as in `sim`.
-    #[arg(long, value_enum, default_value_t = Workload::Ring)]
-    scenario: Workload,
+    /// story (the default: ring, then ring-incast on a buffer scaled to --rate so that
+    /// PFC and ECN act), ring, incast (every other host into r0) or ring-incast (two
+    /// more hosts push into rank 0's port while the ring runs; also spelt ring+incast).
+    #[arg(long, value_enum, default_value_t = Scenario::Story)]
+    scenario: Scenario,
     /// Hosts in the ring (for incast: the receiver and its senders).
     #[arg(long, default_value_t = 4)]
     ranks: usize,
@@ -125,35 +141,95 @@ pub fn run(args: Args) -> Result<()> {
             endpoint.mtu
         );
     }
-    let opts = LabOptions {
-        workload: args.scenario,
-        ranks: args.ranks,
-        switch,
-        endpoint,
-        sizes: args
-            .sweep
-            .sizes_within(args.ranks, args.sweep.memory_budget_mib)?,
-        incast_bytes: args.incast_bytes,
-        backend: args.backend,
-        cores: match args.cores {
-            Some(c) => {
-                c.check().context("--cores")?;
-                c
-            }
-            None => CoreList::first(2),
-        },
-        seed: args.seed,
-        limit: seconds("--limit", args.limit)?,
-        sample_every: std::time::Duration::from_millis(1),
+    let phases: Vec<(Workload, rocelab::config::SwitchConfig, String)> = match args.scenario {
+        Scenario::Ring => vec![(Workload::Ring, switch, String::new())],
+        Scenario::Incast => vec![(Workload::Incast, switch, String::new())],
+        Scenario::RingIncast => vec![(Workload::RingIncast, switch, String::new())],
+        Scenario::Story => {
+            let mut small = switch.clone();
+            let note = if args.switch.config.is_none() {
+                let bytes = emulation::scale_buffer(&mut small, (args.rate * 1e9) as u64);
+                format!(
+                    ", shared buffer {} (1 MiB per emulated Gb/s, about 8 ms of the link, so that PFC and ECN act)",
+                    rocelab::bytes::human(bytes)
+                )
+            } else {
+                String::new()
+            };
+            vec![
+                (Workload::Ring, switch, String::new()),
+                (Workload::RingIncast, small, note),
+            ]
+        }
     };
-    let extra = if args.scenario == Workload::RingIncast {
+    let sizes = args
+        .sweep
+        .sizes_within(args.ranks, args.sweep.memory_budget_mib)?;
+    let cores = match args.cores.clone() {
+        Some(c) => {
+            c.check().context("--cores")?;
+            c
+        }
+        None => CoreList::first(2),
+    };
+    if let Some(dir) = &args.report {
+        rocelab::output::check_folder(dir)?;
+    }
+    let stop = rocelab::runtime::stop_on_signals()?;
+    let parts = phases.len();
+    for (k, (workload, switch, note)) in phases.into_iter().enumerate() {
+        if parts > 1 {
+            if k > 0 {
+                sayln!();
+            }
+            sayln!("=== part {}/{parts}: {workload}{note} ===", k + 1);
+        }
+        let opts = LabOptions {
+            workload,
+            ranks: args.ranks,
+            switch,
+            endpoint: endpoint.clone(),
+            sizes: sizes.clone(),
+            incast_bytes: args.incast_bytes,
+            backend: args.backend,
+            cores: cores.clone(),
+            seed: args.seed,
+            limit: seconds("--limit", args.limit)?,
+            sample_every: std::time::Duration::from_millis(1),
+        };
+        let dir = args.report.as_ref().map(|d| {
+            if parts > 1 {
+                d.join(workload.to_string())
+            } else {
+                d.clone()
+            }
+        });
+        if parts > 1
+            && let Some(d) = &args.report
+        {
+            rocelab::output::make_folder(d)?;
+        }
+        run_part(&args, &opts, &stop, dir.as_deref())?;
+    }
+    Ok(())
+}
+
+/// Runs one part of the lab: builds the fabric, runs `opts`' workload, prints its report
+/// and its twin, writes its folder to `dir`, and removes everything.
+fn run_part(
+    args: &Args,
+    opts: &LabOptions,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    dir: Option<&std::path::Path>,
+) -> Result<()> {
+    let extra = if opts.workload == Workload::RingIncast {
         " + 2 background senders into r0"
     } else {
         ""
     };
     sayln!(
         "rocelab lab: {}, {} hosts{extra}, switch {} at {} Gb/s; PFC {}, ECN {}, DCQCN {} (Rai {} Mb/s)",
-        args.scenario,
+        opts.workload,
         args.ranks,
         args.switch.describe(Preset::NexusAi),
         args.rate,
@@ -162,14 +238,10 @@ pub fn run(args: Args) -> Result<()> {
         if args.no_dcqcn { "off" } else { "on" },
         opts.endpoint.dcqcn.rai_mbps,
     );
-    if let Some(dir) = &args.report {
-        rocelab::output::check_folder(dir)?;
-    }
-    let stop = rocelab::runtime::stop_on_signals()?;
     let mut progress = |line: &str| {
         eprint!("\r{line:<78}");
     };
-    let outcome = lab::run(&opts, &stop, &mut progress);
+    let outcome = lab::run(opts, stop, &mut progress);
     eprint!("\r{:<78}\r", "");
     let outcome = outcome?;
     let last_open = outcome.hosts.iter().filter_map(|h| h.socket_open_ns).max();
@@ -191,12 +263,12 @@ pub fn run(args: Args) -> Result<()> {
             late.name
         );
     }
-    say!("{}", report::text(&opts, &outcome));
+    say!("{}", report::text(opts, &outcome));
     let twin = if args.no_twin || outcome.interrupted {
         None
     } else {
         let wall = std::time::Instant::now();
-        let c = rocelab::lab::twin::compare(&opts, &outcome).context("the simulated twin")?;
+        let c = rocelab::lab::twin::compare(opts, &outcome).context("the simulated twin")?;
         say!("{}", report::twin_table(&c));
         eprintln!(
             "the twin simulated {} frames in {:.2} s of wall time",
@@ -205,9 +277,9 @@ pub fn run(args: Args) -> Result<()> {
         );
         Some(c)
     };
-    if let Some(dir) = &args.report {
-        let title = format!("rocelab lab {}", args.scenario);
-        let mut json = report::json(&opts, &outcome);
+    if let Some(dir) = dir {
+        let title = format!("rocelab lab {}", opts.workload);
+        let mut json = report::json(opts, &outcome);
         json["twin"] = serde_json::to_value(&twin)?;
         bundle::write(dir, &json, &outcome.series, &title)
             .with_context(|| format!("writing the report to {}", dir.display()))?;

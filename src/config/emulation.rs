@@ -41,6 +41,21 @@ pub fn software_headroom(cfg: &mut SwitchConfig, bits_per_sec: u64, ms: f64) {
     }
 }
 
+/// The shared buffer the lab's story gives its incast, per Gb/s of the emulated link:
+/// 1 MiB, about 8 ms of the link. A switch's tens of megabytes hold a few milliseconds of
+/// its 100–400 Gb/s ports; at the lab's gigabit the presets' 32–40 MB would be seconds,
+/// and nothing would ever pause.
+pub const STORY_BUFFER_PER_GBPS: u64 = 1 << 20;
+
+/// Shrinks the shared buffer to [`STORY_BUFFER_PER_GBPS`] times the link's Gb/s (never
+/// grows it, and keeps at least 64 KiB), so that an incast reaches the ECN and XOFF
+/// thresholds at an emulated rate. Returns the new size.
+pub fn scale_buffer(cfg: &mut SwitchConfig, bits_per_sec: u64) -> u64 {
+    let scaled = ((STORY_BUFFER_PER_GBPS as f64 * bits_per_sec as f64 / 1e9) as u64).max(1 << 16);
+    cfg.shared_bytes = cfg.shared_bytes.min(scaled);
+    cfg.shared_bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +67,23 @@ mod tests {
         scale_dcqcn(&mut d, 1.0);
         assert_eq!(d.rai_mbps, rai / 40.0);
         assert_eq!(d.rhai_mbps, rhai / 40.0);
+    }
+
+    #[test]
+    fn the_story_buffer_is_a_mebibyte_per_gigabit_and_never_grows() {
+        let mut cfg = SwitchConfig::preset("nexus-ai").unwrap();
+        assert_eq!(scale_buffer(&mut cfg, 1_000_000_000), 1 << 20);
+        assert_eq!(
+            scale_buffer(&mut cfg, 2_000_000_000),
+            1 << 20,
+            "never grows"
+        );
+        let mut cfg = SwitchConfig::preset("nexus-ai").unwrap();
+        assert_eq!(
+            scale_buffer(&mut cfg, 10_000_000),
+            1 << 16,
+            "a floor of 64 KiB"
+        );
     }
 
     #[test]
