@@ -12,7 +12,7 @@ use std::io::{self, Write};
 /// What a column holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnKind {
-    /// Egress queue depth, bytes.
+    /// Egress queue depth, bytes: the deepest it was since the previous sample.
     QueueBytes,
     /// A QP's payload rate since the previous sample, Gb/s.
     RateGbps,
@@ -26,6 +26,12 @@ pub enum ColumnKind {
     Paused,
     /// 1 when the PFC watchdog held a switch's egress queue as stormed at the sample.
     Stormed,
+    /// An ingress priority group's shared-buffer use, bytes: the most since the previous
+    /// sample (what XOFF is decided on).
+    PgBytes,
+    /// The shared-buffer use at which a lossless priority group sends XOFF, bytes, at the
+    /// sample (it moves with the free buffer under a dynamic threshold).
+    XoffBytes,
 }
 
 /// One column on the series' time grid.
@@ -79,7 +85,9 @@ impl Track {
                         ColumnKind::QueueBytes
                         | ColumnKind::Xoff
                         | ColumnKind::Paused
-                        | ColumnKind::Stormed => a.max(b),
+                        | ColumnKind::Stormed
+                        | ColumnKind::PgBytes => a.max(b),
+                        ColumnKind::XoffBytes => a.min(b),
                         ColumnKind::RateGbps => (a + b) / 2.0,
                         ColumnKind::RcGbps => b,
                     },
@@ -96,6 +104,10 @@ impl Track {
 pub trait SwitchProbe {
     /// Bytes in egress queue `queue` of `port`.
     fn queue_bytes(&self, port: usize, queue: usize) -> u64;
+    /// The deepest egress queue `queue` of `port` was since the previous call, bytes
+    /// (the first call: since the start). Each call starts the next interval at the
+    /// queue's depth now, so a recorder that calls it once per sample misses no frame.
+    fn queue_peak_bytes(&self, port: usize, queue: usize) -> u64;
     /// True while ingress priority group `pg` of `port` holds its peer in XOFF.
     fn pg_xoff(&self, port: usize, pg: usize) -> bool;
     /// PFC frames `port` has sent for priority `pg` so far.
@@ -107,6 +119,11 @@ pub trait SwitchProbe {
     fn pause_frames_received(&self, port: usize, pg: usize) -> u64;
     /// True when the PFC watchdog holds egress `queue` of `port` as stormed.
     fn queue_stormed(&self, port: usize, queue: usize) -> bool;
+    /// The most shared buffer ingress PG `pg` of `port` used since the previous call,
+    /// bytes (each call starts the next interval at its use now).
+    fn pg_peak_bytes(&self, port: usize, pg: usize) -> u64;
+    /// The shared-buffer use at which lossless PG `pg` sends XOFF now, bytes.
+    fn pg_xoff_bytes(&self, pg: usize) -> u64;
 }
 
 /// What a recorder reads from an endpoint.
@@ -129,8 +146,9 @@ fn flag(on: bool) -> f64 {
 /// Records one switch: every egress queue's depth and every lossless PG's XOFF state.
 #[derive(Debug, Clone)]
 pub struct SwitchRecorder {
-    /// Per port: 8 queue tracks, then per lossless PG an XOFF track, and tracks of its
-    /// egress queue paused by the peer and held as stormed by the watchdog.
+    /// Per port: 8 queue tracks, then per lossless PG an XOFF track, tracks of its egress
+    /// queue paused by the peer and held as stormed by the watchdog, and its shared-buffer
+    /// use; after the ports, one XOFF-point track per lossless PG.
     tracks: Vec<Track>,
     lossless: Vec<usize>,
     /// The egress queue of each lossless priority.
@@ -170,7 +188,19 @@ impl SwitchRecorder {
                     format!("{name}/{p} q{q} watchdog storm"),
                     ColumnKind::Stormed,
                 ));
+                tracks.push(Track::new(
+                    format!("pg_{name}_{p}_pg{pg}_bytes"),
+                    format!("{name}/{p} PG{pg}"),
+                    ColumnKind::PgBytes,
+                ));
             }
+        }
+        for &pg in &lossless {
+            tracks.push(Track::new(
+                format!("xoff_at_{name}_pg{pg}_bytes"),
+                format!("{name} PG{pg} XOFF point"),
+                ColumnKind::XoffBytes,
+            ));
         }
         let queues = lossless
             .iter()
@@ -188,27 +218,38 @@ impl SwitchRecorder {
 
     /// Takes one sample of `sw` at `now`.
     pub fn sample(&mut self, now: Nanos, sw: &impl SwitchProbe) {
-        let per_port = CLASSES + 3 * self.lossless.len();
-        for (port, tracks) in self.tracks.chunks_mut(per_port).enumerate() {
+        let per_port = CLASSES + 4 * self.lossless.len();
+        let ports_end = self.tracks.len() - self.lossless.len();
+        for (k, &pg) in self.lossless.iter().enumerate() {
+            self.tracks[ports_end + k]
+                .samples
+                .push((now, sw.pg_xoff_bytes(pg) as f64));
+        }
+        for (port, tracks) in self.tracks[..ports_end].chunks_mut(per_port).enumerate() {
             for (q, track) in tracks[..CLASSES].iter_mut().enumerate() {
-                track.samples.push((now, sw.queue_bytes(port, q) as f64));
+                track
+                    .samples
+                    .push((now, sw.queue_peak_bytes(port, q) as f64));
             }
             for (k, &pg) in self.lossless.iter().enumerate() {
                 let i = port * self.lossless.len() + k;
                 let sent = sw.pause_frames_sent(port, pg);
                 let fresh = sent != std::mem::replace(&mut self.last_pauses[i], sent);
                 let on = sw.pg_xoff(port, pg) || fresh;
-                tracks[CLASSES + 3 * k].samples.push((now, flag(on)));
+                tracks[CLASSES + 4 * k].samples.push((now, flag(on)));
                 let got = sw.pause_frames_received(port, pg);
                 let fresh = got != std::mem::replace(&mut self.last_received[i], got);
                 let paused = sw.queue_paused(port, self.queues[k], now) || fresh;
-                tracks[CLASSES + 3 * k + 1]
+                tracks[CLASSES + 4 * k + 1]
                     .samples
                     .push((now, flag(paused)));
                 let stormed = sw.queue_stormed(port, self.queues[k]);
-                tracks[CLASSES + 3 * k + 2]
+                tracks[CLASSES + 4 * k + 2]
                     .samples
                     .push((now, flag(stormed)));
+                tracks[CLASSES + 4 * k + 3]
+                    .samples
+                    .push((now, sw.pg_peak_bytes(port, pg) as f64));
             }
         }
     }
@@ -218,8 +259,8 @@ impl SwitchRecorder {
         self.tracks.iter_mut().for_each(Track::halve);
     }
 
-    /// Per port in order: eight queue depths, then per lossless PG its XOFF flag and its
-    /// queue's paused and stormed flags.
+    /// Per port in order: eight queue depths, then per lossless PG its XOFF flag, its
+    /// queue's paused and stormed flags and its shared-buffer use; then the XOFF points.
     pub fn finish(self) -> Vec<Track> {
         self.tracks
     }
@@ -338,16 +379,21 @@ impl Series {
         Series { times, columns }
     }
 
-    /// The columns worth showing: every column with a non-zero value, and a QP's Rc only
-    /// when the QP sent data.
+    /// The columns worth showing: every column with a non-zero value, a QP's Rc only
+    /// when the QP sent data, and the XOFF points only when a PG held shared buffer.
     pub fn kept(&self) -> Vec<&Column> {
         let nonzero = |c: &Column| c.values.iter().any(|&v| v != 0.0);
+        let pgs_used = self
+            .columns
+            .iter()
+            .any(|c| c.kind == ColumnKind::PgBytes && nonzero(c));
         self.columns
             .iter()
             .enumerate()
             .filter(|(i, c)| match c.kind {
                 // Rc sits after its rate column.
                 ColumnKind::RcGbps => nonzero(&self.columns[i - 1]),
+                ColumnKind::XoffBytes => pgs_used,
                 _ => nonzero(c),
             })
             .map(|(_, c)| c)
@@ -370,7 +416,9 @@ impl Series {
                     ColumnKind::QueueBytes
                     | ColumnKind::Xoff
                     | ColumnKind::Paused
-                    | ColumnKind::Stormed => write!(w, ",{v}")?,
+                    | ColumnKind::Stormed
+                    | ColumnKind::PgBytes
+                    | ColumnKind::XoffBytes => write!(w, ",{v}")?,
                     ColumnKind::RateGbps | ColumnKind::RcGbps => write!(w, ",{v:.4}")?,
                 }
             }
@@ -421,6 +469,9 @@ mod tests {
         fn pause_frames_sent(&self, _: usize, _: usize) -> u64 {
             self.pauses
         }
+        fn queue_peak_bytes(&self, port: usize, queue: usize) -> u64 {
+            self.queue_bytes(port, queue)
+        }
         fn queue_paused(&self, _: usize, _: usize, _: Nanos) -> bool {
             false
         }
@@ -429,6 +480,12 @@ mod tests {
         }
         fn queue_stormed(&self, _: usize, _: usize) -> bool {
             false
+        }
+        fn pg_peak_bytes(&self, _: usize, _: usize) -> u64 {
+            0
+        }
+        fn pg_xoff_bytes(&self, _: usize) -> u64 {
+            0
         }
     }
 

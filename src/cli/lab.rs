@@ -278,13 +278,14 @@ fn run_part(
         Some(c)
     };
     if let Some(dir) = dir {
-        let title = format!("rocelab lab {}", opts.workload);
+        let title = format!("rocelab lab {}, the whole run", opts.workload);
         let mut json = report::json(opts, &outcome);
         json["twin"] = serde_json::to_value(&twin)?;
-        bundle::write(dir, &json, &outcome.series, &title)
+        let marks = rocelab::report::plot::ecn_thresholds(&opts.switch);
+        bundle::write(dir, &json, &outcome.series, &title, &marks)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
         sayln!(
-            "\nwrote report.json, series.csv, queues.svg (queue depth per queue), rates.svg (each QP's rate), pauses.svg (PFC pause intervals per port) to {}",
+            "\nwrote report.json, series.csv, queues.svg (queue depth per queue), rates.svg (each QP's rate), pauses.svg (PFC pause intervals per port), pgs.svg (ingress PG use against the XOFF point) to {}",
             dir.display()
         );
     }

@@ -160,14 +160,21 @@ fn run_one(scenario: &Scenario, out: Option<&Path>) -> Result<report::Summary> {
     );
     if let Some(dir) = out {
         let json = report::json(scenario, &outcome);
-        let title = match &scenario.variant {
+        let mut title = match &scenario.variant {
             Some(v) => format!("{} ({v})", scenario.name),
             None => scenario.name.clone(),
         };
-        bundle::write(dir, &json, &outcome.series, &title)
+        if let Some(plan) = &scenario.allreduce {
+            title += &format!(
+                ", the {} all-reduce",
+                rocelab::bytes::human(plan.series_bytes)
+            );
+        }
+        let marks = rocelab::report::plot::ecn_thresholds(&scenario.switch);
+        bundle::write(dir, &json, &outcome.series, &title, &marks)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
         sayln!(
-            "\nwrote series.csv, queues.svg, rates.svg, pauses.svg and report.json to {}",
+            "\nwrote series.csv, queues.svg, rates.svg, pauses.svg, pgs.svg and report.json to {}",
             dir.display()
         );
     }

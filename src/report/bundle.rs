@@ -1,5 +1,5 @@
-//! The report folder of a run (`sim --out`, `lab --report`): report.json, series.csv and
-//! the three plots, written the same way for the simulator and the lab.
+//! The report folder of a run (`sim --out`, `lab --out`): report.json, series.csv and
+//! the four plots, written the same way for the simulator and the lab.
 
 use super::plot::{self, PlotError};
 use crate::output::{self, OutputError};
@@ -7,12 +7,13 @@ use crate::series::Series;
 use std::path::Path;
 
 /// The files of a report folder, in the order they are written.
-pub const FILES: [&str; 5] = [
+pub const FILES: [&str; 6] = [
     "report.json",
     "series.csv",
     "queues.svg",
     "rates.svg",
     "pauses.svg",
+    "pgs.svg",
 ];
 
 /// A report folder that could not be written.
@@ -29,7 +30,8 @@ pub enum BundleError {
     Json(#[from] serde_json::Error),
 }
 
-/// Writes the report `json`, the series as CSV and its plots titled `title` into `dir`,
+/// Writes the report `json`, the series as CSV and its plots titled `title` (the queue
+/// plot with `thresholds` dashed) into `dir`,
 /// making the folder (its parent must exist: see [`output::check_folder`]). Everything is
 /// drawn before anything is written, and each file appears whole or not at all.
 pub fn write(
@@ -37,17 +39,19 @@ pub fn write(
     json: &serde_json::Value,
     series: &Series,
     title: &str,
+    thresholds: &[plot::Threshold],
 ) -> Result<(), BundleError> {
     let mut csv = Vec::new();
     series
         .write_csv(&mut csv)
         .expect("writing CSV into memory cannot fail");
-    let files: [Vec<u8>; 5] = [
+    let files: [Vec<u8>; 6] = [
         (serde_json::to_string_pretty(json)? + "\n").into_bytes(),
         csv,
-        plot::queues_svg(series, title)?.into_bytes(),
+        plot::queues_svg(series, title, thresholds)?.into_bytes(),
         plot::rates_svg(series, title)?.into_bytes(),
         plot::pauses_svg(series, title)?.into_bytes(),
+        plot::pgs_svg(series, title)?.into_bytes(),
     ];
     output::make_folder(dir)?;
     for (name, bytes) in FILES.iter().zip(&files) {

@@ -11,6 +11,8 @@ const MAX_POINTS: usize = 2000;
 /// Most lines in one chart (the largest by peak); a legend of more is unreadable.
 const MAX_LINES: usize = 12;
 const SIZE: (u32, u32) = (1000, 520);
+/// Width of the legend column at the right of a line chart, pixels.
+const LEGEND_WIDTH: u32 = 170;
 
 /// A plot that could not be drawn (plotters' drawing errors, as text: they carry the
 /// backend's error type, which differs per backend).
@@ -61,7 +63,60 @@ fn span_ms(series: &Series) -> f64 {
         .map_or(1.0, |t| (t.0 as f64 / 1e6).max(1e-3))
 }
 
-/// Lines of `columns` on one chart area.
+/// A horizontal line a person tuning the switch looks for: a threshold, in the plot's
+/// units before scaling (bytes for queues).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// What it is ("q3 Kmin").
+    pub label: String,
+    /// Where, in the column's unit.
+    pub value: f64,
+}
+
+/// The RED-ECN thresholds (Kmin, Kmax) of every queue of `cfg` that marks.
+pub fn ecn_thresholds(cfg: &crate::config::SwitchConfig) -> Vec<Threshold> {
+    let mut out = Vec::new();
+    for (q, queue) in cfg.queues.iter().enumerate() {
+        if let Some(p) = queue.ecn {
+            out.push(Threshold {
+                label: format!("q{q} Kmin"),
+                value: p.kmin_bytes as f64,
+            });
+            out.push(Threshold {
+                label: format!("q{q} Kmax"),
+                value: p.kmax_bytes as f64,
+            });
+        }
+    }
+    out
+}
+
+/// The y-axis top for `data`: a little above the highest point, unless that point is a
+/// start-up spike (in the first 5 % of the run, more than three times anything after
+/// it), which is then left off the scale and returned to be named.
+fn y_top(data: &[Vec<(f64, f64)>], span: f64) -> (f64, Option<(f64, f64)>) {
+    let all = data.iter().flatten().fold(
+        (0.0, 0.0),
+        |m: (f64, f64), p| {
+            if p.1 > m.1 { (p.0, p.1) } else { m }
+        },
+    );
+    let later = data
+        .iter()
+        .flatten()
+        .filter(|p| p.0 > span * 0.05)
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    if all.0 <= span * 0.05 && later > 0.0 && all.1 > 3.0 * later {
+        (later * 1.15, Some(all))
+    } else {
+        (all.1.max(1e-9) * 1.08, None)
+    }
+}
+
+/// Lines of `columns` on one chart area, with `thresholds` (scaled as the values) as
+/// dashed lines where they fall within the scale.
+#[allow(clippy::too_many_arguments)]
 fn lines(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     series: &Series,
@@ -70,18 +125,39 @@ fn lines(
     y_desc: &str,
     peak: bool,
     scale: f64,
+    thresholds: &[Threshold],
+    dashed: &[&Column],
 ) -> Result<()> {
     let data: Vec<Vec<(f64, f64)>> = columns
         .iter()
         .map(|c| points(series, c, peak, scale))
         .collect();
-    let top = data
+    let (data_top, spike) = y_top(&data, span_ms(series));
+    // Dashed columns (moving thresholds) never set the scale; they are cut at its top.
+    let dashed_data: Vec<Vec<(f64, f64)>> = dashed
         .iter()
-        .flatten()
-        .map(|p| p.1)
-        .fold(0.0, f64::max)
-        .max(1e-9)
-        * 1.08;
+        .map(|c| points(series, c, false, scale))
+        .collect();
+    // Thresholds up to twice the data's height widen the scale; higher ones are named.
+    let top = thresholds
+        .iter()
+        .map(|t| t.value * scale)
+        .filter(|&v| v <= data_top * 2.0)
+        .fold(data_top, |m, v| m.max(v * 1.08));
+    let mut notes: Vec<String> = thresholds
+        .iter()
+        .filter(|t| t.value * scale > top)
+        .map(|t| format!("{} {:.1} above the scale", t.label, t.value * scale))
+        .collect();
+    if let Some((at, v)) = spike {
+        notes.push(format!(
+            "start-up peak {v:.1} at {at:.2} ms above the scale"
+        ));
+    }
+    // The legend gets a column of its own at the right, so that it covers no line.
+    let width = area.dim_in_pixel().0;
+    let (area, legend) = area.split_horizontally(width.saturating_sub(LEGEND_WIDTH));
+    let area = &area;
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 18))
         .margin(12)
@@ -106,20 +182,99 @@ fn lines(
     }
     for (i, (c, pts)) in columns.iter().zip(data).enumerate() {
         let color = Palette99::pick(i).to_rgba();
+        let pts = pts.into_iter().map(|(x, y)| (x, y.min(top)));
         chart
             .draw_series(LineSeries::new(pts, color.stroke_width(1)))
-            .map_err(plot_err)?
-            .label(c.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+            .map_err(plot_err)?;
+        let y = 48 + 18 * i as i32;
+        legend
+            .draw(&PathElement::new(
+                vec![(4, y), (24, y)],
+                color.stroke_width(2),
+            ))
+            .map_err(plot_err)?;
+        let style =
+            TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        legend
+            .draw(&Text::new(c.label.clone(), (30, y), style))
+            .map_err(plot_err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
+    let grey = RGBColor(90, 90, 90);
+    for (i, (c, pts)) in dashed.iter().zip(dashed_data).enumerate() {
+        let color = RGBColor(40, 40, 40).mix(0.8);
+        if pts.iter().all(|p| p.1 > top) {
+            notes.push(format!("{} above the scale", c.label));
+            continue;
+        }
+        let pts: Vec<(f64, f64)> = pts.into_iter().map(|(x, y)| (x, y.min(top))).collect();
+        chart
+            .draw_series(DashedLineSeries::new(pts, 6, 4, color.stroke_width(1)))
+            .map_err(plot_err)?;
+        let y = 48 + 18 * (columns.len() + i) as i32;
+        legend
+            .draw(&PathElement::new(
+                vec![(4, y), (10, y)],
+                color.stroke_width(1),
+            ))
+            .map_err(plot_err)?;
+        legend
+            .draw(&PathElement::new(
+                vec![(16, y), (24, y)],
+                color.stroke_width(1),
+            ))
+            .map_err(plot_err)?;
+        let style =
+            TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        legend
+            .draw(&Text::new(c.label.clone(), (30, y), style))
+            .map_err(plot_err)?;
+    }
+    for t in thresholds.iter().filter(|t| t.value * scale <= top) {
+        let y = t.value * scale;
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(0.0, y), (span_ms(series), y)],
+                6,
+                4,
+                grey.stroke_width(1),
+            ))
+            .map_err(plot_err)?;
+        let (x, py) = chart.backend_coord(&(0.0, y));
+        let style = TextStyle::from(("sans-serif", 12).into_font())
+            .color(&grey)
+            .pos(Pos::new(HPos::Left, VPos::Bottom));
+        area.draw(&Text::new(
+            format!("{} {:.1}", t.label, y),
+            (x + 4, py - 2),
+            style,
+        ))
         .map_err(plot_err)?;
+    }
+    for (k, note) in notes.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(0.0, top));
+        let style = TextStyle::from(("sans-serif", 12).into_font())
+            .color(&grey)
+            .pos(Pos::new(HPos::Left, VPos::Top));
+        area.draw(&Text::new(
+            note.clone(),
+            (x + 6, y + 4 + 15 * k as i32),
+            style,
+        ))
+        .map_err(plot_err)?;
+    }
     Ok(())
+}
+
+/// The columns (largest first) whose peak reaches 1 % of the largest one's: queues that
+/// held only a CNP or an ACK now and then stay flat at zero and would only fill the
+/// legend.
+fn significant(columns: Vec<&Column>) -> Vec<&Column> {
+    let peak = |c: &Column| c.values.iter().copied().fold(0.0, f64::max);
+    let top = columns.first().map_or(0.0, |c| peak(c));
+    columns
+        .into_iter()
+        .filter(|c| peak(c) >= top * 0.01)
+        .collect()
 }
 
 fn of_kind(series: &Series, kind: ColumnKind) -> Vec<&Column> {
@@ -130,15 +285,53 @@ fn of_kind(series: &Series, kind: ColumnKind) -> Vec<&Column> {
         .collect()
 }
 
-/// Egress queue depth over time, KB, one line per queue that held anything.
-pub fn queues_svg(series: &Series, title: &str) -> Result<String> {
+/// Egress queue depth over time, KB (each sample the deepest since the previous one),
+/// one line per queue that held anything, with `thresholds` (bytes) dashed.
+pub fn queues_svg(series: &Series, title: &str, thresholds: &[Threshold]) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let cols = largest(of_kind(series, ColumnKind::QueueBytes));
-        let title = format!("Egress queue depth: {title}");
-        lines(&root, series, &cols, &title, "queue (KB)", true, 1e-3)?;
+        let cols = significant(largest(of_kind(series, ColumnKind::QueueBytes)));
+        let title = format!("Egress queue depth (peak per sample): {title}");
+        lines(
+            &root,
+            series,
+            &cols,
+            &title,
+            "queue (KB)",
+            true,
+            1e-3,
+            thresholds,
+            &[],
+        )?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// Ingress priority groups' shared-buffer use over time, KB (each sample the most since
+/// the previous one): what PFC decides on. The XOFF point (dashed) moves with the free
+/// buffer under a dynamic threshold; a PG that reaches it pauses its peer.
+pub fn pgs_svg(series: &Series, title: &str) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let cols = significant(largest(of_kind(series, ColumnKind::PgBytes)));
+        let xoff = of_kind(series, ColumnKind::XoffBytes);
+        let title = format!("Ingress PG shared-buffer use (peak per sample): {title}");
+        lines(
+            &root,
+            series,
+            &cols,
+            &title,
+            "PG use (KB)",
+            true,
+            1e-3,
+            &[],
+            &xoff,
+        )?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
@@ -162,6 +355,8 @@ pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
             "Rc (Gb/s)",
             false,
             1.0,
+            &[],
+            &[],
         )?;
         let smoothed = smooth(series, &largest(of_kind(series, ColumnKind::RateGbps)));
         let refs: Vec<&Column> = smoothed.iter().collect();
@@ -173,6 +368,8 @@ pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
             "throughput (Gb/s)",
             false,
             1.0,
+            &[],
+            &[],
         )?;
         root.present().map_err(plot_err)?;
     }

@@ -93,6 +93,12 @@ struct Port {
     paused: [crate::time::Span; CLASSES],
     /// Per PG of this port as an ingress: time it held its peer in XOFF.
     xoff_held: [crate::time::Span; CLASSES],
+    /// Per queue: the deepest it was since a time-series recorder last read it (a
+    /// `Cell`: reading starts the next interval, through the read-only probe).
+    peak: [std::cell::Cell<u64>; CLASSES],
+    /// Per PG of this port as an ingress: the most shared buffer it used since a recorder
+    /// last read it.
+    pg_peak: [std::cell::Cell<u64>; CLASSES],
     counters: PortCounters,
 }
 
@@ -226,6 +232,8 @@ impl Switch {
                 watchdog: Default::default(),
                 paused: Default::default(),
                 xoff_held: Default::default(),
+                peak: Default::default(),
+                pg_peak: Default::default(),
                 counters: PortCounters::new(&p.name),
             })
             .collect();
@@ -550,6 +558,8 @@ impl Switch {
             return Err(DropCause::IngressOverflow);
         };
         let state = self.mmu.pg(ingress, pg);
+        let peak = &self.ports[ingress].pg_peak[pg];
+        peak.set(peak.get().max(state.shared));
         let c = &mut self.ports[ingress].counters.classes[pg];
         c.pg_shared_watermark_bytes = c.pg_shared_watermark_bytes.max(state.shared);
         c.pg_headroom_watermark_bytes = c.pg_headroom_watermark_bytes.max(state.headroom);
@@ -590,6 +600,7 @@ impl Switch {
             arrived: now,
             note,
         });
+        port.peak[q].set(port.peak[q].get().max(queue.bytes));
         let c = &mut port.counters.classes[q];
         c.queue_watermark_bytes = c.queue_watermark_bytes.max(queue.bytes);
         Ok(())
@@ -603,6 +614,12 @@ pub const MTU_OVERHEAD_BYTES: usize = 18;
 impl crate::series::SwitchProbe for Switch {
     fn queue_bytes(&self, port: usize, queue: usize) -> u64 {
         Switch::queue_bytes(self, port, queue)
+    }
+
+    fn queue_peak_bytes(&self, port: usize, queue: usize) -> u64 {
+        let p = &self.ports[port];
+        let now = p.queues[queue].bytes;
+        p.peak[queue].replace(now).max(now)
     }
 
     fn pg_xoff(&self, port: usize, pg: usize) -> bool {
@@ -624,5 +641,14 @@ impl crate::series::SwitchProbe for Switch {
 
     fn queue_stormed(&self, port: usize, queue: usize) -> bool {
         self.is_stormed(port, queue)
+    }
+
+    fn pg_peak_bytes(&self, port: usize, pg: usize) -> u64 {
+        let now = self.mmu.pg(port, pg).shared;
+        self.ports[port].pg_peak[pg].replace(now).max(now)
+    }
+
+    fn pg_xoff_bytes(&self, pg: usize) -> u64 {
+        self.mmu.xoff_threshold(pg)
     }
 }
