@@ -18,6 +18,10 @@ pub enum ColumnKind {
     RateGbps,
     /// A QP's DCQCN current rate Rc, Gb/s.
     RcGbps,
+    /// A QP's DCQCN target rate Rt, Gb/s.
+    RtGbps,
+    /// CNPs a QP received since the previous sample.
+    Cnps,
     /// 1 when a switch's ingress priority group held its peer in XOFF at the sample or
     /// sent a PFC pause since the previous one (so pauses shorter than a step still show).
     Xoff,
@@ -89,7 +93,8 @@ impl Track {
                         | ColumnKind::PgBytes => a.max(b),
                         ColumnKind::XoffBytes => a.min(b),
                         ColumnKind::RateGbps => (a + b) / 2.0,
-                        ColumnKind::RcGbps => b,
+                        ColumnKind::RcGbps | ColumnKind::RtGbps => b,
+                        ColumnKind::Cnps => a + b,
                     },
                 ),
                 [one] => one,
@@ -132,6 +137,10 @@ pub trait EndpointProbe {
     fn qp_bytes_sent(&self, qp: usize, now: Nanos) -> u64;
     /// QP `qp`'s DCQCN current rate, bits per second.
     fn qp_rate_bps(&self, qp: usize, now: Nanos) -> u64;
+    /// A QP's DCQCN target rate Rt, bit/s.
+    fn qp_target_bps(&self, qp: usize, now: Nanos) -> u64;
+    /// CNPs a QP received so far.
+    fn qp_cnps_received(&self, qp: usize, now: Nanos) -> u64;
     /// True while the endpoint's data priority is paused.
     fn data_paused(&self, now: Nanos) -> bool;
     /// PFC and PAUSE frames received so far.
@@ -270,11 +279,15 @@ impl SwitchRecorder {
 #[derive(Debug, Clone)]
 pub struct HostRecorder {
     qps: Vec<usize>,
-    /// Per QP: rate, then Rc; last: paused.
+    /// Per QP: rate, Rc, Rt and CNPs; last: paused.
     tracks: Vec<Track>,
     last_bytes: Vec<(Nanos, u64)>,
+    last_cnps: Vec<u64>,
     last_pauses: u64,
 }
+
+/// Tracks per recorded QP.
+const PER_QP: usize = 4;
 
 impl HostRecorder {
     /// A recorder for host `name`, recording the QPs `qps` (index, QP number), whose data
@@ -290,8 +303,18 @@ impl HostRecorder {
             ));
             tracks.push(Track::new(
                 format!("rc_{name}_qp{qpn:#x}_gbps"),
-                label,
+                label.clone(),
                 ColumnKind::RcGbps,
+            ));
+            tracks.push(Track::new(
+                format!("rt_{name}_qp{qpn:#x}_gbps"),
+                label.clone(),
+                ColumnKind::RtGbps,
+            ));
+            tracks.push(Track::new(
+                format!("cnps_{name}_qp{qpn:#x}"),
+                label,
+                ColumnKind::Cnps,
             ));
         }
         tracks.push(Track::new(
@@ -303,6 +326,7 @@ impl HostRecorder {
             qps: qps.iter().map(|&(q, _)| q).collect(),
             tracks,
             last_bytes: vec![(Nanos::ZERO, 0); qps.len()],
+            last_cnps: vec![0; qps.len()],
             last_pauses: 0,
         }
     }
@@ -318,9 +342,16 @@ impl HostRecorder {
             } else {
                 bytes.saturating_sub(before) as f64 * 8.0 / dt as f64
             };
-            self.tracks[2 * k].samples.push((now, gbps));
+            self.tracks[PER_QP * k].samples.push((now, gbps));
             let rc = ep.qp_rate_bps(qp, now) as f64 / 1e9;
-            self.tracks[2 * k + 1].samples.push((now, rc));
+            self.tracks[PER_QP * k + 1].samples.push((now, rc));
+            let rt = ep.qp_target_bps(qp, now) as f64 / 1e9;
+            self.tracks[PER_QP * k + 2].samples.push((now, rt));
+            let cnps = ep.qp_cnps_received(qp, now);
+            let fresh = cnps.saturating_sub(std::mem::replace(&mut self.last_cnps[k], cnps));
+            self.tracks[PER_QP * k + 3]
+                .samples
+                .push((now, fresh as f64));
         }
         let got = ep.pauses_received();
         let fresh = got != std::mem::replace(&mut self.last_pauses, got);
@@ -335,7 +366,7 @@ impl HostRecorder {
         self.tracks.iter_mut().for_each(Track::halve);
     }
 
-    /// Per QP a payload-rate track and an Rc track, then the paused flag.
+    /// Per QP a payload-rate track, Rc, Rt and CNP tracks, then the paused flag.
     pub fn finish(self) -> Vec<Track> {
         self.tracks
     }
@@ -379,10 +410,16 @@ impl Series {
         Series { times, columns }
     }
 
-    /// The columns worth showing: every column with a non-zero value, a QP's Rc only
-    /// when the QP sent data, and the XOFF points only when a PG held shared buffer.
+    /// The columns worth showing: every column with a non-zero value, a QP's Rc and Rt
+    /// only when the QP sent data, and the XOFF points only when a PG held shared buffer.
     pub fn kept(&self) -> Vec<&Column> {
         let nonzero = |c: &Column| c.values.iter().any(|&v| v != 0.0);
+        let sending: Vec<&str> = self
+            .columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::RateGbps && nonzero(c))
+            .map(|c| c.label.as_str())
+            .collect();
         let pgs_used = self
             .columns
             .iter()
@@ -390,9 +427,9 @@ impl Series {
         self.columns
             .iter()
             .enumerate()
-            .filter(|(i, c)| match c.kind {
-                // Rc sits after its rate column.
-                ColumnKind::RcGbps => nonzero(&self.columns[i - 1]),
+            .filter(|(_, c)| match c.kind {
+                // Rc and Rt go with their QP's rate column (the same label).
+                ColumnKind::RcGbps | ColumnKind::RtGbps => sending.contains(&c.label.as_str()),
                 ColumnKind::XoffBytes => pgs_used,
                 _ => nonzero(c),
             })
@@ -419,7 +456,10 @@ impl Series {
                     | ColumnKind::Stormed
                     | ColumnKind::PgBytes
                     | ColumnKind::XoffBytes => write!(w, ",{v}")?,
-                    ColumnKind::RateGbps | ColumnKind::RcGbps => write!(w, ",{v:.4}")?,
+                    ColumnKind::RateGbps | ColumnKind::RcGbps | ColumnKind::RtGbps => {
+                        write!(w, ",{v:.4}")?
+                    }
+                    ColumnKind::Cnps => write!(w, ",{v}")?,
                 }
             }
             writeln!(w)?;
@@ -501,6 +541,12 @@ mod tests {
         fn qp_rate_bps(&self, _: usize, _: Nanos) -> u64 {
             25_000_000_000
         }
+        fn qp_target_bps(&self, _: usize, _: Nanos) -> u64 {
+            25_000_000_000
+        }
+        fn qp_cnps_received(&self, _: usize, _: Nanos) -> u64 {
+            0
+        }
         fn data_paused(&self, _: Nanos) -> bool {
             false
         }
@@ -551,7 +597,9 @@ mod tests {
         assert_eq!(tracks[0].name, "rate_h0_qp0x100_gbps");
         assert_eq!(tracks[0].samples[1], (Nanos(1000), 10.0));
         assert_eq!(tracks[1].samples[1], (Nanos(1000), 25.0));
-        assert_eq!(tracks[2].name, "paused_h0_p3");
+        assert_eq!(tracks[2].name, "rt_h0_qp0x100_gbps");
+        assert_eq!(tracks[3].name, "cnps_h0_qp0x100");
+        assert_eq!(tracks[4].name, "paused_h0_p3");
     }
 
     #[test]

@@ -972,6 +972,14 @@ impl crate::series::EndpointProbe for Endpoint {
         self.qp_status(qp, now).rate_bps
     }
 
+    fn qp_target_bps(&self, qp: usize, _now: Nanos) -> u64 {
+        self.qps[qp].rp.target_bps()
+    }
+
+    fn qp_cnps_received(&self, qp: usize, _now: Nanos) -> u64 {
+        self.qps[qp].counters.cnps_received
+    }
+
     fn data_paused(&self, now: Nanos) -> bool {
         self.paused(self.data_priority(), now)
     }

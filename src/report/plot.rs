@@ -114,8 +114,22 @@ fn y_top(data: &[Vec<(f64, f64)>], span: f64) -> (f64, Option<(f64, f64)>) {
     }
 }
 
-/// Lines of `columns` on one chart area, with `thresholds` (scaled as the values) as
-/// dashed lines where they fall within the scale.
+/// What a line chart draws besides its lines.
+#[derive(Default)]
+struct Extras<'a> {
+    /// Fixed thresholds (in the columns' unit), dashed grey where they fall within the
+    /// scale, named above it otherwise.
+    thresholds: &'a [Threshold],
+    /// Moving values drawn dashed, in the colour of the line with the same label (grey
+    /// when none); they never set the scale.
+    dashed: &'a [&'a Column],
+    /// Event counts per sample: a tick at the foot of the chart wherever one is
+    /// non-zero, in the colour of the line with the same label.
+    ticks: &'a [&'a Column],
+}
+
+/// Lines of `columns` on one chart area (`peak`: buckets keep their peak, else their
+/// mean; values times `scale`), with the `extras`.
 #[allow(clippy::too_many_arguments)]
 fn lines(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
@@ -125,9 +139,19 @@ fn lines(
     y_desc: &str,
     peak: bool,
     scale: f64,
-    thresholds: &[Threshold],
-    dashed: &[&Column],
+    extras: Extras<'_>,
 ) -> Result<()> {
+    let Extras {
+        thresholds,
+        dashed,
+        ticks,
+    } = extras;
+    let color_of = |label: &str| {
+        columns
+            .iter()
+            .position(|c| c.label == label)
+            .map(|i| Palette99::pick(i).to_rgba())
+    };
     let data: Vec<Vec<(f64, f64)>> = columns
         .iter()
         .map(|c| points(series, c, peak, scale))
@@ -201,7 +225,7 @@ fn lines(
     }
     let grey = RGBColor(90, 90, 90);
     for (i, (c, pts)) in dashed.iter().zip(dashed_data).enumerate() {
-        let color = RGBColor(40, 40, 40).mix(0.8);
+        let color = color_of(&c.label).unwrap_or(RGBColor(40, 40, 40).mix(0.8));
         if pts.iter().all(|p| p.1 > top) {
             notes.push(format!("{} above the scale", c.label));
             continue;
@@ -210,6 +234,9 @@ fn lines(
         chart
             .draw_series(DashedLineSeries::new(pts, 6, 4, color.stroke_width(1)))
             .map_err(plot_err)?;
+        if color_of(&c.label).is_some() {
+            continue; // its line's legend entry stands for it
+        }
         let y = 48 + 18 * (columns.len() + i) as i32;
         legend
             .draw(&PathElement::new(
@@ -228,6 +255,22 @@ fn lines(
         legend
             .draw(&Text::new(c.label.clone(), (30, y), style))
             .map_err(plot_err)?;
+    }
+    for c in ticks {
+        let Some(color) = color_of(&c.label) else {
+            continue;
+        };
+        let h = top * 0.04;
+        let marks = series
+            .times
+            .iter()
+            .zip(&c.values)
+            .filter(|(_, v)| **v > 0.0)
+            .map(|(t, _)| {
+                let x = t.0 as f64 / 1e6;
+                PathElement::new(vec![(x, 0.0), (x, h)], color.stroke_width(1))
+            });
+        chart.draw_series(marks).map_err(plot_err)?;
     }
     for t in thresholds.iter().filter(|t| t.value * scale <= top) {
         let y = t.value * scale;
@@ -302,8 +345,10 @@ pub fn queues_svg(series: &Series, title: &str, thresholds: &[Threshold]) -> Res
             "queue (KB)",
             true,
             1e-3,
-            thresholds,
-            &[],
+            Extras {
+                thresholds,
+                ..Extras::default()
+            },
         )?;
         root.present().map_err(plot_err)?;
     }
@@ -329,8 +374,10 @@ pub fn pgs_svg(series: &Series, title: &str) -> Result<String> {
             "PG use (KB)",
             true,
             1e-3,
-            &[],
-            &xoff,
+            Extras {
+                dashed: &xoff,
+                ..Extras::default()
+            },
         )?;
         root.present().map_err(plot_err)?;
     }
@@ -347,16 +394,21 @@ pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
         root.fill(&WHITE).map_err(plot_err)?;
         let (upper, lower) = root.split_vertically(SIZE.1 - 60);
         let rc = largest(of_kind(series, ColumnKind::RcGbps));
+        let rt = of_kind(series, ColumnKind::RtGbps);
+        let cnps = of_kind(series, ColumnKind::Cnps);
         lines(
             &upper,
             series,
             &rc,
-            &format!("DCQCN current rate Rc per QP: {title}"),
+            &format!("DCQCN Rc per QP (target Rt dashed, CNPs as ticks): {title}"),
             "Rc (Gb/s)",
             false,
             1.0,
-            &[],
-            &[],
+            Extras {
+                dashed: &rt,
+                ticks: &cnps,
+                ..Extras::default()
+            },
         )?;
         let smoothed = smooth(series, &largest(of_kind(series, ColumnKind::RateGbps)));
         let refs: Vec<&Column> = smoothed.iter().collect();
@@ -368,8 +420,7 @@ pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
             "throughput (Gb/s)",
             false,
             1.0,
-            &[],
-            &[],
+            Extras::default(),
         )?;
         root.present().map_err(plot_err)?;
     }
