@@ -155,6 +155,26 @@ fn incast_comes_out_with_explained_pfc_and_ce_marks_and_no_loss() {
         .map(|p| switch.counters(p).classes[3].dropped())
         .sum();
     assert_eq!(drops, 0);
+    assert!(switch.drops().is_empty());
+
+    // Peers that ignore the pause overflow the headroom; the first drop of each sender's
+    // PG is explained with the headroom formula's inputs, times from the first frame.
+    opts.peer_ignores_pause = true;
+    let (summary, switch) = replay::run(&opts).unwrap();
+    let explained: Vec<String> = switch
+        .drops()
+        .iter()
+        .map(|d| d.explain(switch.config(), Nanos(summary.start_ns)))
+        .collect();
+    assert_eq!(explained.len(), 2, "one per sender's PG: {explained:?}");
+    for e in &explained {
+        assert!(e.contains("lossless PG 3 dropped a 1082 B frame at"), "{e}");
+        assert!(e.contains(" µs: XOFF was in force"), "{e}");
+        assert!(
+            e.contains("2 x MTU 9216 + 2 x cable 25 ns x 100 Gb/s"),
+            "{e}"
+        );
+    }
 }
 
 #[test]

@@ -335,6 +335,15 @@ fn senders_that_ignore_pause_overflow_the_headroom() {
         .sum();
     assert!(ignored > 0);
     assert!(sum.retransmitted > 0, "go-back-N recovers the drops");
+    // Each kind of drop is explained: the rule, its inputs, the formula, the fix.
+    let story = rocelab::report::sim::what_happened(&s, &outcome);
+    assert!(story.contains("XOFF was in force"), "{story}");
+    assert!(story.contains("headroom = 2 x MTU"), "{story}");
+    assert!(story.contains("a peer that honours pause"), "{story}");
+    let sw = outcome.net.switch(0);
+    let first = &sw.drops()[0];
+    assert_eq!(first.cause, rocelab::switch::DropCause::IngressOverflow);
+    assert!(first.xoff && first.pg_headroom + first.bytes > first.headroom_size);
 }
 
 #[test]

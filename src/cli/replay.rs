@@ -102,11 +102,28 @@ pub fn run(args: Args) -> Result<()> {
     for w in switch.warnings() {
         eprintln!("rocelab: warning: {}", w.message);
     }
+    let drops: Vec<serde_json::Value> = switch
+        .drops()
+        .iter()
+        .map(|d| {
+            let why = d.explain(switch.config(), rocelab::time::Nanos(summary.start_ns));
+            sayln!("drop: {why}");
+            serde_json::json!({
+                "port": switch.config().ports[d.port].name,
+                "class": d.class,
+                "queue": d.queue,
+                "cause": d.cause,
+                "at_ns": d.at.0,
+                "explanation": why,
+            })
+        })
+        .collect();
     say!("{}", rocelab::report::counter_table(&switch));
     report.write(&serde_json::json!({
         "summary": summary,
         "ports": rocelab::report::ports(&switch),
         "warnings": switch.warnings(),
+        "drops": drops,
     }))?;
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 pub mod emulation;
 pub mod endpoint;
-mod headroom;
+pub mod headroom;
 mod presets;
 mod resolve;
 

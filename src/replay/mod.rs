@@ -101,6 +101,9 @@ pub struct ReplaySummary {
     pub frames_marked: u64,
     /// Virtual time from the first input frame to the last frame out, ns.
     pub duration_ns: u64,
+    /// Capture time of the first input frame, ns since the Unix epoch: where the switch's
+    /// virtual time starts.
+    pub start_ns: u64,
     /// Frames the capture had cut short (its snaplen): replayed at their original length,
     /// zero-padded, so that their wire time and buffer use are right (their ICRC is not).
     pub frames_cut: u64,
@@ -341,6 +344,7 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         pfc_frames_out: 0,
         frames_marked: 0,
         duration_ns: 0,
+        start_ns: 0,
         frames_cut: 0,
         frames_skipped: 0,
     };
@@ -398,6 +402,7 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         f.commit()?;
     }
     summary.duration_ns = last_out.saturating_sub(start).0;
+    summary.start_ns = start.0;
     summary.frames_cut = sources.iter().map(|s| s.cut).sum();
     summary.frames_skipped = sources.iter().map(|s| s.skipped).sum();
     let fabric_switch = fabric.into_switch();

@@ -288,48 +288,38 @@ fn watchdog(out: &mut String, f: &Fabric) {
 }
 
 fn loss(out: &mut String, f: &Fabric) {
-    let mut lossless = Vec::new();
+    let mut lossless = 0u64;
     let mut lossy = 0u64;
     let mut lossy_causes = [0u64; 3];
+    let mut explained = Vec::new();
     for &(name, sw) in &f.switches {
         let cfg = sw.config();
         for p in 0..sw.port_count() {
-            let port = &cfg.ports[p].name;
             for (c, k) in sw.counters(p).classes.iter().enumerate() {
-                if k.dropped() == 0 {
-                    continue;
-                }
-                if !cfg.lossless.contains(c as u8) {
+                if cfg.lossless.contains(c as u8) {
+                    lossless += k.dropped();
+                } else {
                     lossy += k.dropped();
                     lossy_causes[0] += k.dropped_tail;
                     lossy_causes[1] += k.dropped_wred;
                     lossy_causes[2] += k.dropped_ingress_overflow;
-                    continue;
                 }
-                let mut why = Vec::new();
-                if k.dropped_ingress_overflow > 0 {
-                    why.push(format!(
-                        "{} at ingress (PG {c} full: its headroom ran out, peak {} B of headroom used; senders that do not pause, or a cable or response time longer than the headroom was sized for)",
-                        k.dropped_ingress_overflow, k.pg_headroom_watermark_bytes
-                    ));
-                }
-                if k.dropped_watchdog > 0 {
-                    why.push(format!("{} by the PFC watchdog", k.dropped_watchdog));
-                }
-                if k.dropped_mtu > 0 {
-                    why.push(format!("{} larger than the port's MTU", k.dropped_mtu));
-                }
-                if k.dropped_tail + k.dropped_wred > 0 {
-                    why.push(format!(
-                        "{} tail or WRED drops",
-                        k.dropped_tail + k.dropped_wred
-                    ));
-                }
-                lossless.push((
-                    k.dropped(),
-                    format!("{name}/{port} class {c}: {}", why.join("; ")),
-                ));
             }
+        }
+        for d in sw.drops() {
+            let first = d.explain(cfg, Nanos::ZERO);
+            let count = {
+                let k = &sw.counters(d.port).classes[usize::from(d.class)];
+                let q = &sw.counters(d.port).classes[d.queue];
+                match d.cause {
+                    crate::switch::DropCause::IngressOverflow => k.dropped_ingress_overflow,
+                    crate::switch::DropCause::Tail => q.dropped_tail,
+                    crate::switch::DropCause::Wred => q.dropped_wred,
+                    crate::switch::DropCause::Watchdog => q.dropped_watchdog,
+                    crate::switch::DropCause::Mtu => q.dropped_mtu,
+                }
+            };
+            explained.push((count, format!("{name}/{first} ({count} such drops in all)")));
         }
     }
     let host_drops: u64 = f.hosts.iter().map(|h| h.counters.rx_buffer_drops).sum();
@@ -339,17 +329,15 @@ fn loss(out: &mut String, f: &Fabric) {
         .map(|h| h.counters.retransmitted_packets)
         .sum();
     let timeouts: u64 = f.hosts.iter().map(|h| h.counters.timeouts).sum();
-    if lossless.is_empty() {
+    if lossless == 0 {
         let _ = writeln!(
             out,
             "  loss: the lossless class lost nothing in the switches."
         );
     } else {
-        let total: u64 = lossless.iter().map(|l| l.0).sum();
-        topic(
+        let _ = writeln!(
             out,
-            &format!("loss: the lossless class lost {total} frames"),
-            lossless,
+            "  loss: the lossless class lost {lossless} frames in the switches."
         );
     }
     if lossy > 0 {
@@ -359,6 +347,11 @@ fn loss(out: &mut String, f: &Fabric) {
             lossy_causes[0], lossy_causes[1], lossy_causes[2]
         );
     }
+    topic(
+        out,
+        "every kind of drop, its first one explained",
+        explained,
+    );
     if host_drops > 0 {
         let _ = writeln!(
             out,

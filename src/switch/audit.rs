@@ -155,3 +155,114 @@ fn lossless_codes(cfg: &SwitchConfig) -> String {
         )
     }
 }
+
+/// The first drop of its kind (port, class, cause), with the inputs of the rule that
+/// made it, to explain it in words ([`DropRecord::explain`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropRecord {
+    /// When.
+    pub at: crate::time::Nanos,
+    /// The port whose counter took it: the ingress port for an ingress overflow, the
+    /// egress port otherwise.
+    pub port: usize,
+    /// Its class (ingress PG) and egress queue.
+    pub class: u8,
+    /// Its egress queue.
+    pub queue: usize,
+    /// Why.
+    pub cause: crate::switch::DropCause,
+    /// The frame's length, bytes.
+    pub bytes: u64,
+    /// The ingress PG's shared use and headroom use then, bytes.
+    pub pg_shared: u64,
+    /// Headroom in use.
+    pub pg_headroom: u64,
+    /// The PG's headroom, bytes.
+    pub headroom_size: u64,
+    /// The PG's XOFF point then, bytes, and whether it held its peer in XOFF.
+    pub xoff_threshold: u64,
+    /// Whether XOFF was in force.
+    pub xoff: bool,
+    /// The shared pool's use and size, bytes.
+    pub pool_used: u64,
+    /// The shared pool's size.
+    pub pool_size: u64,
+    /// The egress queue's depth, and the lossy queue limit then, bytes.
+    pub queue_bytes: u64,
+    /// The lossy queue limit.
+    pub queue_limit: u64,
+}
+
+/// The most drops kept in [`crate::switch::Switch::drops`].
+pub const MAX_DROP_RECORDS: usize = 256;
+
+impl DropRecord {
+    /// The drop in words: the rule, its inputs, and what would have prevented it. `cfg`
+    /// is the switch's configuration (for the headroom formula's inputs); times are given
+    /// from `origin` (a replay's first frame; zero in virtual time).
+    pub fn explain(&self, cfg: &SwitchConfig, origin: crate::time::Nanos) -> String {
+        use crate::switch::DropCause;
+        let port = &cfg.ports[self.port];
+        let pg = usize::from(self.class);
+        let lossless = cfg.lossless.contains(self.class);
+        let at = self.at.saturating_sub(origin).human();
+        match self.cause {
+            DropCause::IngressOverflow if lossless => {
+                let formula = match cfg.pgs[pg].headroom_bytes {
+                    Some(b) => format!("{b} B as configured (pg.{pg}.headroom_bytes)"),
+                    None => {
+                        let q = crate::config::headroom::peer_response_quanta(port.bits_per_sec);
+                        format!(
+                            "2 x MTU {} + 2 x cable {} x {} Gb/s + the peer's response {q} quanta ({} B), the smallest that loses nothing when the peer pauses on time",
+                            port.mtu,
+                            port.cable.human(),
+                            port.bits_per_sec as f64 / 1e9,
+                            q * 64
+                        )
+                    }
+                };
+                if self.xoff {
+                    format!(
+                        "{}: lossless PG {pg} dropped a {} B frame at {at}: XOFF was in force (shared {} B at XOFF point {} B) and its headroom of {} B was full ({} B used); headroom = {formula}. Frames kept coming after the pause: a peer that ignores PFC or answers slower than the formula assumes, or a longer cable. Prevented by a peer that honours pause, or more headroom (pg.{pg}.headroom_bytes, or the real cable_m)",
+                        port.name,
+                        self.bytes,
+                        self.pg_shared,
+                        self.xoff_threshold,
+                        self.headroom_size,
+                        self.pg_headroom
+                    )
+                } else {
+                    format!(
+                        "{}: lossless PG {pg} dropped a {} B frame at {at} before it reached its XOFF point: the shared pool was full ({} of {} B used) with the PG at {} B of an XOFF point of {} B. Other PGs or lossy queues took the pool. Prevented by a lower pg_alpha (XOFF earlier), a larger buffer.shared_bytes, or limits on the lossy queues (queue_alpha)",
+                        port.name,
+                        self.bytes,
+                        self.pool_used,
+                        self.pool_size,
+                        self.pg_shared,
+                        self.xoff_threshold
+                    )
+                }
+            }
+            DropCause::IngressOverflow => format!(
+                "{}: lossy class {} dropped a {} B frame at {at} at ingress: the shared pool was full ({} of {} B used)",
+                port.name, self.class, self.bytes, self.pool_used, self.pool_size
+            ),
+            DropCause::Tail => format!(
+                "{}: lossy queue {} dropped a {} B frame at {at}: {} B queued, its limit then {} B (queue_alpha x free buffer). Lossy classes drop by design; if this is RoCE, map its DSCP to a lossless class",
+                port.name, self.queue, self.bytes, self.queue_bytes, self.queue_limit
+            ),
+            DropCause::Wred => format!(
+                "{}: queue {} dropped a Not-ECT {} B frame at {at} by WRED at {} B queued: a lossy queue with a RED profile drops what it cannot mark. Send ECT, or give the queue no ecn profile",
+                port.name, self.queue, self.bytes, self.queue_bytes
+            ),
+            DropCause::Watchdog => format!(
+                "{}: the PFC watchdog dropped a {} B frame of queue {} at {at}: the queue was stormed (paused with no progress for the detection time; action drop). Find what keeps pausing {} (a stuck NIC, a deadlock), or use action forward",
+                port.name, self.bytes, self.queue, port.name
+            ),
+            DropCause::Mtu => format!(
+                "{}: a {} B frame for queue {} at {at} exceeds the port's MTU {} (+18 B of headers): raise port mtu or lower the senders' path MTU",
+                port.name, self.bytes, self.queue, port.mtu
+            ),
+        }
+    }
+}

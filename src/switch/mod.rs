@@ -176,6 +176,8 @@ pub struct Switch {
     storms: Vec<pfc::StormRecord>,
     /// RoCE traffic the configuration puts in the wrong place.
     audit: audit::Audit,
+    /// The first drop of each (port, class, cause), explained.
+    drops: Vec<audit::DropRecord>,
 }
 
 /// Picks an ECMP member: a hash of the IP addresses and UDP ports (of the MACs for other
@@ -253,6 +255,7 @@ impl Switch {
             watchdog_ticks_done: 0,
             storms: Vec::new(),
             audit: audit::Audit::default(),
+            drops: Vec::new(),
             cfg: cfg.clone(),
         }
     }
@@ -267,6 +270,55 @@ impl Switch {
     /// queue that is not prioritised), each kind once, in the order it arose.
     pub fn warnings(&self) -> &[audit::Warning] {
         self.audit.warnings()
+    }
+
+    /// The first drop of each kind (port, class, cause), with the rule's inputs:
+    /// [`audit::DropRecord::explain`] says it in words.
+    pub fn drops(&self) -> &[audit::DropRecord] {
+        &self.drops
+    }
+
+    /// Keeps the first drop of its (port, class, cause), with what the rule saw.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn record_drop(
+        &mut self,
+        now: Nanos,
+        port: usize,
+        ingress: usize,
+        class: u8,
+        queue: usize,
+        out: usize,
+        cause: DropCause,
+        bytes: usize,
+    ) {
+        if self.drops.len() >= audit::MAX_DROP_RECORDS
+            || self
+                .drops
+                .iter()
+                .any(|d| d.port == port && d.class == class && d.cause == cause)
+        {
+            return;
+        }
+        let pg = usize::from(class);
+        let state = *self.mmu.pg(ingress, pg);
+        self.drops.push(audit::DropRecord {
+            at: now,
+            port,
+            class,
+            queue,
+            cause,
+            bytes: bytes as u64,
+            pg_shared: state.shared,
+            pg_headroom: state.headroom,
+            headroom_size: self.mmu.headroom_size(ingress, pg),
+            xoff_threshold: self.mmu.xoff_threshold(pg),
+            xoff: state.xoff,
+            pool_used: self.mmu.shared_used(),
+            pool_size: self.cfg.shared_bytes,
+            queue_bytes: self.ports[out].queues[queue].bytes,
+            queue_limit: self.mmu.lossy_queue_limit(),
+        });
     }
 
     /// The latest time a driver passed in.
@@ -519,6 +571,7 @@ impl Switch {
         let queue_cfg = self.cfg.queues[q];
         if len > self.ports[out].max_frame_bytes {
             self.ports[out].counters.drop(q, DropCause::Mtu, len);
+            self.record_drop(now, out, ingress, class, q, out, DropCause::Mtu, len);
             self.dispose(incoming);
             return Err(DropCause::Mtu);
         }
@@ -527,12 +580,14 @@ impl Switch {
             && self.cfg.watchdog.action == crate::config::WatchdogAction::Drop
         {
             port.counters.drop(q, DropCause::Watchdog, len);
+            self.record_drop(now, out, ingress, class, q, out, DropCause::Watchdog, len);
             self.dispose(incoming);
             return Err(DropCause::Watchdog);
         }
         let depth = port.queues[q].bytes;
         if !lossless && depth + len as u64 > self.mmu.lossy_queue_limit() {
             port.counters.drop(q, DropCause::Tail, len);
+            self.record_drop(now, out, ingress, class, q, out, DropCause::Tail, len);
             self.dispose(incoming);
             return Err(DropCause::Tail);
         }
@@ -545,6 +600,7 @@ impl Switch {
                     mark = Some((profile, decision.probability));
                 } else if ecn == Ecn::NotEct && !lossless {
                     port.counters.drop(q, DropCause::Wred, len);
+                    self.record_drop(now, out, ingress, class, q, out, DropCause::Wred, len);
                     self.dispose(incoming);
                     return Err(DropCause::Wred);
                 }
@@ -554,6 +610,16 @@ impl Switch {
             self.ports[ingress]
                 .counters
                 .drop(pg, DropCause::IngressOverflow, len);
+            self.record_drop(
+                now,
+                ingress,
+                ingress,
+                class,
+                q,
+                out,
+                DropCause::IngressOverflow,
+                len,
+            );
             self.dispose(incoming);
             return Err(DropCause::IngressOverflow);
         };

@@ -236,6 +236,16 @@ impl Switch {
             self.ports[port]
                 .counters
                 .drop(q, DropCause::Watchdog, packet.buf.len());
+            self.record_drop(
+                now,
+                port,
+                packet.ingress,
+                packet.class,
+                q,
+                port,
+                DropCause::Watchdog,
+                packet.buf.len(),
+            );
             self.release(now, &packet);
             self.recycle(packet.buf);
         }
