@@ -55,6 +55,26 @@ fn the_replay_walkthrough_shows_pfc_and_ce_verbatim() {
         "nothing misclassified: {stderr}"
     );
 
+    // Peers that ignore pause: tshark reads each first dropped frame as received
+    // (inbound) on its port, with the explanation as its comment.
+    let out = bash_in(
+        dir.path(),
+        "rocelab replay --config my.toml --split-by mac incast.pcap --peer-ignores-pause \
+             --out drop.pcapng >/dev/null
+         tshark -r drop.pcapng -Y 'frame.comment contains \"DROPPED\"' -T fields \
+             -e frame.packet_flags_direction -e frame.comment",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(!lines.is_empty(), "{stdout}");
+    for l in lines {
+        assert!(
+            l.starts_with("0x00000001\tDROPPED: ") && l.contains("lossless PG 3 dropped"),
+            "{l}"
+        );
+    }
+
     // The generator's default DSCP (26) is lossy in SONiC's maps: replay says so, once.
     let out = bash_in(
         dir.path(),

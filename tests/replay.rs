@@ -175,6 +175,27 @@ fn incast_comes_out_with_explained_pfc_and_ce_marks_and_no_loss() {
             "{e}"
         );
     }
+    // The output carries each first dropped frame, on the port it came in on, with the
+    // explanation as its comment.
+    let dropped: Vec<_> = frames(&out)
+        .into_iter()
+        .filter(|f| f.2.as_deref().is_some_and(|c| c.starts_with("DROPPED: ")))
+        .collect();
+    assert_eq!(dropped.len(), 2);
+    for (ts, frame, comment, iface) in dropped {
+        let d = switch
+            .drops()
+            .iter()
+            .find(|d| d.ingress as u32 == iface)
+            .expect("a drop on that port");
+        assert_eq!(ts, d.at);
+        assert_eq!(frame.len(), 1082);
+        let why = d.explain(switch.config(), Nanos(summary.start_ns));
+        assert!(
+            comment.unwrap().ends_with(&why),
+            "the same words as the report"
+        );
+    }
 }
 
 #[test]

@@ -61,6 +61,9 @@ const SHB: u32 = 0x0a0d_0d0a;
 const IDB: u32 = 1;
 const EPB: u32 = 6;
 const OPT_COMMENT: u16 = 1;
+/// EPB option `epb_flags` (pcapng §4.3.1): bits 0-1 are the direction, 01 inbound.
+const EPB_FLAGS: u16 = 2;
+const EPB_INBOUND: u32 = 0b01;
 const SHB_USERAPPL: u16 = 4;
 const IF_NAME: u16 = 2;
 const IF_TSRESOL: u16 = 9;
@@ -107,6 +110,19 @@ impl<W: Write> PcapNgWriter<W> {
         frame: &[u8],
         comment: Option<&str>,
     ) -> io::Result<()> {
+        self.write_packet_in(interface, ts, frame, comment, false)
+    }
+
+    /// As [`write_packet`](Self::write_packet), the frame marked as received on the
+    /// interface (`epb_flags` inbound) when `inbound`, not sent.
+    pub fn write_packet_in(
+        &mut self,
+        interface: u32,
+        ts: Nanos,
+        frame: &[u8],
+        comment: Option<&str>,
+        inbound: bool,
+    ) -> io::Result<()> {
         if interface >= self.interfaces {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -128,6 +144,11 @@ impl<W: Write> PcapNgWriter<W> {
         self.pad();
         if let Some(c) = comment {
             self.option(OPT_COMMENT, c.as_bytes());
+        }
+        if inbound {
+            self.option(EPB_FLAGS, &EPB_INBOUND.to_le_bytes());
+        }
+        if comment.is_some() || inbound {
             self.end_options();
         }
         self.finish_block()

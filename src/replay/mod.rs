@@ -385,6 +385,25 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         heads[i] = next_arrival(&mut sources[i], split.as_ref())?;
     }
     fabric.run_to_idle(&mut sink)?;
+    // The first dropped frame of each kind, on the port it came in on, marked inbound and
+    // explained (after the frames out: it never left the switch).
+    let dropped: Vec<(u32, Nanos, Vec<u8>, String)> = fabric
+        .switch()
+        .drops()
+        .iter()
+        .filter_map(|d| {
+            let frame = d.frame.clone()?;
+            let why = d.explain(fabric.switch().config(), start);
+            Some((d.ingress as u32, d.at, frame, format!("DROPPED: {why}")))
+        })
+        .collect();
+    for (port, at, frame, comment) in &dropped {
+        if write_error.is_none()
+            && let Err(e) = writer.write_packet_in(*port, *at, frame, Some(comment), true)
+        {
+            write_error = Some(e);
+        }
+    }
     if let Some(error) = write_error {
         return Err(ReplayError::File {
             path: out_path.clone(),

@@ -165,6 +165,8 @@ pub struct DropRecord {
     /// The port whose counter took it: the ingress port for an ingress overflow, the
     /// egress port otherwise.
     pub port: usize,
+    /// The port it came in on.
+    pub ingress: usize,
     /// Its class (ingress PG) and egress queue.
     pub class: u8,
     /// Its egress queue.
@@ -191,6 +193,9 @@ pub struct DropRecord {
     pub queue_bytes: u64,
     /// The lossy queue limit.
     pub queue_limit: u64,
+    /// The frame, kept only when the switch explains what it does
+    /// ([`set_explain`](crate::switch::Switch::set_explain)), as replay does.
+    pub frame: Option<Vec<u8>>,
 }
 
 /// The most drops kept in [`crate::switch::Switch::drops`].

@@ -290,8 +290,9 @@ impl Switch {
         queue: usize,
         out: usize,
         cause: DropCause,
-        bytes: usize,
+        frame: &[u8],
     ) {
+        let bytes = frame.len();
         if self.drops.len() >= audit::MAX_DROP_RECORDS
             || self
                 .drops
@@ -305,6 +306,7 @@ impl Switch {
         self.drops.push(audit::DropRecord {
             at: now,
             port,
+            ingress,
             class,
             queue,
             cause,
@@ -318,6 +320,7 @@ impl Switch {
             pool_size: self.cfg.shared_bytes,
             queue_bytes: self.ports[out].queues[queue].bytes,
             queue_limit: self.mmu.lossy_queue_limit(),
+            frame: self.explain.then(|| frame.to_vec()),
         });
     }
 
@@ -571,7 +574,7 @@ impl Switch {
         let queue_cfg = self.cfg.queues[q];
         if len > self.ports[out].max_frame_bytes {
             self.ports[out].counters.drop(q, DropCause::Mtu, len);
-            self.record_drop(now, out, ingress, class, q, out, DropCause::Mtu, len);
+            self.record_drop(now, out, ingress, class, q, out, DropCause::Mtu, frame);
             self.dispose(incoming);
             return Err(DropCause::Mtu);
         }
@@ -580,14 +583,14 @@ impl Switch {
             && self.cfg.watchdog.action == crate::config::WatchdogAction::Drop
         {
             port.counters.drop(q, DropCause::Watchdog, len);
-            self.record_drop(now, out, ingress, class, q, out, DropCause::Watchdog, len);
+            self.record_drop(now, out, ingress, class, q, out, DropCause::Watchdog, frame);
             self.dispose(incoming);
             return Err(DropCause::Watchdog);
         }
         let depth = port.queues[q].bytes;
         if !lossless && depth + len as u64 > self.mmu.lossy_queue_limit() {
             port.counters.drop(q, DropCause::Tail, len);
-            self.record_drop(now, out, ingress, class, q, out, DropCause::Tail, len);
+            self.record_drop(now, out, ingress, class, q, out, DropCause::Tail, frame);
             self.dispose(incoming);
             return Err(DropCause::Tail);
         }
@@ -600,7 +603,7 @@ impl Switch {
                     mark = Some((profile, decision.probability));
                 } else if ecn == Ecn::NotEct && !lossless {
                     port.counters.drop(q, DropCause::Wred, len);
-                    self.record_drop(now, out, ingress, class, q, out, DropCause::Wred, len);
+                    self.record_drop(now, out, ingress, class, q, out, DropCause::Wred, frame);
                     self.dispose(incoming);
                     return Err(DropCause::Wred);
                 }
@@ -618,7 +621,7 @@ impl Switch {
                 q,
                 out,
                 DropCause::IngressOverflow,
-                len,
+                frame,
             );
             self.dispose(incoming);
             return Err(DropCause::IngressOverflow);

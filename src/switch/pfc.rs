@@ -244,7 +244,7 @@ impl Switch {
                 q,
                 port,
                 DropCause::Watchdog,
-                packet.buf.len(),
+                &packet.buf,
             );
             self.release(now, &packet);
             self.recycle(packet.buf);
