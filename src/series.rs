@@ -36,6 +36,9 @@ pub enum ColumnKind {
     /// The shared-buffer use at which a lossless priority group sends XOFF, bytes, at the
     /// sample (it moves with the free buffer under a dynamic threshold).
     XoffBytes,
+    /// The shared-buffer use at or below which a paused priority group sends XON, bytes,
+    /// at the sample.
+    XonBytes,
 }
 
 /// One column on the series' time grid.
@@ -91,7 +94,7 @@ impl Track {
                         | ColumnKind::Paused
                         | ColumnKind::Stormed
                         | ColumnKind::PgBytes => a.max(b),
-                        ColumnKind::XoffBytes => a.min(b),
+                        ColumnKind::XoffBytes | ColumnKind::XonBytes => a.min(b),
                         ColumnKind::RateGbps => (a + b) / 2.0,
                         ColumnKind::RcGbps | ColumnKind::RtGbps => b,
                         ColumnKind::Cnps => a + b,
@@ -129,6 +132,8 @@ pub trait SwitchProbe {
     fn pg_peak_bytes(&self, port: usize, pg: usize) -> u64;
     /// The shared-buffer use at which lossless PG `pg` sends XOFF now, bytes.
     fn pg_xoff_bytes(&self, pg: usize) -> u64;
+    /// The shared-buffer use at or below which paused PG `pg` sends XON now, bytes.
+    fn pg_xon_bytes(&self, pg: usize) -> u64;
 }
 
 /// What a recorder reads from an endpoint.
@@ -157,7 +162,7 @@ fn flag(on: bool) -> f64 {
 pub struct SwitchRecorder {
     /// Per port: 8 queue tracks, then per lossless PG an XOFF track, tracks of its egress
     /// queue paused by the peer and held as stormed by the watchdog, and its shared-buffer
-    /// use; after the ports, one XOFF-point track per lossless PG.
+    /// use; after the ports, an XOFF-point and an XON-point track per lossless PG.
     tracks: Vec<Track>,
     lossless: Vec<usize>,
     /// The egress queue of each lossless priority.
@@ -210,6 +215,11 @@ impl SwitchRecorder {
                 format!("{name} PG{pg} XOFF point"),
                 ColumnKind::XoffBytes,
             ));
+            tracks.push(Track::new(
+                format!("xon_at_{name}_pg{pg}_bytes"),
+                format!("{name} PG{pg} XON point"),
+                ColumnKind::XonBytes,
+            ));
         }
         let queues = lossless
             .iter()
@@ -228,11 +238,14 @@ impl SwitchRecorder {
     /// Takes one sample of `sw` at `now`.
     pub fn sample(&mut self, now: Nanos, sw: &impl SwitchProbe) {
         let per_port = CLASSES + 4 * self.lossless.len();
-        let ports_end = self.tracks.len() - self.lossless.len();
+        let ports_end = self.tracks.len() - 2 * self.lossless.len();
         for (k, &pg) in self.lossless.iter().enumerate() {
-            self.tracks[ports_end + k]
+            self.tracks[ports_end + 2 * k]
                 .samples
                 .push((now, sw.pg_xoff_bytes(pg) as f64));
+            self.tracks[ports_end + 2 * k + 1]
+                .samples
+                .push((now, sw.pg_xon_bytes(pg) as f64));
         }
         for (port, tracks) in self.tracks[..ports_end].chunks_mut(per_port).enumerate() {
             for (q, track) in tracks[..CLASSES].iter_mut().enumerate() {
@@ -269,7 +282,8 @@ impl SwitchRecorder {
     }
 
     /// Per port in order: eight queue depths, then per lossless PG its XOFF flag, its
-    /// queue's paused and stormed flags and its shared-buffer use; then the XOFF points.
+    /// queue's paused and stormed flags and its shared-buffer use; then the XOFF and XON
+    /// points.
     pub fn finish(self) -> Vec<Track> {
         self.tracks
     }
@@ -386,18 +400,33 @@ impl Series {
     /// it (before its first sample, the first sample: an Rc of line rate before the QP
     /// sends, not 0). Tracks sampled at exactly `times` come out as they were.
     pub fn on_grid(times: Vec<Nanos>, tracks: Vec<Track>) -> Series {
+        let step = match times.as_slice() {
+            [a, b, ..] => b.saturating_sub(*a),
+            _ => Nanos::ZERO,
+        };
         let columns = tracks
             .into_iter()
             .map(|track| {
                 let mut values = Vec::with_capacity(times.len());
                 let mut j = 0;
                 let mut value = track.samples.first().map_or(0.0, |s| s.1);
+                // Past a track's last sample (a thread that stopped recording before the
+                // others) nothing was measured: rates, depths and flags read 0 there;
+                // states (Rc, Rt, thresholds) keep their last value.
+                let end = track.samples.last().map_or(Nanos::ZERO, |s| s.0) + step;
+                let holds = matches!(
+                    track.kind,
+                    ColumnKind::RcGbps
+                        | ColumnKind::RtGbps
+                        | ColumnKind::XoffBytes
+                        | ColumnKind::XonBytes
+                );
                 for t in &times {
                     while j < track.samples.len() && track.samples[j].0 <= *t {
                         value = track.samples[j].1;
                         j += 1;
                     }
-                    values.push(value);
+                    values.push(if *t > end && !holds { 0.0 } else { value });
                 }
                 Column {
                     name: track.name,
@@ -430,7 +459,7 @@ impl Series {
             .filter(|(_, c)| match c.kind {
                 // Rc and Rt go with their QP's rate column (the same label).
                 ColumnKind::RcGbps | ColumnKind::RtGbps => sending.contains(&c.label.as_str()),
-                ColumnKind::XoffBytes => pgs_used,
+                ColumnKind::XoffBytes | ColumnKind::XonBytes => pgs_used,
                 _ => nonzero(c),
             })
             .map(|(_, c)| c)
@@ -455,7 +484,8 @@ impl Series {
                     | ColumnKind::Paused
                     | ColumnKind::Stormed
                     | ColumnKind::PgBytes
-                    | ColumnKind::XoffBytes => write!(w, ",{v}")?,
+                    | ColumnKind::XoffBytes
+                    | ColumnKind::XonBytes => write!(w, ",{v}")?,
                     ColumnKind::RateGbps | ColumnKind::RcGbps | ColumnKind::RtGbps => {
                         write!(w, ",{v:.4}")?
                     }
@@ -525,6 +555,9 @@ mod tests {
             0
         }
         fn pg_xoff_bytes(&self, _: usize) -> u64 {
+            0
+        }
+        fn pg_xon_bytes(&self, _: usize) -> u64 {
             0
         }
     }
@@ -600,6 +633,24 @@ mod tests {
         assert_eq!(tracks[2].name, "rt_h0_qp0x100_gbps");
         assert_eq!(tracks[3].name, "cnps_h0_qp0x100");
         assert_eq!(tracks[4].name, "paused_h0_p3");
+    }
+
+    #[test]
+    fn a_track_that_ended_reads_zero_but_its_states_hold() {
+        let track = |kind| Track {
+            name: String::new(),
+            label: String::new(),
+            kind,
+            samples: vec![(Nanos(0), 5.0), (Nanos(10), 7.0)],
+        };
+        let times: Vec<Nanos> = (0..5).map(|k| Nanos(k * 10)).collect();
+        let s = Series::on_grid(
+            times,
+            vec![track(ColumnKind::RateGbps), track(ColumnKind::RcGbps)],
+        );
+        // Sampled to 10 ns, one step of grace to 20 ns, then nothing was measured.
+        assert_eq!(s.columns[0].values, [5.0, 7.0, 7.0, 0.0, 0.0]);
+        assert_eq!(s.columns[1].values, [5.0, 7.0, 7.0, 7.0, 7.0]);
     }
 
     #[test]

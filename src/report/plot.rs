@@ -356,15 +356,17 @@ pub fn queues_svg(series: &Series, title: &str, thresholds: &[Threshold]) -> Res
 }
 
 /// Ingress priority groups' shared-buffer use over time, KB (each sample the most since
-/// the previous one): what PFC decides on. The XOFF point (dashed) moves with the free
-/// buffer under a dynamic threshold; a PG that reaches it pauses its peer.
+/// the previous one): what PFC decides on. The XOFF and XON points (dashed) move with the
+/// free buffer under a dynamic threshold; a PG that reaches XOFF pauses its peer until it
+/// drains to XON.
 pub fn pgs_svg(series: &Series, title: &str) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         let cols = significant(largest(of_kind(series, ColumnKind::PgBytes)));
-        let xoff = of_kind(series, ColumnKind::XoffBytes);
+        let mut xoff = of_kind(series, ColumnKind::XoffBytes);
+        xoff.extend(of_kind(series, ColumnKind::XonBytes));
         let title = format!("Ingress PG shared-buffer use (peak per sample): {title}");
         lines(
             &root,

@@ -720,4 +720,8 @@ impl crate::series::SwitchProbe for Switch {
     fn pg_xoff_bytes(&self, pg: usize) -> u64 {
         self.mmu.xoff_threshold(pg)
     }
+
+    fn pg_xon_bytes(&self, pg: usize) -> u64 {
+        self.mmu.xon_threshold(pg)
+    }
 }
