@@ -173,3 +173,42 @@ fn allreduce_sweep_with_ranks_starting_apart_is_exact() {
         }
     }
 }
+
+/// One flow at line rate delivers the closed-form goodput: payload over payload plus
+/// every packet's headers and wire overhead (Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4,
+/// FCS 4, preamble 8, gap 12) and one RETH per message. The pacer once restarted each gap
+/// from the driver's rounded-up nanosecond and lost the fraction on every packet: -0.58 %
+/// at 100 G, -3.8 % at 400 G, -7.8 % at 800 G.
+#[test]
+fn a_single_flow_reaches_the_closed_form_goodput_at_every_rate() {
+    use rocelab::sim::scenario::Scenario;
+    for gbps in [100u64, 400, 800] {
+        let text = format!(
+            r#"
+duration_ms = 2
+measure_from_ms = 0.5
+[topology]
+kind = "star"
+hosts = 2
+link_gbps = {gbps}
+[endpoint]
+mtu = 1024
+dcqcn = {{ enabled = false }}
+[[flow]]
+from = 0
+to = 1
+message_bytes = "1M"
+"#
+        );
+        let s = Scenario::from_toml("one", &text, None).unwrap();
+        let out = rocelab::sim::run::run(&s).unwrap();
+        let (m, mtu) = (1u64 << 20, 1024u64);
+        let wire = m + (m / mtu) * (14 + 20 + 8 + 12 + 4 + 4 + 8 + 12) + 16;
+        let closed = gbps as f64 * m as f64 / wire as f64;
+        let got = out.qps[0].gbps;
+        assert!(
+            (got - closed).abs() <= closed * 2e-4,
+            "{gbps} G: {got:.3} Gb/s, closed form {closed:.3}"
+        );
+    }
+}

@@ -881,10 +881,20 @@ impl Endpoint {
         q.counters.data_packets_sent += 1;
         q.counters.data_bytes_sent += payload_len;
         q.rp.on_sent(len as u64);
-        // The pacer: the next packet of this QP no sooner than one frame time at Rc.
+        // The pacer: the next packet of this QP no sooner than one frame time at Rc. A QP
+        // woken at its pacer time (rounded up to the driver's nanosecond) sent on
+        // schedule: the next gap runs from the schedule, not from the rounded time, or
+        // every packet would lose the fraction (-0.6 % at 100 G, -8 % at 800 G). One that
+        // waited longer (idle, paused, the link busy) starts its gap now.
         let rate = u128::from(q.rp.rate_bps().max(1));
         let gap_ps = (u128::from(wire_bits(len)) * 1_000_000_000_000).div_ceil(rate);
-        q.next_send_ps = q.next_send_ps.max(u128::from(now.0) * 1000) + gap_ps;
+        let now_ps = u128::from(now.0) * 1000;
+        let base = if q.next_send_ps + 1000 > now_ps {
+            q.next_send_ps
+        } else {
+            now_ps
+        };
+        q.next_send_ps = base + gap_ps;
         self.link.start(now, len);
         Some(&self.out)
     }
