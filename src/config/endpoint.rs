@@ -52,6 +52,19 @@ pub enum ClampTarget {
     AfterTimerIncrease,
 }
 
+/// What the notification point does with a CE mark inside its CNP interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CnpMode {
+    /// A mark inside the interval is answered by one CNP when the interval ends, so no
+    /// congestion goes unreported (rocelab's default).
+    #[default]
+    Deferred,
+    /// The first mark is answered at once and later marks inside the interval are
+    /// ignored: the DCQCN paper's notification point and its authors' ns-3 model.
+    FirstMark,
+}
+
 /// DCQCN (Zhu et al., SIGCOMM 2015): reaction point and notification point.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -82,6 +95,9 @@ pub struct DcqcnConfig {
     pub clamp_target: ClampTarget,
     /// Notification point: at most one CNP per QP per this many µs (N).
     pub cnp_interval_us: f64,
+    /// Notification point: a mark inside the interval gets a CNP at its end
+    /// (`deferred`), or is ignored (`first_mark`, the paper's).
+    pub cnp_mode: CnpMode,
 }
 
 impl Default for DcqcnConfig {
@@ -102,6 +118,7 @@ impl Default for DcqcnConfig {
             min_cut_interval_us: 0.0,
             clamp_target: ClampTarget::Always,
             cnp_interval_us: 50.0,
+            cnp_mode: CnpMode::Deferred,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! point that cuts and recovers a QP's rate, and the notification point that turns CE
 //! marks into CNPs.
 
-use crate::config::endpoint::{ClampTarget, DcqcnConfig, HyperIncrease};
+use crate::config::endpoint::{ClampTarget, CnpMode, DcqcnConfig, HyperIncrease};
 use crate::time::Nanos;
 
 /// The reaction point of one QP: current rate Rc, target rate Rt, alpha, and the increase
@@ -168,20 +168,30 @@ impl ReactionPoint {
     }
 }
 
-/// The notification point of one QP: at most one CNP per N; a CE mark inside the window
-/// is answered by one CNP when the window ends.
+/// The notification point of one QP: at most one CNP per N. A CE mark inside the window
+/// is answered by one CNP when the window ends ([`CnpMode::Deferred`]) or ignored
+/// ([`CnpMode::FirstMark`], the paper's).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NotificationPoint {
     last_sent: Option<Nanos>,
     pending: bool,
+    mode: CnpMode,
 }
 
 impl NotificationPoint {
+    /// A notification point that treats marks inside its window as `mode` says.
+    pub fn new(mode: CnpMode) -> NotificationPoint {
+        NotificationPoint {
+            mode,
+            ..NotificationPoint::default()
+        }
+    }
+
     /// A CE-marked packet arrived at `now`: `true` if a CNP goes now.
     pub fn on_ce(&mut self, now: Nanos, interval: Nanos) -> bool {
         match self.last_sent {
             Some(t) if now.saturating_sub(t) < interval => {
-                self.pending = true;
+                self.pending = self.mode == CnpMode::Deferred;
                 false
             }
             _ => {
@@ -348,5 +358,19 @@ mod tests {
         );
         assert!(np.on_timeout(Nanos(100_000), n));
         assert!(np.on_ce(Nanos(200_000), n), "a fresh window");
+    }
+
+    /// The paper's NP answers the first mark at once and ignores the others inside the
+    /// window: no deferred CNP, and the next mark after the window is answered at once.
+    #[test]
+    fn first_mark_mode_ignores_marks_inside_the_window() {
+        let n = Nanos::from_micros(50);
+        let mut np = NotificationPoint::new(CnpMode::FirstMark);
+        assert!(np.on_ce(Nanos(0), n));
+        assert!(!np.on_ce(Nanos(10_000), n));
+        assert!(!np.on_ce(Nanos(49_999), n));
+        assert_eq!(np.deadline(n), None, "nothing deferred");
+        assert!(!np.on_timeout(Nanos(50_000), n));
+        assert!(np.on_ce(Nanos(50_000), n), "the window is over");
     }
 }

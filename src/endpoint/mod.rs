@@ -383,7 +383,7 @@ impl Endpoint {
             req: Requester::new(start_psn),
             resp: Responder::new(start_psn),
             rp: ReactionPoint::new(self.cfg.dcqcn, self.cfg.bits_per_sec()),
-            np: NotificationPoint::default(),
+            np: NotificationPoint::new(self.cfg.dcqcn.cnp_mode),
             next_send_ps: 0,
             progress_at: Nanos::ZERO,
             counters: QpCounters::default(),
