@@ -110,6 +110,7 @@ fn edit_switch(file: &mut ConfigFile, field: usize, u: u64, x: f64) {
                 kmin_bytes: u / 2,
                 kmax_bytes: u,
                 pmax: x,
+                gentle: false,
             })
         }
         17 => file.queue.get_mut("3").unwrap().weight = Some(u32v),

@@ -16,6 +16,7 @@ fn paper_ecn() -> RedProfile {
         kmin_bytes: 5_000,
         kmax_bytes: 200_000,
         pmax: 0.01,
+        gentle: false,
     }
 }
 
@@ -27,6 +28,7 @@ fn hpcc_25g_ecn() -> RedProfile {
         kmin_bytes: 100_000,
         kmax_bytes: 400_000,
         pmax: 0.2,
+        gentle: false,
     }
 }
 

@@ -355,6 +355,10 @@ pub struct RedSpec {
     pub kmax_bytes: u64,
     /// Marking probability reached at `kmax_bytes`.
     pub pmax: f64,
+    /// Gentle RED (Floyd 2000): above `kmax_bytes` the probability rises on from `pmax`
+    /// to 1 at twice `kmax_bytes`, instead of jumping to 1.
+    #[serde(default)]
+    pub gentle: bool,
 }
 
 /// An egress queue as written.
@@ -446,6 +450,9 @@ pub struct RedProfile {
     pub kmax_bytes: u64,
     /// Marking probability at `kmax_bytes`; it rises linearly from 0 at `kmin_bytes`.
     pub pmax: f64,
+    /// Above `kmax_bytes`: from `pmax` linearly to 1 at twice `kmax_bytes` (gentle RED),
+    /// or 1 at once (false, the WRED of switches and the DCQCN paper).
+    pub gentle: bool,
 }
 
 impl RedProfile {
@@ -454,7 +461,13 @@ impl RedProfile {
         if depth_bytes <= self.kmin_bytes {
             0.0
         } else if depth_bytes > self.kmax_bytes {
-            1.0
+            if self.gentle && depth_bytes < 2 * self.kmax_bytes {
+                self.pmax
+                    + (1.0 - self.pmax) * (depth_bytes - self.kmax_bytes) as f64
+                        / self.kmax_bytes.max(1) as f64
+            } else {
+                1.0
+            }
         } else {
             self.pmax * (depth_bytes - self.kmin_bytes) as f64
                 / (self.kmax_bytes - self.kmin_bytes) as f64

@@ -547,6 +547,7 @@ fn red_profile(key: &str, red: RedSpec) -> Result<RedProfile, ConfigError> {
         kmin_bytes: red.kmin_bytes,
         kmax_bytes: red.kmax_bytes,
         pmax: red.pmax,
+        gentle: red.gentle,
     })
 }
 

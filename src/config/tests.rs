@@ -159,6 +159,7 @@ fn red_probability_follows_the_line() {
         kmin_bytes: 100,
         kmax_bytes: 300,
         pmax: 0.2,
+        gentle: false,
     };
     assert_eq!(red.probability(100), 0.0);
     assert!((red.probability(200) - 0.1).abs() < 1e-12);
@@ -330,6 +331,7 @@ fn every_quantity_has_its_range() {
                     kmin_bytes: 0,
                     kmax_bytes: u64::MAX,
                     pmax: 0.5,
+                    gentle: false,
                 })
             },
             "queue.3.ecn.kmax_bytes",
@@ -341,6 +343,7 @@ fn every_quantity_has_its_range() {
                     kmin_bytes: 0,
                     kmax_bytes: 1000,
                     pmax: f64::NAN,
+                    gentle: false,
                 })
             },
             "queue.3.ecn.pmax",
@@ -489,4 +492,24 @@ fn read_text_is_bounded() {
     let e = read_text(&fifo).unwrap_err();
     assert!(matches!(e, ReadError::TooLarge { .. }), "{e}");
     writer.join().unwrap();
+}
+
+#[test]
+fn gentle_red_rises_from_pmax_to_one_between_kmax_and_twice_kmax() {
+    let red = |gentle| RedProfile {
+        kmin_bytes: 1000,
+        kmax_bytes: 2000,
+        pmax: 0.2,
+        gentle,
+    };
+    for gentle in [false, true] {
+        assert_eq!(red(gentle).probability(1000), 0.0);
+        assert!((red(gentle).probability(1500) - 0.1).abs() < 1e-12);
+        assert!((red(gentle).probability(2000) - 0.2).abs() < 1e-12);
+    }
+    assert_eq!(red(false).probability(2001), 1.0, "WRED jumps to 1");
+    // Gentle: 0.2 + 0.8 x 1000/2000 = 0.6 half way to 2 x Kmax, 1 from there.
+    assert!((red(true).probability(3000) - 0.6).abs() < 1e-12);
+    assert_eq!(red(true).probability(4000), 1.0);
+    assert_eq!(red(true).probability(9000), 1.0);
 }
