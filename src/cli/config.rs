@@ -54,13 +54,21 @@ pub fn run(args: Args) -> Result<()> {
             sayln!("lossless priorities: {}", cfg.lossless);
             for pg in cfg.lossless.iter() {
                 for port in cfg.ports.iter().chain([&cfg.port_defaults]) {
+                    let how = match cfg.pgs[usize::from(pg)].headroom_bytes {
+                        Some(_) => "as configured".to_owned(),
+                        None => {
+                            format!("buffer.headroom_model = \"{}\"", cfg.headroom_model.name())
+                        }
+                    };
                     sayln!(
-                        "  PG {pg} on {} ({} Gb/s, {} ns cable, MTU {}): headroom {} B",
+                        "  PG {pg} on {} ({} Gb/s, {} ns cable, MTU {}): headroom {} B ({how}; the IEEE formula gives {} B, mlx5e's {} B)",
                         port.name,
                         port.bits_per_sec as f64 / 1e9,
                         port.cable.0,
                         port.mtu,
-                        cfg.headroom_bytes(usize::from(pg), port)
+                        cfg.headroom_bytes(usize::from(pg), port),
+                        rocelab::config::headroom::min_headroom_bytes(port),
+                        rocelab::config::headroom::mlx5_headroom_bytes(port)
                     );
                 }
             }

@@ -287,6 +287,9 @@ pub struct BufferSpec {
     /// Guaranteed bytes per ingress PG (unless the PG sets its own).
     #[serde(default)]
     pub pg_reserve_bytes: u64,
+    /// How headroom is computed where `pg.N.headroom_bytes` is not given.
+    #[serde(default)]
+    pub headroom_model: headroom::HeadroomModel,
 }
 
 impl Default for BufferSpec {
@@ -299,6 +302,7 @@ impl Default for BufferSpec {
             queue_limit_bytes: None,
             queue_reserve_bytes: 0,
             pg_reserve_bytes: 0,
+            headroom_model: headroom::HeadroomModel::Ieee,
         }
     }
 }
@@ -581,6 +585,8 @@ pub struct SwitchConfig {
     pub refresh_quanta: u16,
     /// Shared pool, bytes.
     pub shared_bytes: u64,
+    /// How headroom is computed where a PG does not give it.
+    pub headroom_model: headroom::HeadroomModel,
     /// Guaranteed bytes per egress queue, on top of a lossy queue's limit.
     pub queue_reserve_bytes: u64,
     /// Lossy queue limits.
@@ -658,7 +664,7 @@ impl SwitchConfig {
     pub fn headroom_bytes(&self, pg: usize, port: &PortConfig) -> u64 {
         self.pgs[pg]
             .headroom_bytes
-            .unwrap_or_else(|| min_headroom_bytes(port))
+            .unwrap_or_else(|| self.headroom_model.bytes(port))
     }
 }
 

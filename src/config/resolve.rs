@@ -70,6 +70,7 @@ impl ConfigFile {
             pause_quanta: pfc.pause_quanta,
             refresh_quanta: pfc.refresh_quanta,
             shared_bytes: self.buffer.shared_bytes,
+            headroom_model: self.buffer.headroom_model,
             queue_reserve_bytes: self.buffer.queue_reserve_bytes,
             queue_limit: buffer.queue_limit,
             pgs,
