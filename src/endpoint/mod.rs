@@ -797,13 +797,7 @@ impl Endpoint {
             return None;
         }
         if let Some(frame) = self.mac_control.pop_front() {
-            self.link.start(now, frame.len());
-            self.counters.frames_sent += 1;
-            let sent = std::mem::replace(&mut self.out, frame);
-            if self.spare.len() < MAX_SPARE_BUFFERS {
-                self.spare.push(sent);
-            }
-            return Some(&self.out);
+            return Some(self.put_on_link(now, frame));
         }
         if let Some(i) = self
             .control
@@ -811,13 +805,7 @@ impl Endpoint {
             .position(|(p, _)| self.priority_open(*p, now))
         {
             let (_, frame) = self.control.remove(i)?;
-            self.link.start(now, frame.len());
-            self.counters.frames_sent += 1;
-            let sent = std::mem::replace(&mut self.out, frame);
-            if self.spare.len() < MAX_SPARE_BUFFERS {
-                self.spare.push(sent);
-            }
-            return Some(&self.out);
+            return Some(self.put_on_link(now, frame));
         }
         if !self.priority_open(self.data_priority, now) {
             return None;
@@ -835,6 +823,18 @@ impl Endpoint {
             return self.send_data(now, qi);
         }
         None
+    }
+
+    /// Starts a prepared frame (PFC, ACK, NAK, CNP) on the link at `now` and lends it
+    /// out; the buffer it replaces goes back to the spares.
+    fn put_on_link(&mut self, now: Nanos, frame: Vec<u8>) -> &[u8] {
+        self.link.start(now, frame.len());
+        self.counters.frames_sent += 1;
+        let sent = std::mem::replace(&mut self.out, frame);
+        if self.spare.len() < MAX_SPARE_BUFFERS {
+            self.spare.push(sent);
+        }
+        &self.out
     }
 
     fn send_data(&mut self, now: Nanos, qi: usize) -> Option<&[u8]> {

@@ -114,6 +114,38 @@ fn y_top(data: &[Vec<(f64, f64)>], span: f64) -> (f64, Option<(f64, f64)>) {
     }
 }
 
+/// Row `row` of a chart's legend column: a solid (or dashed) sample of `color`, then
+/// `label`.
+fn legend_entry(
+    legend: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    row: usize,
+    color: RGBAColor,
+    label: &str,
+    dashed: bool,
+) -> Result<()> {
+    let y = 48 + 18 * row as i32;
+    let segments: &[(i32, i32)] = if dashed {
+        &[(4, 10), (16, 24)]
+    } else {
+        &[(4, 24)]
+    };
+    for &(a, b) in segments {
+        let width = if dashed { 1 } else { 2 };
+        legend
+            .draw(&PathElement::new(
+                vec![(a, y), (b, y)],
+                color.stroke_width(width),
+            ))
+            .map_err(plot_err)?;
+    }
+    let style =
+        TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    legend
+        .draw(&Text::new(label.to_owned(), (30, y), style))
+        .map_err(plot_err)?;
+    Ok(())
+}
+
 /// What a line chart draws besides its lines.
 #[derive(Default)]
 struct Extras<'a> {
@@ -210,18 +242,7 @@ fn lines(
         chart
             .draw_series(LineSeries::new(pts, color.stroke_width(1)))
             .map_err(plot_err)?;
-        let y = 48 + 18 * i as i32;
-        legend
-            .draw(&PathElement::new(
-                vec![(4, y), (24, y)],
-                color.stroke_width(2),
-            ))
-            .map_err(plot_err)?;
-        let style =
-            TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-        legend
-            .draw(&Text::new(c.label.clone(), (30, y), style))
-            .map_err(plot_err)?;
+        legend_entry(&legend, i, color, &c.label, false)?;
     }
     let grey = RGBColor(90, 90, 90);
     for (i, (c, pts)) in dashed.iter().zip(dashed_data).enumerate() {
@@ -237,24 +258,7 @@ fn lines(
         if color_of(&c.label).is_some() {
             continue; // its line's legend entry stands for it
         }
-        let y = 48 + 18 * (columns.len() + i) as i32;
-        legend
-            .draw(&PathElement::new(
-                vec![(4, y), (10, y)],
-                color.stroke_width(1),
-            ))
-            .map_err(plot_err)?;
-        legend
-            .draw(&PathElement::new(
-                vec![(16, y), (24, y)],
-                color.stroke_width(1),
-            ))
-            .map_err(plot_err)?;
-        let style =
-            TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-        legend
-            .draw(&Text::new(c.label.clone(), (30, y), style))
-            .map_err(plot_err)?;
+        legend_entry(&legend, columns.len() + i, color, &c.label, true)?;
     }
     for c in ticks {
         let Some(color) = color_of(&c.label) else {

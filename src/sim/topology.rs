@@ -76,6 +76,28 @@ fn add_host(engine: &mut Engine, ep_cfg: &EndpointConfig, i: usize) -> usize {
     })))
 }
 
+/// Adds `per_switch` hosts under each of `switches` (host h on switch h / per_switch, its
+/// port h % per_switch) and links them; returns the hosts' nodes and attachments.
+fn attach_hosts(
+    engine: &mut Engine,
+    ep_cfg: &EndpointConfig,
+    switches: &[usize],
+    per_switch: usize,
+    rate: u64,
+    delay: Nanos,
+) -> (Vec<usize>, Vec<(usize, usize)>) {
+    let mut hosts = Vec::new();
+    let mut attachments = Vec::new();
+    for h in 0..switches.len() * per_switch {
+        let node = add_host(engine, ep_cfg, h);
+        let sw = switches[h / per_switch];
+        engine.connect((sw, h % per_switch), (node, 0), rate, delay, 0.0);
+        hosts.push(node);
+        attachments.push((sw, h % per_switch));
+    }
+    (hosts, attachments)
+}
+
 /// One switch (configured as `switch_cfg`, its ports replaced by one per host and its RED
 /// seed drawn from `seed`) with
 /// `hosts` hosts, every link at the endpoint's rate with propagation `delay` and loss
@@ -175,15 +197,14 @@ pub fn leaf_spine(
         }
         spine_nodes.push(node);
     }
-    let mut hosts = Vec::new();
-    let mut attachments = Vec::new();
-    for h in 0..host_count {
-        let node = add_host(&mut engine, ep_cfg, h);
-        let leaf = leaf_nodes[h / hosts_per_leaf];
-        engine.connect((leaf, h % hosts_per_leaf), (node, 0), rate, delay, 0.0);
-        hosts.push(node);
-        attachments.push((leaf, h % hosts_per_leaf));
-    }
+    let (hosts, attachments) = attach_hosts(
+        &mut engine,
+        ep_cfg,
+        &leaf_nodes,
+        hosts_per_leaf,
+        rate,
+        delay,
+    );
     Network {
         engine,
         hosts,
@@ -243,15 +264,8 @@ pub fn ring(
         let next = (i + 1) % switches;
         engine.connect((nodes[i], cw), (nodes[next], ccw), rate, delay, 0.0);
     }
-    let mut hosts = Vec::new();
-    let mut attachments = Vec::new();
-    for h in 0..host_count {
-        let node = add_host(&mut engine, ep_cfg, h);
-        let sw = nodes[h / hosts_per_switch];
-        engine.connect((sw, h % hosts_per_switch), (node, 0), rate, delay, 0.0);
-        hosts.push(node);
-        attachments.push((sw, h % hosts_per_switch));
-    }
+    let (hosts, attachments) =
+        attach_hosts(&mut engine, ep_cfg, &nodes, hosts_per_switch, rate, delay);
     Network {
         engine,
         hosts,
