@@ -443,7 +443,7 @@ impl Series {
     /// only when the QP sent data, and the XOFF points only when a PG held shared buffer.
     pub fn kept(&self) -> Vec<&Column> {
         let nonzero = |c: &Column| c.values.iter().any(|&v| v != 0.0);
-        let sending: Vec<&str> = self
+        let sending: std::collections::HashSet<&str> = self
             .columns
             .iter()
             .filter(|c| c.kind == ColumnKind::RateGbps && nonzero(c))
@@ -458,7 +458,7 @@ impl Series {
             .enumerate()
             .filter(|(_, c)| match c.kind {
                 // Rc and Rt go with their QP's rate column (the same label).
-                ColumnKind::RcGbps | ColumnKind::RtGbps => sending.contains(&c.label.as_str()),
+                ColumnKind::RcGbps | ColumnKind::RtGbps => sending.contains(c.label.as_str()),
                 ColumnKind::XoffBytes | ColumnKind::XonBytes => pgs_used,
                 _ => nonzero(c),
             })

@@ -15,7 +15,12 @@ impl Port {
         if forward_stormed && self.watchdog[q].stormed {
             return Some(Nanos::ZERO);
         }
-        Some(self.pause_until[q].max(self.link_pause_until))
+        Some(self.paused_until(q))
+    }
+
+    /// When PFC (or an 802.3x PAUSE) from the peer stops holding queue `q`.
+    pub(super) fn paused_until(&self, q: usize) -> Nanos {
+        self.pause_until[q].max(self.link_pause_until)
     }
 }
 
@@ -171,8 +176,7 @@ impl Switch {
                     || (0..port.queues.len()).any(|q| {
                         self.cfg.lossless.contains(q as u8)
                             && !port.queues[q].frames.is_empty()
-                            && port.pause_until[q].max(port.link_pause_until)
-                                > port.watchdog[q].last_progress
+                            && port.paused_until(q) > port.watchdog[q].last_progress
                     });
             }
             if !port.tx.enabled {

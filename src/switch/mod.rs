@@ -700,8 +700,7 @@ impl crate::series::SwitchProbe for Switch {
     }
 
     fn queue_paused(&self, port: usize, queue: usize, now: Nanos) -> bool {
-        let p = &self.ports[port];
-        p.pause_until[queue].max(p.link_pause_until) > now
+        self.ports[port].paused_until(queue) > now
     }
 
     fn pause_frames_received(&self, port: usize, pg: usize) -> u64 {

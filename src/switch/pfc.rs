@@ -205,7 +205,7 @@ impl Switch {
                     }
                     continue;
                 }
-                let paused = p.pause_until[q].max(p.link_pause_until) > tick;
+                let paused = p.paused_until(q) > tick;
                 let waiting = !p.queues[q].frames.is_empty();
                 if paused && waiting && tick.saturating_sub(w.last_progress) >= wd.detection {
                     p.watchdog[q].stormed = true;
