@@ -42,8 +42,16 @@ fn assert_none(dir: &str, forbidden: &[&str]) {
     assert!(bad.is_empty(), "{dir} imports {bad:?}");
 }
 
-const DRIVERS: [&str; 8] = [
-    "runtime", "replay", "sim", "lab", "report", "io", "capture", "inspect",
+const DRIVERS: [&str; 9] = [
+    "conformance",
+    "runtime",
+    "replay",
+    "sim",
+    "lab",
+    "report",
+    "io",
+    "capture",
+    "inspect",
 ];
 
 #[test]

@@ -1,7 +1,7 @@
 //! `rocelab config`: the presets, and checking a configuration file.
 
 use super::{Preset, load_switch_config};
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 
 /// List or print the built-in switch configurations, or check a configuration file.
@@ -21,11 +21,51 @@ enum Action {
         #[arg(value_enum, default_value_t = Preset::Default)]
         preset: Preset,
     },
+    /// Import a switch's own QoS configuration as rocelab TOML, a comment on every value
+    /// naming where it came from; warnings go to standard error.
+    Import {
+        /// What the file is: a SONiC CONFIG_DB JSON document (config_db.json) or the QoS
+        /// part of an NX-OS running-config.
+        #[arg(value_enum)]
+        format: ImportFormat,
+        /// The file to read (`-`: standard input).
+        file: PathBuf,
+        /// Write the TOML here instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Check a configuration file and print what it resolves to.
     Check {
         /// Switch configuration file (TOML) to check.
         file: PathBuf,
     },
+}
+
+/// The formats `config import` reads.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum ImportFormat {
+    /// SONiC CONFIG_DB JSON (`config_db.json`, `sonic-cfggen -d --print-data`).
+    Sonic,
+    /// NX-OS running-config (`show running-config ipqos` and the interfaces).
+    Nxos,
+}
+
+/// Reads `file`, `-` being standard input, as configuration text.
+fn read_source(file: &std::path::Path) -> Result<String> {
+    if file == std::path::Path::new("-") {
+        use std::io::Read as _;
+        let mut text = String::new();
+        std::io::stdin()
+            .take(rocelab::config::MAX_CONFIG_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| anyhow::anyhow!("standard input: {e}"))?;
+        anyhow::ensure!(
+            text.len() as u64 <= rocelab::config::MAX_CONFIG_BYTES,
+            "standard input: more than 4 MiB; configurations are a few hundred KB at most"
+        );
+        return Ok(text);
+    }
+    Ok(rocelab::config::read_text(file)?)
 }
 
 /// Runs `rocelab config`.
@@ -48,9 +88,38 @@ pub fn run(args: Args) -> Result<()> {
             say!("{text}");
             Ok(())
         }
+        Action::Import { format, file, out } => {
+            let text = read_source(&file)?;
+            let name = file.display().to_string();
+            let imported = match format {
+                ImportFormat::Sonic => rocelab::config::import::sonic::import(&text, &name),
+                ImportFormat::Nxos => rocelab::config::import::nxos::import(&text, &name),
+            }
+            .with_context(|| format!("importing {name}"))?;
+            for w in &imported.warnings {
+                eprintln!("warning: {}: {}", w.source, w.message);
+            }
+            match out {
+                Some(path) => {
+                    rocelab::output::refuse_inputs(&path, &[&file])?;
+                    rocelab::output::write_whole(&path, imported.toml.as_bytes())?;
+                    eprintln!(
+                        "rocelab: wrote {} ({} warning(s)); check it with `rocelab conformance --config {}`",
+                        path.display(),
+                        imported.warnings.len(),
+                        path.display()
+                    );
+                }
+                None => say!("{}", imported.toml),
+            }
+            Ok(())
+        }
         Action::Check { file } => {
             let cfg = load_switch_config(&file)?;
             sayln!("{}: valid", file.display());
+            for w in cfg.lint() {
+                sayln!("warning: {}: {}", w.key, w.message);
+            }
             sayln!("lossless priorities: {}", cfg.lossless);
             for pg in cfg.lossless.iter() {
                 for port in cfg.ports.iter().chain([&cfg.port_defaults]) {

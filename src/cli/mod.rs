@@ -19,6 +19,7 @@ macro_rules! sayln {
 }
 
 pub mod config;
+pub mod conformance;
 pub mod endpoint;
 pub mod inspect;
 pub mod lab;
@@ -241,9 +242,15 @@ pub fn interface_mac(iface: &str) -> Result<MacAddr> {
     parse_mac("--src-mac", text.trim())
 }
 
-/// A JSON report (`--report FILE`, `--stats-json FILE`): opened before the run, so a path
-/// that cannot be written fails at once, and written whole (or not at all) after it.
-pub struct JsonReport(Option<OutputFile>);
+/// A JSON report (`--json FILE`, `--report FILE`, `--stats-json FILE`): opened before the
+/// run, so a path that cannot be written fails at once, and written whole (or not at all)
+/// after it; `-` is standard output.
+pub struct JsonReport(Option<JsonSink>);
+
+enum JsonSink {
+    File(OutputFile),
+    Stdout,
+}
 
 impl JsonReport {
     /// Starts the report at `path`, if one was asked for; `inputs` must not be it.
@@ -251,8 +258,11 @@ impl JsonReport {
         let Some(path) = path else {
             return Ok(JsonReport(None));
         };
+        if path == Path::new("-") {
+            return Ok(JsonReport(Some(JsonSink::Stdout)));
+        }
         output::refuse_inputs(path, inputs)?;
-        Ok(JsonReport(Some(OutputFile::create(path)?)))
+        Ok(JsonReport(Some(JsonSink::File(OutputFile::create(path)?))))
     }
 
     /// True when a report was asked for.
@@ -260,16 +270,27 @@ impl JsonReport {
         self.0.is_some()
     }
 
+    /// True when the report goes to standard output (so tables should not).
+    pub fn to_stdout(&self) -> bool {
+        matches!(self.0, Some(JsonSink::Stdout))
+    }
+
     /// Writes `value`, pretty-printed, and puts the file in place.
     pub fn write(self, value: &serde_json::Value) -> Result<()> {
-        let Some(mut out) = self.0 else {
-            return Ok(());
-        };
         let text = serde_json::to_string_pretty(value)? + "\n";
-        out.file()
-            .write_all(text.as_bytes())
-            .with_context(|| format!("cannot write {}", out.path().display()))?;
-        out.commit()?;
-        Ok(())
+        match self.0 {
+            None => Ok(()),
+            Some(JsonSink::Stdout) => {
+                say!("{text}");
+                Ok(())
+            }
+            Some(JsonSink::File(mut out)) => {
+                out.file()
+                    .write_all(text.as_bytes())
+                    .with_context(|| format!("cannot write {}", out.path().display()))?;
+                out.commit()?;
+                Ok(())
+            }
+        }
     }
 }

@@ -5,6 +5,8 @@
 pub mod emulation;
 pub mod endpoint;
 pub mod headroom;
+pub mod import;
+pub mod lint;
 mod presets;
 mod resolve;
 

@@ -5,7 +5,7 @@ use super::{
     ALPHA_RANGE, CABLE_NS_PER_M, CLASSES, ConfigError, ConfigFile, MAX_BUFFER_BYTES, MAX_CABLE_M,
     MAX_CABLE_NS, MAX_PORTS, MarkAt, PgConfig, PgSpec, PortConfig, PortSpec, QueueConfig,
     QueueLimit, QueueSpec, RedProfile, RedSpec, Schedule, ScheduleSpec, SwitchConfig,
-    ThresholdMode, Trust, WatchdogConfig, XoffRule, err, min_headroom_bytes, peer_response_quanta,
+    ThresholdMode, Trust, WatchdogConfig, XoffRule, err,
 };
 use crate::time::Nanos;
 use crate::wire::PrioritySet;
@@ -52,8 +52,7 @@ impl ConfigFile {
         let maps = self.resolve_classify()?;
         let pfc = self.resolve_pfc()?;
         let buffer = self.resolve_buffer()?;
-        let all_ports: Vec<&PortConfig> = ports.iter().chain([&port_defaults]).collect();
-        let pgs = self.resolve_pgs(pfc.lossless, &buffer, &all_ports)?;
+        let pgs = self.resolve_pgs(pfc.lossless, &buffer)?;
         let (queues, configured) = self.resolve_queues()?;
         self.check_lossless(pfc.lossless, &maps, &configured)?;
         let watchdog = self.resolve_watchdog()?;
@@ -261,12 +260,12 @@ impl ConfigFile {
         })
     }
 
-    /// `[pg.N]`: every priority group; `ports` are the ports its headroom must cover.
+    /// `[pg.N]`: every priority group. A headroom below what a port needs is allowed, as
+    /// a switch allows it; [`SwitchConfig::lint`] warns.
     fn resolve_pgs(
         &self,
         lossless: PrioritySet,
         buffer: &Buffer,
-        ports: &[&PortConfig],
     ) -> Result<[PgConfig; CLASSES], ConfigError> {
         let specs = by_class("pg", &self.pg)?;
         let mut pgs = [PgConfig {
@@ -294,7 +293,6 @@ impl ConfigFile {
             cfg.headroom_bytes = spec.headroom_bytes;
             if let Some(h) = spec.headroom_bytes {
                 buffer_bytes(&format!("{key}.headroom_bytes"), h)?;
-                check_headroom(&key, h, ports)?;
             }
         }
         Ok(pgs)
@@ -469,27 +467,6 @@ fn static_xoff_rule(key: &str, spec: &PgSpec, shared: u64) -> Result<XoffRule, C
         xoff_bytes: xoff,
         xon_bytes: xon,
     })
-}
-
-/// A configured headroom `h` covers the minimum of every port.
-fn check_headroom(key: &str, h: u64, ports: &[&PortConfig]) -> Result<(), ConfigError> {
-    for port in ports {
-        let min = min_headroom_bytes(port);
-        if h < min {
-            return Err(err(
-                format!("{key}.headroom_bytes"),
-                format!(
-                    "{h} is below the {min} bytes port '{}' needs ({} Gb/s, {} ns cable, MTU {}): 2 x MTU + 2 x cable delay x rate + the peer's response of {} quanta; omit it to have it computed",
-                    port.name,
-                    port.bits_per_sec as f64 / 1e9,
-                    port.cable.0,
-                    port.mtu,
-                    peer_response_quanta(port.bits_per_sec)
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// One egress queue as written at `key`.

@@ -50,7 +50,6 @@ fn impossible_values_are_refused_with_the_key() {
             "[queue.5]\necn = { kmin_bytes = 100, kmax_bytes = 200, pmax = 1.5 }",
             "queue.5.ecn.pmax",
         ),
-        ("[pg.3]\nheadroom_bytes = 1000", "pg.3.headroom_bytes"),
         ("[pg.2]\nheadroom_bytes = 100000", "pg.2"),
         ("[queue.9]\nschedule = \"strict\"", "queue.9"),
         (
@@ -71,9 +70,30 @@ fn impossible_values_are_refused_with_the_key() {
         };
         assert_eq!(e.key, key, "{extra}: {e}");
     }
-    let e =
-        SwitchConfig::from_toml(&format!("{MINIMAL}[pg.3]\nheadroom_bytes = 1000\n")).unwrap_err();
-    assert!(e.message.contains("omit it to have it computed"), "{e}");
+}
+
+/// A headroom below what the port needs is what a real switch accepts and a lab should
+/// show: it loads, and `lint` names the key, the port and the bytes needed.
+#[test]
+fn a_headroom_below_the_minimum_loads_with_a_warning() {
+    let cfg =
+        SwitchConfig::from_toml(&format!("{MINIMAL}[pg.3]\nheadroom_bytes = 1000\n")).unwrap();
+    let lints = cfg.lint();
+    let w = lints
+        .iter()
+        .find(|w| w.key == "pg.3.headroom_bytes")
+        .expect("a headroom warning");
+    assert!(
+        w.message.contains("1000") && w.message.contains("needs"),
+        "{w:?}"
+    );
+    assert!(
+        SwitchConfig::from_toml(MINIMAL)
+            .unwrap()
+            .lint()
+            .iter()
+            .all(|w| w.key != "pg.3.headroom_bytes")
+    );
 }
 
 #[test]

@@ -1,0 +1,101 @@
+//! `rocelab conformance`: sonic-mgmt's qos_sai procedures in virtual time against a
+//! switch configuration, a row per check.
+
+use super::{JsonReport, Preset, SwitchConfigArgs};
+use anyhow::Result;
+use rocelab::conformance::{self, Status};
+use std::path::PathBuf;
+
+/// Run the procedures of SONiC's qos_sai tests (PFC XOFF/XON points, headroom, lossy drop
+/// point, DSCP to queue, DWRR shares, watermarks, PFC watchdog) against a configuration in
+/// virtual time: a row per check with the value the configuration gives, the measured
+/// one, and pass or fail. Exits non-zero when a check fails.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    switch: SwitchConfigArgs,
+    /// Also write the checks as JSON (`-`: to standard output, instead of the table).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Show how each expected value follows from the configuration.
+    #[arg(long)]
+    wide: bool,
+}
+
+/// Runs `rocelab conformance`.
+pub fn run(args: Args) -> Result<()> {
+    let cfg = args.switch.load(Preset::Default)?;
+    let inputs: Vec<PathBuf> = args.switch.config.iter().cloned().collect();
+    let json = JsonReport::create(args.json.as_deref(), &inputs)?;
+    let name = args.switch.describe(Preset::Default);
+    for w in cfg.lint() {
+        eprintln!("rocelab: warning: {}: {}", w.key, w.message);
+    }
+    let report = conformance::run(&cfg, &name);
+    if !json.to_stdout() {
+        print_table(&report, args.wide);
+    }
+    json.write(&serde_json::to_value(&report)?)?;
+    if report.failed > 0 {
+        anyhow::bail!(
+            "{} of {} checks failed against {name}",
+            report.failed,
+            report.checks.len()
+        );
+    }
+    Ok(())
+}
+
+fn print_table(report: &conformance::Report, wide: bool) {
+    sayln!(
+        "conformance of {} ({} B test frames)",
+        report.config,
+        report.frame_bytes
+    );
+    let title_w = report
+        .checks
+        .iter()
+        .map(|c| c.title.len())
+        .max()
+        .unwrap_or(5)
+        .min(if wide { 200 } else { 64 });
+    let exp_w = report
+        .checks
+        .iter()
+        .map(|c| c.expected.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    sayln!(
+        "{:<title_w$}  {:<exp_w$}  {:<8}  measured",
+        "check",
+        "expected",
+        "result"
+    );
+    for c in &report.checks {
+        let status = match c.status {
+            Status::Pass => "pass",
+            Status::Fail => "FAIL",
+            Status::Skip => "skip",
+        };
+        let mut title = c.title.clone();
+        if title.len() > title_w {
+            title.truncate(title_w.saturating_sub(3));
+            title.push_str("...");
+        }
+        sayln!(
+            "{title:<title_w$}  {:<exp_w$}  {status:<8}  {}",
+            c.expected,
+            c.measured
+        );
+        if wide || c.status != Status::Pass {
+            sayln!("{:<title_w$}  {}", "", c.basis);
+        }
+    }
+    sayln!(
+        "{} passed, {} failed, {} not applicable",
+        report.passed,
+        report.failed,
+        report.skipped
+    );
+}

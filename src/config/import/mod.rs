@@ -1,0 +1,158 @@
+//! Importing a switch's own QoS configuration into rocelab's TOML: SONiC's CONFIG_DB
+//! (`sonic`) and the QoS part of an NX-OS running-config (`nxos`). Each importer writes
+//! TOML with a comment on every value naming where it came from, and warns, once each,
+//! about what a user most often gets wrong, naming the source path that shows it. The
+//! result is validated as any configuration file is.
+
+pub mod nxos;
+pub mod sonic;
+
+use super::{ConfigError, SwitchConfig};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// One warning of an import: where in the source, and what.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ImportWarning {
+    /// The source path that shows it (`BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff`,
+    /// or `line 12: random-detect …`).
+    pub source: String,
+    /// What is wrong, in words.
+    pub message: String,
+}
+
+/// A finished import.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// rocelab TOML, commented.
+    pub toml: String,
+    /// The configuration it resolves to.
+    pub config: SwitchConfig,
+    /// Warnings, each once, in the order found.
+    pub warnings: Vec<ImportWarning>,
+}
+
+/// Why an import failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The document does not parse as its format.
+    #[error("{0}")]
+    Syntax(String),
+    /// A value cannot be used: where, and why.
+    #[error("{at}: {message}")]
+    Value {
+        /// The source path.
+        at: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The TOML written does not validate (a value outside rocelab's limits).
+    #[error("the imported configuration is not valid: {0}")]
+    Invalid(ConfigError),
+}
+
+/// Builds the TOML text section by section, remembering for each key the source path it
+/// came from (so that a configuration warning can name the source).
+#[derive(Debug, Default)]
+pub(crate) struct Writer {
+    /// Keys before the first section.
+    root: String,
+    text: String,
+    section: String,
+    /// rocelab key → source path.
+    origin: BTreeMap<String, String>,
+    warnings: Vec<ImportWarning>,
+}
+
+impl Writer {
+    /// Starts `[name]` (or `[[name]]` when `array`).
+    pub fn section(&mut self, name: &str, array: bool) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        if array {
+            let _ = writeln!(self.text, "[[{name}]]");
+        } else {
+            let _ = writeln!(self.text, "[{name}]");
+        }
+        self.section = name.to_owned();
+    }
+
+    /// `key = value  # source`; `value` is TOML already.
+    pub fn value(&mut self, key: &str, value: impl std::fmt::Display, source: &str) {
+        let line = format!("{key} = {value}");
+        let _ = writeln!(self.text, "{line:<27} # {source}");
+        let full = if self.section.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.section)
+        };
+        self.origin.entry(full).or_insert_with(|| source.to_owned());
+    }
+
+    /// `key = value  # source` before every section.
+    pub fn root_value(&mut self, key: &str, value: impl std::fmt::Display, source: &str) {
+        let line = format!("{key} = {value}");
+        let _ = writeln!(self.root, "{line:<27} # {source}");
+        self.origin
+            .entry(key.to_owned())
+            .or_insert_with(|| source.to_owned());
+    }
+
+    /// A warning, unless the same one was given already.
+    pub fn warn(&mut self, source: impl Into<String>, message: impl Into<String>) {
+        let w = ImportWarning {
+            source: source.into(),
+            message: message.into(),
+        };
+        if !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
+    }
+
+    /// Validates the text and adds the configuration's own warnings ([`SwitchConfig::lint`])
+    /// with the source of the key that shows each.
+    pub fn finish(mut self, header: &str) -> Result<Imported, ImportError> {
+        let toml = format!("{header}\n\n{}\n{}", self.root, self.text);
+        let config = SwitchConfig::from_toml(&toml).map_err(ImportError::Invalid)?;
+        for w in config.lint() {
+            let source = self
+                .origin
+                .iter()
+                .find(|(k, _)| **k == w.key || w.key.starts_with(&format!("{k}.")))
+                .or_else(|| {
+                    self.origin
+                        .iter()
+                        .find(|(k, _)| k.starts_with(&format!("{}.", w.key)) || **k == w.key)
+                })
+                .map_or_else(|| w.key.clone(), |(_, s)| s.clone());
+            self.warn(source, w.message);
+        }
+        Ok(Imported {
+            toml,
+            config,
+            warnings: self.warnings,
+        })
+    }
+}
+
+/// A number as TOML writes it: integers without a fraction.
+pub(crate) fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+/// The most common of `items` (the first of equals), with how many there were.
+pub(crate) fn most_common<T: Clone + PartialEq>(items: &[T]) -> Option<T> {
+    let mut best: Option<(&T, usize)> = None;
+    for a in items {
+        let n = items.iter().filter(|b| *b == a).count();
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((a, n));
+        }
+    }
+    best.map(|(a, _)| a.clone())
+}

@@ -1,0 +1,960 @@
+//! SONiC CONFIG_DB (`config_db.json`) to rocelab TOML. docs/import.md lists every table
+//! and field read, and how each maps; both the plain-name references of SONiC 202111 and
+//! later (`"profile": "egress_lossy_profile"`) and the older bracketed ones
+//! (`"[BUFFER_PROFILE|egress_lossy_profile]"`) are read.
+//!
+//! rocelab has one value per PG and per queue for the whole switch, where SONiC binds
+//! profiles per port: when ports differ, the importer takes the value most ports have (the
+//! largest headroom, so that every port is covered) and says which ports differ.
+
+use super::{ImportError, Imported, Writer, most_common, num};
+use serde_json::{Map, Value};
+
+type Obj = Map<String, Value>;
+
+/// Tables read.
+const KNOWN: [&str; 16] = [
+    "PORT",
+    "CABLE_LENGTH",
+    "BUFFER_POOL",
+    "BUFFER_PROFILE",
+    "BUFFER_PG",
+    "BUFFER_QUEUE",
+    "PORT_QOS_MAP",
+    "DSCP_TO_TC_MAP",
+    "DOT1P_TO_TC_MAP",
+    "TC_TO_PRIORITY_GROUP_MAP",
+    "TC_TO_QUEUE_MAP",
+    "MAP_PFC_PRIORITY_TO_QUEUE",
+    "WRED_PROFILE",
+    "QUEUE",
+    "SCHEDULER",
+    "PFC_WD",
+];
+
+/// Tables read for checks only, or that rocelab needs nothing from.
+const NOT_NEEDED: [&str; 4] = [
+    "DEVICE_METADATA",
+    "BUFFER_PORT_INGRESS_PROFILE_LIST",
+    "BUFFER_PORT_EGRESS_PROFILE_LIST",
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+];
+
+fn val_err(source: impl Into<String>, message: impl Into<String>) -> ImportError {
+    ImportError::Value {
+        at: source.into(),
+        message: message.into(),
+    }
+}
+
+/// A reference to another table's entry: `name`, or the pre-202111 `[TABLE|name]`.
+fn reference(s: &str) -> &str {
+    let s = s.trim();
+    match s.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+        Some(inner) => inner.split_once('|').map_or(inner, |(_, name)| name),
+        None => s,
+    }
+}
+
+/// Index ranges as keys write them: `3`, `3-4`, `0-2`.
+fn indices(source: &str, s: &str) -> Result<Vec<usize>, ImportError> {
+    let bad = || val_err(source, format!("'{s}' is not an index or a range like 3-4"));
+    let (a, b) = s.split_once('-').unwrap_or((s, s));
+    let (a, b): (usize, usize) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if a > b || b > 15 {
+        return Err(bad());
+    }
+    Ok((a..=b).collect())
+}
+
+struct Doc<'a> {
+    root: &'a Obj,
+}
+
+impl<'a> Doc<'a> {
+    fn table(&self, name: &str) -> Option<&'a Obj> {
+        self.root.get(name).and_then(Value::as_object)
+    }
+
+    fn entry(&self, table: &str, key: &str) -> Option<&'a Obj> {
+        self.table(table)?.get(key).and_then(Value::as_object)
+    }
+
+    fn field(&self, table: &str, key: &str, field: &str) -> Option<&'a str> {
+        self.entry(table, key)?.get(field).and_then(Value::as_str)
+    }
+
+    fn number(&self, table: &str, key: &str, field: &str) -> Result<Option<f64>, ImportError> {
+        let Some(s) = self.field(table, key, field) else {
+            return Ok(None);
+        };
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .map(Some)
+            .ok_or_else(|| {
+                val_err(
+                    format!("{table}|{key}|{field}"),
+                    format!("'{s}' is not a number"),
+                )
+            })
+    }
+
+    /// A `"0".."N"` → number map, as the `*_MAP` tables hold.
+    fn map(&self, table: &str, name: &str, size: usize) -> Result<Vec<Option<u8>>, ImportError> {
+        let entry = self
+            .entry(table, name)
+            .ok_or_else(|| val_err(format!("{table}|{name}"), "no such map in the document"))?;
+        let mut out = vec![None; size];
+        for (k, v) in entry {
+            let source = format!("{table}|{name}|{k}");
+            let k: usize = k
+                .parse()
+                .ok()
+                .filter(|&k| k < size)
+                .ok_or_else(|| val_err(&source, format!("key must be 0 to {}", size - 1)))?;
+            let v = v
+                .as_str()
+                .and_then(|v| v.trim().parse::<u8>().ok())
+                .filter(|&v| v < 8)
+                .ok_or_else(|| val_err(&source, "value must be 0 to 7"))?;
+            out[k] = Some(v);
+        }
+        Ok(out)
+    }
+}
+
+/// A port as CONFIG_DB describes it.
+#[derive(Debug, Clone, PartialEq)]
+struct Port {
+    name: String,
+    speed_mbps: f64,
+    mtu: u64,
+    cable_m: Option<f64>,
+}
+
+/// Reads a CONFIG_DB JSON document (called `name` in the header).
+pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
+    let root: Value = serde_json::from_str(text).map_err(|e| {
+        ImportError::Syntax(format!("{name} is not a CONFIG_DB JSON document: {e}"))
+    })?;
+    let root = root.as_object().ok_or_else(|| {
+        ImportError::Syntax(format!(
+            "{name}: a CONFIG_DB document is a JSON object of tables"
+        ))
+    })?;
+    let doc = Doc { root };
+    let mut w = Writer::default();
+    for table in root.keys() {
+        if !KNOWN.contains(&table.as_str()) && !NOT_NEEDED.contains(&table.as_str()) {
+            w.warn(
+                table.clone(),
+                "table not imported: rocelab models no part of it",
+            );
+        }
+    }
+    let ports = ports(&doc, &mut w)?;
+    let tc_pg = classification(&doc, &ports, &mut w)?;
+    let lossless = pfc(&doc, &ports, tc_pg, &mut w)?;
+    buffers(&doc, &ports, &lossless, &mut w)?;
+    queues(&doc, &ports, &mut w)?;
+    watchdog(&doc, &mut w)?;
+    w.finish(&format!(
+        "# Imported from SONiC CONFIG_DB {name} by `rocelab config import sonic`.\n\
+         # Each comment names the TABLE|key|field a value came from."
+    ))
+}
+
+fn natural_key(name: &str) -> (String, u64) {
+    let digits = name.trim_start_matches(|c: char| !c.is_ascii_digit());
+    let prefix = &name[..name.len() - digits.len()];
+    (prefix.to_owned(), digits.parse().unwrap_or(u64::MAX))
+}
+
+fn ports(doc: &Doc<'_>, w: &mut Writer) -> Result<Vec<Port>, ImportError> {
+    let mut names: Vec<&String> = doc
+        .table("PORT")
+        .map(|t| t.keys().collect())
+        .unwrap_or_default();
+    names.sort_by_key(|n| natural_key(n));
+    let cables = doc
+        .table("CABLE_LENGTH")
+        .and_then(|t| t.values().next())
+        .and_then(Value::as_object);
+    let cable_name = doc
+        .table("CABLE_LENGTH")
+        .and_then(|t| t.keys().next())
+        .cloned()
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for name in names {
+        let speed_mbps = doc
+            .number("PORT", name, "speed")?
+            .ok_or_else(|| val_err(format!("PORT|{name}|speed"), "missing"))?;
+        let mtu = doc.number("PORT", name, "mtu")?.unwrap_or(9100.0) as u64;
+        let cable_m = match cables
+            .and_then(|c| c.get(name.as_str()))
+            .and_then(Value::as_str)
+        {
+            Some(s) => Some(
+                s.trim()
+                    .strip_suffix('m')
+                    .and_then(|m| m.parse::<f64>().ok())
+                    .ok_or_else(|| {
+                        val_err(
+                            format!("CABLE_LENGTH|{cable_name}|{name}"),
+                            format!("'{s}' is not a length like 5m"),
+                        )
+                    })?,
+            ),
+            None => None,
+        };
+        out.push(Port {
+            name: name.clone(),
+            speed_mbps,
+            mtu,
+            cable_m,
+        });
+    }
+    let shape = |p: &Port| (p.speed_mbps.to_bits(), p.mtu, p.cable_m.map(f64::to_bits));
+    let shapes: Vec<_> = out.iter().map(shape).collect();
+    if let Some(common) = most_common(&shapes)
+        && let Some(p) = out.iter().find(|p| shape(p) == common)
+    {
+        w.section("port_defaults", false);
+        port_lines(w, p, &cable_name);
+    }
+    for p in &out {
+        w.section("ports", true);
+        w.value(
+            "name",
+            format!("\"{}\"", p.name),
+            &format!("PORT|{}", p.name),
+        );
+        port_lines(w, p, &cable_name);
+    }
+    Ok(out)
+}
+
+fn port_lines(w: &mut Writer, p: &Port, cable_name: &str) {
+    w.value(
+        "speed_gbps",
+        num(p.speed_mbps / 1000.0),
+        &format!("PORT|{}|speed = {} (Mb/s)", p.name, num(p.speed_mbps)),
+    );
+    w.value("mtu", p.mtu, &format!("PORT|{}|mtu", p.name));
+    if let Some(m) = p.cable_m {
+        w.value(
+            "cable_m",
+            num(m),
+            &format!("CABLE_LENGTH|{cable_name}|{} = {}m", p.name, num(m)),
+        );
+    }
+}
+
+/// The map a PORT_QOS_MAP field names: `global` first, else the one most ports name.
+fn qos_map<'a>(
+    doc: &Doc<'a>,
+    ports: &[Port],
+    field: &str,
+    w: &mut Writer,
+) -> Option<(String, String)> {
+    if field == "dscp_to_tc_map"
+        && let Some(m) = doc.field("PORT_QOS_MAP", "global", field)
+    {
+        return Some((
+            reference(m).to_owned(),
+            format!("PORT_QOS_MAP|global|{field}"),
+        ));
+    }
+    let named: Vec<(String, String)> = ports
+        .iter()
+        .filter_map(|p| {
+            doc.field("PORT_QOS_MAP", &p.name, field)
+                .map(|m| (p.name.clone(), reference(m).to_owned()))
+        })
+        .collect();
+    let maps: Vec<String> = named.iter().map(|(_, m)| m.clone()).collect();
+    let common = most_common(&maps)?;
+    let differ: Vec<&str> = named
+        .iter()
+        .filter(|(_, m)| *m != common)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    let first = named.iter().find(|(_, m)| *m == common)?.0.clone();
+    if !differ.is_empty() {
+        w.warn(
+            format!("PORT_QOS_MAP|{}|{field}", differ[0]),
+            format!(
+                "ports {} use another {field} than '{common}': rocelab applies one map to every port, '{common}'",
+                differ.join(", ")
+            ),
+        );
+    }
+    Some((common, format!("PORT_QOS_MAP|{first}|{field}")))
+}
+
+/// A TC_TO_PRIORITY_GROUP_MAP in use: its name, where it was named, its values.
+type TcPg = (String, String, Vec<Option<u8>>);
+
+fn classification(
+    doc: &Doc<'_>,
+    ports: &[Port],
+    w: &mut Writer,
+) -> Result<Option<TcPg>, ImportError> {
+    let dscp = qos_map(doc, ports, "dscp_to_tc_map", w);
+    let dot1p = qos_map(doc, ports, "dot1p_to_tc_map", w);
+    let tc_queue = qos_map(doc, ports, "tc_to_queue_map", w);
+    let tc_pg = qos_map(doc, ports, "tc_to_pg_map", w);
+    let trust = if dscp.is_none() && dot1p.is_some() {
+        "pcp"
+    } else {
+        "dscp"
+    };
+    let source = match (trust, &dscp, &dot1p) {
+        ("pcp", _, Some((_, via))) => format!("{via} (no dscp_to_tc_map)"),
+        (_, Some((_, via)), _) => via.clone(),
+        _ => "no dscp_to_tc_map: every DSCP to TC 0".to_owned(),
+    };
+    w.root_value("trust", format!("\"{trust}\""), &source);
+    w.section("classify", false);
+    if let Some((name, via)) = &dscp {
+        let map = doc.map("DSCP_TO_TC_MAP", name, 64)?;
+        let listed: Vec<u8> = map.iter().flatten().copied().collect();
+        // Every DSCP listed: the commonest class is the default. Otherwise the DSCPs not
+        // listed get TC 0, as SAI's default map does.
+        let default = if listed.len() == 64 {
+            most_common(&listed).unwrap_or(0)
+        } else {
+            0
+        };
+        let pairs: Vec<String> = map
+            .iter()
+            .enumerate()
+            .filter_map(|(d, tc)| tc.filter(|&t| t != default).map(|t| format!("[{d}, {t}]")))
+            .collect();
+        w.value(
+            "dscp_to_tc",
+            format!("[{}]", pairs.join(", ")),
+            &format!("DSCP_TO_TC_MAP|{name} (via {via})"),
+        );
+        w.value(
+            "default_tc",
+            default,
+            &if listed.len() == 64 {
+                format!("DSCP_TO_TC_MAP|{name}: the class of most DSCPs")
+            } else {
+                format!("DSCPs DSCP_TO_TC_MAP|{name} does not list: TC 0 (SAI default)")
+            },
+        );
+    }
+    if let Some((name, via)) = &dot1p {
+        let map = doc.map("DOT1P_TO_TC_MAP", name, 8)?;
+        let v: Vec<String> = map.iter().map(|t| t.unwrap_or(0).to_string()).collect();
+        w.value(
+            "pcp_to_tc",
+            format!("[{}]", v.join(", ")),
+            &format!("DOT1P_TO_TC_MAP|{name} (via {via}); unlisted PCPs TC 0"),
+        );
+    }
+    if let Some((name, via)) = &tc_queue {
+        let map = doc.map("TC_TO_QUEUE_MAP", name, 8)?;
+        let v: Vec<String> = map
+            .iter()
+            .enumerate()
+            .map(|(tc, q)| q.unwrap_or(tc as u8).to_string())
+            .collect();
+        w.value(
+            "tc_to_queue",
+            format!("[{}]", v.join(", ")),
+            &format!("TC_TO_QUEUE_MAP|{name} (via {via}); unlisted TCs to their own queue"),
+        );
+    }
+    match tc_pg {
+        Some((name, via)) => {
+            let map = doc.map("TC_TO_PRIORITY_GROUP_MAP", &name, 8)?;
+            Ok(Some((name, via, map)))
+        }
+        None => Ok(None),
+    }
+}
+
+fn pfc(
+    doc: &Doc<'_>,
+    ports: &[Port],
+    tc_pg: Option<TcPg>,
+    w: &mut Writer,
+) -> Result<Vec<usize>, ImportError> {
+    let enabled: Vec<(String, String)> = ports
+        .iter()
+        .filter_map(|p| {
+            doc.field("PORT_QOS_MAP", &p.name, "pfc_enable")
+                .map(|s| (p.name.clone(), s.to_owned()))
+        })
+        .collect();
+    let values: Vec<String> = enabled.iter().map(|(_, v)| v.clone()).collect();
+    let Some(common) = most_common(&values) else {
+        w.section("pfc", false);
+        w.value(
+            "lossless",
+            "[]",
+            "no PORT_QOS_MAP|<port>|pfc_enable: no lossless priority",
+        );
+        return Ok(Vec::new());
+    };
+    let (first, _) = enabled
+        .iter()
+        .find(|(_, v)| *v == common)
+        .expect("common is one of them");
+    let source = format!("PORT_QOS_MAP|{first}|pfc_enable");
+    let mut lossless = Vec::new();
+    for part in common.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let p: usize = part
+            .parse()
+            .ok()
+            .filter(|&p| p < 8)
+            .ok_or_else(|| val_err(&source, format!("'{part}' is not a priority 0 to 7")))?;
+        if !lossless.contains(&p) {
+            lossless.push(p);
+        }
+    }
+    lossless.sort_unstable();
+    let differ: Vec<&str> = enabled
+        .iter()
+        .filter(|(_, v)| *v != common)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    if !differ.is_empty() {
+        w.warn(
+            format!("PORT_QOS_MAP|{}|pfc_enable", differ[0]),
+            format!(
+                "ports {} enable PFC on other priorities than \"{common}\": rocelab enables the same ones on every port",
+                differ.join(", ")
+            ),
+        );
+    }
+    if let Some((name, via, map)) = tc_pg {
+        for &p in &lossless {
+            if let Some(pg) = map[p]
+                && usize::from(pg) != p
+            {
+                w.warn(
+                    format!("TC_TO_PRIORITY_GROUP_MAP|{name}|{p}"),
+                    format!(
+                        "lossless TC {p} is charged to PG {pg} ({via}); rocelab charges TC {p} to PG {p}"
+                    ),
+                );
+            }
+        }
+    }
+    w.section("pfc", false);
+    w.value(
+        "lossless",
+        format!("{lossless:?}"),
+        &format!("{source} = \"{common}\""),
+    );
+    Ok(lossless)
+}
+
+/// The profile a BUFFER_PG or BUFFER_QUEUE entry binds to index `i` of `port`.
+fn bound_profile<'a>(doc: &Doc<'a>, table: &str, port: &str, i: usize) -> Option<(String, String)> {
+    let t = doc.table(table)?;
+    for (key, v) in t {
+        let Some((ports, range)) = key.split_once('|') else {
+            continue;
+        };
+        if !ports.split(',').any(|p| p == port) {
+            continue;
+        }
+        let Ok(idx) = indices(key, range) else {
+            continue;
+        };
+        if idx.contains(&i) {
+            let profile = v.get("profile").and_then(Value::as_str)?;
+            return Some((
+                reference(profile).to_owned(),
+                format!("{table}|{key}|profile"),
+            ));
+        }
+    }
+    None
+}
+
+/// A BUFFER_PROFILE, read.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Profile {
+    name: String,
+    pool: Option<String>,
+    size: u64,
+    dynamic_th: Option<i32>,
+    static_th: Option<u64>,
+    xon: Option<u64>,
+    xoff: Option<u64>,
+    xon_offset: Option<u64>,
+}
+
+fn profile(doc: &Doc<'_>, name: &str, via: &str) -> Result<Profile, ImportError> {
+    if doc.entry("BUFFER_PROFILE", name).is_none() {
+        return Err(val_err(
+            via,
+            format!("names profile '{name}', which BUFFER_PROFILE lacks"),
+        ));
+    }
+    let bytes = |f: &str| -> Result<Option<u64>, ImportError> {
+        Ok(doc
+            .number("BUFFER_PROFILE", name, f)?
+            .map(|x| x.max(0.0) as u64))
+    };
+    Ok(Profile {
+        name: name.to_owned(),
+        pool: doc
+            .field("BUFFER_PROFILE", name, "pool")
+            .map(|p| reference(p).to_owned()),
+        size: bytes("size")?.unwrap_or(0),
+        dynamic_th: doc
+            .number("BUFFER_PROFILE", name, "dynamic_th")?
+            .map(|x| x as i32),
+        static_th: bytes("static_th")?,
+        xon: bytes("xon")?,
+        xoff: bytes("xoff")?,
+        xon_offset: bytes("xon_offset")?,
+    })
+}
+
+/// SONiC's `dynamic_th` n is alpha = 2^n; rocelab takes n = −7 to 3.
+fn alpha(w: &mut Writer, n: i32, source: &str) -> f64 {
+    let clamped = n.clamp(-7, 3);
+    if clamped != n {
+        w.warn(
+            source,
+            format!(
+                "dynamic_th {n} (alpha 2^{n}) is outside rocelab's -7 to 3: imported as {clamped}"
+            ),
+        );
+    }
+    2f64.powi(clamped)
+}
+
+fn buffers(
+    doc: &Doc<'_>,
+    ports: &[Port],
+    lossless: &[usize],
+    w: &mut Writer,
+) -> Result<(), ImportError> {
+    // Lossless PG profiles, per priority: the one with the largest headroom covers every
+    // port.
+    let mut pg_profiles: Vec<(usize, Profile, String)> = Vec::new();
+    for &p in lossless {
+        let mut bound: Vec<(String, Profile, String)> = Vec::new();
+        for port in ports {
+            if let Some((name, via)) = bound_profile(doc, "BUFFER_PG", &port.name, p) {
+                if name == "NULL" {
+                    continue;
+                }
+                bound.push((port.name.clone(), profile(doc, &name, &via)?, via));
+            }
+        }
+        for (port, pr, _) in &bound {
+            let Some(xoff) = pr.xoff else { continue };
+            let Some(p) = ports.iter().find(|p| p.name == *port) else {
+                continue;
+            };
+            let cfg = crate::config::PortConfig {
+                name: p.name.clone(),
+                bits_per_sec: (p.speed_mbps * 1e6) as u64,
+                cable: crate::time::Nanos(
+                    (p.cable_m.unwrap_or(0.0) * crate::config::CABLE_NS_PER_M as f64) as u64,
+                ),
+                mtu: p.mtu as u32,
+            };
+            let need = crate::config::min_headroom_bytes(&cfg);
+            if xoff < need {
+                w.warn(
+                    format!("BUFFER_PROFILE|{}|xoff", pr.name),
+                    format!(
+                        "headroom {xoff} B is below the {need} B {port} needs ({} Gb/s, {} m, MTU {}: 2 x MTU + 2 x cable delay x rate + the peer's response): frames in flight after XOFF are dropped",
+                        num(p.speed_mbps / 1000.0),
+                        num(p.cable_m.unwrap_or(0.0)),
+                        p.mtu
+                    ),
+                );
+            }
+        }
+        let Some((_, best, via)) = bound
+            .iter()
+            .max_by_key(|(_, pr, _)| pr.xoff.unwrap_or(0))
+            .cloned()
+        else {
+            w.warn(
+                format!("BUFFER_PG|<port>|{p}"),
+                format!(
+                    "no profile for lossless PG {p} (dynamic buffer model or none bound): rocelab computes its headroom per port (IEEE formula)"
+                ),
+            );
+            continue;
+        };
+        let others: Vec<String> = bound
+            .iter()
+            .filter(|(_, pr, _)| pr.name != best.name)
+            .map(|(port, pr, _)| format!("{port} ({})", pr.name))
+            .collect();
+        if !others.is_empty() {
+            w.warn(
+                via.clone(),
+                format!(
+                    "ports bind different profiles to PG {p}; rocelab has one per PG and takes '{}', the largest headroom, for every port (others: {})",
+                    best.name,
+                    others.join(", ")
+                ),
+            );
+        }
+        if let (Some(xon), Some(xoff)) = (best.xon, best.xoff)
+            && xon > xoff
+        {
+            w.warn(
+                format!("BUFFER_PROFILE|{}|xon", best.name),
+                format!("XON threshold {xon} B is above XOFF {xoff} B: the PG would resume before it paused"),
+            );
+        }
+        pg_profiles.push((p, best, via));
+    }
+    // The pool: the lossless profiles' (else the ingress pool).
+    let pool_name = pg_profiles
+        .iter()
+        .find_map(|(_, pr, _)| pr.pool.clone())
+        .or_else(|| {
+            doc.table("BUFFER_POOL")?
+                .iter()
+                .find(|(_, v)| v.get("type").and_then(Value::as_str) == Some("ingress"))
+                .map(|(k, _)| k.clone())
+        });
+    w.section("buffer", false);
+    let mut static_mode = false;
+    if let Some(pool) = &pool_name {
+        let size = doc
+            .number("BUFFER_POOL", pool, "size")?
+            .ok_or_else(|| val_err(format!("BUFFER_POOL|{pool}|size"), "missing"))?
+            as u64;
+        let xoff = doc.number("BUFFER_POOL", pool, "xoff")?.unwrap_or(0.0) as u64;
+        if xoff > 0 {
+            w.value(
+                "shared_bytes",
+                size.saturating_sub(xoff),
+                &format!("BUFFER_POOL|{pool}|size {size} - xoff {xoff} (the shared headroom pool)"),
+            );
+            w.warn(
+                format!("BUFFER_POOL|{pool}|xoff"),
+                format!(
+                    "a shared headroom pool of {xoff} B: rocelab gives each lossless PG its own headroom (the profile's xoff) instead"
+                ),
+            );
+        } else {
+            w.value("shared_bytes", size, &format!("BUFFER_POOL|{pool}|size"));
+        }
+        static_mode = doc.field("BUFFER_POOL", pool, "mode") == Some("static");
+        w.value(
+            "threshold",
+            if static_mode {
+                "\"static\""
+            } else {
+                "\"dynamic\""
+            },
+            &format!("BUFFER_POOL|{pool}|mode"),
+        );
+    }
+    if let Some((_, pr, _)) = pg_profiles.first()
+        && let Some(n) = pr.dynamic_th
+    {
+        let source = format!("BUFFER_PROFILE|{}|dynamic_th", pr.name);
+        let a = alpha(w, n, &source);
+        w.value("pg_alpha", num(a), &format!("{source} = {n} (alpha 2^{n})"));
+    }
+    // Lossy queues and PGs.
+    let lossy_queue = ports.iter().find_map(|port| {
+        (0..8)
+            .filter(|q| !lossless.contains(q))
+            .find_map(|q| bound_profile(doc, "BUFFER_QUEUE", &port.name, q))
+    });
+    if let Some((name, via)) = lossy_queue {
+        let pr = profile(doc, &name, &via)?;
+        let source = format!("BUFFER_PROFILE|{name}");
+        match (pr.dynamic_th, pr.static_th) {
+            (Some(n), _) if !static_mode => {
+                let a = alpha(w, n, &format!("{source}|dynamic_th"));
+                w.value(
+                    "queue_alpha",
+                    num(a),
+                    &format!("{source}|dynamic_th = {n} (via {via})"),
+                );
+            }
+            (_, Some(bytes)) => {
+                w.value(
+                    "queue_limit_bytes",
+                    bytes,
+                    &format!("{source}|static_th (via {via})"),
+                );
+            }
+            (Some(n), None) => {
+                let a = 2f64.powi(n.clamp(-7, 3));
+                let total = doc
+                    .number("BUFFER_POOL", pool_name.as_deref().unwrap_or(""), "size")?
+                    .unwrap_or(0.0);
+                let bytes = (a * total / (1.0 + a)) as u64;
+                w.value(
+                    "queue_limit_bytes",
+                    bytes,
+                    &format!("{source}|dynamic_th = {n} in a static pool: alpha/(1+alpha) x pool"),
+                );
+                w.warn(
+                    format!("{source}|dynamic_th"),
+                    "a dynamic lossy-queue threshold in a static pool: rocelab has one mode, imported as its static equivalent",
+                );
+            }
+            (None, None) => {}
+        }
+        w.value("queue_reserve_bytes", pr.size, &format!("{source}|size"));
+    }
+    let lossy_pg = ports.iter().find_map(|port| {
+        (0..8)
+            .filter(|p| !lossless.contains(p))
+            .find_map(|p| bound_profile(doc, "BUFFER_PG", &port.name, p))
+    });
+    if let Some((name, via)) = lossy_pg {
+        let pr = profile(doc, &name, &via)?;
+        w.value(
+            "pg_reserve_bytes",
+            pr.size,
+            &format!("BUFFER_PROFILE|{name}|size (lossy PGs, via {via})"),
+        );
+    }
+    for (p, pr, via) in &pg_profiles {
+        w.section(&format!("pg.{p}"), false);
+        let source = format!("BUFFER_PROFILE|{}", pr.name);
+        let pool_xoff = doc
+            .number("BUFFER_POOL", pr.pool.as_deref().unwrap_or(""), "xoff")?
+            .unwrap_or(0.0);
+        let xoff = pr.xoff.unwrap_or(0);
+        let (reserve, how) = if pool_xoff > 0.0 {
+            (pr.size, "size (headroom comes from the pool's xoff)")
+        } else if pr.size >= xoff {
+            (pr.size - xoff, "size - xoff (size holds the headroom)")
+        } else {
+            (pr.size, "size")
+        };
+        w.value(
+            "reserve_bytes",
+            reserve,
+            &format!("{source}|{how}, via {via}"),
+        );
+        if pr.xoff.is_some() {
+            w.value("headroom_bytes", xoff, &format!("{source}|xoff"));
+        }
+        if static_mode {
+            let limit = pr.static_th.ok_or_else(|| {
+                val_err(
+                    format!("{source}|static_th"),
+                    "a static pool's lossless profile needs static_th",
+                )
+            })?;
+            let xon = match (pr.xon_offset, pr.xon) {
+                (Some(off), _) => limit.saturating_sub(off),
+                (None, Some(xon)) => xon,
+                (None, None) => limit.saturating_sub(1),
+            };
+            w.value("xoff_bytes", limit, &format!("{source}|static_th"));
+            w.value("xon_bytes", xon, &format!("{source}|xon_offset or xon"));
+        } else if let Some(off) = pr.xon_offset {
+            w.value("xon_offset_bytes", off, &format!("{source}|xon_offset"));
+        }
+    }
+    Ok(())
+}
+
+fn queues(doc: &Doc<'_>, ports: &[Port], w: &mut Writer) -> Result<(), ImportError> {
+    for q in 0..8 {
+        let mut bound: Vec<(String, Option<String>, Option<String>, String)> = Vec::new();
+        for port in ports {
+            let Some(t) = doc.table("QUEUE") else { break };
+            for (key, v) in t {
+                let Some((names, range)) = key.split_once('|') else {
+                    continue;
+                };
+                if !names.split(',').any(|n| n == port.name) || !indices(key, range)?.contains(&q) {
+                    continue;
+                }
+                let field = |f: &str| {
+                    v.get(f)
+                        .and_then(Value::as_str)
+                        .map(|s| reference(s).to_owned())
+                };
+                bound.push((
+                    port.name.clone(),
+                    field("scheduler"),
+                    field("wred_profile"),
+                    key.clone(),
+                ));
+            }
+        }
+        let settings: Vec<(Option<String>, Option<String>)> =
+            bound.iter().map(|b| (b.1.clone(), b.2.clone())).collect();
+        let Some(common) = most_common(&settings) else {
+            continue;
+        };
+        let key = bound
+            .iter()
+            .find(|b| (b.1.clone(), b.2.clone()) == common)
+            .map(|b| b.3.clone())
+            .unwrap_or_default();
+        let differ: Vec<&str> = bound
+            .iter()
+            .filter(|b| (b.1.clone(), b.2.clone()) != common)
+            .map(|b| b.0.as_str())
+            .collect();
+        if !differ.is_empty() {
+            w.warn(
+                format!("QUEUE|{}|{q}", differ[0]),
+                format!(
+                    "ports {} schedule queue {q} differently: rocelab uses QUEUE|{key} for every port",
+                    differ.join(", ")
+                ),
+            );
+        }
+        w.section(&format!("queue.{q}"), false);
+        if let Some(s) = &common.0 {
+            let source = format!("SCHEDULER|{s}");
+            match doc
+                .field("SCHEDULER", s, "type")
+                .unwrap_or("WRR")
+                .to_ascii_uppercase()
+                .as_str()
+            {
+                "STRICT" => w.value(
+                    "schedule",
+                    "\"strict\"",
+                    &format!("{source}|type = STRICT (QUEUE|{key})"),
+                ),
+                t => {
+                    w.value(
+                        "schedule",
+                        "\"dwrr\"",
+                        &format!("{source}|type = {t} (QUEUE|{key})"),
+                    );
+                    if let Some(weight) = doc.number("SCHEDULER", s, "weight")? {
+                        w.value(
+                            "weight",
+                            weight.max(1.0) as u64,
+                            &format!("{source}|weight"),
+                        );
+                    }
+                }
+            }
+        }
+        if let Some(p) = &common.1 {
+            let src = format!("WRED_PROFILE|{p}");
+            let ecn = doc.field("WRED_PROFILE", p, "ecn").unwrap_or("ecn_none");
+            let green = doc.field("WRED_PROFILE", p, "wred_green_enable") != Some("false");
+            if ecn == "ecn_none" || !ecn.contains("green") && ecn != "ecn_all" {
+                w.warn(
+                    format!("{src}|ecn"),
+                    format!("ecn '{ecn}' does not mark green frames: rocelab imports no ECN profile for queue {q}"),
+                );
+                continue;
+            }
+            if !green {
+                continue;
+            }
+            let kmin = doc
+                .number("WRED_PROFILE", p, "green_min_threshold")?
+                .unwrap_or(0.0) as u64;
+            let kmax = doc
+                .number("WRED_PROFILE", p, "green_max_threshold")?
+                .unwrap_or(0.0) as u64;
+            let prob = doc
+                .number("WRED_PROFILE", p, "green_drop_probability")?
+                .unwrap_or(100.0);
+            w.value(
+                "ecn",
+                format!("{{ kmin_bytes = {kmin}, kmax_bytes = {kmax}, pmax = {} }}", num(prob / 100.0)),
+                &format!("{src}|green_min_threshold, green_max_threshold, green_drop_probability {} % (QUEUE|{key}|wred_profile)", num(prob)),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn watchdog(doc: &Doc<'_>, w: &mut Writer) -> Result<(), ImportError> {
+    let Some(t) = doc.table("PFC_WD") else {
+        return Ok(());
+    };
+    let ports: Vec<&String> = t.keys().filter(|k| *k != "GLOBAL").collect();
+    let Some(first) = ports.first() else {
+        return Ok(());
+    };
+    let setting = |k: &str| {
+        (
+            doc.field("PFC_WD", k, "action")
+                .unwrap_or("drop")
+                .to_owned(),
+            doc.field("PFC_WD", k, "detection_time")
+                .unwrap_or("200")
+                .to_owned(),
+            doc.field("PFC_WD", k, "restoration_time")
+                .unwrap_or("200")
+                .to_owned(),
+        )
+    };
+    let all: Vec<_> = ports.iter().map(|k| setting(k)).collect();
+    let common = most_common(&all).unwrap_or_else(|| setting(first));
+    let at = ports
+        .iter()
+        .find(|k| setting(k) == common)
+        .copied()
+        .unwrap_or(first);
+    let ms = |field: &str, s: &str| -> Result<u64, ImportError> {
+        s.trim().parse().map_err(|_| {
+            val_err(
+                format!("PFC_WD|{at}|{field}"),
+                format!("'{s}' is not a time in ms"),
+            )
+        })
+    };
+    w.section("watchdog", false);
+    w.value("enabled", "true", &format!("PFC_WD|{at}"));
+    w.value(
+        "detection_ms",
+        ms("detection_time", &common.1)?,
+        &format!("PFC_WD|{at}|detection_time"),
+    );
+    w.value(
+        "restoration_ms",
+        ms("restoration_time", &common.2)?,
+        &format!("PFC_WD|{at}|restoration_time"),
+    );
+    let poll = doc.field("PFC_WD", "GLOBAL", "POLL_INTERVAL");
+    w.value(
+        "poll_ms",
+        poll.map_or(Ok(200), |p| ms("POLL_INTERVAL", p))?,
+        if poll.is_some() {
+            "PFC_WD|GLOBAL|POLL_INTERVAL"
+        } else {
+            "no PFC_WD|GLOBAL|POLL_INTERVAL: SONiC's default 200 ms"
+        },
+    );
+    let action = common.0.to_ascii_lowercase();
+    if !["drop", "forward", "alert"].contains(&action.as_str()) {
+        return Err(val_err(
+            format!("PFC_WD|{at}|action"),
+            format!("'{action}' is not drop, forward or alert"),
+        ));
+    }
+    w.value(
+        "action",
+        format!("\"{action}\""),
+        &format!("PFC_WD|{at}|action"),
+    );
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! What a configuration most often gets wrong, found in the configuration alone: RoCE's
+//! usual DSCPs in lossy classes, the CNP DSCP in a queue that neither is strict nor
+//! lossless, a headroom below what a port's cable and speed need, and ECN thresholds
+//! above the lossless XOFF point (PFC fires before ECN can act). Each is a warning with
+//! the key that shows it; the configuration still loads, as a switch would take it.
+
+use super::{CLASSES, Schedule, SwitchConfig, Trust, XoffRule, min_headroom_bytes};
+
+/// One warning about a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ConfigWarning {
+    /// The key that shows it, dotted (`pg.3.headroom_bytes`).
+    pub key: String,
+    /// What is wrong and what it does, in words.
+    pub message: String,
+}
+
+/// The DSCPs RoCEv2 traffic usually carries: 26 (the NVIDIA/Mellanox NIC default), 24
+/// (Cisco's AI/ML blueprint), 3 and 4 (SONiC's AZURE maps).
+pub const ROCE_DSCPS: [u8; 4] = [26, 24, 3, 4];
+
+/// The DSCP NICs give CNPs by default (NVIDIA `cnp_dscp` 48).
+pub const CNP_DSCP: u8 = 48;
+
+/// The PCP RoCE NICs use by default (priority 3).
+const ROCE_PCP: u8 = 3;
+
+impl SwitchConfig {
+    /// The warnings, each once, in a fixed order.
+    pub fn lint(&self) -> Vec<ConfigWarning> {
+        let mut out = Vec::new();
+        let mut warn = |key: &str, message: String| {
+            out.push(ConfigWarning {
+                key: key.to_owned(),
+                message,
+            })
+        };
+        let lossless: Vec<String> = self.lossless.iter().map(|p| p.to_string()).collect();
+        match self.trust {
+            Trust::Dscp => {
+                if self.lossless.is_empty() {
+                    warn(
+                        "pfc.lossless",
+                        "no priority is lossless: RoCE traffic is dropped, not paused, when a queue fills".into(),
+                    );
+                } else if ROCE_DSCPS
+                    .iter()
+                    .all(|&d| !self.lossless.contains(self.dscp_to_tc[usize::from(d)]))
+                {
+                    let path: Vec<String> = ROCE_DSCPS
+                        .iter()
+                        .map(|&d| format!("DSCP {d} -> TC {}", self.dscp_to_tc[usize::from(d)]))
+                        .collect();
+                    warn(
+                        "classify.dscp_to_tc",
+                        format!(
+                            "none of RoCE's usual DSCPs (26 NIC default, 24 Nexus, 3 and 4 SONiC) lands in a lossless class ({}; lossless: {}): make sure your NICs' DSCP does",
+                            path.join(", "),
+                            lossless.join(",")
+                        ),
+                    );
+                }
+                let tc = self.dscp_to_tc[usize::from(CNP_DSCP)];
+                let q = usize::from(self.tc_to_queue[usize::from(tc)]);
+                if self.queues[q].schedule != Schedule::Strict && !self.lossless.contains(tc) {
+                    warn(
+                        "classify.dscp_to_tc",
+                        format!(
+                            "CNPs (DSCP {CNP_DSCP}, the NIC default) land in TC {tc}, queue {q}, which is neither strict priority nor lossless: they wait behind other traffic, or drop, and DCQCN reacts late"
+                        ),
+                    );
+                }
+            }
+            Trust::Pcp => {
+                if !self
+                    .lossless
+                    .contains(self.pcp_to_tc[usize::from(ROCE_PCP)])
+                {
+                    warn(
+                        "classify.pcp_to_tc",
+                        format!(
+                            "PCP {ROCE_PCP} (RoCE NICs' default priority) lands in TC {}, which is not lossless (lossless: {})",
+                            self.pcp_to_tc[usize::from(ROCE_PCP)],
+                            lossless.join(",")
+                        ),
+                    );
+                }
+            }
+        }
+        for pg in self.lossless.iter().map(usize::from) {
+            if let Some(h) = self.pgs[pg].headroom_bytes {
+                for port in self.ports.iter().chain([&self.port_defaults]) {
+                    let need = min_headroom_bytes(port);
+                    if h < need {
+                        warn(
+                            &format!("pg.{pg}.headroom_bytes"),
+                            format!(
+                                "{h} B is below the {need} B port '{}' needs ({} Gb/s, {} ns cable, MTU {}: 2 x MTU + 2 x cable delay x rate + the peer's response): frames still in flight after XOFF are dropped",
+                                port.name,
+                                port.bits_per_sec as f64 / 1e9,
+                                port.cable.0,
+                                port.mtu
+                            ),
+                        );
+                        break;
+                    }
+                }
+            }
+        }
+        for pg in self.lossless.iter().map(usize::from) {
+            let q = usize::from(self.tc_to_queue[pg]);
+            let Some(red) = self.queues[q].ecn else {
+                continue;
+            };
+            let pgc = &self.pgs[pg];
+            // The queue depth at which a lone lossless flow makes its PG send XOFF.
+            let xoff_depth = pgc.reserve_bytes
+                + match pgc.xoff {
+                    XoffRule::Static { xoff_bytes, .. } => xoff_bytes,
+                    XoffRule::Dynamic { alpha, .. } => {
+                        (alpha * self.shared_bytes as f64 / (1.0 + alpha)) as u64
+                    }
+                };
+            if red.kmin_bytes >= xoff_depth {
+                warn(
+                    &format!("queue.{q}.ecn.kmin_bytes"),
+                    format!(
+                        "ECN starts at {} B, at or above the {xoff_depth} B at which PG {pg} sends XOFF for a lone flow: PFC fires before ECN can act, so DCQCN never slows the senders first",
+                        red.kmin_bytes
+                    ),
+                );
+            }
+        }
+        debug_assert!(out.len() <= 4 * CLASSES + 4);
+        out
+    }
+}

@@ -1,0 +1,384 @@
+//! `rocelab config import`: a realistic SONiC CONFIG_DB document and an NX-OS QoS
+//! configuration (tests/data, written from each format's public documentation) import to
+//! the values they state, with every warning; deliberately wrong variants give the
+//! warning that names the mistake; both imports pass `conformance`.
+
+use rocelab::config::import::{ImportWarning, nxos, sonic};
+use rocelab::config::{Schedule, SwitchConfig, WatchdogAction, XoffRule};
+use rocelab::conformance::{self, Status};
+use rocelab::time::Nanos;
+
+fn data(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn sources(w: &[ImportWarning]) -> Vec<&str> {
+    w.iter().map(|w| w.source.as_str()).collect()
+}
+
+fn passes_conformance(cfg: &SwitchConfig, name: &str) {
+    let report = conformance::run(cfg, name);
+    let failed: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .collect();
+    assert!(failed.is_empty(), "{name}: {failed:#?}");
+    assert!(report.passed >= 14, "{name}: {report:#?}");
+}
+
+#[test]
+fn sonic_config_db_imports_every_value() {
+    let imp = sonic::import(&data("sonic_config_db.json"), "config_db.json").unwrap();
+    let c = &imp.config;
+    for d in 0..64 {
+        let want = match d {
+            3 => 3,
+            4 => 4,
+            5 => 2,
+            8 => 0,
+            46 => 5,
+            48 => 6,
+            _ => 1,
+        };
+        assert_eq!(c.dscp_to_tc[d], want, "DSCP {d}");
+    }
+    assert_eq!(c.lossless.iter().collect::<Vec<_>>(), [3, 4]);
+    assert_eq!(c.tc_to_queue, [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(c.shared_bytes, 12_582_912);
+    assert_eq!(c.ports.len(), 4);
+    assert_eq!(c.ports[3].name, "Ethernet12");
+    assert_eq!(c.ports[3].cable, Nanos(200));
+    assert!(
+        c.ports
+            .iter()
+            .all(|p| p.bits_per_sec == 100_000_000_000 && p.mtu == 9100)
+    );
+    for pg in [3, 4] {
+        // The 40 m profile, the larger headroom: size 71680 = reserve + xoff 52224.
+        assert_eq!(c.pgs[pg].reserve_bytes, 71_680 - 52_224);
+        assert_eq!(c.pgs[pg].headroom_bytes, Some(52_224));
+        assert_eq!(
+            c.pgs[pg].xoff,
+            XoffRule::Dynamic {
+                alpha: 1.0,
+                xon_offset_bytes: 0
+            }
+        );
+    }
+    assert_eq!(c.queue_limit, rocelab::config::QueueLimit::Dynamic(8.0));
+    assert_eq!(c.queue_reserve_bytes, 9216);
+    assert_eq!(c.pgs[0].reserve_bytes, 0);
+    for q in [0, 1, 2, 5, 6] {
+        assert_eq!(c.queues[q].schedule, Schedule::Dwrr(14), "queue {q}");
+        assert!(c.queues[q].ecn.is_none());
+    }
+    for q in [3, 4] {
+        assert_eq!(c.queues[q].schedule, Schedule::Dwrr(15));
+        let red = c.queues[q].ecn.unwrap();
+        assert_eq!(
+            (red.kmin_bytes, red.kmax_bytes, red.pmax),
+            (1_048_576, 2_097_152, 0.05)
+        );
+    }
+    assert!(c.watchdog.enabled);
+    assert_eq!(
+        (
+            c.watchdog.detection,
+            c.watchdog.restoration,
+            c.watchdog.poll
+        ),
+        (
+            Nanos::from_millis(200),
+            Nanos::from_millis(200),
+            Nanos::from_millis(200)
+        )
+    );
+    assert_eq!(c.watchdog.action, WatchdogAction::Drop);
+    assert_eq!(
+        sources(&imp.warnings),
+        [
+            "FLEX_COUNTER_TABLE",
+            "SYSLOG_SERVER",
+            "VERSIONS",
+            "BUFFER_PG|Ethernet12|3-4|profile",
+            "BUFFER_PG|Ethernet12|3-4|profile",
+            "DSCP_TO_TC_MAP|AZURE (via PORT_QOS_MAP|global|dscp_to_tc_map)",
+        ],
+        "{:#?}",
+        imp.warnings
+    );
+    assert!(imp.warnings[5].message.contains("CNPs (DSCP 48"));
+    // Every value carries its source.
+    for line in imp.toml.lines().filter(|l| l.contains(" = ")) {
+        assert!(line.contains(" # "), "no source on: {line}");
+    }
+    // The TOML is what it resolves to.
+    assert_eq!(&SwitchConfig::from_toml(&imp.toml).unwrap(), c);
+    passes_conformance(c, "config_db.json");
+}
+
+#[test]
+fn bracketed_references_of_older_sonic_read_the_same() {
+    let text = data("sonic_config_db.json");
+    let old = text
+        .replace(
+            "\"profile\": \"egress_lossy_profile\"",
+            "\"profile\": \"[BUFFER_PROFILE|egress_lossy_profile]\"",
+        )
+        .replace(
+            "\"scheduler\": \"scheduler.1\"",
+            "\"scheduler\": \"[SCHEDULER|scheduler.1]\"",
+        )
+        .replace(
+            "\"wred_profile\": \"AZURE_LOSSLESS\"",
+            "\"wred_profile\": \"[WRED_PROFILE|AZURE_LOSSLESS]\"",
+        );
+    assert_ne!(old, text);
+    let a = sonic::import(&text, "new").unwrap().config;
+    let b = sonic::import(&old, "old").unwrap().config;
+    assert_eq!(a, b);
+}
+
+/// Each common mistake, alone, gives its warning with the source path that shows it.
+#[test]
+fn sonic_mistakes_are_named_with_their_source() {
+    let text = data("sonic_config_db.json");
+    let cases: [(&str, &str, &str, &str); 4] = [
+        (
+            "\"3\": \"3\",\n            \"4\": \"4\",\n            \"5\": \"2\",\n            \"6\": \"1\",\n            \"7\": \"1\",",
+            "\"3\": \"1\",\n            \"4\": \"1\",\n            \"5\": \"2\",\n            \"6\": \"3\",\n            \"7\": \"4\",",
+            "DSCP_TO_TC_MAP|AZURE (via PORT_QOS_MAP|global|dscp_to_tc_map)",
+            "none of RoCE's usual DSCPs",
+        ),
+        (
+            "\"xon\": \"19456\",\n            \"xoff\": \"52224\"",
+            "\"xon\": \"60000\",\n            \"xoff\": \"52224\"",
+            "BUFFER_PROFILE|pg_lossless_100000_40m_profile|xon",
+            "above XOFF",
+        ),
+        (
+            "\"xoff\": \"52224\"",
+            "\"xoff\": \"20000\"",
+            "BUFFER_PROFILE|pg_lossless_100000_40m_profile|xoff",
+            "is below the",
+        ),
+        (
+            "\"green_min_threshold\": \"1048576\"",
+            "\"green_min_threshold\": \"8000000\"",
+            "WRED_PROFILE|AZURE_LOSSLESS|green_min_threshold, green_max_threshold, green_drop_probability 5 % (QUEUE|Ethernet0|3|wred_profile)",
+            "PFC fires before ECN",
+        ),
+    ];
+    for (from, to, source, says) in cases {
+        assert!(text.contains(from), "{from}");
+        let wrong = text.replace(from, to).replace(
+            "\"green_max_threshold\": \"2097152\"",
+            if from.contains("green") {
+                "\"green_max_threshold\": \"9000000\""
+            } else {
+                "\"green_max_threshold\": \"2097152\""
+            },
+        );
+        let imp = sonic::import(&wrong, "wrong").unwrap();
+        assert!(
+            imp.warnings
+                .iter()
+                .any(|w| w.source == source && w.message.contains(says)),
+            "{to}: {:#?}",
+            imp.warnings
+        );
+    }
+    // The too-small headroom fails conformance on the in-flight rows.
+    let small = text
+        .replace("\"xoff\": \"52224\"", "\"xoff\": \"20000\"")
+        .replace("\"xoff\": \"48128\"", "\"xoff\": \"20000\"");
+    let cfg = sonic::import(&small, "small").unwrap().config;
+    let report = conformance::run(&cfg, "small");
+    assert!(
+        report
+            .checks
+            .iter()
+            .any(|c| c.id.starts_with("headroom_in_flight.") && c.status == Status::Fail)
+    );
+}
+
+#[test]
+fn broken_sonic_documents_are_errors_not_panics() {
+    for (doc, says) in [
+        ("not json", "not a CONFIG_DB JSON document"),
+        ("[1, 2]", "JSON object of tables"),
+        (
+            r#"{"PORT": {"Ethernet0": {"speed": "fast"}}}"#,
+            "PORT|Ethernet0|speed",
+        ),
+        (
+            r#"{"PORT": {"Ethernet0": {"speed": "100000"}}, "CABLE_LENGTH": {"AZURE": {"Ethernet0": "far"}}}"#,
+            "CABLE_LENGTH|AZURE|Ethernet0",
+        ),
+        (
+            r#"{"PORT": {"Ethernet0": {"speed": "100000"}}, "PORT_QOS_MAP": {"Ethernet0": {"pfc_enable": "3,9"}}}"#,
+            "pfc_enable",
+        ),
+        (
+            r#"{"PORT": {"Ethernet0": {"speed": "100000"}}, "PORT_QOS_MAP": {"Ethernet0": {"dscp_to_tc_map": "X"}}}"#,
+            "DSCP_TO_TC_MAP|X",
+        ),
+    ] {
+        let e = sonic::import(doc, "doc").unwrap_err().to_string();
+        assert!(e.contains(says), "{doc}: {e}");
+    }
+}
+
+#[test]
+fn nxos_running_config_imports_every_value() {
+    let imp = nxos::import(&data("nxos_running_config.txt"), "running-config").unwrap();
+    let c = &imp.config;
+    for d in 0..64 {
+        let want = match d {
+            24 | 26 => 3,
+            48 => 7,
+            _ => 0,
+        };
+        assert_eq!(c.dscp_to_tc[d], want, "DSCP {d}");
+    }
+    assert_eq!(c.lossless.iter().collect::<Vec<_>>(), [3]);
+    assert_eq!(c.queues[7].schedule, Schedule::Strict);
+    assert_eq!(c.queues[3].schedule, Schedule::Dwrr(50));
+    assert_eq!(c.queues[0].schedule, Schedule::Dwrr(40));
+    assert_eq!(c.queues[1].schedule, Schedule::Dwrr(10));
+    assert_eq!(c.queues[2].schedule, Schedule::Dwrr(1));
+    let red = c.queues[3].ecn.unwrap();
+    assert_eq!(
+        (red.kmin_bytes, red.kmax_bytes, red.pmax),
+        (150_000, 3_000_000, 0.07)
+    );
+    let names: Vec<&str> = c.ports.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["Ethernet1/1", "Ethernet1/2", "Ethernet1/3"]);
+    assert!(c.ports.iter().all(|p| p.mtu == 9216));
+    // interval 200 ms x shutdown-multiplier 2; x auto-restore multiplier 5.
+    assert_eq!(
+        (
+            c.watchdog.detection,
+            c.watchdog.restoration,
+            c.watchdog.poll
+        ),
+        (
+            Nanos::from_millis(400),
+            Nanos::from_millis(1000),
+            Nanos::from_millis(200)
+        )
+    );
+    assert_eq!(
+        sources(&imp.warnings),
+        [
+            "line 15: hardware qos pfc mc-drop",
+            "line 20: priority-flow-control fixed-restore multiplier 20",
+            "(not QoS)",
+            "line 104: service-policy type qos input QOS_CLASSIFICATION_WIDE",
+            "line 67: service-policy type queuing output QOS_EGRESS_PORT",
+        ],
+        "{:#?}",
+        imp.warnings
+    );
+    assert!(
+        imp.warnings[2].message.contains("hostname")
+            && imp.warnings[2].message.contains("ip route")
+    );
+    passes_conformance(c, "running-config");
+}
+
+#[test]
+fn nxos_mistakes_are_named_with_their_line() {
+    let text = data("nxos_running_config.txt");
+    // RoCE's DSCPs in a lossy qos-group (the lossless one takes DSCP 20, which no NIC
+    // sends), and XON above XOFF in the network-qos class.
+    let wrong = text
+        .replace("match dscp 24,26", "match dscp 20")
+        .replace("    pause pfc-cos 3\n", "    pause pfc-cos 3\n    pause buffer-size 152000 pause-threshold 80000 resume-threshold 90000\n");
+    let imp = nxos::import(&wrong, "wrong").unwrap();
+    let roce = imp
+        .warnings
+        .iter()
+        .find(|w| w.message.contains("none of RoCE's usual DSCPs"))
+        .expect("RoCE lossy");
+    assert!(
+        roce.source.contains("ROCEv2 -> line 30: set qos-group 3"),
+        "{roce:?}"
+    );
+    assert!(imp.warnings.iter().any(
+        |w| w.source.contains("resume-threshold 90000") && w.message.contains("XON above XOFF")
+    ));
+    for (from, to, says) in [
+        ("match dscp 48", "match dscp 99", "'99'"),
+        (
+            "minimum-threshold 150 kbytes",
+            "minimum-threshold 150 packets",
+            "packets",
+        ),
+    ] {
+        let e = nxos::import(&text.replace(from, to), "bad")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{to}: {e}");
+    }
+}
+
+/// The command line: `config import sonic -` reads standard input and writes TOML to
+/// standard output, warnings to standard error; `conformance --json -` writes one JSON
+/// document.
+#[test]
+fn import_and_conformance_from_the_command_line() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let exe = env!("CARGO_BIN_EXE_rocelab");
+    let mut child = Command::new(exe)
+        .args(["config", "import", "sonic", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(data("sonic_config_db.json").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let toml = String::from_utf8(out.stdout).unwrap();
+    assert!(SwitchConfig::from_toml(&toml).is_ok());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: VERSIONS: table not imported"));
+    let dir = std::env::temp_dir().join(format!("rocelab-import-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("imported.toml");
+    std::fs::write(&path, &toml).unwrap();
+    let out = Command::new(exe)
+        .args(["conformance", "--config"])
+        .arg(&path)
+        .args(["--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "rocelab.conformance/1");
+    assert_eq!(v["failed"], 0);
+    assert!(v["checks"].as_array().unwrap().len() >= 20);
+    let bad = Command::new(exe)
+        .args(["config", "import", "nxos"])
+        .arg(dir.join("missing.cfg"))
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("missing.cfg"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,74 @@
+//! `rocelab conformance`: the qos_sai procedures pass on every preset, and a wrong
+//! configuration shows the failing row (a too-small headroom) or is refused (XON above
+//! XOFF).
+
+use rocelab::config::{PRESETS, SwitchConfig};
+use rocelab::conformance::{self, Status};
+
+#[test]
+fn every_preset_passes_every_check() {
+    for (name, _) in PRESETS {
+        let cfg = SwitchConfig::preset(name).unwrap();
+        let report = conformance::run(&cfg, name);
+        let failed: Vec<_> = report
+            .checks
+            .iter()
+            .filter(|c| c.status == Status::Fail)
+            .collect();
+        assert!(failed.is_empty(), "{name}: {failed:#?}");
+        // Every kind of procedure ran.
+        for id in [
+            "pfc_xoff.",
+            "pfc_xon.",
+            "headroom.",
+            "headroom_in_flight.",
+            "watermark.",
+            "lossy_drop.",
+            "classification",
+            "dwrr.",
+            "watchdog.detect",
+            "watchdog.restore",
+        ] {
+            assert!(
+                report
+                    .checks
+                    .iter()
+                    .any(|c| c.id.starts_with(id) && c.status == Status::Pass),
+                "{name}: no passing {id} check"
+            );
+        }
+        assert_eq!(report.schema, "rocelab.conformance/1");
+    }
+}
+
+/// Headroom below what 100 G over 5 m needs: the configuration loads with a warning, the
+/// fill procedures still match the configuration (they measure what is configured), and
+/// the late-peer row fails with drops.
+#[test]
+fn a_too_small_headroom_fails_the_in_flight_row() {
+    let text = rocelab::config::preset_text("default")
+        .unwrap()
+        .replace("[pg.3]", "[pg.3]\nheadroom_bytes = 20000");
+    let cfg = SwitchConfig::from_toml(&text).unwrap();
+    assert!(cfg.lint().iter().any(|w| w.key == "pg.3.headroom_bytes"));
+    let report = conformance::run(&cfg, "small");
+    let failed: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(failed, ["headroom_in_flight.pg3.default"], "{report:#?}");
+    let row = &report.checks.iter().find(|c| c.id == failed[0]).unwrap();
+    assert!(
+        row.measured.contains("drops") && !row.measured.starts_with("0 "),
+        "{row:?}"
+    );
+}
+
+#[test]
+fn xon_above_xoff_is_refused() {
+    let text = "[pfc]\nlossless = [3]\n[classify]\ndscp_to_tc = [[26, 3]]\n[buffer]\nthreshold = \"static\"\nqueue_limit_bytes = 100000\n[pg.3]\nxoff_bytes = 100000\nxon_bytes = 200000\n[queue.3]\n";
+    let e = SwitchConfig::from_toml(text).unwrap_err();
+    assert_eq!(e.key, "pg.3.xon_bytes", "{e}");
+}
