@@ -130,14 +130,15 @@ pub fn run(args: Args) -> Result<()> {
                         }
                     };
                     sayln!(
-                        "  PG {pg} on {} ({} Gb/s, {} ns cable, MTU {}): headroom {} B ({how}; the IEEE formula gives {} B, mlx5e's {} B)",
+                        "  PG {pg} on {} ({} Gb/s, {} ns cable, MTU {}): headroom {} B ({how}; the IEEE formula gives {} B, mlx5e's {} B, SONiC's Spectrum-1 {} B)",
                         port.name,
                         port.bits_per_sec as f64 / 1e9,
                         port.cable.0,
                         port.mtu,
                         cfg.headroom_bytes(usize::from(pg), port),
                         rocelab::config::headroom::min_headroom_bytes(port),
-                        rocelab::config::headroom::mlx5_headroom_bytes(port)
+                        rocelab::config::headroom::mlx5_headroom_bytes(port),
+                        rocelab::config::headroom::sonic_mellanox_headroom_bytes(port)
                     );
                 }
             }

@@ -54,6 +54,86 @@ pub enum HeadroomModel {
     /// [`mlx5_headroom_bytes`]: the formula NVIDIA's Linux driver (mlx5e) programs into
     /// its NICs' receive buffers, with margins for the MAC, PHY and pipeline.
     Mlx5,
+    /// [`sonic_mellanox_headroom_bytes`]: the `xoff` SONiC's dynamic buffer model computes
+    /// for a Spectrum-1 switch (sonic-swss `cfgmgr/buffer_headroom_mellanox.lua`).
+    SonicMellanox,
+}
+
+/// SONiC's dynamic buffer model on a Mellanox Spectrum-1 switch
+/// (`cfgmgr/buffer_headroom_mellanox.lua` in sonic-swss, constants from
+/// `platform/mellanox/asic_table.j2` in sonic-buildimage): cell 96 B, MAC/PHY delay
+/// 0.8 KiB, no gearbox, and the default lossless traffic pattern (CONFIG_DB
+/// `LOSSLESS_TRAFFIC_PATTERN`: lossless MTU 1024 B, 50 % small packets).
+pub mod sonic_mellanox {
+    /// Cell size of Spectrum-1, bytes.
+    pub const CELL_BYTES: f64 = 96.0;
+    /// MAC and PHY delay, bytes (0.8 KiB).
+    pub const MAC_PHY_BYTES: f64 = 0.8 * 1024.0;
+    /// Pipeline latency, bytes (19 KiB): the profile's `xon`, the PG's reserve.
+    pub const PIPELINE_BYTES: u64 = 19 * 1024;
+    /// Largest frame of the lossless traffic, bytes (`LOSSLESS_TRAFFIC_PATTERN|mtu`).
+    pub const LOSSLESS_MTU: f64 = 1024.0;
+    /// Share of small (64-byte) packets, percent (`small_packet_percentage`).
+    pub const SMALL_PACKET_PERCENT: f64 = 50.0;
+    /// Light in the cable, m/s, as the plugin takes it.
+    pub const LIGHT_M_PER_S: f64 = 198e6;
+    /// The peer's response, quanta, per port speed in Mb/s (the plugin's table); other
+    /// speeds take the ASIC's peer response time of 3.8 KiB.
+    pub fn pause_quanta(speed_mbps: u64) -> Option<u64> {
+        match speed_mbps {
+            10_000 => Some(67),
+            25_000 => Some(80),
+            40_000 => Some(118),
+            50_000 => Some(147),
+            100_000 => Some(394),
+            200_000 => Some(453),
+            400_000 | 800_000 => Some(905),
+            _ => None,
+        }
+    }
+}
+
+fn roundup_1024(x: f64) -> u64 {
+    ((x / 1024.0).ceil() * 1024.0) as u64
+}
+
+/// The headroom (`xoff`) SONiC's dynamic buffer model gives a lossless PG of `port` on a
+/// Spectrum-1 switch without a shared headroom pool:
+///
+/// ```text
+/// wcf   = ceil(2 × cell / (1 + cell))                 worst-case cells per 64 B packet
+/// spb   = 100 × 64 / ((spp × 64 + (100 − spp) × lossless_mtu) / 100)
+/// occ   = (100 − spb + spb × wcf) / 100               buffer per byte received
+/// prop  = MTU + 2 × cable × speed / light / 8 + mac_phy + peer response (quanta × 64)
+/// xoff  = roundup_1024(lossless_mtu + prop × occ), plus 2048 when that is more than
+///         2048 below roundup_1024(lossless_mtu + prop × wcf)
+/// ```
+///
+/// At 100 Gb/s, 5 m, MTU 9100: 44 032 B (xon 19 456, size 63 488), as the plugin gives.
+pub fn sonic_mellanox_headroom_bytes(port: &PortConfig) -> u64 {
+    use sonic_mellanox::*;
+    let speed_mbps = port.bits_per_sec / 1_000_000;
+    let wcf = if CELL_BYTES > 128.0 {
+        (CELL_BYTES / 64.0).ceil()
+    } else {
+        (2.0 * CELL_BYTES / (1.0 + CELL_BYTES)).ceil()
+    };
+    let spp = SMALL_PACKET_PERCENT;
+    let spb = 100.0 * 64.0 / ((spp * 64.0 + (100.0 - spp) * LOSSLESS_MTU) / 100.0);
+    let occ = (100.0 - spb + spb * wcf) / 100.0;
+    let peer = match pause_quanta(speed_mbps) {
+        Some(q) => (q * 512 / 8) as f64,
+        None => 3.8 * 1024.0,
+    };
+    let metres = port.cable.0 as f64 / CABLE_NS_PER_M as f64;
+    let cable = 2.0 * metres * port.bits_per_sec as f64 / LIGHT_M_PER_S / 8.0;
+    let prop = f64::from(port.mtu) + cable + MAC_PHY_BYTES + peer;
+    let mut xoff = roundup_1024(LOSSLESS_MTU + prop * occ);
+    let worst = roundup_1024(LOSSLESS_MTU + prop * wcf);
+    if xoff + 2048 < worst {
+        xoff += 2048;
+    }
+    xoff
 }
 
 /// The XOFF headroom Linux's mlx5e driver sets for a port buffer (`calculate_xoff` in
@@ -78,6 +158,32 @@ impl HeadroomModel {
         match self {
             HeadroomModel::Ieee => min_headroom_bytes(port),
             HeadroomModel::Mlx5 => mlx5_headroom_bytes(port),
+            HeadroomModel::SonicMellanox => sonic_mellanox_headroom_bytes(port),
+        }
+    }
+
+    /// The formula with `port`'s inputs, in words (for explanations of drops).
+    pub fn describe(self, port: &PortConfig) -> String {
+        let gbps = port.bits_per_sec as f64 / 1e9;
+        let metres = port.cable.0 / CABLE_NS_PER_M;
+        match self {
+            HeadroomModel::Ieee => {
+                let q = peer_response_quanta(port.bits_per_sec);
+                format!(
+                    "2 x MTU {} + 2 x cable {} x {gbps} Gb/s + the peer's response {q} quanta ({} B), the smallest that loses nothing when the peer pauses on time",
+                    port.mtu,
+                    port.cable.human(),
+                    q * 64
+                )
+            }
+            HeadroomModel::Mlx5 => format!(
+                "(301 + 2.16 x cable {metres} m) x {gbps} Gb/s (at least 40) + 2.72 x MTU {}, mlx5e's formula (buffer.headroom_model = \"mlx5\")",
+                port.mtu
+            ),
+            HeadroomModel::SonicMellanox => format!(
+                "SONiC's dynamic buffer model on Spectrum-1 for {gbps} Gb/s, {metres} m, MTU {} (buffer.headroom_model = \"sonic_mellanox\")",
+                port.mtu
+            ),
         }
     }
 
@@ -86,6 +192,7 @@ impl HeadroomModel {
         match self {
             HeadroomModel::Ieee => "ieee",
             HeadroomModel::Mlx5 => "mlx5",
+            HeadroomModel::SonicMellanox => "sonic_mellanox",
         }
     }
 }
@@ -124,6 +231,21 @@ mod tests {
             let p = port(gbps, 5, 9216);
             assert!(mlx5_headroom_bytes(&p) > min_headroom_bytes(&p), "{gbps} G");
         }
+    }
+
+    /// The worked examples of SONiC's plugin (Spectrum-1, lossless MTU 1024, 50 % small
+    /// packets): 100 G, MTU 9100: 44 032 B at 5 m, 48 128 B at 40 m.
+    #[test]
+    fn sonic_mellanox_headroom_matches_the_plugins_examples() {
+        let port = |metres: u64| PortConfig {
+            name: "p".into(),
+            bits_per_sec: 100_000_000_000,
+            cable: Nanos(metres * CABLE_NS_PER_M),
+            mtu: 9100,
+        };
+        assert_eq!(sonic_mellanox_headroom_bytes(&port(5)), 44_032);
+        assert_eq!(sonic_mellanox_headroom_bytes(&port(40)), 48_128);
+        assert_eq!(sonic_mellanox::PIPELINE_BYTES + 44_032, 63_488);
     }
 
     #[test]

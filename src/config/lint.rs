@@ -87,6 +87,44 @@ impl SwitchConfig {
                 }
             }
         }
+        if self
+            .lossless
+            .iter()
+            .any(|pg| self.pgs[usize::from(pg)].headroom_bytes.is_none())
+        {
+            // Ports short of the IEEE minimum, grouped by (computed, needed).
+            let mut short: Vec<((u64, u64), Vec<&str>)> = Vec::new();
+            let ports: Vec<_> = if self.ports.is_empty() {
+                vec![&self.port_defaults]
+            } else {
+                self.ports.iter().collect()
+            };
+            for port in ports {
+                let key = (self.headroom_model.bytes(port), min_headroom_bytes(port));
+                if key.0 < key.1 {
+                    match short.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, names)) => names.push(&port.name),
+                        None => short.push((key, vec![&port.name])),
+                    }
+                }
+            }
+            if !short.is_empty() {
+                let list: Vec<String> = short
+                    .iter()
+                    .map(|((got, need), names)| {
+                        format!("{}: {got} B of {need} B", names.join(", "))
+                    })
+                    .collect();
+                warn(
+                    "buffer.headroom_model",
+                    format!(
+                        "\"{}\" gives less headroom than MTU-sized frames need when the peer answers as late as IEEE 802.3 allows (2 x MTU + 2 x cable delay x rate + response): {}",
+                        self.headroom_model.name(),
+                        list.join("; ")
+                    ),
+                );
+            }
+        }
         for pg in self.lossless.iter().map(usize::from) {
             if let Some(h) = self.pgs[pg].headroom_bytes {
                 for port in self.ports.iter().chain([&self.port_defaults]) {

@@ -150,6 +150,40 @@ pub struct Bench {
     cfg: SwitchConfig,
 }
 
+/// Drives `sw` from `*now` to `t` in virtual time: hands every frame that can leave to
+/// `sent`, runs every timer when it is due, in order, and leaves `*now` at `t`. Returns
+/// false if the switch asked for the same instant 10 000 times in a row (it never does;
+/// the loop ends rather than spin).
+pub fn drive(
+    sw: &mut Switch,
+    now: &mut Nanos,
+    t: Nanos,
+    mut sent: impl FnMut(crate::switch::Transmit<'_>),
+) -> bool {
+    let mut rounds_at_same_time = 0;
+    loop {
+        while let Some(tx) = sw.poll_transmit(*now) {
+            sent(tx);
+        }
+        let Some(next) = sw.poll_timeout().filter(|&n| n <= t) else {
+            break;
+        };
+        let next = next.max(*now);
+        rounds_at_same_time = if next == *now {
+            rounds_at_same_time + 1
+        } else {
+            0
+        };
+        if rounds_at_same_time > 10_000 {
+            return false;
+        }
+        *now = next;
+        sw.handle_timeout(next);
+    }
+    *now = (*now).max(t);
+    true
+}
+
 /// `cfg` with `n` ports like `template`, named c0, c1, …
 pub fn with_ports(cfg: &SwitchConfig, template: &PortConfig, n: usize) -> SwitchConfig {
     let mut cfg = cfg.clone();
@@ -189,10 +223,11 @@ impl Bench {
         r
     }
 
-    /// Sends what can go now; returns how many frames left.
-    pub fn send_what_can_go(&mut self) -> usize {
-        let mut n = 0;
-        while let Some(tx) = self.sw.poll_transmit(self.now) {
+    /// Runs every deadline up to `t`, in order, recording what the switch sends, then
+    /// sets the time to `t`.
+    pub fn run_until(&mut self, t: Nanos) {
+        let Bench { sw, now, sent, .. } = self;
+        drive(sw, now, t, |tx| {
             let meta = crate::wire::parse(tx.frame).ok();
             let pfc = meta
                 .as_ref()
@@ -200,42 +235,14 @@ impl Bench {
                     Ok(MacControl::Pfc(p)) => Some(p),
                     _ => None,
                 });
-            let psn = meta.as_ref().filter(|m| m.is_roce()).map(|m| m.psn());
-            self.sent.push(Sent {
+            sent.push(Sent {
                 port: tx.port,
                 time: tx.time,
                 len: tx.frame.len(),
                 pfc,
-                psn,
+                psn: meta.as_ref().filter(|m| m.is_roce()).map(|m| m.psn()),
             });
-            n += 1;
-        }
-        n
-    }
-
-    /// Runs every deadline up to `t`, in order, then sets the time to `t`. A switch that
-    /// keeps asking for the same instant (it never does) is left there after 10 000 rounds
-    /// rather than looping for ever.
-    pub fn run_until(&mut self, t: Nanos) {
-        let mut rounds_at_same_time = 0;
-        loop {
-            self.send_what_can_go();
-            let Some(next) = self.sw.poll_timeout().filter(|&n| n <= t) else {
-                break;
-            };
-            let next = next.max(self.now);
-            rounds_at_same_time = if next == self.now {
-                rounds_at_same_time + 1
-            } else {
-                0
-            };
-            if rounds_at_same_time > 10_000 {
-                break;
-            }
-            self.now = next;
-            self.sw.handle_timeout(next);
-        }
-        self.now = self.now.max(t);
+        });
     }
 
     /// PFC frames sent on `port`, with their times.

@@ -215,24 +215,7 @@ impl DropRecord {
             DropCause::IngressOverflow if lossless => {
                 let formula = match cfg.pgs[pg].headroom_bytes {
                     Some(b) => format!("{b} B as configured (pg.{pg}.headroom_bytes)"),
-                    None if cfg.headroom_model == crate::config::headroom::HeadroomModel::Mlx5 => {
-                        format!(
-                            "(301 + 2.16 x cable {} m) x {} Gb/s (at least 40) + 2.72 x MTU {}, mlx5e's formula (buffer.headroom_model = \"mlx5\")",
-                            port.cable.0 / crate::config::headroom::CABLE_NS_PER_M,
-                            port.bits_per_sec as f64 / 1e9,
-                            port.mtu
-                        )
-                    }
-                    None => {
-                        let q = crate::config::headroom::peer_response_quanta(port.bits_per_sec);
-                        format!(
-                            "2 x MTU {} + 2 x cable {} x {} Gb/s + the peer's response {q} quanta ({} B), the smallest that loses nothing when the peer pauses on time",
-                            port.mtu,
-                            port.cable.human(),
-                            port.bits_per_sec as f64 / 1e9,
-                            q * 64
-                        )
-                    }
+                    None => cfg.headroom_model.describe(port),
                 };
                 if self.xoff {
                     format!(

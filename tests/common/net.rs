@@ -141,40 +141,18 @@ impl Driver {
         r
     }
 
-    fn send_what_can_go(&mut self) {
-        while let Some(tx) = self.sw.poll_transmit(self.now) {
-            self.sent.push(Sent {
+    /// Runs every deadline up to `t`, in order, then sets the time to `t`.
+    pub fn run_until(&mut self, t: Nanos) {
+        let Driver { sw, now, sent } = self;
+        let moved = rocelab::conformance::bench::drive(sw, now, t, |tx| {
+            sent.push(Sent {
                 port: tx.port,
                 time: tx.time,
                 frame: tx.frame.to_vec(),
                 note: tx.note.map(|n| n.to_string()),
-            });
-        }
-    }
-
-    /// Runs every deadline up to `t`, in order, then sets the time to `t`.
-    pub fn run_until(&mut self, t: Nanos) {
-        let mut rounds_at_same_time = 0;
-        loop {
-            self.send_what_can_go();
-            let Some(next) = self.sw.poll_timeout().filter(|&n| n <= t) else {
-                break;
-            };
-            let next = next.max(self.now);
-            rounds_at_same_time = if next == self.now {
-                rounds_at_same_time + 1
-            } else {
-                0
-            };
-            assert!(
-                rounds_at_same_time < 10_000,
-                "the switch is stuck at {:?}",
-                self.now
-            );
-            self.now = next;
-            self.sw.handle_timeout(next);
-        }
-        self.now = self.now.max(t);
+            })
+        });
+        assert!(moved, "the switch is stuck at {:?}", self.now);
     }
 
     pub fn run_for(&mut self, d: Nanos) {

@@ -33,8 +33,10 @@ const KNOWN: [&str; 16] = [
 ];
 
 /// Tables read for checks only, or that rocelab needs nothing from.
-const NOT_NEEDED: [&str; 4] = [
+const NOT_NEEDED: [&str; 6] = [
     "DEVICE_METADATA",
+    "LOSSLESS_TRAFFIC_PATTERN",
+    "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
     "BUFFER_PORT_INGRESS_PROFILE_LIST",
     "BUFFER_PORT_EGRESS_PROFILE_LIST",
     "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
@@ -546,7 +548,11 @@ fn buffers(
     w: &mut Writer,
 ) -> Result<(), ImportError> {
     // Lossless PG profiles, per priority: the one with the largest headroom covers every
-    // port.
+    // port. In the dynamic buffer model a lossless PG is bound to "NULL" (or not at all)
+    // and the switch computes its profile from the port: `computed` collects those.
+    let dynamic_model =
+        doc.field("DEVICE_METADATA", "localhost", "buffer_model") == Some("dynamic");
+    let mut computed: Vec<usize> = Vec::new();
     let mut pg_profiles: Vec<(usize, Profile, String)> = Vec::new();
     for &p in lossless {
         let mut bound: Vec<(String, Profile, String)> = Vec::new();
@@ -589,12 +595,15 @@ fn buffers(
             .max_by_key(|(_, pr, _)| pr.xoff.unwrap_or(0))
             .cloned()
         else {
-            w.warn(
-                format!("BUFFER_PG|<port>|{p}"),
-                format!(
-                    "no profile for lossless PG {p} (dynamic buffer model or none bound): rocelab computes its headroom per port (IEEE formula)"
-                ),
-            );
+            if !dynamic_model {
+                w.warn(
+                    format!("BUFFER_PG|<port>|{p}"),
+                    format!(
+                        "no profile bound to lossless PG {p}: rocelab computes its headroom per port (IEEE formula)"
+                    ),
+                );
+            }
+            computed.push(p);
             continue;
         };
         let others: Vec<String> = bound
@@ -673,6 +682,9 @@ fn buffers(
         let a = alpha(w, n, &source);
         w.value("pg_alpha", num(a), &format!("{source} = {n} (alpha 2^{n})"));
     }
+    if dynamic_model && !computed.is_empty() {
+        dynamic_headroom(doc, w, pg_profiles.is_empty())?;
+    }
     // Lossy queues and PGs.
     let lossy_queue = ports.iter().find_map(|port| {
         (0..8)
@@ -731,6 +743,16 @@ fn buffers(
             &format!("BUFFER_PROFILE|{name}|size (lossy PGs, via {via})"),
         );
     }
+    if dynamic_model {
+        for p in &computed {
+            w.section(&format!("pg.{p}"), false);
+            w.value(
+                "reserve_bytes",
+                crate::config::headroom::sonic_mellanox::PIPELINE_BYTES,
+                "the dynamic model's xon: the pipeline latency, 19 KiB (asic_table.j2)",
+            );
+        }
+    }
     for (p, pr, via) in &pg_profiles {
         w.section(&format!("pg.{p}"), false);
         let source = format!("BUFFER_PROFILE|{}", pr.name);
@@ -770,6 +792,54 @@ fn buffers(
         } else if let Some(off) = pr.xon_offset {
             w.value("xon_offset_bytes", off, &format!("{source}|xon_offset"));
         }
+    }
+    Ok(())
+}
+
+/// The dynamic buffer model: headroom computed per port as SONiC's Mellanox plugin does,
+/// and the lossless PGs' alpha from `DEFAULT_LOSSLESS_BUFFER_PARAMETER`.
+fn dynamic_headroom(doc: &Doc<'_>, w: &mut Writer, set_alpha: bool) -> Result<(), ImportError> {
+    use crate::config::headroom::sonic_mellanox::{LOSSLESS_MTU, SMALL_PACKET_PERCENT};
+    w.value(
+        "headroom_model",
+        "\"sonic_mellanox\"",
+        "DEVICE_METADATA|localhost|buffer_model = dynamic: xoff per port by buffer_headroom_mellanox.lua (Spectrum-1 constants)",
+    );
+    if let Some(t) = doc.table("LOSSLESS_TRAFFIC_PATTERN")
+        && let Some(name) = t.keys().next()
+    {
+        let mtu = doc.number("LOSSLESS_TRAFFIC_PATTERN", name, "mtu")?;
+        let spp = doc.number("LOSSLESS_TRAFFIC_PATTERN", name, "small_packet_percentage")?;
+        if mtu.is_some_and(|m| m != LOSSLESS_MTU) || spp.is_some_and(|p| p != SMALL_PACKET_PERCENT)
+        {
+            w.warn(
+                format!("LOSSLESS_TRAFFIC_PATTERN|{name}"),
+                format!(
+                    "rocelab's sonic_mellanox headroom assumes SONiC's default pattern (mtu {LOSSLESS_MTU}, small_packet_percentage {SMALL_PACKET_PERCENT}), not this one"
+                ),
+            );
+        }
+    }
+    let th = doc
+        .table("DEFAULT_LOSSLESS_BUFFER_PARAMETER")
+        .and_then(|t| t.keys().next())
+        .map(|name| {
+            (
+                name.clone(),
+                doc.number(
+                    "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
+                    name,
+                    "default_dynamic_th",
+                ),
+            )
+        });
+    if let Some((name, n)) = th
+        && let Some(n) = n?
+        && set_alpha
+    {
+        let source = format!("DEFAULT_LOSSLESS_BUFFER_PARAMETER|{name}|default_dynamic_th");
+        let a = alpha(w, n as i32, &source);
+        w.value("pg_alpha", num(a), &format!("{source} = {n} (alpha 2^{n})"));
     }
     Ok(())
 }
