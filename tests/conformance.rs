@@ -72,3 +72,44 @@ fn xon_above_xoff_is_refused() {
     let e = SwitchConfig::from_toml(text).unwrap_err();
     assert_eq!(e.key, "pg.3.xon_bytes", "{e}");
 }
+
+/// Configurations far from the presets finish, quickly, with nothing failing: PCP trust at
+/// 1 Gb/s with a 1 MiB pool, no lossless priority at all, and a 1 TiB pool whose fills
+/// are beyond the bench (those checks are skipped and say why).
+#[test]
+fn odd_configurations_finish_without_failing() {
+    let pcp = "trust = \"pcp\"\n[port_defaults]\nspeed_gbps = 1\nmtu = 1500\n[pfc]\nlossless = [3]\n[buffer]\nshared_bytes = 1048576\n[queue.3]\n[queue.6]\nschedule = \"strict\"\n";
+    let huge = rocelab::config::preset_text("default")
+        .unwrap()
+        .lines()
+        .map(|l| {
+            if l.starts_with("shared_bytes") {
+                "shared_bytes = 1099511627776".to_owned()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    for (name, text, skipped) in [
+        ("pcp", pcp.to_owned(), 1),
+        (
+            "no lossless",
+            "[port_defaults]\nspeed_gbps = 25\n".to_owned(),
+            2,
+        ),
+        ("1 TiB", huge, 5),
+    ] {
+        let cfg = SwitchConfig::from_toml(&text).unwrap();
+        let report = conformance::run(&cfg, name);
+        assert_eq!(report.failed, 0, "{name}: {report:#?}");
+        assert_eq!(report.skipped, skipped, "{name}: {report:#?}");
+        assert!(
+            report
+                .checks
+                .iter()
+                .filter(|c| c.status == Status::Skip)
+                .all(|c| !c.basis.is_empty())
+        );
+    }
+}

@@ -13,6 +13,10 @@ pub fn alpha_of(alpha: f64, free: u64) -> u64 {
     u64::try_from((u128::from(free) * fixed) >> 16).unwrap_or(u64::MAX)
 }
 
+/// The most frames a bench procedure sends to fill a buffer (about 1 GB of 1 KiB frames):
+/// a larger buffer is beyond the bench, and its checks are skipped, not run for hours.
+pub const MAX_FILL_FRAMES: u64 = 1_000_000;
+
 /// A lossless PG filling with frames of one size while its egress is stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fill {
@@ -50,10 +54,10 @@ fn xon_threshold(cfg: &SwitchConfig, pg: usize, shared_used: u64) -> u64 {
 /// XOFF. After n frames the PG holds c = n × len − reserve beyond its reserve; the shared
 /// part is min(c, the threshold before the frame, the pool), and XOFF comes with the first
 /// frame that spills into headroom or brings the shared part to the threshold. `None`
-/// when no number of frames would (a threshold beyond any buffer).
+/// when no number of frames up to [`MAX_FILL_FRAMES`] would.
 pub fn fill(cfg: &SwitchConfig, pg: usize, len: u64) -> Option<Fill> {
     let reserve = cfg.pgs[pg].reserve_bytes;
-    let limit = (reserve + cfg.shared_bytes) / len.max(1) + 2;
+    let limit = ((reserve + cfg.shared_bytes) / len.max(1) + 2).min(MAX_FILL_FRAMES);
     let mut before = 0u64; // shared bytes before frame n
     for n in 1..=limit {
         let c = (n * len).saturating_sub(reserve);
@@ -109,8 +113,9 @@ impl Fill {
 /// Frames of `len` bytes a lossy class (PG `pg`, egress queue `queue`) holds, alone in the
 /// buffer, before its first drop: the next frame is tail-dropped when the queue's depth
 /// plus it would pass the lossy queue limit (reserve + static limit or alpha × free
-/// pool), or dropped at ingress when the pool cannot take its shared part.
-pub fn lossy_frames_that_fit(cfg: &SwitchConfig, pg: usize, len: u64) -> u64 {
+/// pool), or dropped at ingress when the pool cannot take its shared part. `None` beyond
+/// [`MAX_FILL_FRAMES`].
+pub fn lossy_frames_that_fit(cfg: &SwitchConfig, pg: usize, len: u64) -> Option<u64> {
     let reserve = cfg.pgs[pg].reserve_bytes;
     let limit_at = |used: u64| {
         cfg.queue_reserve_bytes
@@ -121,14 +126,14 @@ pub fn lossy_frames_that_fit(cfg: &SwitchConfig, pg: usize, len: u64) -> u64 {
                 }
             })
     };
-    let most = (reserve + cfg.shared_bytes) / len.max(1) + 1;
+    let most = ((reserve + cfg.shared_bytes) / len.max(1) + 1).min(MAX_FILL_FRAMES);
     for n in 0..most {
         let depth = n * len;
         let used = depth.saturating_sub(reserve);
         let next_used = (depth + len).saturating_sub(reserve);
         if depth + len > limit_at(used) || next_used > cfg.shared_bytes {
-            return n;
+            return Some(n);
         }
     }
-    most
+    None
 }

@@ -70,6 +70,10 @@ pub struct Report {
     pub skipped: usize,
 }
 
+/// Why a buffer procedure was skipped.
+const BEYOND: &str =
+    "the XOFF point lies beyond the shared pool, or beyond the bench's 1 000 000 frames";
+
 /// The RoCE test frame of the buffer procedures: 1082 bytes (a 1 KiB payload), or the
 /// largest a smaller MTU allows.
 const FRAME_BYTES: usize = 1082;
@@ -199,12 +203,19 @@ fn lossless_fill(
         return vec![skip(
             format!("pfc_xoff.pg{pg}"),
             format!("PFC XOFF, priority {pg}"),
-            "the XOFF point lies beyond the shared pool",
+            BEYOND,
         )];
     };
     let (bcfg, mut b) = bench(cfg, port, 2);
     let headroom = bcfg.headroom_bytes(pg, &bcfg.ports[0]);
     let fit = fill.frames_that_fit(headroom, l);
+    if fit > expect::MAX_FILL_FRAMES {
+        return vec![skip(
+            format!("headroom.pg{pg}.{}", port.name),
+            format!("PG {pg} headroom"),
+            BEYOND,
+        )];
+    }
     b.sw.set_tx_enabled(1, false);
     let (mut trigger, mut accepted) = (None, 0u64);
     for n in 1..=fit + 16 {
@@ -297,7 +308,7 @@ fn xon(cfg: &SwitchConfig, pg: usize, marking: Marking, port: &PortConfig, len: 
     let id = format!("pfc_xon.pg{pg}");
     let title = format!("PFC XON, priority {pg}: departure that resumes");
     let Some(fill) = expect::fill(cfg, pg, l) else {
-        return skip(id, title, "the XOFF point lies beyond the shared pool");
+        return skip(id, title, BEYOND);
     };
     let expected = fill.xon_departure(cfg, pg, l);
     let (_, mut b) = bench(cfg, port, 2);
@@ -342,6 +353,9 @@ fn in_flight(cfg: &SwitchConfig, pg: usize, marking: Marking, port: &PortConfig)
         .filter(|&tc| !cfg.lossless.contains(tc))
         .find_map(|tc| Marking::for_class(cfg, tc).first().copied());
     let headroom = cfg.headroom_bytes(pg, port);
+    if expect::fill(cfg, pg, big as u64).is_none() {
+        return skip(id, title, BEYOND);
+    }
     let mut worst = (0u64, 0u64); // (drops, headroom used)
     for phase in 0..8u64 {
         let r = late_peer(cfg, pg, marking, lossy, port, big, phase);
@@ -395,7 +409,7 @@ fn late_peer(
         let peer_sends = stop_at.is_none_or(|s| peer_start < s) && i < most;
         let t_peer = Nanos(peer_start.0 + arrive);
         let t_busy = Nanos(start.0 + busy_offset + j * slot.0 + arrive);
-        if !peer_sends && stop_at.is_some_and(|s| t_busy > s + Nanos(arrive * 4)) {
+        if !peer_sends && stop_at.is_none_or(|s| t_busy > s + Nanos(arrive * 4)) {
             break;
         }
         if peer_sends && t_peer <= t_busy {
@@ -445,7 +459,16 @@ fn lossy_drop_points(cfg: &SwitchConfig, port: &PortConfig, len: usize) -> Vec<C
             continue;
         }
         seen |= 1 << queue;
-        let expected = expect::lossy_frames_that_fit(cfg, usize::from(tc), l);
+        let id = format!("lossy_drop.queue{queue}");
+        let title = format!("lossy queue {queue} (class {tc}, {marking}): frames until drop");
+        let Some(expected) = expect::lossy_frames_that_fit(cfg, usize::from(tc), l) else {
+            out.push(skip(
+                id,
+                title,
+                "the drop point lies beyond the bench's 1 000 000 frames",
+            ));
+            continue;
+        };
         let (_, mut b) = bench(cfg, port, 2);
         b.sw.set_tx_enabled(1, false);
         let mut accepted = 0;
@@ -466,8 +489,8 @@ fn lossy_drop_points(cfg: &SwitchConfig, port: &PortConfig, len: usize) -> Vec<C
             }
         };
         out.push(check(
-            format!("lossy_drop.queue{queue}"),
-            format!("lossy queue {queue} (class {tc}, {marking}): frames until drop"),
+            id,
+            title,
             format!("{expected} frames"),
             format!("{accepted} frames"),
             accepted == expected,
