@@ -301,8 +301,11 @@ fn frames_over_the_mtu_are_dropped_and_counted() {
         1,
         "the largest frame of a 1500 MTU goes"
     );
-    let table = rocelab::report::counter_table(&d.sw);
-    assert!(table.contains("1 dropped over the MTU (giants)"), "{table}");
+    let table = rocelab::report::counters::render(&d.sw, Default::default());
+    assert!(
+        table.contains(": frames dropped over the MTU (giants): 1"),
+        "{table}"
+    );
 }
 
 /// Item 9: snaplen-cut capture frames replayed as short frames (wrong timing and buffer
@@ -373,9 +376,9 @@ fn filtered_frames_show_in_the_table() {
     d.learn_hosts();
     // Host 1 sits behind port 1; a frame for it arriving on port 1 is filtered.
     d.rx(1, &roce(0, 1, 26, Ecn::Ect0, 1082, 0));
-    let table = rocelab::report::counter_table(&d.sw);
+    let table = rocelab::report::counters::render(&d.sw, Default::default());
     assert!(
-        table.contains("1 filtered (destination behind the ingress port)"),
+        table.contains("p1: frames filtered (destination behind the ingress port): 1"),
         "{table}"
     );
 }
@@ -594,7 +597,7 @@ fn replay_without_out_prints_the_counters_only() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(
-        out.contains("replayed 20 frames") && out.contains("rx pkts"),
+        out.contains("replayed 20 frames") && out.contains("rx frames"),
         "{out}"
     );
     assert_eq!(

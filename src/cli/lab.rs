@@ -1,6 +1,8 @@
 //! `rocelab lab`: the whole fabric in network namespaces, in one command.
 
-use super::{Preset, SweepArgs, SwitchConfigArgs, byte_size, load_endpoint_config, seconds};
+use super::{
+    Counters, Preset, SweepArgs, SwitchConfigArgs, byte_size, load_endpoint_config, seconds,
+};
 use anyhow::{Context, Result};
 use rocelab::config::emulation;
 use rocelab::config::endpoint::EndpointConfig;
@@ -88,6 +90,11 @@ pub struct Args {
     /// the live run.
     #[arg(long)]
     no_twin: bool,
+    /// How to print the switch counters: table (a row per port and class), wide (every
+    /// counter), sonic (`show pfc counters`, `show queue counters`) or nxos (`show
+    /// interface priority-flow-control`, `show queuing interface`).
+    #[arg(long, value_enum, default_value_t = Counters::Table)]
+    counters: Counters,
 }
 
 /// Runs `rocelab lab`.
@@ -263,7 +270,7 @@ fn run_part(
             late.name
         );
     }
-    say!("{}", report::text(opts, &outcome));
+    say!("{}", report::text(opts, &outcome, args.counters.style()));
     let twin = if args.no_twin || outcome.interrupted {
         None
     } else {

@@ -134,6 +134,33 @@ impl LiveArgs {
     }
 }
 
+/// How the switch counters are printed (`--counters`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Counters {
+    /// A row per port and class, the common columns (under 120 characters).
+    #[default]
+    Table,
+    /// Every counter: drops by cause, XON, PG watermarks, storms, sojourn.
+    Wide,
+    /// SONiC's `show pfc counters` and `show queue counters`.
+    Sonic,
+    /// NX-OS's `show interface priority-flow-control` and `show queuing interface`.
+    Nxos,
+}
+
+impl Counters {
+    /// The library's style.
+    pub fn style(self) -> rocelab::report::counters::CounterStyle {
+        use rocelab::report::counters::CounterStyle;
+        match self {
+            Counters::Table => CounterStyle::Table,
+            Counters::Wide => CounterStyle::Wide,
+            Counters::Sonic => CounterStyle::Sonic,
+            Counters::Nxos => CounterStyle::Nxos,
+        }
+    }
+}
+
 /// The built-in switch configurations.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Preset {

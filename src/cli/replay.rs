@@ -1,6 +1,6 @@
 //! `rocelab replay`: captures through the switch core in capture time.
 
-use super::{JsonReport, Preset, SwitchConfigArgs, key_value};
+use super::{Counters, JsonReport, Preset, SwitchConfigArgs, key_value};
 use anyhow::Result;
 use rocelab::replay::{self, Inputs, ReplayOptions, SplitBy};
 use std::path::PathBuf;
@@ -36,6 +36,11 @@ pub struct Args {
     /// Also write the counters and the summary as JSON.
     #[arg(long)]
     report: Option<PathBuf>,
+    /// How to print the switch counters: table (a row per port and class), wide (every
+    /// counter), sonic (`show pfc counters`, `show queue counters`) or nxos (`show
+    /// interface priority-flow-control`, `show queuing interface`).
+    #[arg(long, value_enum, default_value_t = Counters::Table)]
+    counters: Counters,
 }
 
 /// Runs `rocelab replay`.
@@ -118,7 +123,10 @@ pub fn run(args: Args) -> Result<()> {
             })
         })
         .collect();
-    say!("{}", rocelab::report::counter_table(&switch));
+    say!(
+        "{}",
+        rocelab::report::counters::render(&switch, args.counters.style())
+    );
     report.write(&serde_json::json!({
         "summary": summary,
         "ports": rocelab::report::ports(&switch),

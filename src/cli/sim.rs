@@ -1,5 +1,6 @@
 //! `rocelab sim`: a scenario in deterministic virtual time.
 
+use super::Counters;
 use anyhow::{Context, Result};
 use rocelab::report::{bundle, sim as report};
 use rocelab::sim::scenario::{SCENARIOS, Scenario, names, scenario_text};
@@ -29,6 +30,11 @@ pub struct Args {
     /// Print a built-in scenario as a TOML file to start from.
     #[arg(long, value_name = "NAME")]
     show: Option<String>,
+    /// How to print the switch counters: table (a row per port and class), wide (every
+    /// counter), sonic (`show pfc counters`, `show queue counters`) or nxos (`show
+    /// interface priority-flow-control`, `show queuing interface`).
+    #[arg(long, value_enum, default_value_t = Counters::Table)]
+    counters: Counters,
 }
 
 /// Runs `rocelab sim`.
@@ -66,7 +72,7 @@ pub fn run(args: Args) -> Result<()> {
         rocelab::output::check_folder(dir)?;
     }
     if scenario.variants.is_empty() {
-        run_one(&scenario, args.out.as_deref())?;
+        run_one(&scenario, args.out.as_deref(), args.counters)?;
         return Ok(());
     }
     let n = scenario.variants.len();
@@ -78,7 +84,7 @@ pub fn run(args: Args) -> Result<()> {
         if let Some(d) = &args.out {
             rocelab::output::make_folder(d)?;
         }
-        rows.push(run_one(variant, dir.as_deref())?);
+        rows.push(run_one(variant, dir.as_deref(), args.counters)?);
         sayln!();
     }
     sayln!("the {n} variants side by side (the recorded run of each):");
@@ -125,7 +131,7 @@ fn slug(name: &str) -> String {
 }
 
 /// Runs one scenario (or one variant), prints its tables and writes its report folder.
-fn run_one(scenario: &Scenario, out: Option<&Path>) -> Result<report::Summary> {
+fn run_one(scenario: &Scenario, out: Option<&Path>, counters: Counters) -> Result<report::Summary> {
     say!("{}", report::header(scenario));
     let wall = std::time::Instant::now();
     let outcome = rocelab::sim::run::run(scenario)?;
@@ -149,7 +155,7 @@ fn run_one(scenario: &Scenario, out: Option<&Path>) -> Result<report::Summary> {
         "{}",
         report::qp_table(&outcome.qps, outcome.measured_from, end)
     );
-    say!("{}", report::switch_tables(&outcome));
+    say!("{}", report::switch_tables(&outcome, counters.style()));
     sayln!();
     say!("{}", report::what_happened(scenario, &outcome));
     // Wall-clock figures vary from run to run: stderr, so stdout repeats exactly.

@@ -1,6 +1,6 @@
 //! `rocelab switch`: the software switch live between network interfaces.
 
-use super::{JsonReport, LiveArgs, Preset, SwitchConfigArgs, key_value, seconds};
+use super::{Counters, JsonReport, LiveArgs, Preset, SwitchConfigArgs, key_value, seconds};
 use anyhow::Result;
 use rocelab::config::Trust;
 use rocelab::io::Backend;
@@ -31,6 +31,11 @@ pub struct Args {
     /// Serve Prometheus metrics at http://ADDR/metrics (loopback addresses only).
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<std::net::SocketAddr>,
+    /// How to print the switch counters: table (a row per port and class), wide (every
+    /// counter), sonic (`show pfc counters`, `show queue counters`) or nxos (`show
+    /// interface priority-flow-control`, `show queuing interface`).
+    #[arg(long, value_enum, default_value_t = Counters::Table)]
+    counters: Counters,
 }
 
 /// Runs `rocelab switch`.
@@ -112,7 +117,10 @@ pub fn run(args: Args) -> Result<()> {
             cut.join(", ")
         );
     }
-    say!("{}", rocelab::report::counter_table(&outcome.switch));
+    say!(
+        "{}",
+        rocelab::report::counters::render(&outcome.switch, args.counters.style())
+    );
     if stats.wanted() {
         let kernel: Vec<serde_json::Value> = names
             .iter()

@@ -1,6 +1,7 @@
 //! What `rocelab lab` prints and writes.
 
-use super::{counter_table, ports};
+use super::counters::{CounterStyle, render};
+use super::ports;
 use crate::bytes::human as human_bytes;
 use crate::lab::run::{LabOptions, LabOutcome, Workload};
 use crate::lab::twin::Comparison;
@@ -101,7 +102,7 @@ pub fn consistency(opts: &LabOptions, out: &LabOutcome) -> Vec<(String, u64, u64
 }
 
 /// The whole text report.
-pub fn text(opts: &LabOptions, out: &LabOutcome) -> String {
+pub fn text(opts: &LabOptions, out: &LabOutcome, style: CounterStyle) -> String {
     let mut s = String::new();
     if opts.workload != Workload::Incast {
         s.push_str(&allreduce_table(opts, out));
@@ -116,8 +117,8 @@ pub fn text(opts: &LabOptions, out: &LabOutcome) -> String {
         );
     }
     s.push_str(&hosts_table(out));
-    let _ = write!(s, "\nswitch:");
-    s.push_str(&counter_table(&out.switch));
+    let _ = writeln!(s, "\nswitch:");
+    s.push_str(&render(&out.switch, style));
     let _ = writeln!(s);
     s.push_str(&what_happened(opts, out));
     let checks = consistency(opts, out);

@@ -2,6 +2,7 @@
 //! the same counters as JSON.
 
 pub mod bundle;
+pub mod counters;
 pub mod lab;
 pub mod nccl;
 pub mod plot;
@@ -11,7 +12,6 @@ pub mod story;
 use crate::config::{CLASSES, SwitchConfig};
 use crate::switch::{ClassCounters, Switch};
 use serde::Serialize;
-use std::fmt::Write as _;
 
 /// Sojourn percentiles of a queue, ns.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -97,100 +97,6 @@ pub fn ports(switch: &Switch) -> Vec<PortReport> {
         .collect()
 }
 
-fn micros(ns: u64) -> String {
+pub(crate) fn micros(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)
-}
-
-/// The counter table: per port and class, traffic, PFC, ECN, drops by cause, watermarks,
-/// watchdog and sojourn, as `show queuing interface` and `show pfc counters` print them.
-pub fn counter_table(switch: &Switch) -> String {
-    let mut out = String::new();
-    for port in ports(switch) {
-        // Port-wide counts, when there are any: nothing the class rows show.
-        let notes: String = [
-            (port.rx_link_pause_frames, "802.3x PAUSE received"),
-            (
-                port.filtered_frames,
-                "filtered (destination behind the ingress port)",
-            ),
-            (port.rx_oversize_frames, "dropped over the MTU (giants)"),
-            (
-                port.classes.iter().map(|c| c.counters.dropped_mtu).sum(),
-                "dropped over the MTU on the way out",
-            ),
-            (port.rx_malformed_frames, "malformed (forwarded as class 0)"),
-        ]
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, what)| format!(", {n} {what}"))
-        .collect();
-        let _ = writeln!(
-            out,
-            "\nPort {} ({} Gb/s){notes}",
-            port.name, port.speed_gbps
-        );
-        if port.classes.is_empty() {
-            let _ = writeln!(out, "  (no traffic)");
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "  {:<5} {:>9} {:>11} {:>9} {:>11} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5}  sojourn p50/p99/max µs",
-            "class",
-            "rx pkts",
-            "rx bytes",
-            "tx pkts",
-            "tx bytes",
-            "RxPFC",
-            "TxPFC",
-            "ECN",
-            "drop ovf",
-            "drop wred",
-            "tail",
-            "wd",
-            "queue wm",
-            "PG shr wm",
-            "PG hdr wm",
-            "storm",
-        );
-        for c in &port.classes {
-            let k = &c.counters;
-            let sojourn = c.sojourn.map_or_else(
-                || "-".to_owned(),
-                |s| {
-                    format!(
-                        "{}/{}/{}",
-                        micros(s.p50_ns),
-                        micros(s.p99_ns),
-                        micros(s.max_ns)
-                    )
-                },
-            );
-            let _ = writeln!(
-                out,
-                "  {:<5} {:>9} {:>11} {:>9} {:>11} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5}  {}",
-                format!("{}{}", c.class, if c.lossless { "*" } else { "" }),
-                k.rx_frames,
-                k.rx_bytes,
-                k.tx_frames,
-                k.tx_bytes,
-                k.rx_pause_frames,
-                k.tx_pause_frames,
-                k.ecn_marked,
-                k.dropped_ingress_overflow,
-                k.dropped_wred,
-                k.dropped_tail,
-                k.dropped_watchdog,
-                k.queue_watermark_bytes,
-                k.pg_shared_watermark_bytes,
-                k.pg_headroom_watermark_bytes,
-                format!("{}/{}", k.storms_detected, k.storms_restored),
-                sojourn
-            );
-        }
-    }
-    out.push_str(
-        "\n* lossless (PFC) class. Rx, PFC-received and PG columns count the class as it came in on the port; Tx, ECN, WRED, tail, watchdog, queue and sojourn columns the port's egress queue.\n",
-    );
-    out
 }

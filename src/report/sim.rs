@@ -1,8 +1,9 @@
 //! What `rocelab sim` prints and writes: the per-QP DCQCN table, the nccl-tests-like
 //! all-reduce table, the switches' counter tables, and all of it as JSON.
 
+use super::counters::{CounterStyle, render};
 use super::nccl::{self, ExtraColumn};
-use super::{counter_table, ports};
+use super::ports;
 use crate::sim::run::{AllReduceRow, FabricCounts, Outcome, QpRow};
 use crate::sim::scenario::{Scenario, Shape};
 use crate::time::Nanos;
@@ -143,13 +144,13 @@ pub fn allreduce_table(rows: &[AllReduceRow], ranks: usize) -> String {
     )
 }
 
-/// The switch counter tables of the recorded run, each under its switch's name.
-pub fn switch_tables(outcome: &Outcome) -> String {
+/// The switch counters of the recorded run in `style`, each under its switch's name.
+pub fn switch_tables(outcome: &Outcome, style: CounterStyle) -> String {
     let net = &outcome.net;
     let mut out = String::new();
     for (i, name) in net.switch_names.iter().enumerate() {
-        let _ = write!(out, "\nswitch {name}:");
-        out.push_str(&counter_table(net.switch(i)));
+        let _ = writeln!(out, "\nswitch {name}:");
+        out.push_str(&render(net.switch(i), style));
     }
     out
 }

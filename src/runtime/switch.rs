@@ -101,6 +101,9 @@ pub fn run_sampled(
         Clock::start(),
     );
     let started = Instant::now();
+    let start_unix_secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let end = opts.duration.map(|d| started + d);
     let mut next_line = opts.interval.map(|i| started + i);
     let mut next_snapshot = started;
@@ -164,7 +167,7 @@ pub fn run_sampled(
         if let Some(snap) = &snapshot
             && now_i >= next_snapshot
         {
-            snap.set(metrics::render(switch, now));
+            snap.set(metrics::render(switch, now, start_unix_secs));
             next_snapshot = now_i + Duration::from_millis(250);
         }
     }

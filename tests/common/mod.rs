@@ -53,6 +53,21 @@ pub fn have_scapy(test: &str) -> bool {
     ok
 }
 
+/// True when python3 can import `module`; otherwise skips (or fails under CI).
+pub fn have_python_module(test: &str, module: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        skip(
+            test,
+            &format!("python3 cannot import {module} (pip install -r scripts/requirements.txt)"),
+        );
+    }
+    ok
+}
+
 /// The third-party captures in ../shared/pcaps, or `None` (skip; fail under CI) when the
 /// directory is not beside the repository.
 pub fn shared_pcaps(test: &str) -> Option<PathBuf> {

@@ -1,0 +1,307 @@
+//! The switch counters printed four ways: rocelab's table (a row per port and class, the
+//! port on every row, under 120 columns), the same with every counter (`wide`), and the
+//! shapes of SONiC's `show pfc counters` / `show queue counters` and NX-OS's `show
+//! interface priority-flow-control` / `show queuing interface`, for readers who know
+//! those.
+
+use super::{PortReport, micros, ports};
+use crate::config::CLASSES;
+use crate::switch::Switch;
+use std::fmt::Write as _;
+
+/// How to print the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CounterStyle {
+    /// A row per port and active class, the common columns, under 120 characters.
+    #[default]
+    Table,
+    /// Every counter (drops by cause, XON, PG watermarks, storms, sojourn p50/max).
+    Wide,
+    /// SONiC's `show pfc counters` and `show queue counters`.
+    Sonic,
+    /// NX-OS's `show interface priority-flow-control` and `show queuing interface`.
+    Nxos,
+}
+
+/// The counters of `switch` in `style`.
+pub fn render(switch: &Switch, style: CounterStyle) -> String {
+    let ports = ports(switch);
+    match style {
+        CounterStyle::Table => table(&ports, false),
+        CounterStyle::Wide => table(&ports, true),
+        CounterStyle::Sonic => sonic(switch),
+        CounterStyle::Nxos => nxos(switch),
+    }
+}
+
+fn table(ports: &[PortReport], wide: bool) -> String {
+    let mut out = String::new();
+    let port_w = ports.iter().map(|p| p.name.len()).max().unwrap_or(4).max(4);
+    if wide {
+        let _ = writeln!(
+            out,
+            "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7}  sojourn p50/p99/max µs",
+            "port",
+            "class",
+            "rx frames",
+            "rx bytes",
+            "tx frames",
+            "tx bytes",
+            "PFC rx",
+            "XON rx",
+            "PFC tx",
+            "XON tx",
+            "CE marked",
+            "drop in",
+            "drop red",
+            "drop tail",
+            "drop wd",
+            "queue max B",
+            "PG shared B",
+            "PG headrm B",
+            "storms",
+            "restor"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<port_w$} {:<5} {:>10} {:>10} {:>13} {:>7} {:>7} {:>9} {:>8} {:>11} {:>9}",
+            "port",
+            "class",
+            "rx frames",
+            "tx frames",
+            "tx bytes",
+            "PFC rx",
+            "PFC tx",
+            "CE marked",
+            "dropped",
+            "queue max B",
+            "p99 µs"
+        );
+    }
+    let mut notes = Vec::new();
+    for port in ports {
+        for (n, what) in [
+            (port.rx_link_pause_frames, "802.3x PAUSE frames received"),
+            (
+                port.filtered_frames,
+                "frames filtered (destination behind the ingress port)",
+            ),
+            (
+                port.rx_oversize_frames,
+                "frames dropped over the MTU (giants)",
+            ),
+            (
+                port.rx_malformed_frames,
+                "malformed frames (forwarded as class 0)",
+            ),
+        ] {
+            if n > 0 {
+                notes.push(format!("{}: {what}: {n}", port.name));
+            }
+        }
+        if port.classes.is_empty() {
+            let _ = writeln!(out, "{:<port_w$} -     (no traffic)", port.name);
+        }
+        for c in &port.classes {
+            let k = &c.counters;
+            let class = format!("{}{}", c.class, if c.lossless { "*" } else { "" });
+            if wide {
+                let sojourn = c.sojourn.map_or_else(
+                    || "-".to_owned(),
+                    |s| {
+                        format!(
+                            "{}/{}/{}",
+                            micros(s.p50_ns),
+                            micros(s.p99_ns),
+                            micros(s.max_ns)
+                        )
+                    },
+                );
+                let _ = writeln!(
+                    out,
+                    "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7}  {}",
+                    port.name,
+                    class,
+                    k.rx_frames,
+                    k.rx_bytes,
+                    k.tx_frames,
+                    k.tx_bytes,
+                    k.rx_pause_frames,
+                    k.rx_xon_frames,
+                    k.tx_pause_frames,
+                    k.tx_xon_frames,
+                    k.ecn_marked,
+                    k.dropped_ingress_overflow,
+                    k.dropped_wred,
+                    k.dropped_tail,
+                    k.dropped_watchdog + k.dropped_mtu,
+                    k.queue_watermark_bytes,
+                    k.pg_shared_watermark_bytes,
+                    k.pg_headroom_watermark_bytes,
+                    k.storms_detected,
+                    k.storms_restored,
+                    sojourn
+                );
+            } else {
+                let p99 = c
+                    .sojourn
+                    .map_or_else(|| "-".to_owned(), |s| micros(s.p99_ns));
+                let _ = writeln!(
+                    out,
+                    "{:<port_w$} {:<5} {:>10} {:>10} {:>13} {:>7} {:>7} {:>9} {:>8} {:>11} {:>9}",
+                    port.name,
+                    class,
+                    k.rx_frames,
+                    k.tx_frames,
+                    k.tx_bytes,
+                    k.rx_pause_frames,
+                    k.tx_pause_frames,
+                    k.ecn_marked,
+                    k.dropped(),
+                    k.queue_watermark_bytes,
+                    p99
+                );
+            }
+        }
+    }
+    for n in notes {
+        let _ = writeln!(out, "{n}");
+    }
+    out.push_str(if wide {
+        "* lossless class. rx, PFC rx, XON rx, drop in (ingress overflow) and the PG columns\n\
+         count the class as it came in on the port; tx, CE, the other drops, queue, storms\n\
+         and sojourn count the port's egress queue. PFC counts include XON.\n"
+    } else {
+        "* lossless class. rx and PFC rx count the class as it came in on the port; tx, CE\n\
+         marked, queue max and p99 (queue sojourn) the port's egress queue. dropped is every\n\
+         cause at this index (--counters wide splits them). PFC counts include XON.\n"
+    });
+    out
+}
+
+fn sonic(switch: &Switch) -> String {
+    let mut out = String::new();
+    let names: Vec<String> = (0..switch.port_count())
+        .map(|p| switch.counters(p).name.clone())
+        .collect();
+    let w = names.iter().map(String::len).max().unwrap_or(4).max(9);
+    for (title, rx) in [("Port Rx", true), ("Port Tx", false)] {
+        let _ = write!(out, "{title:>w$}");
+        for p in 0..CLASSES {
+            let _ = write!(out, "  {:>6}", format!("PFC{p}"));
+        }
+        let _ = writeln!(out);
+        let _ = write!(out, "{}", "-".repeat(w));
+        for _ in 0..CLASSES {
+            let _ = write!(out, "  ------");
+        }
+        let _ = writeln!(out);
+        for (p, name) in names.iter().enumerate() {
+            let _ = write!(out, "{name:>w$}");
+            for c in &switch.counters(p).classes {
+                let n = if rx {
+                    c.rx_pause_frames
+                } else {
+                    c.tx_pause_frames
+                };
+                let _ = write!(out, "  {n:>6}");
+            }
+            let _ = writeln!(out);
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(
+        out,
+        "{:>w$}    TxQ    Counter/pkts    Counter/bytes    Drop/pkts    Drop/bytes",
+        "Port"
+    );
+    let _ = writeln!(
+        out,
+        "{}  -----  --------------  ---------------  -----------  ------------",
+        "-".repeat(w)
+    );
+    for (p, name) in names.iter().enumerate() {
+        for (q, c) in switch.counters(p).classes.iter().enumerate() {
+            // Drops counted at the egress queue (ingress overflow belongs to the PG).
+            let drops = c.dropped_wred + c.dropped_tail + c.dropped_watchdog + c.dropped_mtu;
+            let _ = writeln!(
+                out,
+                "{name:>w$}  {:>5}  {:>14}  {:>15}  {:>11}  {:>12}",
+                format!("UC{q}"),
+                c.tx_frames,
+                c.tx_bytes,
+                drops,
+                if drops > 0 { c.dropped_bytes } else { 0 }
+            );
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+fn nxos(switch: &Switch) -> String {
+    let cfg = switch.config();
+    let mut out = String::new();
+    let bar = "=".repeat(72);
+    let _ = writeln!(out, "\nslot  1\n=======\n\n{bar}");
+    let _ = writeln!(
+        out,
+        "{:<20} {:<5} {:<15} {:>12} {:>12}",
+        "Port", "Mode", "Oper(VL bmap)", "RxPPP", "TxPPP"
+    );
+    let _ = writeln!(out, "{bar}\n");
+    let vl: u8 = cfg.lossless.iter().fold(0, |m, p| m | (1 << p));
+    for p in 0..switch.port_count() {
+        let c = switch.counters(p);
+        let (rx, tx): (u64, u64) = c.classes.iter().fold((0, 0), |(r, t), k| {
+            (r + k.rx_pause_frames, t + k.tx_pause_frames)
+        });
+        let oper = if vl == 0 {
+            "Off".to_owned()
+        } else {
+            format!("On  ({vl:x})")
+        };
+        let _ = writeln!(
+            out,
+            "{:<20} {:<5} {:<15} {:>12} {:>12}",
+            c.name, "On", oper, rx, tx
+        );
+    }
+    for p in 0..switch.port_count() {
+        let c = switch.counters(p);
+        let _ = writeln!(out, "\nEgress Queuing for {} [System]", c.name);
+        let line = format!("+{}+", "-".repeat(61));
+        for (q, k) in c.classes.iter().enumerate() {
+            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "|{:^61}|", format!("QOS GROUP {q}"));
+            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "|{:>28} |{:>15}|{:>15}|", "", "Unicast", "Multicast");
+            let _ = writeln!(out, "{line}");
+            let rows: [(&str, u64); 9] = [
+                ("Tx Pkts", k.tx_frames),
+                ("Tx Byts", k.tx_bytes),
+                ("WRED/AFD & Tail Drop Pkts", k.dropped_wred + k.dropped_tail),
+                ("WD & Tail Drop Pkts", k.dropped_watchdog + k.dropped_tail),
+                ("Q Depth Byts", switch.queue_bytes(p, q)),
+                ("Q Max Depth Byts", k.queue_watermark_bytes),
+                ("Ingress Overflow Drop Pkts", k.dropped_ingress_overflow),
+                ("Rx PPP", k.rx_pause_frames),
+                ("Tx PPP", k.tx_pause_frames),
+            ];
+            for (what, n) in rows {
+                let _ = writeln!(out, "|{what:>28} |{n:>15}|{:>15}|", 0);
+            }
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = writeln!(
+            out,
+            "Ingress Overflow Drop Pkts: {}",
+            c.classes
+                .iter()
+                .map(|k| k.dropped_ingress_overflow)
+                .sum::<u64>()
+        );
+    }
+    out
+}

@@ -1,0 +1,113 @@
+//! `--counters`: the default table (a port column on every row, under 120 columns), and
+//! SONiC's and NX-OS's shapes carrying the same numbers as the JSON report.
+
+use std::process::Command;
+
+fn sim(style: &str, dir: &std::path::Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["sim", "pfc-incast", "--counters", style, "--out"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The switch's counters of port `name`, class `class`, from report.json.
+fn json_counter(dir: &std::path::Path, name: &str, class: u64, key: &str) -> u64 {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let port = v["switches"][0]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap()
+        .clone();
+    port["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == class)
+        .map_or(0, |c| c[key].as_u64().unwrap())
+}
+
+#[test]
+fn every_shape_carries_the_reports_numbers() {
+    let dir = std::env::temp_dir().join(format!("rocelab-counters-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let table = sim("table", &dir);
+    let switch = table.split("switch sw:\n").nth(1).unwrap();
+    let rows: Vec<&str> = switch
+        .lines()
+        .take_while(|l| !l.is_empty() && !l.starts_with("* "))
+        .collect();
+    assert!(rows[0].starts_with("port"), "{switch}");
+    for l in switch
+        .lines()
+        .take_while(|l| !l.starts_with("what happened"))
+    {
+        assert!(
+            l.chars().count() <= 120,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    // Every data row names its port first: a grep for a port finds all its rows.
+    for r in &rows[1..] {
+        let port = r.split_whitespace().next().unwrap();
+        assert!(["h0", "h1", "h2", "h3", "h4"].contains(&port), "{r}");
+    }
+    let tx_pfc_h0 = json_counter(&dir, "h0", 3, "tx_pause_frames");
+    assert!(tx_pfc_h0 > 0);
+    let h0: Vec<&str> = rows[1..]
+        .iter()
+        .find(|r| r.starts_with("h0 ") && r.contains("3*"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(h0[6].parse::<u64>().unwrap(), tx_pfc_h0, "PFC tx column");
+
+    std::fs::remove_dir_all(&dir).unwrap();
+    let sonic = sim("sonic", &dir);
+    // show pfc counters: the Tx table's h0 row, PFC3 is the fifth column.
+    let tx_table = sonic.split("  Port Tx").nth(1).unwrap();
+    let h0 = tx_table
+        .lines()
+        .find(|l| l.trim_start().starts_with("h0 "))
+        .unwrap();
+    let cols: Vec<&str> = h0.split_whitespace().collect();
+    assert_eq!(cols.len(), 9, "{h0}");
+    assert_eq!(cols[4].parse::<u64>().unwrap(), tx_pfc_h0);
+    assert!(sonic.contains("PFC0    PFC1    PFC2    PFC3    PFC4    PFC5    PFC6    PFC7"));
+    // show queue counters: h4's UC3 carries the incast.
+    assert!(sonic.contains("TxQ    Counter/pkts    Counter/bytes    Drop/pkts    Drop/bytes"));
+    let uc3 = sonic
+        .lines()
+        .find(|l| l.trim_start().starts_with("h4") && l.contains("UC3"))
+        .unwrap();
+    let cols: Vec<&str> = uc3.split_whitespace().collect();
+    assert_eq!(
+        cols[2].parse::<u64>().unwrap(),
+        json_counter(&dir, "h4", 3, "tx_frames")
+    );
+
+    std::fs::remove_dir_all(&dir).unwrap();
+    let nxos = sim("nxos", &dir);
+    assert!(nxos.contains("RxPPP") && nxos.contains("TxPPP"));
+    let h0 = nxos.lines().find(|l| l.starts_with("h0 ")).unwrap();
+    assert_eq!(
+        h0.split_whitespace()
+            .last()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap(),
+        tx_pfc_h0
+    );
+    assert!(nxos.contains("Egress Queuing for h4 [System]"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
