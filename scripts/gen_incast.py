@@ -14,7 +14,7 @@ at the same instant: N times what the receiver's port can carry. With
 interleaved. The receiver sends one frame first, so that a switch knows where
 it is. ICRCs are computed by scapy. Replay it split by MAC:
 
-    rocelab replay --split-by mac OUT.pcap --out out.pcapng
+    rocelab replay --split-by mac OUT.pcap --pcap out.pcapng
 """
 
 import argparse

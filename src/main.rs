@@ -9,7 +9,21 @@ use std::process::ExitCode;
 /// A lossless-Ethernet lab for RoCEv2: a software switch with PFC and ECN, a RoCE endpoint
 /// with DCQCN, pcap replay and a virtual-time simulator.
 #[derive(Parser)]
-#[command(name = "rocelab", version, about, long_about = None)]
+#[command(
+    name = "rocelab",
+    version,
+    about,
+    long_about = None,
+    after_help = "Flags that mean the same everywhere:\n  \
+        --config FILE | --preset NAME   the switch configuration (wherever a switch runs)\n  \
+        --set KEY=VALUE                 change one key by its dotted path (sim: of the scenario)\n  \
+        --json FILE                     a machine report; `-` for standard output\n  \
+        --out DIR                       a run's bundle: report.json, series.csv, plots\n  \
+        --rate GBPS                     a link rate\n  \
+        --counters table|wide|sonic|nxos  how switch counters are printed\n  \
+        --io mmap|pnet                  the socket backend (default mmap)\n\
+        Sizes take K, M and G suffixes (powers of 1024), on the command line and in TOML."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

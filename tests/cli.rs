@@ -228,7 +228,7 @@ fn one_vocabulary_config_list_positional_scenarios_and_lab_names() {
         .lines()
         .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
         .collect();
-    assert_eq!(names, ["default", "nexus-ai", "sonic"]);
+    assert_eq!(names, ["default", "nexus-ai", "sonic", "endpoint"]);
     for n in &names {
         assert!(rocelab(&["config", "show", n]).status.success(), "{n}");
     }

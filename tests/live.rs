@@ -203,7 +203,7 @@ fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-/// Sums a class counter over the switch's ports in a --stats-json report.
+/// Sums a class counter over the switch's ports in a --json report.
 fn class_sum(report: &serde_json::Value, class: u64, field: &str) -> u64 {
     report["ports"]
         .as_array()
@@ -293,7 +293,7 @@ fn three_ranks_allreduce_through_the_live_switch() {
             lab.endpoint(
                 i,
                 &[
-                    "--link-gbps",
+                    "--rate",
                     "1",
                     "-b",
                     "8K",
@@ -405,7 +405,7 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     let lab = Lab::new("ic", 3);
     let config = pressure_config(&lab);
     let stats = lab.path("stats.json");
-    let sw = lab.switch(&config, &["--stats-json", stats.to_str().unwrap()]);
+    let sw = lab.switch(&config, &["--json", stats.to_str().unwrap()]);
     let pcaps: Vec<PathBuf> = (0..3).map(|i| lab.path(&format!("h{i}.pcapng"))).collect();
     let captures: Vec<Child> = (0..3).map(|i| capture(&lab, i, &pcaps[i], 12)).collect();
     std::thread::sleep(Duration::from_millis(2000));
@@ -415,7 +415,7 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
         &[
             "--mode",
             "receive",
-            "--link-gbps",
+            "--rate",
             "1",
             "--limit",
             "20",
@@ -437,7 +437,7 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
                     "2",
                     "--bytes",
                     bytes,
-                    "--link-gbps",
+                    "--rate",
                     "1",
                     "--start-at",
                     &start,
@@ -535,7 +535,7 @@ fn senders_that_ignore_pause_overflow_the_headroom() {
     let lab = Lab::new("ig", 3);
     let config = pressure_config(&lab);
     let stats = lab.path("stats.json");
-    let sw = lab.switch(&config, &["--stats-json", stats.to_str().unwrap()]);
+    let sw = lab.switch(&config, &["--json", stats.to_str().unwrap()]);
     let blasters: Vec<Child> = (0..2)
         .map(|i| {
             let iface = lab.host_if(i);
@@ -704,7 +704,7 @@ fn a_frame_larger_than_the_port_mtu_is_counted_not_forwarded_cut() {
     // Ports of MTU 1500 (read buffer 1582 bytes) on veths of MTU 9000.
     let config = switch_config(&lab, 1.0, &[("mtu = 9216", "mtu = 1500")]);
     let stats = lab.path("stats.json");
-    let sw = lab.switch(&config, &["--stats-json", stats.to_str().unwrap()]);
+    let sw = lab.switch(&config, &["--json", stats.to_str().unwrap()]);
     let iface = lab.host_if(0);
     let dst = mac(1);
     let out = lab

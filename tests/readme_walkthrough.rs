@@ -60,7 +60,7 @@ fn the_replay_walkthrough_shows_pfc_and_ce_verbatim() {
     let out = bash_in(
         dir.path(),
         "rocelab replay --config my.toml --split-by mac incast.pcap --peer-ignores-pause \
-             --out drop.pcapng >/dev/null
+             --pcap drop.pcapng >/dev/null
          tshark -r drop.pcapng -Y 'frame.comment contains \"DROPPED\"' -T fields \
              -e frame.packet_flags_direction -e frame.comment",
     );
@@ -79,7 +79,7 @@ fn the_replay_walkthrough_shows_pfc_and_ce_verbatim() {
     let out = bash_in(
         dir.path(),
         "python3 scripts/gen_incast.py lossy.pcap --senders 2 --frames 50 >/dev/null
-         rocelab replay --config my.toml --split-by mac lossy.pcap --report r.json >/dev/null",
+         rocelab replay --config my.toml --split-by mac lossy.pcap --json r.json >/dev/null",
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");

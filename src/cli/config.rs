@@ -15,11 +15,12 @@ pub struct Args {
 enum Action {
     /// List the presets, a line each.
     List,
-    /// Print a preset as a TOML file to start from.
+    /// Print a preset as a TOML file to start from, or `endpoint`: the endpoint's and
+    /// DCQCN's defaults, with comments.
     Show {
-        /// Which built-in configuration to print.
-        #[arg(value_enum, default_value_t = Preset::Default)]
-        preset: Preset,
+        /// default, nexus-ai, sonic, or endpoint.
+        #[arg(default_value = "default", value_parser = show_name)]
+        preset: String,
     },
     /// Import a switch's own QoS configuration as rocelab TOML, a comment on every value
     /// naming where it came from; warnings go to standard error.
@@ -39,6 +40,16 @@ enum Action {
         /// Switch configuration file (TOML) to check.
         file: PathBuf,
     },
+}
+
+/// A name `config show` takes: a preset or `endpoint`.
+fn show_name(s: &str) -> Result<String, String> {
+    use clap::ValueEnum as _;
+    if s == "endpoint" || Preset::from_str(s, false).is_ok() {
+        Ok(s.to_owned())
+    } else {
+        Err("give default, nexus-ai, sonic (switch presets) or endpoint".into())
+    }
 }
 
 /// The formats `config import` reads.
@@ -80,11 +91,19 @@ pub fn run(args: Args) -> Result<()> {
                     .unwrap_or_default();
                 sayln!("{:<10} {help}", p.name());
             }
+            sayln!(
+                "{:<10} The endpoint's and DCQCN's defaults (`config show endpoint`)",
+                "endpoint"
+            );
             Ok(())
         }
         Action::Show { preset } => {
-            let text = rocelab::config::preset_text(preset.name())
-                .ok_or_else(|| anyhow::anyhow!("no preset named '{}'", preset.name()))?;
+            let text = if preset == "endpoint" {
+                rocelab::config::ENDPOINT_DEFAULTS
+            } else {
+                rocelab::config::preset_text(&preset)
+                    .ok_or_else(|| anyhow::anyhow!("no preset named '{preset}'"))?
+            };
             say!("{text}");
             Ok(())
         }

@@ -32,9 +32,7 @@ pub fn run(args: Args) -> Result<()> {
         eprintln!("rocelab: warning: {}: {}", w.key, w.message);
     }
     let report = conformance::run(&cfg, &name);
-    if !json.to_stdout() {
-        print_table(&report, args.wide);
-    }
+    print_table(&report, args.wide);
     json.write(&serde_json::to_value(&report)?)?;
     if report.failed > 0 {
         anyhow::bail!(

@@ -63,11 +63,12 @@ pub struct Args {
     /// Seed of the all-reduce data.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Endpoint configuration (TOML: mtu, dscp, dcqcn, ...).
-    #[arg(long)]
+    /// Endpoint configuration (TOML: mtu, dscp, dcqcn, ...; `rocelab config show
+    /// endpoint` prints the defaults), as `lab --endpoint-config`.
+    #[arg(long = "endpoint-config", alias = "config", value_name = "FILE")]
     config: Option<PathBuf>,
     /// NIC line rate in Gb/s (the pacer's ceiling), instead of the configuration's.
-    #[arg(long)]
+    #[arg(long = "rate", alias = "link-gbps", value_name = "GBPS")]
     link_gbps: Option<f64>,
     /// Start at this wall-clock time (Unix milliseconds), so ranks start together.
     #[arg(long, value_name = "UNIX_MS")]
@@ -80,8 +81,9 @@ pub struct Args {
     linger: f64,
     #[command(flatten)]
     live: LiveArgs,
-    /// Write what happened as JSON.
-    #[arg(long, value_name = "FILE")]
+    /// Write what happened as JSON (`-`: standard output, the text then going to
+    /// standard error).
+    #[arg(long = "json", alias = "report", value_name = "FILE")]
     report: Option<PathBuf>,
 }
 

@@ -41,9 +41,23 @@ use std::time::Duration;
 
 static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Set when a JSON report goes to standard output (`--json -`): the text that would go
+/// there goes to standard error instead, so that standard output is one JSON document.
+static TEXT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Writes to standard output unless the reader has gone (a closed pipe); other write
-/// errors are reported once on standard error.
+/// errors are reported once on standard error. With `--json -`, to standard error.
 pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::sync::atomic::Ordering;
+    if TEXT_TO_STDERR.load(Ordering::Relaxed) {
+        let _ = std::io::stderr().lock().write_fmt(args);
+        return;
+    }
+    write_json_stdout(args);
+}
+
+/// Writes to standard output whatever `--json -` says, quietly ending at a closed pipe.
+fn write_json_stdout(args: std::fmt::Arguments<'_>) {
     use std::sync::atomic::Ordering;
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
@@ -193,23 +207,50 @@ pub struct SwitchConfigArgs {
     /// show NAME` prints it.
     #[arg(long, value_enum)]
     pub preset: Option<Preset>,
+    /// Change one key of the switch configuration by its dotted path, over the file or
+    /// preset (repeatable): `--set buffer.shared_bytes=4M --set pfc.lossless=[3,4]`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
 }
 
 impl SwitchConfigArgs {
     /// The configuration: the file, else the preset, else `default`.
     pub fn load(&self, default: Preset) -> Result<SwitchConfig> {
-        match &self.config {
-            Some(path) => load_switch_config(path),
-            None => Ok(SwitchConfig::preset(self.preset.unwrap_or(default).name())?),
+        let (text, origin) = match &self.config {
+            Some(path) => (
+                read_config(path)?,
+                format!("configuration {}", path.display()),
+            ),
+            None => {
+                let name = self.preset.unwrap_or(default).name();
+                let text = rocelab::config::preset_text(name)
+                    .ok_or_else(|| anyhow::anyhow!("no preset named '{name}'"))?;
+                (text.to_owned(), format!("preset {name}"))
+            }
+        };
+        if self.set.is_empty() {
+            return SwitchConfig::from_toml(&text).with_context(|| origin);
         }
+        let mut table: toml::Table = toml::from_str(&text).with_context(|| origin.clone())?;
+        for assignment in &self.set {
+            rocelab::config::set_key(&mut table, assignment)
+                .with_context(|| format!("--set {assignment}"))?;
+        }
+        SwitchConfig::from_table(table)
+            .with_context(|| format!("{origin} with --set {}", self.set.join(" --set ")))
     }
 
-    /// What the configuration is called in a header line.
+    /// What the configuration is called in a header line (with its `--set` changes).
     pub fn describe(&self, default: Preset) -> String {
-        self.config.as_ref().map_or_else(
+        let base = self.config.as_ref().map_or_else(
             || self.preset.unwrap_or(default).name().to_owned(),
             |p| p.display().to_string(),
-        )
+        );
+        if self.set.is_empty() {
+            base
+        } else {
+            format!("{base} with {}", self.set.join(", "))
+        }
     }
 }
 
@@ -286,6 +327,7 @@ impl JsonReport {
             return Ok(JsonReport(None));
         };
         if path == Path::new("-") {
+            TEXT_TO_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
             return Ok(JsonReport(Some(JsonSink::Stdout)));
         }
         output::refuse_inputs(path, inputs)?;
@@ -297,18 +339,13 @@ impl JsonReport {
         self.0.is_some()
     }
 
-    /// True when the report goes to standard output (so tables should not).
-    pub fn to_stdout(&self) -> bool {
-        matches!(self.0, Some(JsonSink::Stdout))
-    }
-
     /// Writes `value`, pretty-printed, and puts the file in place.
     pub fn write(self, value: &serde_json::Value) -> Result<()> {
         let text = serde_json::to_string_pretty(value)? + "\n";
         match self.0 {
             None => Ok(()),
             Some(JsonSink::Stdout) => {
-                say!("{text}");
+                write_json_stdout(format_args!("{text}"));
                 Ok(())
             }
             Some(JsonSink::File(mut out)) => {

@@ -31,10 +31,11 @@ pub struct Args {
     #[arg(long)]
     peer_ignores_pause: bool,
     /// The pcapng to write: one interface per port (without it, only the counters).
-    #[arg(long)]
+    #[arg(long = "pcap", alias = "out", value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Also write the counters and the summary as JSON.
-    #[arg(long)]
+    /// Also write the counters and the summary as JSON (`-`: standard output, the text
+    /// then going to standard error).
+    #[arg(long = "json", alias = "report", value_name = "FILE")]
     report: Option<PathBuf>,
     /// How to print the switch counters: table (a row per port and class), wide (every
     /// counter), sonic (`show pfc counters`, `show queue counters`) or nxos (`show

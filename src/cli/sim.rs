@@ -1,6 +1,6 @@
 //! `rocelab sim`: a scenario in deterministic virtual time.
 
-use super::Counters;
+use super::{Counters, Preset};
 use anyhow::{Context, Result};
 use rocelab::report::{bundle, sim as report};
 use rocelab::sim::scenario::{SCENARIOS, Scenario, names, scenario_text};
@@ -18,6 +18,17 @@ pub struct Args {
     /// The same as the positional SCENARIO (default: incast).
     #[arg(long = "scenario", value_name = "SCENARIO")]
     scenario_flag: Option<String>,
+    /// Switch configuration file (TOML) for every switch, instead of the scenario's base
+    /// (the scenario's own switch keys, such as `ecn = false`, still apply on top).
+    #[arg(long, conflicts_with = "preset")]
+    config: Option<PathBuf>,
+    /// Built-in switch configuration for every switch, instead of the scenario's base.
+    #[arg(long, value_enum)]
+    preset: Option<Preset>,
+    /// Change one key of the scenario by its dotted path (repeatable):
+    /// `--set switch.buffer.shared_bytes=4M`, `--set topology.link_gbps=100`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
     /// Seed of every random draw, instead of the scenario's.
     #[arg(long)]
     seed: Option<u64>,
@@ -61,7 +72,35 @@ pub fn run(args: Args) -> Result<()> {
         .scenario
         .or(args.scenario_flag)
         .unwrap_or_else(|| "incast".to_owned());
-    let mut scenario = Scenario::load(&name)?;
+    let config_path = match &args.config {
+        Some(p) => Some(
+            std::fs::canonicalize(p)
+                .with_context(|| format!("--config {}", p.display()))?
+                .display()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let mut scenario = Scenario::load_edited(&name, |table| {
+        if config_path.is_some() || args.preset.is_some() {
+            let switch = table
+                .entry("switch")
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            if let Some(switch) = switch.as_table_mut() {
+                switch.remove("preset");
+                switch.remove("file");
+                match (&config_path, args.preset) {
+                    (Some(path), _) => switch.insert("file".into(), path.clone().into()),
+                    (None, Some(p)) => switch.insert("preset".into(), p.name().into()),
+                    (None, None) => None,
+                };
+            }
+        }
+        for assignment in &args.set {
+            rocelab::config::set_key(table, assignment)?;
+        }
+        Ok(())
+    })?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
         scenario.variants.iter_mut().for_each(|v| v.seed = seed);

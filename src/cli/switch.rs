@@ -25,8 +25,9 @@ pub struct Args {
     /// Print a summary line this often, in seconds (0: none).
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     interval: f64,
-    /// Write the final counters (and kernel drop counts) as JSON.
-    #[arg(long, value_name = "FILE")]
+    /// Write the final counters (and kernel drop counts) as JSON (`-`: standard output,
+    /// the text then going to standard error).
+    #[arg(long = "json", alias = "stats-json", value_name = "FILE")]
     stats_json: Option<PathBuf>,
     /// Serve Prometheus metrics at http://ADDR/metrics (loopback addresses only).
     #[arg(long, value_name = "ADDR:PORT")]

@@ -11,7 +11,7 @@ mod presets;
 mod resolve;
 
 pub use headroom::{CABLE_NS_PER_M, min_headroom_bytes, peer_response_quanta};
-pub use presets::{PRESETS, preset_text};
+pub use presets::{ENDPOINT_DEFAULTS, PRESETS, preset_text};
 
 use crate::time::Nanos;
 use crate::wire::PrioritySet;
@@ -272,7 +272,10 @@ pub enum ThresholdMode {
 #[serde(deny_unknown_fields)]
 pub struct BufferSpec {
     /// Shared pool, bytes.
-    #[serde(default = "default_shared")]
+    #[serde(
+        default = "default_shared",
+        deserialize_with = "crate::bytes::deserialize"
+    )]
     pub shared_bytes: u64,
     /// Dynamic or static limits.
     #[serde(default)]
@@ -282,12 +285,13 @@ pub struct BufferSpec {
     /// Dynamic: a lossy queue's limit is `queue_alpha × free shared`.
     pub queue_alpha: Option<f64>,
     /// Static: a lossy queue's limit, bytes.
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     pub queue_limit_bytes: Option<u64>,
     /// Guaranteed bytes per egress queue.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::bytes::deserialize")]
     pub queue_reserve_bytes: u64,
     /// Guaranteed bytes per ingress PG (unless the PG sets its own).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::bytes::deserialize")]
     pub pg_reserve_bytes: u64,
     /// How headroom is computed where `pg.N.headroom_bytes` is not given.
     #[serde(default)]
@@ -318,14 +322,19 @@ fn default_shared() -> u64 {
 #[serde(deny_unknown_fields)]
 pub struct PgSpec {
     /// Guaranteed bytes, charged before the shared pool (default `buffer.pg_reserve_bytes`).
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     pub reserve_bytes: Option<u64>,
     /// Static: XOFF when the PG's shared use reaches this.
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     pub xoff_bytes: Option<u64>,
     /// Static: XON when it falls to this or below.
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     pub xon_bytes: Option<u64>,
     /// Dynamic: XON this far below the XOFF point, bytes (default 0).
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     pub xon_offset_bytes: Option<u64>,
     /// Headroom, bytes (computed when absent).
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     pub headroom_bytes: Option<u64>,
 }
 
@@ -356,8 +365,10 @@ pub enum MarkAt {
 #[serde(deny_unknown_fields)]
 pub struct RedSpec {
     /// No marking at or below this queue depth.
+    #[serde(deserialize_with = "crate::bytes::deserialize")]
     pub kmin_bytes: u64,
     /// Every ECT frame marked above this depth.
+    #[serde(deserialize_with = "crate::bytes::deserialize")]
     pub kmax_bytes: u64,
     /// Marking probability reached at `kmax_bytes`.
     pub pmax: f64,
@@ -693,6 +704,47 @@ where
 
 fn dscp_class_pairs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<[u32; 2]>, D::Error> {
     pairs(d, "dscp, class")
+}
+
+/// Applies one `KEY=VALUE` assignment (`--set`) to `table`: KEY is a dotted path
+/// (`buffer.shared_bytes`, `queue.3.ecn.kmin_bytes`), tables on the way are made when
+/// missing; VALUE is a TOML value (`4194304`, `true`, `[3, 4]`, `{ kmin_bytes = 1 }`,
+/// `"4M"`), or else taken as a string (`4M`, `sonic`).
+pub fn set_key(table: &mut toml::Table, assignment: &str) -> Result<(), ConfigError> {
+    let (key, value) = assignment.split_once('=').ok_or_else(|| {
+        err(
+            assignment,
+            "--set takes KEY=VALUE, e.g. buffer.shared_bytes=4M or pfc.lossless=[3,4]",
+        )
+    })?;
+    let key = key.trim();
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(err(
+            key,
+            "a key is names joined by dots, e.g. buffer.shared_bytes",
+        ));
+    }
+    let value = value.trim();
+    let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_owned()));
+    let (last, path) = parts.split_last().expect("split gives at least one part");
+    let mut here = table;
+    for (i, part) in path.iter().enumerate() {
+        let entry = here
+            .entry((*part).to_owned())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        here = entry.as_table_mut().ok_or_else(|| {
+            err(
+                parts[..=i].join("."),
+                "is a value, not a table: --set cannot go inside it",
+            )
+        })?;
+    }
+    here.insert((*last).to_owned(), parsed);
+    Ok(())
 }
 
 /// Lays `over` onto `base`: tables merge key by key, any other value replaces.

@@ -11,3 +11,7 @@ pub const PRESETS: [(&str, &str); 3] = [
 pub fn preset_text(name: &str) -> Option<&'static str> {
     PRESETS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }
+
+/// The endpoint's default configuration as a commented TOML file (`rocelab config show
+/// endpoint`); a test keeps it equal to `EndpointConfig::default()`.
+pub const ENDPOINT_DEFAULTS: &str = include_str!("presets/endpoint.toml");

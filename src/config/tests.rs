@@ -533,3 +533,14 @@ fn gentle_red_rises_from_pmax_to_one_between_kmax_and_twice_kmax() {
     assert_eq!(red(true).probability(4000), 1.0);
     assert_eq!(red(true).probability(9000), 1.0);
 }
+
+/// `rocelab config show endpoint` prints exactly the defaults.
+#[test]
+fn the_endpoint_defaults_file_is_the_default_configuration() {
+    use crate::config::endpoint::EndpointConfig;
+    let parsed = EndpointConfig::from_toml(crate::config::ENDPOINT_DEFAULTS).unwrap();
+    assert_eq!(
+        format!("{parsed:?}"),
+        format!("{:?}", EndpointConfig::default())
+    );
+}

@@ -71,6 +71,7 @@ pub fn scenario(opts: &LabOptions) -> Scenario {
             loss: 0.0,
         },
         switch: opts.switch.clone(),
+        switch_source: "the lab's switch configuration".into(),
         endpoint: opts.endpoint.clone(),
         flows,
         allreduce,

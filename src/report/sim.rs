@@ -55,6 +55,7 @@ pub fn header(s: &Scenario) -> String {
         },
         s.seed
     );
+    let _ = writeln!(out, "switch: {}", s.switch_source);
     for line in crate::sim::faults::describe(&s.faults, t.bits_per_sec) {
         let _ = writeln!(out, "fault: {line}");
     }

@@ -261,6 +261,9 @@ pub struct Scenario {
     pub topology: Topology,
     /// Every switch's configuration (ports come from the topology).
     pub switch: SwitchConfig,
+    /// Where it came from, in words: the preset or file, PFC or ECN off, and the keys the
+    /// scenario changes (`preset sonic; ECN off; changed buffer.shared_bytes = 2097152`).
+    pub switch_source: String,
     /// Every endpoint's configuration.
     pub endpoint: EndpointConfig,
     /// Bulk flows, in file order; they run beside any all-reduce.
@@ -333,27 +336,61 @@ pub enum ScenarioError {
 impl Scenario {
     /// A built-in scenario by name, or a scenario file.
     pub fn load(name_or_path: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::load_edited(name_or_path, |_| Ok(()))
+    }
+
+    /// [`load`](Self::load), with the scenario's TOML table changed by `edit` first (the
+    /// command line's `--set`, `--preset` and `--config`).
+    pub fn load_edited(
+        name_or_path: &str,
+        edit: impl FnOnce(&mut toml::Table) -> Result<(), ConfigError>,
+    ) -> Result<Scenario, ScenarioError> {
         let invalid = |origin: &str| {
             let origin = origin.to_owned();
             move |error| ScenarioError::Invalid { origin, error }
         };
-        if let Some(text) = scenario_text(name_or_path) {
-            return Scenario::from_toml(name_or_path, text, None).map_err(invalid(name_or_path));
-        }
-        let path = Path::new(name_or_path);
-        let text = crate::config::read_text(path).map_err(|e| match e {
-            crate::config::ReadError::Io { source, .. } => ScenarioError::NotFound {
-                name: name_or_path.to_owned(),
-                cause: source,
-            },
-            other => ScenarioError::Read(other),
+        let (name, text, dir, origin) = match scenario_text(name_or_path) {
+            Some(text) => (
+                name_or_path.to_owned(),
+                text.to_owned(),
+                None,
+                name_or_path.to_owned(),
+            ),
+            None => {
+                let path = Path::new(name_or_path);
+                let text = crate::config::read_text(path).map_err(|e| match e {
+                    crate::config::ReadError::Io { source, .. } => ScenarioError::NotFound {
+                        name: name_or_path.to_owned(),
+                        cause: source,
+                    },
+                    other => ScenarioError::Read(other),
+                })?;
+                let name = path.file_stem().map_or_else(
+                    || name_or_path.to_owned(),
+                    |s| s.to_string_lossy().into_owned(),
+                );
+                (name, text, path.parent(), path.display().to_string())
+            }
+        };
+        let mut table: toml::Table = toml::from_str(&text).map_err(|e| ScenarioError::Invalid {
+            origin: origin.clone(),
+            error: err(
+                e.span()
+                    .map_or_else(|| "scenario".to_owned(), |s| location(&text, s.start)),
+                e.message().trim_end().to_owned(),
+            ),
         })?;
-        let name = path.file_stem().map_or_else(
-            || name_or_path.to_owned(),
-            |s| s.to_string_lossy().into_owned(),
-        );
-        Scenario::from_toml(&name, &text, path.parent())
-            .map_err(invalid(&path.display().to_string()))
+        let before = table.clone();
+        edit(&mut table).map_err(invalid(&origin))?;
+        let text = if table == before {
+            text
+        } else {
+            toml::to_string(&table).map_err(|e| ScenarioError::Invalid {
+                origin: origin.clone(),
+                error: err("scenario", e.to_string()),
+            })?
+        };
+        Scenario::from_toml(&name, &text, dir).map_err(invalid(&origin))
     }
 
     /// Parses and validates a scenario's TOML text; a switch `file` is looked up relative
@@ -484,7 +521,7 @@ impl ScenarioFile {
     fn resolve(self, name: &str, dir: Option<&Path>) -> Result<Scenario, ConfigError> {
         let topology = self.topology.resolve()?;
         let hosts = topology.hosts();
-        let switch = resolve_switch(self.switch, dir)?;
+        let (switch, switch_source) = resolve_switch(self.switch, dir)?;
         if self.endpoint.contains_key("link_gbps") {
             return Err(err(
                 "endpoint.link_gbps",
@@ -626,6 +663,7 @@ impl ScenarioFile {
             sample,
             topology,
             switch,
+            switch_source,
             endpoint,
             flows,
             allreduce,
@@ -678,7 +716,10 @@ fn memory_estimate(
 
 /// The switch section: `preset` (default "default") or `file`, `pfc = false` and
 /// `ecn = false` switches, and any switch-configuration keys laid over the base.
-fn resolve_switch(mut table: toml::Table, dir: Option<&Path>) -> Result<SwitchConfig, ConfigError> {
+fn resolve_switch(
+    mut table: toml::Table,
+    dir: Option<&Path>,
+) -> Result<(SwitchConfig, String), ConfigError> {
     let flag = |table: &mut toml::Table, key: &str| match table.remove(key) {
         None => Ok(true),
         Some(toml::Value::Boolean(b)) => Ok(b),
@@ -698,6 +739,22 @@ fn resolve_switch(mut table: toml::Table, dir: Option<&Path>) -> Result<SwitchCo
         .remove("file")
         .map(|v| text_of("file", v))
         .transpose()?;
+    let mut source = match (&preset, &file) {
+        (_, Some(f)) => format!("file {f}"),
+        (Some(p), None) => format!("preset {p}"),
+        (None, None) => "preset default".to_owned(),
+    };
+    if !pfc {
+        source.push_str("; PFC off");
+    }
+    if !ecn {
+        source.push_str("; ECN off");
+    }
+    let mut changed = Vec::new();
+    dotted_keys(&table, "", &mut changed);
+    if !changed.is_empty() {
+        source.push_str(&format!("; changed {}", changed.join(", ")));
+    }
     let base_text = match (preset, file) {
         (Some(_), Some(_)) => return Err(err("switch", "give preset or file, not both")),
         (None, Some(f)) => {
@@ -754,7 +811,22 @@ fn resolve_switch(mut table: toml::Table, dir: Option<&Path>) -> Result<SwitchCo
     if !ecn {
         cfg.disable_ecn();
     }
-    Ok(cfg)
+    Ok((cfg, source))
+}
+
+/// Every leaf of `table` as `dotted.path = value`, in order.
+fn dotted_keys(table: &toml::Table, prefix: &str, out: &mut Vec<String>) {
+    for (k, v) in table {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(t) => dotted_keys(t, &path, out),
+            v => out.push(format!("{path} = {v}")),
+        }
+    }
 }
 
 impl TopologySpec {

@@ -1,0 +1,230 @@
+//! One vocabulary across subcommands (issue 13): every `--help` is read, and the shared
+//! flags have the same names, value names and meanings wherever they appear. The old
+//! names (`--report`, `--stats-json`, `--link-gbps`, replay's `--out FILE`) still work
+//! as hidden aliases, and appear in no help.
+
+mod common;
+
+use common::net::roce;
+use rocelab::capture::PcapWriter;
+use rocelab::time::Nanos;
+use rocelab::wire::Ecn;
+use std::collections::BTreeMap;
+use std::process::Command;
+
+const COMMANDS: [&str; 11] = [
+    "inspect",
+    "replay",
+    "config check",
+    "conformance",
+    "switch",
+    "endpoint",
+    "sim",
+    "traffic send",
+    "traffic count",
+    "lab",
+    "config import",
+];
+
+/// The long flags a command's help lists, with the text of each (its value name and
+/// description, up to the next flag).
+fn flags(command: &str) -> BTreeMap<String, String> {
+    let mut args: Vec<&str> = command.split(' ').collect();
+    args.push("--help");
+    let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{command} --help");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut found = BTreeMap::new();
+    let mut current: Option<(String, String)> = None;
+    for line in text.lines() {
+        let t = line.trim_start();
+        let starts_flag = t.starts_with("--") || (t.starts_with('-') && t.contains(", --"));
+        if starts_flag && line.len() - t.len() <= 6 {
+            if let Some((k, v)) = current.take() {
+                found.insert(k, v);
+            }
+            let long = t[t.find("--").unwrap()..]
+                .split(|c: char| c.is_whitespace() || c == '=')
+                .next()
+                .unwrap()
+                .to_owned();
+            current = Some((long, t.to_owned()));
+        } else if let Some((_, v)) = current.as_mut() {
+            v.push(' ');
+            v.push_str(t);
+        }
+    }
+    if let Some((k, v)) = current {
+        found.insert(k, v);
+    }
+    found
+}
+
+#[test]
+fn shared_flags_have_one_name_and_one_meaning() {
+    let all: BTreeMap<&str, BTreeMap<String, String>> =
+        COMMANDS.iter().map(|c| (*c, flags(c))).collect();
+    let has = |c: &str, f: &str| all[c].contains_key(f);
+    let text = |c: &str, f: &str| all[c][f].clone();
+
+    // Old names are gone from every help.
+    for (c, f) in &all {
+        for old in ["--report", "--stats-json", "--link-gbps", "--metrics-json"] {
+            assert!(!f.contains_key(old), "{c} still shows {old}");
+        }
+    }
+    // The switch's configuration: --config FILE | --preset NAME | --set KEY=VALUE wherever
+    // a switch runs.
+    for c in ["replay", "conformance", "switch", "sim", "lab"] {
+        for f in ["--config", "--preset", "--set"] {
+            assert!(has(c, f), "{c} lacks {f}");
+        }
+        assert!(
+            text(c, "--set").contains("KEY=VALUE"),
+            "{c}: {}",
+            text(c, "--set")
+        );
+        assert!(text(c, "--preset").contains("sonic"), "{c}");
+    }
+    // A machine report: --json FILE, `-` for standard output.
+    for c in ["replay", "conformance", "switch", "endpoint"] {
+        let t = text(c, "--json");
+        assert!(t.contains("<FILE>") && t.contains("`-`"), "{c}: {t}");
+    }
+    // inspect's JSON lines go to standard output.
+    assert!(text("inspect", "--json").contains("JSON"));
+    // A run's bundle: --out DIR.
+    for c in ["sim", "lab"] {
+        assert!(
+            text(c, "--out").contains("<DIR>"),
+            "{c}: {}",
+            text(c, "--out")
+        );
+    }
+    for (c, f) in &all {
+        if let Some(t) = f.get("--out") {
+            assert!(
+                t.contains("<DIR>") || *c == "config import",
+                "{c}: --out {t}"
+            );
+        }
+    }
+    // Link rates: --rate GBPS.
+    for c in ["lab", "endpoint"] {
+        assert!(has(c, "--rate"), "{c} lacks --rate");
+    }
+    assert!(text("endpoint", "--rate").contains("GBPS"));
+    // The counters' shapes.
+    for c in ["replay", "switch", "sim", "lab"] {
+        let t = text(c, "--counters");
+        for v in ["table", "wide", "sonic", "nxos"] {
+            assert!(t.contains(v), "{c}: --counters {t}");
+        }
+    }
+    // One default socket backend.
+    for c in ["switch", "endpoint", "lab", "traffic count"] {
+        assert!(
+            text(c, "--io").contains("[default: mmap]"),
+            "{c}: {}",
+            text(c, "--io")
+        );
+    }
+    // The endpoint's configuration has one name.
+    for c in ["endpoint", "lab"] {
+        assert!(has(c, "--endpoint-config"), "{c}");
+    }
+}
+
+#[test]
+fn old_flag_names_still_work() {
+    let dir = std::env::temp_dir().join(format!("rocelab-vocab-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // replay's old --out FILE and --report FILE.
+    let cap = dir.join("two.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&cap).unwrap()).unwrap();
+    for i in 0..4 {
+        let f = roce(i % 2, 1 - i % 2, 26, Ecn::Ect0, 1082, i as u32);
+        w.write_packet(Nanos(1_000 * i as u64), &f).unwrap();
+    }
+    w.finish().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["replay", "--split-by", "mac"])
+        .arg(&cap)
+        .arg("--out")
+        .arg(dir.join("o.pcapng"))
+        .arg("--report")
+        .arg(dir.join("r.json"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.join("o.pcapng").exists() && dir.join("r.json").exists());
+    // And --json - gives one JSON document on standard output, the text on stderr.
+    let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["replay", "--split-by", "mac"])
+        .arg(&cap)
+        .args(["--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("ports").is_some(), "{v}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("replayed"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--set KEY=VALUE` changes the switch configuration (or, in `sim`, the scenario) by its
+/// dotted path, sizes with suffixes; a bad assignment names itself.
+#[test]
+fn set_changes_one_key_by_its_path() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rocelab"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[
+        "sim",
+        "pfc-incast",
+        "--preset",
+        "sonic",
+        "--set",
+        "switch.buffer.shared_bytes=2M",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("switch: preset sonic; ECN off; changed buffer.shared_bytes = \"2M\""),
+        "{text}"
+    );
+    // The too-small headroom of the conformance test, from the command line: exit 1.
+    let o = run(&[
+        "conformance",
+        "--preset",
+        "default",
+        "--set",
+        "pg.3.headroom_bytes=20000",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("FAIL"));
+    for (bad, says) in [
+        ("nokey", "--set takes KEY=VALUE"),
+        ("buffer.shared_bytes=lots", "--set buffer.shared_bytes=lots"),
+        ("seed.x=1", "--set seed.x=1"),
+    ] {
+        let o = run(&["conformance", "--preset", "default", "--set", bad]);
+        assert!(!o.status.success());
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
