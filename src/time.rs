@@ -5,7 +5,8 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
 /// A point in time or a duration, in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize)]
+#[serde(transparent)]
 pub struct Nanos(pub u64);
 
 impl Nanos {
@@ -155,6 +156,13 @@ impl Span {
     pub fn holds(&self, now: Nanos) -> bool {
         self.until > now
     }
+}
+
+/// Nanoseconds since the Unix epoch as exact decimal seconds (`"1700000000.123456789"`):
+/// JSON readers that hold numbers as doubles (jq, JavaScript) round integers above 2^53,
+/// which every epoch time in nanoseconds is, so reports give this string beside `*_ns`.
+pub fn epoch_seconds_string(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
 #[cfg(test)]

@@ -153,7 +153,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     };
     let opts = live::EndpointOptions {
-        cfg,
+        cfg: cfg.clone(),
         iface: args.iface.clone(),
         backend: args.live.backend,
         cores: args.live.cores()?,
@@ -213,10 +213,14 @@ pub fn run(args: Args) -> Result<()> {
         counters.pauses_received + counters.link_pauses_received,
         outcome.kernel.drops
     );
-    report.write(&serde_json::json!({
-        "rank": args.rank, "mode": args.mode.name(), "done": outcome.app.done(),
-        "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
-    }))?;
+    report.write(&rocelab::report::document(
+        "endpoint",
+        serde_json::json!({
+            "rank": args.rank, "mode": args.mode.name(), "done": outcome.app.done(),
+            "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
+            "config": rocelab::report::configs(None, Some(&cfg)),
+        }),
+    ))?;
     if let Some(e) = outcome.error {
         return Err(anyhow::Error::new(e).context("stopped"));
     }

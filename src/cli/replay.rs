@@ -128,11 +128,16 @@ pub fn run(args: Args) -> Result<()> {
         "{}",
         rocelab::report::counters::render(&switch, args.counters.style())
     );
-    report.write(&serde_json::json!({
-        "summary": summary,
-        "ports": rocelab::report::ports(&switch),
-        "warnings": switch.warnings(),
-        "drops": drops,
-    }))?;
+    report.write(&rocelab::report::document(
+        "replay",
+        serde_json::json!({
+            "summary": summary,
+            "start": rocelab::time::epoch_seconds_string(summary.start_ns),
+            "ports": rocelab::report::ports(&switch),
+            "warnings": switch.warnings(),
+            "drops": drops,
+            "config": rocelab::report::configs(Some(switch.config()), None),
+        }),
+    ))?;
     Ok(())
 }

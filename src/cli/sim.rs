@@ -129,11 +129,14 @@ pub fn run(args: Args) -> Result<()> {
     sayln!("the {n} variants side by side (the recorded run of each):");
     say!("{}", report::compare_table(&rows));
     if let Some(dir) = &args.out {
-        let json = serde_json::json!({
-            "scenario": scenario.name,
-            "description": scenario.description,
-            "variants": rows,
-        });
+        let json = rocelab::report::document(
+            "sim-summary",
+            serde_json::json!({
+                "scenario": scenario.name,
+                "description": scenario.description,
+                "variants": rows,
+            }),
+        );
         let text = serde_json::to_string_pretty(&json)? + "\n";
         rocelab::output::write_whole(&dir.join("summary.json"), text.as_bytes())?;
         sayln!(

@@ -129,11 +129,15 @@ pub fn run(args: Args) -> Result<()> {
             .zip(&outcome.kernel)
             .map(|((n, i), k)| serde_json::json!({"port": n, "interface": i, "packets": k.packets, "drops": k.drops, "truncated": k.truncated}))
             .collect();
-        stats.write(&serde_json::json!({
-            "elapsed_s": outcome.elapsed.as_secs_f64(),
-            "ports": rocelab::report::ports(&outcome.switch),
-            "kernel": kernel,
-        }))?;
+        stats.write(&rocelab::report::document(
+            "switch",
+            serde_json::json!({
+                "elapsed_s": outcome.elapsed.as_secs_f64(),
+                "ports": rocelab::report::ports(&outcome.switch),
+                "kernel": kernel,
+                "config": rocelab::report::configs(Some(outcome.switch.config()), None),
+            }),
+        ))?;
     }
     match outcome.error {
         Some(e) => Err(anyhow::Error::new(e).context("stopped")),

@@ -105,7 +105,10 @@ pub fn run(args: Args) -> Result<()> {
             let (sent, secs) = traffic::send(&spec, &stop)?;
             sayln!(
                 "{}",
-                serde_json::json!({"sent": sent, "seconds": secs, "pps": sent as f64 / secs.max(1e-9)})
+                rocelab::report::document(
+                    "traffic-send",
+                    serde_json::json!({"sent": sent, "seconds": secs, "pps": sent as f64 / secs.max(1e-9)})
+                )
             );
             Ok(())
         }
@@ -115,7 +118,10 @@ pub fn run(args: Args) -> Result<()> {
             backend,
         } => {
             let c = traffic::count(&iface, backend, seconds("--duration", duration)?, &stop)?;
-            sayln!("{}", serde_json::to_string(&c)?);
+            sayln!(
+                "{}",
+                rocelab::report::document("traffic-count", serde_json::to_value(c)?)
+            );
             Ok(())
         }
     }

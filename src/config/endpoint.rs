@@ -7,7 +7,7 @@ use crate::wire::Ecn;
 use serde::Deserialize;
 
 /// The ECN codepoint an endpoint puts on its data packets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EcnCodepoint {
     /// ECT(0), `"ect0"`: ECN-capable, the RoCEv2 norm.
@@ -30,7 +30,7 @@ impl From<EcnCodepoint> for Ecn {
 }
 
 /// How the hyper-increase step grows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HyperIncrease {
     /// Rt += Rhai × (min(iT, iB) − F + 1): the paper.
@@ -41,7 +41,7 @@ pub enum HyperIncrease {
 }
 
 /// When a cut sets the target rate to the current rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClampTarget {
     /// On every cut: the paper.
@@ -53,7 +53,7 @@ pub enum ClampTarget {
 }
 
 /// What the notification point does with a CE mark inside its CNP interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CnpMode {
     /// A mark inside the interval is answered by one CNP when the interval ends, so no
@@ -66,7 +66,7 @@ pub enum CnpMode {
 }
 
 /// DCQCN (Zhu et al., SIGCOMM 2015): reaction point and notification point.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DcqcnConfig {
     /// Rate control on (off: the sender always sends at line rate).
@@ -290,7 +290,7 @@ impl DcqcnConfig {
 }
 
 /// An endpoint (one RoCE NIC port).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EndpointConfig {
     /// Link rate, Gb/s.

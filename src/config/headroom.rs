@@ -43,7 +43,7 @@ pub fn min_headroom_bytes(port: &PortConfig) -> u64 {
 }
 
 /// How a lossless PG's headroom is computed when the configuration does not give it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HeadroomModel {
     /// [`min_headroom_bytes`]: 2 × MTU + 2 × cable delay × rate + the peer's response

@@ -122,7 +122,7 @@ fn err(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
 }
 
 /// What the switch classifies by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Trust {
     /// The IP DSCP (L3), the RoCEv2 norm.
@@ -350,7 +350,7 @@ pub enum ScheduleSpec {
 }
 
 /// When RED-ECN decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MarkAt {
     /// When the frame joins the queue (WRED on hardware).
@@ -395,7 +395,7 @@ pub struct QueueSpec {
 }
 
 /// What the watchdog does to a stormed queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WatchdogAction {
     /// Flush the queue, drop its arrivals, stop PFC for its priority.
@@ -445,13 +445,14 @@ fn default_wd_ms() -> u64 {
 }
 
 /// A port, resolved.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PortConfig {
     /// Interface name; `default` for `port_defaults`.
     pub name: String,
     /// Emulated line rate, bit/s (from `speed_gbps`, default 100 Gb/s).
     pub bits_per_sec: u64,
     /// One-way cable delay (from `cable_ns` or `cable_m`, default 0).
+    #[serde(rename = "cable_ns")]
     pub cable: Nanos,
     /// Largest frame without the Ethernet header and VLAN tag, bytes: 64 to 16384
     /// (default 9216).
@@ -459,7 +460,7 @@ pub struct PortConfig {
 }
 
 /// A RED-ECN profile, resolved.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct RedProfile {
     /// No marking at or below this queue depth.
     pub kmin_bytes: u64,
@@ -502,7 +503,7 @@ pub enum Schedule {
 }
 
 /// An egress queue, resolved.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct QueueConfig {
     /// Strict or DWRR.
     pub schedule: Schedule,
@@ -513,7 +514,8 @@ pub struct QueueConfig {
 }
 
 /// How a lossless PG decides XOFF and XON.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
 pub enum XoffRule {
     /// XOFF at `xoff_bytes` of shared use, XON at or below `xon_bytes`.
     Static {
@@ -532,7 +534,7 @@ pub enum XoffRule {
 }
 
 /// A priority group, resolved.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct PgConfig {
     /// Lossless (PFC) or lossy.
     pub lossless: bool,
@@ -554,37 +556,42 @@ pub enum QueueLimit {
 }
 
 /// The PFC watchdog, resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct WatchdogConfig {
     /// Off: no polls run and no queue is ever stormed.
     pub enabled: bool,
     /// A paused queue holding frames that sends nothing for this long is declared stormed
     /// (SONiC PFC_WD detection_time).
+    #[serde(rename = "detection_ns")]
     pub detection: Nanos,
     /// A stormed queue that receives no PFC pause for this long is restored (SONiC PFC_WD
     /// restoration_time).
+    #[serde(rename = "restoration_ns")]
     pub restoration: Nanos,
     /// Polls tick every `poll` from the first instant the switch saw; detection and
     /// restoration take effect at the next tick.
+    #[serde(rename = "poll_ns")]
     pub poll: Nanos,
     /// What happens to a stormed queue.
     pub action: WatchdogAction,
 }
 
 /// A validated switch configuration, every derived value computed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SwitchConfig {
     /// Seed of the RED/ECN draws.
     pub seed: u64,
     /// Whether frames are classified by DSCP or by PCP.
     pub trust: Trust,
     /// A MAC table entry unrefreshed for this long ages out (`mac_age_secs`).
+    #[serde(rename = "mac_age_ns")]
     pub mac_age: Nanos,
     /// Template for ports not listed.
     pub port_defaults: PortConfig,
     /// The listed ports, in file order: their indices are the switch's port numbers.
     pub ports: Vec<PortConfig>,
-    /// Class per DSCP.
+    /// Class per DSCP (in JSON a list of 64).
+    #[serde(serialize_with = "serialize_slice")]
     pub dscp_to_tc: [u8; 64],
     /// Class per PCP.
     pub pcp_to_tc: [u8; CLASSES],
@@ -679,6 +686,46 @@ impl SwitchConfig {
             .headroom_bytes
             .unwrap_or_else(|| self.headroom_model.bytes(port))
     }
+}
+
+/// In JSON `{"kind": "strict"}` or `{"kind": "dwrr", "weight": 15}`.
+impl serde::Serialize for Schedule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut m = s.serialize_map(None)?;
+        match self {
+            Schedule::Strict => m.serialize_entry("kind", "strict")?,
+            Schedule::Dwrr(w) => {
+                m.serialize_entry("kind", "dwrr")?;
+                m.serialize_entry("weight", w)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// In JSON `{"mode": "dynamic", "alpha": 0.5}` or `{"mode": "static", "limit_bytes": N}`.
+impl serde::Serialize for QueueLimit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut m = s.serialize_map(None)?;
+        match self {
+            QueueLimit::Dynamic(a) => {
+                m.serialize_entry("mode", "dynamic")?;
+                m.serialize_entry("alpha", a)?;
+            }
+            QueueLimit::Static(b) => {
+                m.serialize_entry("mode", "static")?;
+                m.serialize_entry("limit_bytes", b)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// A fixed-size array as a JSON list (serde derives only up to 32 elements).
+fn serialize_slice<S: serde::Serializer>(v: &[u8; 64], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter())
 }
 
 /// `[a, b]` pairs of exactly two elements each (serde's fixed-size arrays would ignore

@@ -40,6 +40,27 @@ pub enum InspectError {
     Output(#[from] io::Error),
 }
 
+/// The `schema` of every line of `inspect --json`.
+pub const SCHEMA: &str = "rocelab.inspect/1";
+
+/// One line of `inspect --json`: the frame's record with what a reader needs to take it
+/// alone: its type, the schema, the exact time as a string, and its pcapng interface.
+#[derive(serde::Serialize)]
+struct JsonFrame<'a> {
+    schema: &'static str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    /// `ts_ns` as exact decimal seconds ("1700000000.123456789"): JSON readers that keep
+    /// numbers as doubles (jq, JavaScript) round `ts_ns` above 2^53.
+    ts: String,
+    /// pcapng interface id (0 in a pcap).
+    interface_id: u32,
+    /// Its `if_name`, when the capture names it.
+    interface: Option<String>,
+    #[serde(flatten)]
+    record: &'a FrameRecord,
+}
+
 /// Inspects the capture `input`, writing to `out`. On a truncated or corrupt capture, the
 /// frames before the damage and their summary are written first, then the error returned.
 pub fn run<R: Read>(
@@ -65,14 +86,27 @@ pub fn run<R: Read>(
         };
         index += 1;
         let (record, _) = FrameRecord::decode(index, packet.ts, packet.orig_len, packet.data);
+        let (ts, interface_id) = (packet.ts, packet.interface);
         summary.add(&record);
         match format {
             Output::Table => {
-                let first = *first_ts.get_or_insert(packet.ts);
+                let first = *first_ts.get_or_insert(ts);
                 table::write_frame(out, &record, first)?;
             }
             Output::Json => {
-                serde_json::to_writer(&mut *out, &record).map_err(io::Error::from)?;
+                let interface = reader
+                    .interfaces()
+                    .get(interface_id as usize)
+                    .and_then(|i| i.name.clone());
+                let line = JsonFrame {
+                    schema: SCHEMA,
+                    kind: "frame",
+                    ts: crate::time::epoch_seconds_string(ts.0),
+                    interface_id,
+                    interface,
+                    record: &record,
+                };
+                serde_json::to_writer(&mut *out, &line).map_err(io::Error::from)?;
                 writeln!(out)?;
             }
         }
@@ -82,8 +116,11 @@ pub fn run<R: Read>(
     match format {
         Output::Table => table::write_summary(out, &summary, failure.is_some())?,
         Output::Json => {
-            serde_json::to_writer(&mut *out, &serde_json::json!({ "summary": &summary }))
-                .map_err(io::Error::from)?;
+            serde_json::to_writer(
+                &mut *out,
+                &serde_json::json!({ "schema": SCHEMA, "type": "summary", "summary": &summary }),
+            )
+            .map_err(io::Error::from)?;
             writeln!(out)?;
         }
     }

@@ -21,133 +21,93 @@ pub struct FrameRecord {
     /// Frame length on the wire.
     pub len: u32,
     /// Bytes captured, when fewer than `len`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub caplen: Option<u32>,
     /// Source MAC.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub eth_src: Option<String>,
     /// Destination MAC.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub eth_dst: Option<String>,
     /// 802.1Q PCP of the outer tag.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub vlan_pcp: Option<u8>,
     /// 802.1Q VLAN id of the outer tag.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub vlan_id: Option<u16>,
     /// 802.1Q DEI of the outer tag.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub vlan_dei: Option<bool>,
     /// EtherType after any tag.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ethertype: Option<u16>,
     /// 4 or 6.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_version: Option<u8>,
     /// IP source address.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_src: Option<String>,
     /// IP destination address.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_dst: Option<String>,
     /// DSCP, 0-63: the upper six bits of the IPv4 TOS or IPv6 traffic class.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub dscp: Option<u8>,
     /// ECN, 0-3.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ecn: Option<u8>,
     /// IP protocol (IPv6: next header).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_proto: Option<u8>,
     /// IPv4 header checksum verifies.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_checksum_ok: Option<bool>,
     /// UDP source port.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub udp_sport: Option<u16>,
     /// UDP destination port.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub udp_dport: Option<u16>,
     /// BTH opcode byte (`opcode_name` spells it out).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub bth_opcode: Option<u8>,
-    /// BTH opcode name.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// BTH opcode name as Wireshark gives it (`Reliable Connection (RC) - RDMA WRITE
+    /// First`).
     pub opcode_name: Option<&'static str>,
+    /// BTH opcode, IBTA name as the Linux kernel spells it (`RC_RDMA_WRITE_FIRST`).
+    pub opcode: Option<&'static str>,
     /// BTH destination QP.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub dest_qp: Option<u32>,
     /// BTH PSN.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub psn: Option<u32>,
     /// BTH AckReq.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ack_req: Option<bool>,
     /// BTH BECN.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub becn: Option<bool>,
     /// BTH FECN.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub fecn: Option<bool>,
     /// BTH Solicited Event.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub solicited: Option<bool>,
     /// BTH PadCnt.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pad_count: Option<u8>,
     /// BTH P_Key.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pkey: Option<u16>,
     /// The stored ICRC matches the computed one.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub icrc_ok: Option<bool>,
     /// The stored ICRC value (as a number; stored least-significant byte first).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub icrc: Option<u32>,
     /// Payload bytes after the transport headers, pad excluded.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub payload_len: Option<usize>,
     /// RETH virtual address.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reth_va: Option<u64>,
     /// RETH R_Key.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reth_rkey: Option<u32>,
     /// RETH DMA length.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reth_dma_len: Option<u32>,
     /// AETH syndrome byte (`aeth_kind` spells it out).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub aeth_syndrome: Option<u8>,
     /// AETH MSN.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub aeth_msn: Option<u32>,
     /// What the AETH syndrome says.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub aeth_kind: Option<&'static str>,
     /// DETH Q_Key.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub deth_qkey: Option<u32>,
     /// DETH source QP.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub deth_src_qp: Option<u32>,
     /// ImmDt of a "... with Immediate" packet.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub imm_data: Option<u32>,
     /// PFC class-enable vector.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pfc_enable: Option<u16>,
     /// PFC pause times c0..c7, in quanta.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pfc_quanta: Option<[u16; 8]>,
     /// 802.3x PAUSE time, in quanta.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pause_quanta: Option<u16>,
     /// Another MAC Control opcode.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub mac_control_opcode: Option<u16>,
     /// Why the frame could not be decoded further, if it could not.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -273,7 +233,8 @@ impl FrameRecord {
         };
         let b = BthRepr::parse(&view);
         self.bth_opcode = Some(b.opcode.0);
-        self.opcode_name = Some(b.opcode.name());
+        self.opcode_name = Some(b.opcode.wireshark_name());
+        self.opcode = Some(b.opcode.ibta_name());
         self.dest_qp = Some(b.dest_qp);
         self.psn = Some(b.psn);
         self.ack_req = Some(b.ack_req);

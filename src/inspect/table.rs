@@ -11,7 +11,7 @@ use std::io::{self, Write};
 pub fn write_header(out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:>6}  {:>12}  {:>5}  {:<42}  {:>4}  {:<7}  {:<19}  {:>8}  {:>8}  {:<5}  {:<4}  detail",
+        "{:>6}  {:>12}  {:>5}  {:<42}  {:>4}  {:<7}  {:<34}  {:>8}  {:>8}  {:<5}  {:<4}  detail",
         "#",
         "time",
         "len",
@@ -72,7 +72,7 @@ pub fn write_frame(out: &mut impl Write, r: &FrameRecord, first_ts: Nanos) -> io
     };
     writeln!(
         out,
-        "{:>6}  {:>12}  {:>5}  {:<42}  {:>4}  {:<7}  {:<19}  {:>8}  {:>8}  {:<5}  {:<4}  {}",
+        "{:>6}  {:>12}  {:>5}  {:<42}  {:>4}  {:<7}  {:<34}  {:>8}  {:>8}  {:<5}  {:<4}  {}",
         r.index,
         time,
         r.len,
@@ -97,12 +97,12 @@ fn join_port(addr: &str, port: u16) -> String {
 }
 
 fn kind_of(r: &FrameRecord) -> String {
-    if let Some(name) = r.opcode_name {
-        return match r.bth_opcode {
-            Some(op) if name == "reserved" || name == "vendor-specific" => {
-                format!("{name} {op:#04x}")
-            }
-            _ => name.to_owned(),
+    if let Some(op) = r.bth_opcode {
+        let name = crate::wire::bth::Opcode(op).name();
+        return if name == "reserved" || name == "vendor-specific" {
+            format!("{name} {op:#04x}")
+        } else {
+            name.to_owned()
         };
     }
     if r.pfc_enable.is_some() {

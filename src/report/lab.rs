@@ -187,23 +187,28 @@ pub fn json(opts: &LabOptions, out: &LabOutcome) -> serde_json::Value {
         .into_iter()
         .map(|(n, a, b)| serde_json::json!({"host": n, "endpoint_frames_sent": a, "switch_frames_received": b}))
         .collect();
-    serde_json::json!({
-        "workload": opts.workload.to_string(),
-        "ranks": opts.ranks,
-        "link_gbps": opts.endpoint.link_gbps,
-        "pfc": !opts.switch.lossless.is_empty(),
-        "ecn": opts.switch.queues.iter().any(|q| q.ecn.is_some()),
-        "dcqcn": opts.endpoint.dcqcn.enabled,
-        "elapsed_s": out.elapsed.as_secs_f64(),
-        "start_ns": out.start_ns,
-        "interrupted": out.interrupted,
-        "allreduce": out.allreduce,
-        "hosts": out.hosts,
-        "switch": { "ports": ports(&out.switch), "kernel": out.switch_kernel },
-        "consistency": checks,
-        "threads": { "switch": out.switch_thread, "hosts": out.hosts_thread },
-        "what_happened": what_happened(opts, out).lines().skip(1).map(str::trim).collect::<Vec<_>>(),
-    })
+    super::document(
+        "lab",
+        serde_json::json!({
+            "config": super::configs(Some(&opts.switch), Some(&opts.endpoint)),
+            "workload": opts.workload.to_string(),
+            "ranks": opts.ranks,
+            "link_gbps": opts.endpoint.link_gbps,
+            "pfc": !opts.switch.lossless.is_empty(),
+            "ecn": opts.switch.queues.iter().any(|q| q.ecn.is_some()),
+            "dcqcn": opts.endpoint.dcqcn.enabled,
+            "elapsed_s": out.elapsed.as_secs_f64(),
+            "start_ns": out.start_ns,
+            "start": crate::time::epoch_seconds_string(out.start_ns),
+            "interrupted": out.interrupted,
+            "allreduce": out.allreduce,
+            "hosts": out.hosts,
+            "switch": { "ports": ports(&out.switch), "kernel": out.switch_kernel },
+            "consistency": checks,
+            "threads": { "switch": out.switch_thread, "hosts": out.hosts_thread },
+            "what_happened": what_happened(opts, out).lines().skip(1).map(str::trim).collect::<Vec<_>>(),
+        }),
+    )
 }
 
 /// The lab beside its simulated twin: per all-reduce size, live and twin time and busbw

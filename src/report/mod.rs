@@ -13,6 +13,26 @@ use crate::config::{CLASSES, SwitchConfig};
 use crate::switch::{ClassCounters, Switch};
 use serde::Serialize;
 
+/// A report document: `value` (a JSON object) with `"schema": "rocelab.<kind>/1"` added,
+/// so a reader can tell what it holds and which version of its keys (docs/json.md).
+pub fn document(kind: &str, mut value: serde_json::Value) -> serde_json::Value {
+    if let Some(map) = value.as_object_mut() {
+        map.insert(
+            "schema".to_owned(),
+            serde_json::Value::String(format!("rocelab.{kind}/1")),
+        );
+    }
+    value
+}
+
+/// The resolved configurations a run used, as every report carries them.
+pub fn configs(
+    switch: Option<&SwitchConfig>,
+    endpoint: Option<&crate::config::endpoint::EndpointConfig>,
+) -> serde_json::Value {
+    serde_json::json!({ "switch": switch, "endpoint": endpoint })
+}
+
 /// Sojourn percentiles of a queue, ns.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Sojourn {

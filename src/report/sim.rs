@@ -197,23 +197,28 @@ pub fn json(scenario: &Scenario, outcome: &Outcome) -> serde_json::Value {
     let endpoints: Vec<serde_json::Value> = (0..net.hosts.len())
         .map(|h| serde_json::json!({ "host": h, "counters": net.endpoint(h).counters() }))
         .collect();
-    serde_json::json!({
-        "scenario": scenario.name,
-        "description": scenario.description,
-        "seed": scenario.seed,
-        "end_ns": net.engine.now().0,
-        "measured_from_ns": outcome.measured_from.0,
-        "qps": outcome.qps,
-        "allreduce": outcome.allreduce,
-        "switches": switches,
-        "endpoints": endpoints,
-        "frames_simulated": outcome.frames,
-        "variant": scenario.variant,
-        "faults": crate::sim::faults::describe(&scenario.faults, scenario.topology.bits_per_sec),
-        "storms": storms(net),
-        "summary": summary(scenario, outcome),
-        "what_happened": what_happened(scenario, outcome).lines().skip(1).map(str::trim).collect::<Vec<_>>(),
-    })
+    super::document(
+        "sim",
+        serde_json::json!({
+            "config": super::configs(Some(&scenario.switch), Some(&scenario.endpoint)),
+            "switch_source": scenario.switch_source,
+            "scenario": scenario.name,
+            "description": scenario.description,
+            "seed": scenario.seed,
+            "end_ns": net.engine.now().0,
+            "measured_from_ns": outcome.measured_from.0,
+            "qps": outcome.qps,
+            "allreduce": outcome.allreduce,
+            "switches": switches,
+            "endpoints": endpoints,
+            "frames_simulated": outcome.frames,
+            "variant": scenario.variant,
+            "faults": crate::sim::faults::describe(&scenario.faults, scenario.topology.bits_per_sec),
+            "storms": storms(net),
+            "summary": summary(scenario, outcome),
+            "what_happened": what_happened(scenario, outcome).lines().skip(1).map(str::trim).collect::<Vec<_>>(),
+        }),
+    )
 }
 
 /// Every storm the switches' watchdogs detected, with its times.

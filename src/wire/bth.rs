@@ -134,122 +134,113 @@ impl Opcode {
         }
     }
 
-    /// Short name as rocelab prints it, e.g. `RC WRITE Only Imm`.
-    pub fn name(self) -> &'static str {
+    /// The operation in Wireshark's words (`RDMA WRITE Only with Immediate`), `None` for
+    /// an opcode its transport does not define.
+    fn operation_words(self) -> Option<&'static str> {
         if !self.is_defined() {
-            return if self.transport() == Transport::Vendor {
-                "vendor-specific"
-            } else {
-                "reserved"
-            };
+            return None;
         }
-        const RC: [&str; 30] = [
-            "RC SEND First",
-            "RC SEND Middle",
-            "RC SEND Last",
-            "RC SEND Last Imm",
-            "RC SEND Only",
-            "RC SEND Only Imm",
-            "RC WRITE First",
-            "RC WRITE Middle",
-            "RC WRITE Last",
-            "RC WRITE Last Imm",
-            "RC WRITE Only",
-            "RC WRITE Only Imm",
-            "RC READ Request",
-            "RC READ Resp First",
-            "RC READ Resp Middle",
-            "RC READ Resp Last",
-            "RC READ Resp Only",
-            "RC ACK",
-            "RC ATOMIC ACK",
-            "RC CmpSwap",
-            "RC FetchAdd",
-            "reserved",
-            "RC SEND Last Inv",
-            "RC SEND Only Inv",
-            "reserved",
-            "reserved",
-            "reserved",
-            "reserved",
-            "RC FLUSH",
-            "RC ATOMIC WRITE",
-        ];
-        const UC: [&str; 12] = [
-            "UC SEND First",
-            "UC SEND Middle",
-            "UC SEND Last",
-            "UC SEND Last Imm",
-            "UC SEND Only",
-            "UC SEND Only Imm",
-            "UC WRITE First",
-            "UC WRITE Middle",
-            "UC WRITE Last",
-            "UC WRITE Last Imm",
-            "UC WRITE Only",
-            "UC WRITE Only Imm",
-        ];
-        const RD: [&str; 22] = [
-            "RD SEND First",
-            "RD SEND Middle",
-            "RD SEND Last",
-            "RD SEND Last Imm",
-            "RD SEND Only",
-            "RD SEND Only Imm",
-            "RD WRITE First",
-            "RD WRITE Middle",
-            "RD WRITE Last",
-            "RD WRITE Last Imm",
-            "RD WRITE Only",
-            "RD WRITE Only Imm",
-            "RD READ Request",
-            "RD READ Resp First",
-            "RD READ Resp Middle",
-            "RD READ Resp Last",
-            "RD READ Resp Only",
-            "RD ACK",
-            "RD ATOMIC ACK",
-            "RD CmpSwap",
-            "RD FetchAdd",
-            "RD RESYNC",
-        ];
-        const XRC: [&str; 24] = [
-            "XRC SEND First",
-            "XRC SEND Middle",
-            "XRC SEND Last",
-            "XRC SEND Last Imm",
-            "XRC SEND Only",
-            "XRC SEND Only Imm",
-            "XRC WRITE First",
-            "XRC WRITE Middle",
-            "XRC WRITE Last",
-            "XRC WRITE Last Imm",
-            "XRC WRITE Only",
-            "XRC WRITE Only Imm",
-            "XRC READ Request",
-            "XRC READ Resp First",
-            "XRC READ Resp Middle",
-            "XRC READ Resp Last",
-            "XRC READ Resp Only",
-            "XRC ACK",
-            "XRC ATOMIC ACK",
-            "XRC CmpSwap",
-            "XRC FetchAdd",
-            "reserved",
-            "XRC SEND Last Inv",
-            "XRC SEND Only Inv",
+        const OPS: [&str; 30] = [
+            "SEND First",
+            "SEND Middle",
+            "SEND Last",
+            "SEND Last with Immediate",
+            "SEND Only",
+            "SEND Only with Immediate",
+            "RDMA WRITE First",
+            "RDMA WRITE Middle",
+            "RDMA WRITE Last",
+            "RDMA WRITE Last with Immediate",
+            "RDMA WRITE Only",
+            "RDMA WRITE Only with Immediate",
+            "RDMA READ Request",
+            "RDMA READ response First",
+            "RDMA READ response Middle",
+            "RDMA READ response Last",
+            "RDMA READ response Only",
+            "Acknowledge",
+            "ATOMIC Acknowledge",
+            "CmpSwap",
+            "FetchAdd",
+            "RESYNC",
+            "SEND Last with Invalidate",
+            "SEND Only with Invalidate",
+            "",
+            "",
+            "",
+            "",
+            "FLUSH",
+            "ATOMIC WRITE",
         ];
         let op = usize::from(self.operation());
-        match self.transport() {
-            Transport::Rc => RC[op],
-            Transport::Uc => UC[op],
-            Transport::Rd => RD[op],
-            Transport::Xrc => XRC[op],
-            Transport::Ud if op == 0x04 => "UD SEND Only",
-            Transport::Ud => "UD SEND Only Imm",
+        Some(match self.transport() {
+            Transport::Ud if op == 0x04 => "SEND only",
+            Transport::Ud => "SEND only with Immediate",
             Transport::Cnp => "CNP",
-            Transport::Vendor => "vendor-specific",
+            _ => OPS[op],
+        })
+    }
+
+    /// Short name as rocelab prints it: the transport, then Wireshark's words for the
+    /// operation, e.g. `RC RDMA WRITE Only with Immediate`, `CNP`.
+    pub fn name(self) -> &'static str {
+        self.names().0
+    }
+
+    /// The name Wireshark's InfiniBand dissector gives (`tshark -G values`,
+    /// `infiniband.bth.opcode`), e.g. `Reliable Connection (RC) - RDMA WRITE First`;
+    /// `CNP`, and `Unknown` for opcodes the IBA does not define.
+    pub fn wireshark_name(self) -> &'static str {
+        self.names().1
+    }
+
+    /// The IBTA name as the Linux kernel spells it (`IB_OPCODE_RC_RDMA_WRITE_FIRST`
+    /// without the prefix), e.g. `RC_RDMA_WRITE_FIRST`, `CNP`, `RESERVED`.
+    pub fn ibta_name(self) -> &'static str {
+        self.names().2
+    }
+
+    /// (short, Wireshark, IBTA) names, built once per opcode and kept.
+    fn names(self) -> (&'static str, &'static str, &'static str) {
+        static NAMES: std::sync::OnceLock<Vec<(String, String, String)>> =
+            std::sync::OnceLock::new();
+        let all = NAMES.get_or_init(|| (0..=255u8).map(|o| Opcode(o).build_names()).collect());
+        let (a, b, c) = &all[usize::from(self.0)];
+        (a, b, c)
+    }
+
+    fn build_names(self) -> (String, String, String) {
+        let (short, long) = match self.transport() {
+            Transport::Rc => ("RC", "Reliable Connection (RC)"),
+            Transport::Uc => ("UC", "Unreliable Connection (UC)"),
+            Transport::Rd => ("RD", "Reliable Datagram (RD)"),
+            Transport::Ud => ("UD", "Unreliable Datagram (UD)"),
+            Transport::Xrc => ("XRC", "Extended Reliable Connection (XRC)"),
+            Transport::Cnp => ("", ""),
+            Transport::Vendor => {
+                return (
+                    "vendor-specific".into(),
+                    "Unknown".into(),
+                    "VENDOR_SPECIFIC".into(),
+                );
+            }
+        };
+        let Some(words) = self.operation_words() else {
+            return ("reserved".into(), "Unknown".into(), "RESERVED".into());
+        };
+        if self.transport() == Transport::Cnp {
+            return ("CNP".into(), "CNP".into(), "CNP".into());
         }
+        let ibta = words
+            .replace("CmpSwap", "COMPARE SWAP")
+            .replace("FetchAdd", "FETCH ADD")
+            .to_uppercase()
+            .replace(' ', "_");
+        (
+            format!("{short} {words}"),
+            format!("{long} - {words}"),
+            format!("{short}_{ibta}"),
+        )
     }
 
     /// The extended transport headers that follow the BTH for this opcode.
@@ -481,8 +472,17 @@ mod tests {
         assert_eq!(Opcode(0x1d).name(), "RC ATOMIC WRITE");
         assert_eq!(Opcode(0x15).name(), "reserved");
         assert_eq!(Opcode(0xc0).name(), "vendor-specific");
-        assert_eq!(Opcode::RC_WRITE_ONLY_IMM.name(), "RC WRITE Only Imm");
-        assert_eq!(Opcode(0xab).name(), "XRC WRITE Only Imm");
+        assert_eq!(
+            Opcode::RC_WRITE_ONLY_IMM.name(),
+            "RC RDMA WRITE Only with Immediate"
+        );
+        assert_eq!(
+            Opcode::RC_WRITE_ONLY_IMM.ibta_name(),
+            "RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE"
+        );
+        assert_eq!(Opcode(0x13).ibta_name(), "RC_COMPARE_SWAP");
+        assert_eq!(Opcode::CNP.wireshark_name(), "CNP");
+        assert_eq!(Opcode(0xab).name(), "XRC RDMA WRITE Only with Immediate");
         assert!(!Opcode::RC_ACK.is_sequenced());
         assert!(Opcode::RC_READ_RESPONSE_MIDDLE.is_sequenced());
         assert!(Opcode::RC_READ_RESPONSE_MIDDLE.is_response());

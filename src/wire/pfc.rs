@@ -37,6 +37,13 @@ const PAUSE_BODY_LEN: usize = 2 + 2;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct PrioritySet(pub u8);
 
+/// In JSON a list of the priorities, lowest first: `[3, 4]`.
+impl serde::Serialize for PrioritySet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
 impl PrioritySet {
     /// The empty set (with PFC off, no priority is lossless).
     pub const EMPTY: PrioritySet = PrioritySet(0);

@@ -1,0 +1,135 @@
+//! JSON as a stable interface: every document rocelab writes carries `"schema":
+//! "rocelab.<kind>/1"`, and every key of every document appears in docs/json.md. A key
+//! added or renamed without the document fails here.
+
+mod common;
+
+use common::net::roce;
+use rocelab::capture::PcapWriter;
+use rocelab::time::Nanos;
+use rocelab::wire::Ecn;
+use std::collections::BTreeSet;
+use std::process::Command;
+
+fn rocelab(args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Every object key in `v`, with the path where it was first seen.
+fn keys(v: &serde_json::Value, path: &str, out: &mut BTreeSet<(String, String)>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                out.insert((k.clone(), path.to_owned()));
+                keys(v, &format!("{path}.{k}"), out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                keys(item, &format!("{path}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn schema_of(v: &serde_json::Value) -> &str {
+    v["schema"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no schema in {v}"))
+}
+
+#[test]
+fn every_document_has_a_schema_and_every_key_is_documented() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut docs: Vec<(String, serde_json::Value)> = Vec::new();
+
+    // inspect: every line.
+    for pcap in ["pcaps/roce_mixed.pcapng", "pcaps/roce_rc_ipv4.pcap"] {
+        let out = rocelab(&["inspect", "--json", common::repo(pcap).to_str().unwrap()]);
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            docs.push(("inspect".into(), serde_json::from_str(line).unwrap()));
+        }
+    }
+    // replay, with drops so that every section is there.
+    let cap = dir.path().join("in.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&cap).unwrap()).unwrap();
+    for i in 0..400u64 {
+        let f = roce((i % 2) as usize, 2, 26, Ecn::Ect0, 1082, i as u32);
+        w.write_packet(Nanos(100 * i), &f).unwrap();
+    }
+    let f = roce(2, 0, 26, Ecn::Ect0, 1082, 0);
+    w.write_packet(Nanos(100 * 400), &f).unwrap();
+    w.finish().unwrap();
+    let out = rocelab(&[
+        "replay",
+        "--split-by",
+        "mac",
+        cap.to_str().unwrap(),
+        "--peer-ignores-pause",
+        "--set",
+        "buffer.shared_bytes=64K",
+        "--json",
+        "-",
+    ]);
+    docs.push((
+        "replay".into(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    ));
+    // conformance.
+    let out = rocelab(&["conformance", "--preset", "sonic", "--json", "-"]);
+    docs.push((
+        "conformance".into(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    ));
+    // sim: a report with PFC, ECN and CNPs, and a variants summary.
+    for (scenario, sub) in [
+        ("pfc-incast", ""),
+        ("incast", ""),
+        ("ecn-vs-pfc", "summary.json"),
+    ] {
+        let d = dir.path().join(scenario);
+        rocelab(&["sim", scenario, "--out", d.to_str().unwrap()]);
+        let file = if sub.is_empty() {
+            d.join("report.json")
+        } else {
+            d.join(sub)
+        };
+        let text = std::fs::read_to_string(&file).unwrap();
+        docs.push(("sim".into(), serde_json::from_str(&text).unwrap()));
+    }
+
+    let doc = std::fs::read_to_string(common::repo("docs/json.md")).unwrap();
+    let mut missing = BTreeSet::new();
+    for (what, v) in &docs {
+        let schema = schema_of(v);
+        assert!(
+            schema.starts_with("rocelab.") && schema.ends_with("/1"),
+            "{what}: schema {schema}"
+        );
+        if !doc.contains(&format!("`{schema}`")) {
+            missing.insert(format!("schema {schema}"));
+        }
+        let mut found = BTreeSet::new();
+        keys(v, what, &mut found);
+        for (k, path) in found {
+            if !doc.contains(&format!("`{k}`")) && !doc.contains(&format!(".{k}`")) {
+                missing.insert(format!("{k} (at {path})"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "keys not in docs/json.md:\n  {}",
+        missing.into_iter().collect::<Vec<_>>().join("\n  ")
+    );
+}
