@@ -3,7 +3,7 @@
 //! (measured between samples, and DCQCN's Rc) and whether a host is paused. The simulator
 //! and the live lab feed the same recorders through two small probe traits that the cores
 //! implement ([`SwitchProbe`], [`EndpointProbe`]); report only draws and writes the
-//! result. Columns that stay zero are left out when the series is written.
+//! result. Every column is written to CSV; the plots leave out columns that stay zero.
 
 use crate::config::{CLASSES, SwitchConfig};
 use crate::time::Nanos;
@@ -466,9 +466,11 @@ impl Series {
             .collect()
     }
 
-    /// Writes the kept columns as CSV: `time_us` first, one row per sample.
+    /// Writes every column as CSV: `time_us` first, one row per sample. The columns are
+    /// fixed by the topology and the workload (the same scenario gives the same header
+    /// whatever happened); the plots show only [`kept`](Self::kept) ones.
     pub fn write_csv(&self, w: &mut impl Write) -> io::Result<()> {
-        let kept = self.kept();
+        let kept: Vec<&Column> = self.columns.iter().collect();
         write!(w, "time_us")?;
         for c in &kept {
             write!(w, ",{}", c.name)?;

@@ -133,3 +133,31 @@ fn every_document_has_a_schema_and_every_key_is_documented() {
         missing.into_iter().collect::<Vec<_>>().join("\n  ")
     );
 }
+
+/// series.csv has the same columns for a scenario whatever happened in it: ECN on or
+/// off, another seed, another buffer (the lossless priorities, which have PG columns,
+/// are part of the fabric).
+#[test]
+fn series_csv_columns_depend_on_the_fabric_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = |name: &str, extra: &[&str]| {
+        let d = dir.path().join(name);
+        let mut args = vec!["sim", "pfc-incast", "--out", d.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        rocelab(&args);
+        let csv = std::fs::read_to_string(d.join("series.csv")).unwrap();
+        csv.lines().next().unwrap().to_owned()
+    };
+    let base = header("base", &[]);
+    assert!(base.split(',').count() > 20, "{base}");
+    for (name, extra) in [
+        (
+            "small-buffer",
+            &["--set", "switch.buffer.shared_bytes=64K"][..],
+        ),
+        ("ecn", &["--set", "switch.ecn=true"][..]),
+        ("seed", &["--seed", "7"][..]),
+    ] {
+        assert_eq!(header(name, extra), base, "{name}");
+    }
+}

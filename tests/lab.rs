@@ -153,8 +153,8 @@ fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
     for row in rows {
         assert_eq!(row["twin"]["wrong"], 0, "{row}");
         let (live, sim) = (
-            row["live"]["busbw"].as_f64().unwrap(),
-            row["twin"]["busbw"].as_f64().unwrap(),
+            row["live"]["busbw_gbytes_per_s"].as_f64().unwrap(),
+            row["twin"]["busbw_gbytes_per_s"].as_f64().unwrap(),
         );
         assert!(sim > 0.0 && live > 0.0, "{row}");
         // The twin is the ideal fabric: the live one does not beat it by much.
@@ -175,7 +175,8 @@ fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
     // The largest size moves at a fair part of its twin's rate (the benchmark reaches
     // 0.8 to 0.95; a loaded machine less).
     let last = rows.last().unwrap();
-    let ratio = last["live"]["busbw"].as_f64().unwrap() / last["twin"]["busbw"].as_f64().unwrap();
+    let ratio = last["live"]["busbw_gbytes_per_s"].as_f64().unwrap()
+        / last["twin"]["busbw_gbytes_per_s"].as_f64().unwrap();
     assert!(ratio > 0.25, "512 KB: live / twin busbw {ratio:.2}: {last}");
     // The hosts start soon after the namespaces are up (the benchmark: under 50 ms).
     assert!(

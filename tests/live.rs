@@ -505,7 +505,7 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     }
     let report = json(&stats);
     assert!(class_sum(&report, 3, "tx_pause_frames") > 0, "PFC fired");
-    assert!(class_sum(&report, 3, "ecn_marked") > 0, "CE marked");
+    assert!(class_sum(&report, 3, "ce_marked") > 0, "CE marked");
     assert_eq!(class_sum(&report, 3, "dropped_ingress_overflow"), 0);
     assert_eq!(class_sum(&report, 3, "dropped_tail"), 0);
     // What tshark saw in the namespaces: PFC frames and CNPs at the senders, CE-marked

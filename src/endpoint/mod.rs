@@ -104,7 +104,9 @@ pub struct EndpointCounters {
     pub cnps_sent: u64,
     /// CNPs received (reaction point).
     pub cnps_received: u64,
-    /// CE-marked packets received.
+    /// CE-marked packets received (in JSON `ce_marked`, the one name for CE-marked
+    /// frames in every report).
+    #[serde(rename = "ce_marked")]
     pub ce_received: u64,
     /// PFC frames received that paused a priority the endpoint sends on.
     pub pauses_received: u64,
@@ -165,7 +167,9 @@ pub struct QpCounters {
     pub cnps_sent: u64,
     /// CNPs received: DCQCN cuts asked of this QP.
     pub cnps_received: u64,
-    /// CE-marked packets received.
+    /// CE-marked packets received (in JSON `ce_marked`, the one name for CE-marked
+    /// frames in every report).
+    #[serde(rename = "ce_marked")]
     pub ce_received: u64,
 }
 

@@ -154,8 +154,8 @@ impl Serialize for AllReduceResult {
         st.serialize_field("size", &self.size)?;
         st.serialize_field("count", &self.count())?;
         st.serialize_field("time_ns", &self.time_ns)?;
-        st.serialize_field("algbw", &self.algbw())?;
-        st.serialize_field("busbw", &self.busbw())?;
+        st.serialize_field("algbw_gbytes_per_s", &self.algbw())?;
+        st.serialize_field("busbw_gbytes_per_s", &self.busbw())?;
         st.serialize_field("wrong", &self.wrong)?;
         st.end()
     }

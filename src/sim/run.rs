@@ -29,6 +29,7 @@ pub struct QpRow {
     pub ce_marked: u64,
     /// Goodput over the measured span, Gb/s: payload the peer accepted (retransmitted
     /// duplicates do not count).
+    #[serde(rename = "goodput_gbps")]
     pub gbps: f64,
     /// For a flow of a given size: when its last byte was acknowledged, from its start.
     pub completion_ns: Option<u64>,

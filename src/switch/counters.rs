@@ -43,7 +43,9 @@ pub struct ClassCounters {
     pub tx_pause_frames: u64,
     /// Of those, with time 0 (XON).
     pub tx_xon_frames: u64,
-    /// Frames this queue marked CE.
+    /// Frames this queue marked CE (in JSON `ce_marked`, the one name for CE-marked
+    /// frames in every report).
+    #[serde(rename = "ce_marked")]
     pub ecn_marked: u64,
     /// Drops: ingress overflow (this class's PG).
     pub dropped_ingress_overflow: u64,
