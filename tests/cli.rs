@@ -256,3 +256,79 @@ fn one_vocabulary_config_list_positional_scenarios_and_lab_names() {
     let sim_list = text(&rocelab(&["sim", "--list"]).stdout);
     assert!(sim_list.contains("ring-incast"), "{sim_list}");
 }
+
+/// Issue 13: inspect counted a flooded copy in a replay's output as a retransmission. Its
+/// PSN streams are per pcapng interface now: the copies on two ports are two streams.
+/// Also: the ECN of every IP frame, and `--filter`.
+#[test]
+fn inspect_keeps_interfaces_apart_counts_ecn_and_filters() {
+    use common::net::roce;
+    use rocelab::capture::PcapWriter;
+    use rocelab::time::Nanos;
+    use rocelab::wire::Ecn;
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("flood.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&cap).unwrap()).unwrap();
+    // Host 0 to host 2 before the switch knows host 2: flooded to hosts 1 and 2.
+    let frames = [
+        roce(0, 2, 26, Ecn::Ect0, 1082, 1),
+        roce(1, 0, 26, Ecn::Ce, 1082, 7),
+        roce(2, 0, 26, Ecn::Ect0, 1082, 9),
+        roce(0, 2, 26, Ecn::Ect0, 1082, 2),
+    ];
+    for (i, f) in frames.iter().enumerate() {
+        w.write_packet(Nanos(10_000 * i as u64), f).unwrap();
+    }
+    w.finish().unwrap();
+    let out = dir.path().join("out.pcapng");
+    let o = rocelab(&[
+        "replay",
+        "--split-by",
+        "mac",
+        cap.to_str().unwrap(),
+        "--pcap",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = rocelab(&["inspect", "--json", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let last: serde_json::Value =
+        serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap();
+    let s = &last["summary"];
+    assert!(s["interfaces"].as_array().unwrap().len() >= 3, "{s}");
+    for q in s["qps"].as_array().unwrap() {
+        assert_eq!(q["retransmissions"], 0, "{q}");
+    }
+    // The flooded first frame is on two interfaces.
+    let copies = s["qps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|q| q["dest_qp"] == 0x102)
+        .count();
+    assert!(copies >= 2, "{s}");
+    assert_eq!(s["ecn"]["ce_frames"], 1);
+    // --filter: only the CE frame; only QP 0x102 on one port.
+    let o = rocelab(&[
+        "inspect",
+        "--json",
+        "--filter",
+        "ecn=ce",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(text(&o.stdout).lines().count(), 2, "{}", text(&o.stdout));
+    let o = rocelab(&[
+        "inspect",
+        "--filter",
+        "qp=0x102,opcode=RC_RDMA_WRITE_MIDDLE",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let o = rocelab(&["inspect", "--filter", "qp=nope", out.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("--filter term 'qp=nope'"),
+        "{}",
+        text(&o.stderr)
+    );
+}

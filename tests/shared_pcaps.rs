@@ -222,3 +222,41 @@ fn dscp_captures_match_sources_md() {
     // The return direction's SYN-ACK is ECT(1).
     assert_eq!(back[0].ecn, Some(1));
 }
+
+/// Issue 13: inspect summed CE marks only over RoCE QPs. Its summary counts the ECN of
+/// every IP frame now; on the TCP capture with CE marks it agrees with tshark's count of
+/// `ip.dsfield.ecn == 3`, codepoint by codepoint.
+#[test]
+fn ecn_summary_of_all_ip_traffic_matches_tshark() {
+    let Some(dir) = common::shared_pcaps("ecn_summary_of_all_ip_traffic_matches_tshark") else {
+        return;
+    };
+    if !common::have_tool(
+        "ecn_summary_of_all_ip_traffic_matches_tshark",
+        "tshark",
+        "apt install tshark",
+    ) {
+        return;
+    }
+    let path = dir.join("ecn_ipv4_tcp_ce_marked.pcap");
+    let s = inspect::run(
+        std::fs::File::open(&path).unwrap(),
+        &mut Vec::new(),
+        Output::Json,
+    )
+    .unwrap();
+    let count = |filter: &str| {
+        let o = std::process::Command::new("tshark")
+            .arg("-r")
+            .arg(&path)
+            .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).lines().count() as u64
+    };
+    assert_eq!(s.ecn.ce_frames, count("ip.dsfield.ecn == 3"));
+    assert_eq!(s.ecn.ect0_frames, count("ip.dsfield.ecn == 2"));
+    assert_eq!(s.ecn.not_ect_frames, count("ip.dsfield.ecn == 0"));
+    assert_eq!(s.ecn.ip_frames, count("ip"));
+    assert_eq!(s.ecn.ce_frames, 52);
+}

@@ -16,6 +16,11 @@ pub struct Args {
     /// Print one JSON object per frame per line, then one summary object.
     #[arg(long)]
     json: bool,
+    /// Keep only some frames, in the listing and the summary: comma-separated terms that
+    /// must all hold: qp=N (0x hex too), opcode=NAME (RC_RDMA_WRITE_FIRST, CNP, or a
+    /// number), ecn=ce|ect0|ect1|not-ect, pfc, roce, port=NAME (pcapng interface).
+    #[arg(long, value_name = "TERMS")]
+    filter: Option<String>,
 }
 
 /// Runs `rocelab inspect`.
@@ -41,7 +46,13 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         Output::Table
     };
-    match inspect::run(BufReader::with_capacity(1 << 16, input), &mut out, format) {
+    let filter = rocelab::inspect::filter::Filter::parse(args.filter.as_deref().unwrap_or(""))?;
+    match inspect::run_filtered(
+        BufReader::with_capacity(1 << 16, input),
+        &mut out,
+        format,
+        &filter,
+    ) {
         Ok(_) => Ok(()),
         // A closed pipe (`rocelab inspect f | head`) is not an error.
         Err(InspectError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),

@@ -4,6 +4,7 @@
 //! BTH and its extended headers, CNP, PFC, PAUSE), verifies every RoCE ICRC, and sums up
 //! per QP and per priority. Output is a table or JSON lines.
 
+pub mod filter;
 pub mod record;
 pub mod summary;
 mod table;
@@ -68,6 +69,16 @@ pub fn run<R: Read>(
     out: &mut impl Write,
     format: Output,
 ) -> Result<Summary, InspectError> {
+    run_filtered(input, out, format, &filter::Filter::default())
+}
+
+/// [`run`], printing and summing up only the frames `filter` keeps.
+pub fn run_filtered<R: Read>(
+    input: R,
+    out: &mut impl Write,
+    format: Output,
+    filter: &filter::Filter,
+) -> Result<Summary, InspectError> {
     let mut reader = CaptureReader::new(input).map_err(|error| InspectError::Capture {
         error,
         frames_read: 0,
@@ -87,7 +98,16 @@ pub fn run<R: Read>(
         index += 1;
         let (record, _) = FrameRecord::decode(index, packet.ts, packet.orig_len, packet.data);
         let (ts, interface_id) = (packet.ts, packet.interface);
-        summary.add(&record);
+        if !filter.is_empty() {
+            let name = reader
+                .interfaces()
+                .get(interface_id as usize)
+                .and_then(|i| i.name.as_deref());
+            if !filter.matches(&record, interface_id, name) {
+                continue;
+            }
+        }
+        summary.add(&record, interface_id);
         match format {
             Output::Table => {
                 let first = *first_ts.get_or_insert(ts);
@@ -112,6 +132,12 @@ pub fn run<R: Read>(
         }
     };
     summary.skipped_non_ethernet = reader.skipped_non_ethernet();
+    for i in &mut summary.interfaces {
+        i.name = reader
+            .interfaces()
+            .get(i.interface_id as usize)
+            .and_then(|f| f.name.clone());
+    }
     summary.finish();
     match format {
         Output::Table => table::write_summary(out, &summary, failure.is_some())?,

@@ -65,9 +65,12 @@ fn read_psns(len: u32, mtu: u32) -> u32 {
     len.div_ceil(mtu).max(1)
 }
 
-/// Counters of one destination QP.
+/// Counters of one destination QP, as seen on one pcapng interface (a replay's output has
+/// one per switch port: a frame and its flooded copies are not retransmissions).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct QpStats {
+    /// pcapng interface id the frames were captured on (0 in a pcap).
+    pub interface_id: u32,
     /// Destination IP address.
     pub ip_dst: String,
     /// Destination QP.
@@ -90,6 +93,40 @@ pub struct QpStats {
     requests: PsnStream,
     #[serde(skip)]
     responses: PsnStream,
+}
+
+/// ECN codepoints of all IP frames (RoCE or not), as tshark's `ip.dsfield.ecn` counts them.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct EcnStats {
+    /// IP frames (IPv4 and IPv6).
+    pub ip_frames: u64,
+    /// Not-ECT.
+    pub not_ect_frames: u64,
+    /// ECT(1).
+    pub ect1_frames: u64,
+    /// ECT(0).
+    pub ect0_frames: u64,
+    /// CE: marked by a switch on the way.
+    pub ce_frames: u64,
+}
+
+/// The frames of one pcapng interface.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct InterfaceStats {
+    /// pcapng interface id.
+    pub interface_id: u32,
+    /// Its `if_name`, when the capture names it.
+    pub name: Option<String>,
+    /// Frames captured on it.
+    pub frames: u64,
+    /// Their bytes on the wire.
+    pub bytes: u64,
+    /// RoCEv2 frames among them.
+    pub roce_frames: u64,
+    /// CE-marked IP frames among them.
+    pub ce_frames: u64,
+    /// PFC frames among them.
+    pub pfc_frames: u64,
 }
 
 /// PFC counters of one priority.
@@ -124,8 +161,12 @@ pub struct Summary {
     pub icrc_failures: u64,
     /// pcapng frames on non-Ethernet interfaces, skipped.
     pub skipped_non_ethernet: u64,
-    /// Per destination QP, sorted by address and QP.
+    /// Per interface and destination QP, sorted by interface, address and QP.
     pub qps: Vec<QpStats>,
+    /// ECN of every IP frame, RoCE or not.
+    pub ecn: EcnStats,
+    /// Per pcapng interface, by id (one, id 0, for a pcap).
+    pub interfaces: Vec<InterfaceStats>,
     /// Per priority 0-7.
     pub priorities: Vec<PriorityStats>,
     /// The path MTU, from the largest First/Middle segment seen (those carry exactly one
@@ -136,7 +177,7 @@ pub struct Summary {
     /// Sum of their times, in quanta.
     pub pause_quanta_total: u64,
     #[serde(skip)]
-    qp_index: BTreeMap<(IpAddr, u32), usize>,
+    qp_index: BTreeMap<(u32, IpAddr, u32), usize>,
     /// (QP, PSN jump, READ length) of each first request after a READ.
     #[serde(skip)]
     read_jumps: Vec<(usize, u32, u32)>,
@@ -156,6 +197,8 @@ impl Default for Summary {
             icrc_failures: 0,
             skipped_non_ethernet: 0,
             qps: Vec::new(),
+            ecn: EcnStats::default(),
+            interfaces: Vec::new(),
             priorities: (0..8)
                 .map(|priority| PriorityStats {
                     priority,
@@ -174,9 +217,45 @@ impl Default for Summary {
 
 impl Summary {
     /// Adds one decoded frame.
-    pub fn add(&mut self, r: &FrameRecord) {
+    pub fn add(&mut self, r: &FrameRecord, interface_id: u32) {
         self.frames += 1;
         self.bytes += u64::from(r.len);
+        let ce = r.ecn == Some(Ecn::Ce as u8);
+        if r.ip_version.is_some()
+            && let Some(ecn) = r.ecn
+        {
+            self.ecn.ip_frames += 1;
+            match ecn {
+                0 => self.ecn.not_ect_frames += 1,
+                1 => self.ecn.ect1_frames += 1,
+                2 => self.ecn.ect0_frames += 1,
+                _ => self.ecn.ce_frames += 1,
+            }
+        }
+        let iface = match self
+            .interfaces
+            .iter()
+            .position(|i| i.interface_id == interface_id)
+        {
+            Some(i) => i,
+            None => {
+                self.interfaces.push(InterfaceStats {
+                    interface_id,
+                    ..InterfaceStats::default()
+                });
+                self.interfaces.sort_by_key(|i| i.interface_id);
+                self.interfaces
+                    .iter()
+                    .position(|i| i.interface_id == interface_id)
+                    .expect("just inserted")
+            }
+        };
+        let i = &mut self.interfaces[iface];
+        i.frames += 1;
+        i.bytes += u64::from(r.len);
+        i.roce_frames += u64::from(r.bth_opcode.is_some());
+        i.ce_frames += u64::from(ce && r.ip_version.is_some());
+        i.pfc_frames += u64::from(r.pfc_enable.is_some());
         self.first_ts_ns.get_or_insert(r.ts_ns);
         self.last_ts_ns = Some(r.ts_ns);
         if r.error.is_some() {
@@ -206,11 +285,12 @@ impl Summary {
         let Some(ip_dst) = r.ip_dst.as_deref().and_then(|s| s.parse::<IpAddr>().ok()) else {
             return;
         };
-        let key = (ip_dst, dest_qp);
+        let key = (interface_id, ip_dst, dest_qp);
         let next = self.qps.len();
         let i = *self.qp_index.entry(key).or_insert(next);
         if i == next {
             self.qps.push(QpStats {
+                interface_id,
                 ip_dst: ip_dst.to_string(),
                 dest_qp,
                 ..QpStats::default()
@@ -330,7 +410,7 @@ mod tests {
                 payload_len: Some(payload),
                 ..FrameRecord::default()
             };
-            s.add(&r);
+            s.add(&r, 0);
         };
         add(0x06, 10, Some(2048), 1024); // WRITE First: one MTU of 1024
         add(0x08, 11, None, 1024); // WRITE Last

@@ -200,9 +200,49 @@ pub fn write_summary(out: &mut impl Write, s: &Summary, partial: bool) -> io::Re
             "Path MTU {mtu} B (the largest First/Middle segment): READ PSN skips judged with it"
         )?;
     }
+    if s.ecn.ip_frames > 0 {
+        let e = &s.ecn;
+        writeln!(
+            out,
+            "IP: {} frames; ECN Not-ECT {}, ECT(0) {}, ECT(1) {}, CE {}",
+            e.ip_frames, e.not_ect_frames, e.ect0_frames, e.ect1_frames, e.ce_frames
+        )?;
+    }
+    let several = s.interfaces.len() > 1;
+    if several {
+        writeln!(out)?;
+        writeln!(out, "Per interface:")?;
+        writeln!(
+            out,
+            "  {:<20}  {:>8}  {:>12}  {:>8}  {:>6}  {:>6}",
+            "interface", "frames", "bytes", "RoCE", "CE", "PFC"
+        )?;
+        for i in &s.interfaces {
+            let name = i
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("#{}", i.interface_id));
+            writeln!(
+                out,
+                "  {name:<20}  {:>8}  {:>12}  {:>8}  {:>6}  {:>6}",
+                i.frames, i.bytes, i.roce_frames, i.ce_frames, i.pfc_frames
+            )?;
+        }
+    }
+    let iface_name = |id: u32| {
+        s.interfaces
+            .iter()
+            .find(|i| i.interface_id == id)
+            .and_then(|i| i.name.clone())
+            .unwrap_or_else(|| format!("#{id}"))
+    };
     if !s.qps.is_empty() {
         writeln!(out)?;
-        writeln!(out, "Per QP (by destination):")?;
+        writeln!(
+            out,
+            "Per QP (by destination{}):",
+            if several { ", on each interface" } else { "" }
+        )?;
         writeln!(
             out,
             "  {:<40}  {:>8}  {:>8}  {:>10}  {:>8}  {:>7}  {:>5}  {:>5}  {:>5}",
@@ -217,10 +257,15 @@ pub fn write_summary(out: &mut impl Write, s: &Summary, partial: bool) -> io::Re
             "NAKs"
         )?;
         for q in &s.qps {
+            let dest = if several {
+                format!("{} on {}", q.ip_dst, iface_name(q.interface_id))
+            } else {
+                q.ip_dst.clone()
+            };
             writeln!(
                 out,
                 "  {:<40}  {:>8}  {:>8}  {:>10}  {:>8}  {:>7}  {:>5}  {:>5}  {:>5}",
-                q.ip_dst,
+                dest,
                 format!("{:#08x}", q.dest_qp),
                 q.frames,
                 q.bytes,
