@@ -351,3 +351,45 @@ fn a_huge_sweep_factor_is_one_size_not_a_hang() {
     let e = Scenario::from_toml("ring", &ring("1"), None).unwrap_err();
     assert_eq!(e.key, "allreduce.factor", "{e}");
 }
+
+/// Issue 13: `sim` printed the all-reduce rows only at the end. The run reports each
+/// size as it finishes (the rows it streams are the final table's), and its progress at
+/// every sample step, in order.
+#[test]
+fn a_sweep_reports_each_size_as_it_finishes() {
+    use rocelab::sim::run::{AllReduceRow, Progress, run_with};
+    use rocelab::sim::scenario::Scenario;
+    use rocelab::time::Nanos;
+    #[derive(Default)]
+    struct Seen {
+        rows: Vec<AllReduceRow>,
+        ticks: Vec<(usize, Nanos)>,
+    }
+    impl Progress for Seen {
+        fn at(&mut self, now: Nanos, _end: Nanos, part: usize, _parts: usize) {
+            self.ticks.push((part, now));
+        }
+        fn size_done(&mut self, row: &AllReduceRow) {
+            self.rows.push(*row);
+        }
+    }
+    let scenario = Scenario::load_edited("ring", |t| {
+        rocelab::config::set_key(t, "allreduce.max_bytes=64K")
+    })
+    .unwrap();
+    let mut seen = Seen::default();
+    let outcome = run_with(&scenario, &mut seen).unwrap();
+    assert_eq!(seen.rows.len(), 4, "8K to 64K");
+    for (a, b) in seen.rows.iter().zip(&outcome.allreduce) {
+        assert_eq!(
+            (a.result.size, a.result.time_ns),
+            (b.result.size, b.result.time_ns)
+        );
+    }
+    assert!(!seen.ticks.is_empty());
+    assert!(
+        seen.ticks.windows(2).all(|w| w[0] <= w[1]),
+        "progress goes forward"
+    );
+    assert_eq!(seen.ticks.last().unwrap().0, 3);
+}

@@ -176,21 +176,32 @@ fn slug(name: &str) -> String {
 fn run_one(scenario: &Scenario, out: Option<&Path>, counters: Counters) -> Result<report::Summary> {
     say!("{}", report::header(scenario));
     let wall = std::time::Instant::now();
-    let outcome = rocelab::sim::run::run(scenario)?;
+    let ranks = scenario.allreduce.as_ref().map_or(0, |p| p.ranks.len());
+    if ranks > 0 {
+        // nccl-tests' header now, each size's row as it finishes.
+        sayln!();
+        for line in report::allreduce_table(&[], ranks).lines().take(4) {
+            sayln!("{line}");
+        }
+    }
+    let mut progress = SimProgress::new(ranks);
+    let outcome = rocelab::sim::run::run_with(scenario, &mut progress);
+    progress.clear();
+    let outcome = outcome?;
     let elapsed = wall.elapsed().as_secs_f64();
     let end = outcome.net.engine.now();
-    sayln!();
     if let Some(plan) = &scenario.allreduce {
-        say!(
-            "{}",
-            report::allreduce_table(&outcome.allreduce, plan.ranks.len())
-        );
+        let table = report::allreduce_table(&outcome.allreduce, plan.ranks.len());
+        for line in table.lines().skip(4 + outcome.allreduce.len()) {
+            sayln!("{line}");
+        }
         sayln!(
             "\nthe {} B all-reduce in detail ({} of virtual time):",
             plan.series_bytes,
             end.human()
         );
     } else {
+        sayln!();
         sayln!("ran {} of virtual time", end.human());
     }
     say!(
@@ -227,4 +238,80 @@ fn run_one(scenario: &Scenario, out: Option<&Path>, counters: Counters) -> Resul
         );
     }
     Ok(report::summary(scenario, &outcome))
+}
+
+/// The run's progress: on a terminal, a line on standard error once a second with the
+/// virtual time reached, the wall time and an estimate of what is left; and the
+/// all-reduce rows on standard output as each size finishes, as nccl-tests prints them.
+struct SimProgress {
+    terminal: bool,
+    started: std::time::Instant,
+    last: std::time::Instant,
+    shown: bool,
+    ranks: usize,
+    rows: Vec<rocelab::sim::run::AllReduceRow>,
+}
+
+impl SimProgress {
+    fn new(ranks: usize) -> SimProgress {
+        use std::io::IsTerminal as _;
+        let now = std::time::Instant::now();
+        SimProgress {
+            terminal: std::io::stderr().is_terminal(),
+            started: now,
+            last: now,
+            shown: false,
+            ranks,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Erases the progress line, if one is shown.
+    fn clear(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+            self.shown = false;
+        }
+    }
+}
+
+impl rocelab::sim::run::Progress for SimProgress {
+    fn at(
+        &mut self,
+        now: rocelab::time::Nanos,
+        end: rocelab::time::Nanos,
+        part: usize,
+        parts: usize,
+    ) {
+        if !self.terminal || self.last.elapsed() < std::time::Duration::from_secs(1) {
+            return;
+        }
+        self.last = std::time::Instant::now();
+        let wall = self.started.elapsed().as_secs_f64();
+        let done = (part as f64 + now.0 as f64 / end.0.max(1) as f64) / parts.max(1) as f64;
+        let left = if done > 0.0 {
+            format!(", about {:.0} s left", wall * (1.0 - done) / done)
+        } else {
+            String::new()
+        };
+        let of = if parts > 1 {
+            format!(" (size {} of {parts})", part + 1)
+        } else {
+            String::new()
+        };
+        eprint!(
+            "\r\x1b[Ksim: {} of virtual time{of}, {wall:.0} s of wall time{left}",
+            now.human()
+        );
+        self.shown = true;
+    }
+
+    fn size_done(&mut self, row: &rocelab::sim::run::AllReduceRow) {
+        self.clear();
+        self.rows.push(*row);
+        let table = report::allreduce_table(&self.rows, self.ranks);
+        if let Some(line) = table.lines().nth(3 + self.rows.len()) {
+            sayln!("{line}");
+        }
+    }
 }

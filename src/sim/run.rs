@@ -64,12 +64,30 @@ pub struct Outcome {
     pub frames: u64,
 }
 
+/// What a run reports while it goes: the command line's progress line and the nccl-tests
+/// rows it prints as each size finishes. Both methods do nothing by default.
+pub trait Progress {
+    /// The current run (`part` of `parts`: the sizes of a sweep, or 1) reached virtual
+    /// time `now`; it ends at `end` at the latest. Called at every sample step.
+    fn at(&mut self, _now: Nanos, _end: Nanos, _part: usize, _parts: usize) {}
+    /// One size of the all-reduce sweep finished.
+    fn size_done(&mut self, _row: &AllReduceRow) {}
+}
+
+/// No progress reports.
+impl Progress for () {}
+
 /// Runs `scenario`.
 pub fn run(scenario: &Scenario) -> Result<Outcome, Stalled> {
+    run_with(scenario, &mut ())
+}
+
+/// Runs `scenario`, reporting to `progress` as it goes.
+pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outcome, Stalled> {
     match &scenario.allreduce {
         None => {
             let mut net = scenario.build(scenario.seed);
-            let (series, qps, from) = run_flows(scenario, &mut net)?;
+            let (series, qps, from) = run_flows(scenario, &mut net, progress)?;
             let frames = net.engine.stats().frames_delivered;
             Ok(Outcome {
                 net,
@@ -84,7 +102,8 @@ pub fn run(scenario: &Scenario) -> Result<Outcome, Stalled> {
             let mut rows = Vec::new();
             let mut recorded = None;
             let mut frames = 0;
-            for &size in &plan.sizes {
+            let parts = plan.sizes.len();
+            for (part, &size) in plan.sizes.iter().enumerate() {
                 let mut net = scenario.build(scenario.seed);
                 let count = (size / 4) as usize;
                 ring_allreduce(&mut net, &plan.ranks, count, scenario.seed, plan.start);
@@ -96,16 +115,25 @@ pub fn run(scenario: &Scenario) -> Result<Outcome, Stalled> {
                     s.sample(&net);
                 }
                 // The background flows run alone until the ranks start; count from there.
+                let mut tick = |now: Nanos| progress.at(now, scenario.duration, part, parts);
                 if plan.start > Nanos::ZERO {
-                    run_until(&mut net, plan.start, series.as_mut(), |_| false)?;
+                    run_until(&mut net, plan.start, series.as_mut(), &mut tick, |_| false)?;
                 }
                 let (before, sent_before) = (FabricCounts::of(&net), sent_bytes(&net));
-                let end = run_until(&mut net, scenario.duration, series.as_mut(), |net| {
-                    plan.ranks
-                        .iter()
-                        .all(|&h| allreduce_rank(net, h).is_some_and(|r| r.done()))
-                })?;
-                rows.push(allreduce_row(&net, &plan.ranks, size, &before));
+                let end = run_until(
+                    &mut net,
+                    scenario.duration,
+                    series.as_mut(),
+                    &mut tick,
+                    |net| {
+                        plan.ranks
+                            .iter()
+                            .all(|&h| allreduce_rank(net, h).is_some_and(|r| r.done()))
+                    },
+                )?;
+                let row = allreduce_row(&net, &plan.ranks, size, &before);
+                progress.size_done(&row);
+                rows.push(row);
                 frames += net.engine.stats().frames_delivered;
                 if let Some(series) = series {
                     let qps = qp_rows(&net, plan.start, &sent_before, end);
@@ -131,6 +159,7 @@ fn run_until(
     net: &mut Network,
     limit: Nanos,
     mut series: Option<&mut Recorder>,
+    tick: &mut impl FnMut(Nanos),
     mut done: impl FnMut(&Network) -> bool,
 ) -> Result<Nanos, Stalled> {
     loop {
@@ -138,6 +167,7 @@ fn run_until(
         if let Some(s) = series.as_deref_mut() {
             s.sample(net);
         }
+        tick(net.engine.now());
         if step != Step::Sampled || done(net) {
             return Ok(net.engine.now());
         }
@@ -146,7 +176,11 @@ fn run_until(
 
 type FlowRun = (Series, Vec<QpRow>, Nanos);
 
-fn run_flows(scenario: &Scenario, net: &mut Network) -> Result<FlowRun, Stalled> {
+fn run_flows(
+    scenario: &Scenario,
+    net: &mut Network,
+    progress: &mut dyn Progress,
+) -> Result<FlowRun, Stalled> {
     let mut series = Recorder::new(net);
     let from = scenario.measure_from;
     let mut before = Vec::new();
@@ -160,6 +194,7 @@ fn run_flows(scenario: &Scenario, net: &mut Network) -> Result<FlowRun, Stalled>
     let end = loop {
         let step = net.engine.run(scenario.duration)?;
         series.sample(net);
+        progress.at(net.engine.now(), scenario.duration, 0, 1);
         if before.is_empty() && net.engine.now() >= from {
             before = sent_bytes(net);
         }
