@@ -263,12 +263,10 @@ fn one_vocabulary_config_list_positional_scenarios_and_lab_names() {
 #[test]
 fn inspect_keeps_interfaces_apart_counts_ecn_and_filters() {
     use common::net::roce;
-    use rocelab::capture::PcapWriter;
     use rocelab::time::Nanos;
     use rocelab::wire::Ecn;
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("flood.pcap");
-    let mut w = PcapWriter::new(std::fs::File::create(&cap).unwrap()).unwrap();
     // Host 0 to host 2 before the switch knows host 2: flooded to hosts 1 and 2.
     let frames = [
         roce(0, 2, 26, Ecn::Ect0, 1082, 1),
@@ -276,10 +274,13 @@ fn inspect_keeps_interfaces_apart_counts_ecn_and_filters() {
         roce(2, 0, 26, Ecn::Ect0, 1082, 9),
         roce(0, 2, 26, Ecn::Ect0, 1082, 2),
     ];
-    for (i, f) in frames.iter().enumerate() {
-        w.write_packet(Nanos(10_000 * i as u64), f).unwrap();
-    }
-    w.finish().unwrap();
+    common::write_pcap(
+        &cap,
+        frames
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| (Nanos(10_000 * i as u64), f)),
+    );
     let out = dir.path().join("out.pcapng");
     let o = rocelab(&[
         "replay",

@@ -6,7 +6,6 @@
 mod common;
 
 use common::net::roce;
-use rocelab::capture::PcapWriter;
 use rocelab::time::Nanos;
 use rocelab::wire::Ecn;
 use std::collections::BTreeMap;
@@ -144,12 +143,15 @@ fn old_flag_names_still_work() {
     std::fs::create_dir_all(&dir).unwrap();
     // replay's old --out FILE and --report FILE.
     let cap = dir.join("two.pcap");
-    let mut w = PcapWriter::new(std::fs::File::create(&cap).unwrap()).unwrap();
-    for i in 0..4 {
-        let f = roce(i % 2, 1 - i % 2, 26, Ecn::Ect0, 1082, i as u32);
-        w.write_packet(Nanos(1_000 * i as u64), &f).unwrap();
-    }
-    w.finish().unwrap();
+    common::write_pcap(
+        &cap,
+        (0..4).map(|i| {
+            (
+                Nanos(1_000 * i as u64),
+                roce(i % 2, 1 - i % 2, 26, Ecn::Ect0, 1082, i as u32),
+            )
+        }),
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
         .args(["replay", "--split-by", "mac"])
         .arg(&cap)

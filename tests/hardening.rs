@@ -43,12 +43,15 @@ fn text(b: &[u8]) -> String {
 
 /// A pcap of `n` RoCE frames between hosts 0 and 1.
 fn capture(path: &Path, n: usize) {
-    let mut w = PcapWriter::new(std::fs::File::create(path).unwrap()).unwrap();
-    for i in 0..n {
-        let f = roce(i % 2, 1 - i % 2, 26, Ecn::Ect0, 1082, i as u32);
-        w.write_packet(Nanos(1_000 * i as u64), &f).unwrap();
-    }
-    w.finish().unwrap();
+    common::write_pcap(
+        path,
+        (0..n).map(|i| {
+            (
+                Nanos(1_000 * i as u64),
+                roce(i % 2, 1 - i % 2, 26, Ecn::Ect0, 1082, i as u32),
+            )
+        }),
+    );
 }
 
 /// Item 1: `replay --out X` where X is also an input once turned a 6.5 MB capture into
@@ -345,11 +348,13 @@ fn cut_capture_frames_replay_at_their_original_length() {
 fn frames_too_short_to_split_are_counted() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("short.pcap");
-    let mut w = PcapWriter::new(std::fs::File::create(&input).unwrap()).unwrap();
-    w.write_packet(Nanos(0), &roce(0, 1, 26, Ecn::Ect0, 1082, 0))
-        .unwrap();
-    w.write_packet(Nanos(10), &[0xff; 8]).unwrap();
-    w.finish().unwrap();
+    common::write_pcap(
+        &input,
+        [
+            (Nanos(0), roce(0, 1, 26, Ecn::Ect0, 1082, 0)),
+            (Nanos(10), vec![0xff; 8]),
+        ],
+    );
     let out = dir.path().join("out.pcapng");
     let o = rocelab(&[
         "replay",

@@ -5,7 +5,6 @@
 mod common;
 
 use common::net::roce;
-use rocelab::capture::PcapWriter;
 use rocelab::time::Nanos;
 use rocelab::wire::Ecn;
 use std::collections::BTreeSet;
@@ -62,14 +61,17 @@ fn every_document_has_a_schema_and_every_key_is_documented() {
     }
     // replay, with drops so that every section is there.
     let cap = dir.path().join("in.pcap");
-    let mut w = PcapWriter::new(std::fs::File::create(&cap).unwrap()).unwrap();
-    for i in 0..400u64 {
-        let f = roce((i % 2) as usize, 2, 26, Ecn::Ect0, 1082, i as u32);
-        w.write_packet(Nanos(100 * i), &f).unwrap();
-    }
-    let f = roce(2, 0, 26, Ecn::Ect0, 1082, 0);
-    w.write_packet(Nanos(100 * 400), &f).unwrap();
-    w.finish().unwrap();
+    common::write_pcap(
+        &cap,
+        (0..400u64)
+            .map(|i| {
+                (
+                    Nanos(100 * i),
+                    roce((i % 2) as usize, 2, 26, Ecn::Ect0, 1082, i as u32),
+                )
+            })
+            .chain([(Nanos(100 * 400), roce(2, 0, 26, Ecn::Ect0, 1082, 0))]),
+    );
     let out = rocelab(&[
         "replay",
         "--split-by",

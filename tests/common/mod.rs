@@ -125,3 +125,12 @@ pub fn replay_options(
         out: Some(out),
     }
 }
+
+/// Writes `frames` (capture time, bytes) as a pcap at `path`.
+pub fn write_pcap(path: &Path, frames: impl IntoIterator<Item = (Nanos, Vec<u8>)>) {
+    let mut w = rocelab::capture::PcapWriter::new(std::fs::File::create(path).unwrap()).unwrap();
+    for (t, f) in frames {
+        w.write_packet(t, &f).unwrap();
+    }
+    w.finish().unwrap();
+}
