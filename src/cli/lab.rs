@@ -80,7 +80,8 @@ pub struct Args {
     /// the second (default: the first two this process may use).
     #[arg(long)]
     cores: Option<CoreList>,
-    /// Seed of the all-reduce data.
+    /// Seed of every random draw, as in `sim`: the all-reduce data, the switch's RED/ECN
+    /// draws (instead of the configuration's `seed`) and the simulated twin's.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Give up after this many seconds.
@@ -116,6 +117,7 @@ pub fn run(args: Args) -> Result<()> {
         anyhow::bail!("--incast-bytes {}: give 1 byte to 1G", args.incast_bytes);
     }
     let mut switch = args.switch.load(Preset::NexusAi)?;
+    switch.seed = args.seed;
     let mut endpoint = match &args.endpoint_config {
         Some(path) => load_endpoint_config(path)?,
         // RoCE fabrics for AI run a 4096-byte path MTU; it also means fewer frames for
