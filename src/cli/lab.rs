@@ -247,11 +247,20 @@ fn run_part(
         if args.no_dcqcn { "off" } else { "on" },
         opts.endpoint.dcqcn.rai_mbps,
     );
+    // The progress line only on a terminal: a log file gets no carriage returns.
+    let terminal = {
+        use std::io::IsTerminal as _;
+        std::io::stderr().is_terminal()
+    };
     let mut progress = |line: &str| {
-        eprint!("\r{line:<78}");
+        if terminal {
+            eprint!("\r\x1b[K{line}");
+        }
     };
     let outcome = lab::run(opts, stop, &mut progress);
-    eprint!("\r{:<78}\r", "");
+    if terminal {
+        eprint!("\r\x1b[K");
+    }
     let outcome = outcome?;
     let last_open = outcome.hosts.iter().filter_map(|h| h.socket_open_ns).max();
     sayln!(
