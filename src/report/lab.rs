@@ -28,14 +28,14 @@ pub fn hosts_table(out: &LabOutcome) -> String {
     let mut s = String::from("Endpoints and DCQCN per QP (Rc, Rt, alpha at the end)\n");
     let _ = writeln!(
         s,
-        "  {:<4} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}   {:>7} {:>8} {:>8} {:>7}",
+        "  {:<4} {:>8} {:>9} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}   {:>7} {:>8} {:>8} {:>7}",
         "host",
         "frames",
         "data pkts",
         "retrans",
         "CNPs tx",
         "CNPs rx",
-        "CE rx",
+        "CE marked",
         "pauses",
         "k.drops",
         "QPN",
@@ -46,7 +46,7 @@ pub fn hosts_table(out: &LabOutcome) -> String {
     for h in &out.hosts {
         let c = &h.counters;
         let first = format!(
-            "  {:<4} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}",
+            "  {:<4} {:>8} {:>9} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}",
             h.name,
             c.frames_sent,
             c.data_packets_sent,
@@ -246,7 +246,7 @@ pub fn twin_table(c: &Comparison) -> String {
     let _ = writeln!(s, "# {:<28} {:>12} {:>12}", "fabric totals", "live", "twin");
     for (what, live, twin) in [
         ("PFC frames sent", c.live.pfc_sent, c.twin.pfc_sent),
-        ("CE marks", c.live.ce_marked, c.twin.ce_marked),
+        ("CE marked", c.live.ce_marked, c.twin.ce_marked),
         ("CNPs sent", c.live.cnps_sent, c.twin.cnps_sent),
         ("drops", c.live.dropped, c.twin.dropped),
         (

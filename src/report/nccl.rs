@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 /// Another column beside the nccl-tests ones: its header and one value per row.
 #[derive(Debug, Clone)]
 pub struct ExtraColumn {
-    /// Column header, at most 8 characters to stay aligned (`CNPs tx`).
+    /// Column header, at most 9 characters to stay aligned (`CE marked`).
     pub header: &'static str,
     /// One value per row, in the table's row order.
     pub values: Vec<u64>,
@@ -19,7 +19,7 @@ pub struct ExtraColumn {
 /// that finished.
 pub fn allreduce_table(title: &str, rows: &[AllReduceResult], extra: &[ExtraColumn]) -> String {
     let mut out = format!("# {title}\n#\n");
-    let extra_headers: String = extra.iter().map(|c| format!(" {:>8}", c.header)).collect();
+    let extra_headers: String = extra.iter().map(|c| format!(" {:>9}", c.header)).collect();
     let gap = if extra.is_empty() { "" } else { "  " };
     let _ = writeln!(
         out,
@@ -38,7 +38,7 @@ pub fn allreduce_table(title: &str, rows: &[AllReduceResult], extra: &[ExtraColu
         );
         let values: String = extra
             .iter()
-            .map(|c| format!(" {:>8}", c.values.get(i).copied().unwrap_or(0)))
+            .map(|c| format!(" {:>9}", c.values.get(i).copied().unwrap_or(0)))
             .collect();
         let _ = writeln!(
             out,
@@ -101,7 +101,7 @@ mod tests {
         let t = allreduce_table("ring", &rows, &extra);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "# ring");
-        assert!(lines[2].ends_with("#wrong    CNPs tx"), "{}", lines[2]);
+        assert!(lines[2].ends_with("#wrong     CNPs tx"), "{}", lines[2]);
         let first: Vec<&str> = lines[4].split_whitespace().collect();
         // 8192 B in 8.192 µs: algbw 1 GB/s, busbw 1.5 GB/s for 4 ranks.
         assert_eq!(

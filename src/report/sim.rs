@@ -72,7 +72,7 @@ pub fn qp_table(rows: &[QpRow], from: Nanos, to: Nanos) -> String {
     );
     let _ = writeln!(
         out,
-        "  {:>4} {:>4} {:>7} {:>7} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>12}",
+        "  {:>4} {:>4} {:>7} {:>7} {:>8} {:>8} {:>8} {:>7} {:>8} {:>9} {:>8} {:>8} {:>12}",
         "host",
         "peer",
         "QPN",
@@ -82,7 +82,7 @@ pub fn qp_table(rows: &[QpRow], from: Nanos, to: Nanos) -> String {
         "Rt Gb/s",
         "alpha",
         "CNPs rx",
-        "CE",
+        "CE marked",
         "retrans",
         "timeouts",
         "completion"
@@ -91,7 +91,7 @@ pub fn qp_table(rows: &[QpRow], from: Nanos, to: Nanos) -> String {
         let s = &r.status;
         let _ = writeln!(
             out,
-            "  {:>4} {:>4} {:>7} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>7.4} {:>8} {:>8} {:>8} {:>8} {:>12}",
+            "  {:>4} {:>4} {:>7} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>7.4} {:>8} {:>9} {:>8} {:>8} {:>12}",
             r.host,
             r.peer_host
                 .map_or_else(|| "?".to_owned(), |h| h.to_string()),
@@ -134,7 +134,7 @@ pub fn allreduce_table(rows: &[AllReduceRow], ranks: usize) -> String {
         column("pauses", |f| f.pauses_received),
         column("retrans", |f| f.retransmitted),
         column("PFC tx", |f| f.pfc_sent),
-        column("CE mark", |f| f.ecn_marked),
+        column("CE marked", |f| f.ecn_marked),
         column("drops", |f| f.dropped),
     ];
     let results: Vec<_> = rows.iter().map(|r| r.result).collect();
