@@ -311,6 +311,8 @@ fn nxos_mistakes_are_named_with_their_line() {
     ));
     for (from, to, says) in [
         ("match dscp 48", "match dscp 99", "'99'"),
+        ("    set qos-group 7", "    set qos-group", "give one value"),
+        ("c-out-8q-q7", "c-out-8q-q", "give one value"),
         (
             "minimum-threshold 150 kbytes",
             "minimum-threshold 150 packets",
@@ -451,4 +453,34 @@ fn sonic_dynamic_buffer_model_computes_headroom_per_port() {
             "headroom_in_flight.pg4.Ethernet12"
         ]
     );
+}
+
+/// Cut short anywhere, or with any one line dropped, the documents give a configuration
+/// or an error, never a panic.
+#[test]
+fn damaged_documents_never_panic() {
+    let sonic_doc = data("sonic_config_db.json");
+    for cut in (0..sonic_doc.len()).step_by(41) {
+        let _ = sonic::import(&sonic_doc[..cut], "cut");
+    }
+    let nx = data("nxos_running_config.txt");
+    let lines: Vec<&str> = nx.lines().collect();
+    for skip in 0..lines.len() {
+        let text: Vec<&str> = lines
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != skip)
+            .map(|(_, l)| *l)
+            .collect();
+        let _ = nxos::import(&text.join("\n"), "damaged");
+        let _ = nxos::import(&lines[..skip].join("\n"), "cut");
+    }
+    // Each line's words cut to its first one.
+    for i in 0..lines.len() {
+        let mut v: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+        let indent = v[i].len() - v[i].trim_start().len();
+        let first = v[i].split_whitespace().next().unwrap_or("").to_owned();
+        v[i] = format!("{}{first}", " ".repeat(indent));
+        let _ = nxos::import(&v.join("\n"), "words");
+    }
 }

@@ -98,6 +98,14 @@ fn numbers(b: &Block, s: &str, max: u32) -> Result<Vec<u32>, ImportError> {
     Ok(out)
 }
 
+/// Exactly one value 0 to `max`.
+fn one_number(b: &Block, s: &str, max: u32) -> Result<u32, ImportError> {
+    match numbers(b, s, max)?.as_slice() {
+        [v] => Ok(*v),
+        _ => Err(val_err(b, format!("give one value 0 to {max}"))),
+    }
+}
+
 /// A size as `random-detect` writes it: a number and `bytes`, `kbytes` or `mbytes`.
 fn bytes(b: &Block, n: &str, unit: &str) -> Result<u64, ImportError> {
     let n: f64 = n
@@ -227,7 +235,7 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
             else {
                 continue;
             };
-            let group = numbers(set, word_of(set, 2), 7)?[0];
+            let group = one_number(set, word_of(set, 2), 7)?;
             if cname == "class-default" {
                 default_tc = (group, at(set));
                 continue;
@@ -430,7 +438,7 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
             let cname = word_of(class, 3);
             let q = match cname.strip_prefix("c-out-8q-q") {
                 Some("-default") => 0,
-                Some(d) => numbers(class, d, 7)?[0],
+                Some(d) => one_number(class, d, 7)?,
                 None => {
                     w.warn(
                         at(class),
