@@ -168,20 +168,13 @@ fn old_flag_names_still_work() {
     );
     assert!(dir.join("o.pcapng").exists() && dir.join("r.json").exists());
     // And --json - gives one JSON document on standard output, the text on stderr.
-    let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
-        .args(["replay", "--split-by", "mac"])
-        .arg(&cap)
-        .args(["--json", "-"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = common::json_of(
+        Command::new(env!("CARGO_BIN_EXE_rocelab"))
+            .args(["replay", "--split-by", "mac"])
+            .arg(&cap)
+            .args(["--json", "-"]),
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v.get("ports").is_some(), "{v}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("replayed"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -3,6 +3,8 @@
 //! the values they state, with every warning; deliberately wrong variants give the
 //! warning that names the mistake; both imports pass `conformance`.
 
+mod common;
+
 use rocelab::config::import::{ImportWarning, nxos, sonic};
 use rocelab::config::{Schedule, SwitchConfig, WatchdogAction, XoffRule};
 use rocelab::conformance::{self, Status};
@@ -18,12 +20,7 @@ fn sources(w: &[ImportWarning]) -> Vec<&str> {
 
 fn passes_conformance(cfg: &SwitchConfig, name: &str) {
     let report = conformance::run(cfg, name);
-    let failed: Vec<_> = report
-        .checks
-        .iter()
-        .filter(|c| c.status == Status::Fail)
-        .collect();
-    assert!(failed.is_empty(), "{name}: {failed:#?}");
+    assert!(report.failing_ids().is_empty(), "{name}: {report:#?}");
     assert!(report.passed >= 14, "{name}: {report:#?}");
 }
 
@@ -331,23 +328,12 @@ fn nxos_mistakes_are_named_with_their_line() {
 /// document.
 #[test]
 fn import_and_conformance_from_the_command_line() {
-    use std::io::Write as _;
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     let exe = env!("CARGO_BIN_EXE_rocelab");
-    let mut child = Command::new(exe)
-        .args(["config", "import", "sonic", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(data("sonic_config_db.json").as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::run_with_input(
+        Command::new(exe).args(["config", "import", "sonic", "-"]),
+        data("sonic_config_db.json").as_bytes(),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -360,18 +346,12 @@ fn import_and_conformance_from_the_command_line() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("imported.toml");
     std::fs::write(&path, &toml).unwrap();
-    let out = Command::new(exe)
-        .args(["conformance", "--config"])
-        .arg(&path)
-        .args(["--json", "-"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = common::json_of(
+        Command::new(exe)
+            .args(["conformance", "--config"])
+            .arg(&path)
+            .args(["--json", "-"]),
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema"], "rocelab.conformance/1");
     assert_eq!(v["failed"], 0);
     assert!(v["checks"].as_array().unwrap().len() >= 20);
@@ -440,14 +420,8 @@ fn sonic_dynamic_buffer_model_computes_headroom_per_port() {
         imp.warnings
     );
     let report = conformance::run(c, "dynamic");
-    let failed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| c.status == Status::Fail)
-        .map(|c| c.id.as_str())
-        .collect();
     assert_eq!(
-        failed,
+        report.failing_ids(),
         [
             "headroom_in_flight.pg3.Ethernet12",
             "headroom_in_flight.pg4.Ethernet12"

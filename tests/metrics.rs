@@ -8,8 +8,7 @@ use common::net::{Driver, config, roce};
 use rocelab::time::Nanos;
 use rocelab::wire::Ecn;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write as _;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 const CFG: &str = r#"
 [port_defaults]
@@ -54,20 +53,10 @@ fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
     d.run_for(Nanos::from_millis(1));
     let page = rocelab::runtime::metrics::render(&d.sw, d.now, 1_764_547_200.5);
 
-    let mut child = Command::new("python3")
-        .arg(common::repo("scripts/check_metrics.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(page.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::run_with_input(
+        Command::new("python3").arg(common::repo("scripts/check_metrics.py")),
+        page.as_bytes(),
+    );
     assert!(
         out.status.success(),
         "{}\n{page}",

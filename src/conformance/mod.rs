@@ -70,6 +70,17 @@ pub struct Report {
     pub skipped: usize,
 }
 
+impl Report {
+    /// The ids of the checks that failed, in order.
+    pub fn failing_ids(&self) -> Vec<&str> {
+        self.checks
+            .iter()
+            .filter(|c| c.status == Status::Fail)
+            .map(|c| c.id.as_str())
+            .collect()
+    }
+}
+
 /// Why a buffer procedure was skipped.
 const BEYOND: &str =
     "the XOFF point lies beyond the shared pool, or beyond the bench's 1 000 000 frames";

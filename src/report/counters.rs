@@ -25,10 +25,9 @@ pub enum CounterStyle {
 
 /// The counters of `switch` in `style`.
 pub fn render(switch: &Switch, style: CounterStyle) -> String {
-    let ports = ports(switch);
     match style {
-        CounterStyle::Table => table(&ports, false),
-        CounterStyle::Wide => table(&ports, true),
+        CounterStyle::Table => table(&ports(switch), false),
+        CounterStyle::Wide => table(&ports(switch), true),
         CounterStyle::Sonic => sonic(switch),
         CounterStyle::Nxos => nxos(switch),
     }

@@ -134,3 +134,28 @@ pub fn write_pcap(path: &Path, frames: impl IntoIterator<Item = (Nanos, Vec<u8>)
     }
     w.finish().unwrap();
 }
+
+/// Runs `cmd` with `input` on its standard input; its output, whatever its status.
+pub fn run_with_input(cmd: &mut Command, input: &[u8]) -> std::process::Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Runs `cmd`, which must succeed and print one JSON document (`--json -`).
+pub fn json_of(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -116,15 +116,18 @@ impl Writer {
         let toml = format!("{header}\n\n{}\n{}", self.root, self.text);
         let config = SwitchConfig::from_toml(&toml).map_err(ImportError::Invalid)?;
         for w in config.lint() {
+            // The key itself, or the nearest written key above or below it (an inline
+            // table's key, `queue.3.ecn`, for `queue.3.ecn.kmin_bytes`): in key order
+            // those above come first.
+            let related = |k: &str| {
+                k == w.key
+                    || w.key.starts_with(&format!("{k}."))
+                    || k.starts_with(&format!("{}.", w.key))
+            };
             let source = self
                 .origin
                 .iter()
-                .find(|(k, _)| **k == w.key || w.key.starts_with(&format!("{k}.")))
-                .or_else(|| {
-                    self.origin
-                        .iter()
-                        .find(|(k, _)| k.starts_with(&format!("{}.", w.key)) || **k == w.key)
-                })
+                .find(|(k, _)| related(k))
                 .map_or_else(|| w.key.clone(), |(_, s)| s.clone());
             self.warn(source, w.message);
         }
