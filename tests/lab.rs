@@ -337,33 +337,74 @@ fn ctrl_c_stops_the_lab_and_removes_everything() {
     if !live("ctrl_c_stops_the_lab_and_removes_everything") {
         return;
     }
-    let child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+    // 8 KB, then 64 MB (about 8 s at 0.1 Gb/s): the first row is printed as the 8 KB size
+    // finishes, while the lab runs the second.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
         .args([
-            "lab", "--ranks", "3", "-b", "64M", "-e", "64M", "--rate", "0.1",
+            "lab",
+            "--scenario",
+            "ring",
+            "--ranks",
+            "3",
+            "-b",
+            "8K",
+            "-e",
+            "64M",
+            "-f",
+            "8192",
+            "--rate",
+            "0.1",
+            "--limit",
+            "60",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let pid = child.id();
-    // The lab builds its work (64 MB buffers per rank) before its namespaces: wait for
-    // them, however loaded the machine, then a moment of traffic.
-    let waited = std::time::Instant::now();
-    while netns::leftovers_of(pid).is_empty() && waited.elapsed().as_secs() < 60 {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert!(!netns::leftovers_of(pid).is_empty(), "the lab is up");
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut printed = String::new();
+    let first_row = loop {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stdout, &mut line).unwrap() == 0 {
+            break None;
+        }
+        printed.push_str(&line);
+        if line.split_whitespace().next() == Some("8192") {
+            break Some(line);
+        }
+    };
+    let first_row = first_row.unwrap_or_else(|| panic!("no 8 KB row in:\n{printed}"));
+    assert!(
+        first_row.trim_end().ends_with(" 0"),
+        "checked, nothing wrong: {first_row}"
+    );
+    assert!(
+        !netns::leftovers_of(pid).is_empty(),
+        "the row came while the lab was up:\n{printed}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: kill(2) on our own child.
     unsafe {
         libc::kill(pid as i32, libc::SIGINT);
     }
+    std::io::Read::read_to_string(&mut stdout, &mut printed).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success());
     assert!(
         text(&out.stderr).contains("stopped before the work finished"),
         "{}",
         text(&out.stderr)
+    );
+    // The size that was cut short still gets its row, and the table its summary.
+    let cut = printed
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("67108864"))
+        .unwrap_or_else(|| panic!("no 64 MB row in:\n{printed}"));
+    assert!(cut.contains("timeout"), "{cut}");
+    assert!(
+        printed.contains("# Out of bounds values : 0 OK"),
+        "{printed}"
     );
     assert_eq!(netns::leftovers_of(pid), Vec::<String>::new());
 }

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use rocelab::config::endpoint::EndpointConfig;
 use rocelab::endpoint::app::{App, Application as _};
 use rocelab::endpoint::flow::Flow;
-use rocelab::endpoint::sweep::{AllReduceResult, Sweep};
+use rocelab::endpoint::sweep::{AllReduceResult, Gather, Sweep};
 use rocelab::report::nccl;
 use rocelab::runtime::{self, endpoint as live};
 use rocelab::time::Nanos;
@@ -166,32 +166,53 @@ pub fn run(args: Args) -> Result<()> {
         },
     };
     let stop = runtime::stop_on_signals()?;
-    let outcome = live::run(&opts, ep, app, &stop)?;
+    // This rank's view: each size from this rank's start to its end, printed as nccl-tests
+    // does, a row as each size finishes.
+    let ranks = peers.len();
+    let this_rank = |r: AllReduceResult| AllReduceResult { ranks, ..r };
+    let mut printed = 0;
+    let outcome = if app.sweep().is_some() {
+        say!(
+            "{}",
+            nccl::head(
+                &format!(
+                    "rank {} of {ranks}: ring all-reduce, float sum (this rank's view)",
+                    args.rank
+                ),
+                &[]
+            )
+        );
+        let mut gather = Gather::new(1, 0);
+        let mut call = |_: std::time::Duration, l: &mut live::Live<'_>| {
+            if let Some(sweep) = l.app.sweep() {
+                for r in gather.update(0, sweep, l.endpoint) {
+                    say!("{}", nccl::row(&this_rank(r), &[]));
+                    printed += 1;
+                }
+            }
+        };
+        let sampler = live::EndpointSampler {
+            every: std::time::Duration::from_millis(20),
+            call: &mut call,
+        };
+        live::run(&opts, ep, app, &stop, Some(sampler))?
+    } else {
+        live::run(&opts, ep, app, &stop, None)?
+    };
     let counters = outcome.endpoint.counters();
-    // This rank's view: each size from this rank's start to its end.
     let rows: Vec<AllReduceResult> = outcome.app.sweep().map_or_else(Vec::new, |sweep| {
         sweep
             .results(&outcome.endpoint)
             .into_iter()
-            .map(|r| AllReduceResult {
-                ranks: peers.len(),
-                ..AllReduceResult::over_ranks(r.size, [r])
-            })
+            .map(|r| this_rank(AllReduceResult::over_ranks(r.size, [r])))
             .collect()
     });
     if outcome.app.sweep().is_some() {
-        say!(
-            "{}",
-            nccl::allreduce_table(
-                &format!(
-                    "rank {} of {}: ring all-reduce, float sum (this rank's view)",
-                    args.rank,
-                    peers.len()
-                ),
-                &rows,
-                &[],
-            )
-        );
+        // The sizes the sampler did not see finish: the last one, and any that did not.
+        for r in rows.iter().skip(printed) {
+            say!("{}", nccl::row(r, &[]));
+        }
+        say!("{}", nccl::foot(&rows));
     }
     if let Some(flow) = outcome.app.flow() {
         sayln!(

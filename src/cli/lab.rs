@@ -8,6 +8,7 @@ use rocelab::config::emulation;
 use rocelab::config::endpoint::EndpointConfig;
 use rocelab::io::Backend;
 use rocelab::lab::run::{self as lab, LabOptions, Workload};
+use rocelab::report::nccl;
 use rocelab::report::{bundle, lab as report};
 use rocelab::runtime::CoreList;
 use std::path::PathBuf;
@@ -247,21 +248,20 @@ fn run_part(
         if args.no_dcqcn { "off" } else { "on" },
         opts.endpoint.dcqcn.rai_mbps,
     );
-    // The progress line only on a terminal: a log file gets no carriage returns.
-    let terminal = {
-        use std::io::IsTerminal as _;
-        std::io::stderr().is_terminal()
-    };
-    let mut progress = |line: &str| {
-        if terminal {
-            eprint!("\r\x1b[K{line}");
-        }
-    };
-    let outcome = lab::run(opts, stop, &mut progress);
-    if terminal {
-        eprint!("\r\x1b[K");
+    let ring = opts.workload != Workload::Incast;
+    if ring {
+        // nccl-tests' head now, each size's row as every rank finishes it.
+        sayln!();
+        say!("{}", nccl::head(&report::allreduce_title(opts), &[]));
     }
+    let mut progress = LabProgress::new();
+    let outcome = lab::run(opts, stop, &mut progress);
+    progress.clear();
     let outcome = outcome?;
+    if ring {
+        say!("{}", nccl::foot(&outcome.allreduce));
+        sayln!();
+    }
     let last_open = outcome.hosts.iter().filter_map(|h| h.socket_open_ns).max();
     sayln!(
         "namespaces {}* on 198.18.0.0/24: built, run for {:.2} s, removed; the hosts started \
@@ -327,4 +327,45 @@ fn run_part(
         );
     }
     Ok(())
+}
+
+/// The lab's progress: on a terminal, a line on standard error of how far the work is;
+/// and the all-reduce rows on standard output as every rank finishes each size, as
+/// nccl-tests prints them.
+struct LabProgress {
+    terminal: bool,
+    shown: bool,
+}
+
+impl LabProgress {
+    fn new() -> LabProgress {
+        use std::io::IsTerminal as _;
+        LabProgress {
+            // Only on a terminal: a log file gets no carriage returns.
+            terminal: std::io::stderr().is_terminal(),
+            shown: false,
+        }
+    }
+
+    /// Erases the progress line, if one is shown.
+    fn clear(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+            self.shown = false;
+        }
+    }
+}
+
+impl lab::Progress for LabProgress {
+    fn line(&mut self, line: &str) {
+        if self.terminal {
+            eprint!("\r\x1b[K{line}");
+            self.shown = true;
+        }
+    }
+
+    fn size_done(&mut self, result: &rocelab::endpoint::sweep::AllReduceResult) {
+        self.clear();
+        say!("{}", nccl::row(result, &[]));
+    }
 }

@@ -180,21 +180,17 @@ fn run_one(scenario: &Scenario, out: Option<&Path>, counters: Counters) -> Resul
     if ranks > 0 {
         // nccl-tests' header now, each size's row as it finishes.
         sayln!();
-        for line in report::allreduce_table(&[], ranks).lines().take(4) {
-            sayln!("{line}");
-        }
+        say!("{}", report::allreduce_head(ranks));
     }
-    let mut progress = SimProgress::new(ranks);
+    let mut progress = SimProgress::new();
     let outcome = rocelab::sim::run::run_with(scenario, &mut progress);
     progress.clear();
     let outcome = outcome?;
     let elapsed = wall.elapsed().as_secs_f64();
     let end = outcome.net.engine.now();
     if let Some(plan) = &scenario.allreduce {
-        let table = report::allreduce_table(&outcome.allreduce, plan.ranks.len());
-        for line in table.lines().skip(4 + outcome.allreduce.len()) {
-            sayln!("{line}");
-        }
+        let results: Vec<_> = outcome.allreduce.iter().map(|r| r.result).collect();
+        say!("{}", rocelab::report::nccl::foot(&results));
         sayln!(
             "\nthe {} B all-reduce in detail ({} of virtual time):",
             plan.series_bytes,
@@ -248,12 +244,10 @@ struct SimProgress {
     started: std::time::Instant,
     last: std::time::Instant,
     shown: bool,
-    ranks: usize,
-    rows: Vec<rocelab::sim::run::AllReduceRow>,
 }
 
 impl SimProgress {
-    fn new(ranks: usize) -> SimProgress {
+    fn new() -> SimProgress {
         use std::io::IsTerminal as _;
         let now = std::time::Instant::now();
         SimProgress {
@@ -261,8 +255,6 @@ impl SimProgress {
             started: now,
             last: now,
             shown: false,
-            ranks,
-            rows: Vec::new(),
         }
     }
 
@@ -308,10 +300,6 @@ impl rocelab::sim::run::Progress for SimProgress {
 
     fn size_done(&mut self, row: &rocelab::sim::run::AllReduceRow) {
         self.clear();
-        self.rows.push(*row);
-        let table = report::allreduce_table(&self.rows, self.ranks);
-        if let Some(line) = table.lines().nth(3 + self.rows.len()) {
-            sayln!("{line}");
-        }
+        say!("{}", report::allreduce_row(row));
     }
 }

@@ -161,6 +161,53 @@ impl Serialize for AllReduceResult {
     }
 }
 
+/// Every rank's part of each size, gathered as the ranks finish them, for printing each
+/// size's result as soon as the last rank is done with it (as nccl-tests prints a row per
+/// size). Each size's data is checked once, when its rank has finished it.
+#[derive(Debug, Clone)]
+pub struct Gather {
+    /// Per rank, its parts of the sizes it has finished, in order.
+    parts: Vec<Vec<RankResult>>,
+    /// Sizes before the timed ones (warm-up runs), neither gathered nor given.
+    skip: usize,
+    /// Sizes already given out.
+    given: usize,
+}
+
+impl Gather {
+    /// Gathers `ranks` ranks' sweeps, whose first `skip` sizes are not timed.
+    pub fn new(ranks: usize, skip: usize) -> Gather {
+        Gather {
+            parts: vec![Vec::new(); ranks],
+            skip,
+            given: 0,
+        }
+    }
+
+    /// Takes what `rank` (on `ep`, running `sweep`) has finished since the last call, and
+    /// returns the sizes that every rank has now finished, each once, in order.
+    pub fn update(&mut self, rank: usize, sweep: &Sweep, ep: &Endpoint) -> Vec<AllReduceResult> {
+        let Some(parts) = self.parts.get_mut(rank) else {
+            return Vec::new();
+        };
+        while self.skip + parts.len() < sweep.finished() {
+            match sweep.result(self.skip + parts.len(), ep) {
+                Some(part) => parts.push(part),
+                None => break,
+            }
+        }
+        let everywhere = self.parts.iter().map(Vec::len).min().unwrap_or(0);
+        let out = (self.given..everywhere)
+            .map(|k| {
+                let size = self.parts[0][k].size;
+                AllReduceResult::over_ranks(size, self.parts.iter().map(|p| p[k]))
+            })
+            .collect();
+        self.given = self.given.max(everywhere);
+        out
+    }
+}
+
 /// An nccl-tests-like sweep on one rank: one ring all-reduce per size, run one after the
 /// other on the same QPs, each tagged with its index. A rank starts size k + 1 when it is
 /// done with size k; data for a size it has not started yet is still reduced and passed
@@ -243,6 +290,11 @@ impl Sweep {
     /// This rank's part of every size.
     pub fn results(&self, ep: &Endpoint) -> Vec<RankResult> {
         self.runs.iter().map(|r| r.result(ep)).collect()
+    }
+
+    /// This rank's part of size number `k`, if there is one.
+    pub fn result(&self, k: usize, ep: &Endpoint) -> Option<RankResult> {
+        self.runs.get(k).map(|r| r.result(ep))
     }
 
     /// Each size with its run.

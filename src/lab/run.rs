@@ -13,7 +13,7 @@ use crate::config::endpoint::EndpointConfig;
 use crate::endpoint::Endpoint;
 use crate::endpoint::app::{App, Application as _};
 use crate::endpoint::flow::Flow;
-use crate::endpoint::sweep::{AllReduceResult, RankResult, Sweep};
+use crate::endpoint::sweep::{AllReduceResult, Gather, RankResult, Sweep};
 use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
 use crate::runtime::endpoint::{self as live, EndpointSampler, PeerSpec, RunOptions};
@@ -26,8 +26,8 @@ use crate::time::Nanos;
 use crate::wire::MacAddr;
 use serde::Serialize;
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What runs in the lab.
@@ -233,12 +233,23 @@ pub(crate) fn host_names(opts: &LabOptions) -> Vec<String> {
     names
 }
 
+/// What the lab reports while it runs.
+pub trait Progress {
+    /// A line on how far the work is, now and then (about 20 a second).
+    fn line(&mut self, _line: &str) {}
+    /// An all-reduce size every rank has finished, as soon as the lab sees it (within
+    /// about 50 ms), in order of size.
+    fn size_done(&mut self, _result: &AllReduceResult) {}
+}
+
+impl Progress for () {}
+
 /// Runs the lab: builds it, runs the workload, removes everything, returns the results.
-/// `progress` gets a line now and then; `stop` (Ctrl-C) ends it early.
+/// `progress` hears how the work goes; `stop` (Ctrl-C) ends it early.
 pub fn run(
     opts: &LabOptions,
     stop: &Arc<AtomicBool>,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn Progress,
 ) -> Result<LabOutcome, LabError> {
     let names = host_names(opts);
     let n = names.len();
@@ -352,8 +363,10 @@ pub fn run(
     };
     let mut interrupted = false;
     let deadline = Instant::now() + opts.limit;
+    let mut streamed = 0;
     loop {
         std::thread::sleep(Duration::from_millis(50));
+        streamed = status.stream_rows(streamed, progress);
         if hosts_thread.is_finished() || switch_thread.is_finished() {
             break;
         }
@@ -392,7 +405,7 @@ pub fn run(
                 t0.elapsed().as_secs_f64()
             ),
         };
-        progress(&line);
+        progress.line(&line);
     }
     hosts_stop.store(true, Ordering::Relaxed);
     let hosts_out = hosts_thread.join().map_err(|_| LabError::HostsPanicked);
@@ -406,6 +419,11 @@ pub fn run(
     }
     let elapsed = t0.elapsed().saturating_sub(Duration::from_nanos(start.0));
     let allreduce = table(opts, &hosts);
+    // The rows the loop above did not print: the last ones, and those that never finished.
+    let streamed = status.stream_rows(streamed, progress);
+    for r in allreduce.iter().skip(streamed) {
+        progress.size_done(r);
+    }
     tracks.splice(0..0, rec.finish());
     let series = on_grid(tracks, every);
     Ok(LabOutcome {
@@ -435,6 +453,8 @@ struct HostsStatus {
     sizes_done: Vec<AtomicUsize>,
     /// Whether each host's work is done.
     done: Vec<AtomicBool>,
+    /// The all-reduce sizes every rank has finished, in order.
+    rows: Mutex<Vec<AllReduceResult>>,
 }
 
 impl HostsStatus {
@@ -442,7 +462,21 @@ impl HostsStatus {
         HostsStatus {
             sizes_done: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             done: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            rows: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Gives `progress` the finished sizes from number `from` on; returns how many there
+    /// are now.
+    fn stream_rows(&self, from: usize, progress: &mut dyn Progress) -> usize {
+        let rows = self
+            .rows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for r in rows.iter().skip(from) {
+            progress.size_done(r);
+        }
+        rows.len().max(from)
     }
 }
 
@@ -578,6 +612,7 @@ fn hosts(
     // Sizes each rank finished, the warm-up included (read when r0 is sampled: the others'
     // from the round before).
     let mut finished = vec![0usize; ranks];
+    let mut gather = Gather::new(ranks, WARM_UP);
     let mut call = |_: Duration, l: &mut live::Live<'_>| {
         if let (Some(s), Some(f)) = (l.app.sweep(), finished.get_mut(l.host)) {
             *f = s.finished();
@@ -597,6 +632,14 @@ fn hosts(
         }
         recorders[l.host].sample(l.now, l.endpoint);
         if let Some(s) = l.app.sweep() {
+            let rows = gather.update(l.host, s, l.endpoint);
+            if !rows.is_empty() {
+                status
+                    .rows
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .extend(rows);
+            }
             // Sizes done, the warm-up not counted.
             status.sizes_done[l.host]
                 .store(s.finished().saturating_sub(WARM_UP), Ordering::Relaxed);

@@ -11,15 +11,11 @@ fn gbps(bps: u64) -> f64 {
     bps as f64 / 1e9
 }
 
-/// The all-reduce table as nccl-tests prints it, over all ranks.
-pub fn allreduce_table(opts: &LabOptions, out: &LabOutcome) -> String {
-    super::nccl::allreduce_table(
-        &format!(
-            "ring all-reduce, {} ranks, float sum, one QP per rank to the next",
-            opts.ranks
-        ),
-        &out.allreduce,
-        &[],
+/// The title of the all-reduce table (nccl-tests' rows, streamed as each size finishes).
+pub fn allreduce_title(opts: &LabOptions) -> String {
+    format!(
+        "ring all-reduce, {} ranks, float sum, one QP per rank to the next",
+        opts.ranks
     )
 }
 
@@ -101,13 +97,10 @@ pub fn consistency(opts: &LabOptions, out: &LabOutcome) -> Vec<(String, u64, u64
         .collect()
 }
 
-/// The whole text report.
+/// The whole text report but the all-reduce table, which the command line streams.
 pub fn text(opts: &LabOptions, out: &LabOutcome, style: CounterStyle) -> String {
     let mut s = String::new();
-    if opts.workload != Workload::Incast {
-        s.push_str(&allreduce_table(opts, out));
-        s.push('\n');
-    } else {
+    if opts.workload == Workload::Incast {
         let _ = writeln!(
             s,
             "incast: {} senders, {} each, into r0; {:.2} s\n",

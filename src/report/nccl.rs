@@ -1,58 +1,62 @@
 //! The all-reduce table as nccl-tests' `all_reduce_perf` prints it (size, count, type,
 //! redop, time, algbw, busbw, #wrong), with optional columns of the fabric's counts beside
-//! each size.
+//! each size, in pieces so that each row is printed as its size finishes.
 
 use crate::endpoint::sweep::AllReduceResult;
 use std::fmt::Write as _;
 
-/// Another column beside the nccl-tests ones: its header and one value per row.
-#[derive(Debug, Clone)]
-pub struct ExtraColumn {
-    /// Column header, at most 9 characters to stay aligned (`CE marked`).
-    pub header: &'static str,
-    /// One value per row, in the table's row order.
-    pub values: Vec<u64>,
-}
-
-/// The table under `title` (one line, printed as a `#` comment), then nccl-tests' two
-/// summary lines: the count of wrong values and the average bus bandwidth over the sizes
-/// that finished.
-pub fn allreduce_table(title: &str, rows: &[AllReduceResult], extra: &[ExtraColumn]) -> String {
+/// The table's head: the title as a `#` comment, then the column names (nccl-tests', then
+/// `extra_headers` of at most 9 characters) and their units. A table is this, then a
+/// [`row`] as each size finishes, then the [`foot`].
+pub fn head(title: &str, extra_headers: &[&str]) -> String {
     let mut out = format!("# {title}\n#\n");
-    let extra_headers: String = extra.iter().map(|c| format!(" {:>9}", c.header)).collect();
-    let gap = if extra.is_empty() { "" } else { "  " };
+    let extra: String = extra_headers.iter().map(|h| format!(" {h:>9}")).collect();
     let _ = writeln!(
         out,
-        "# {:>10} {:>11} {:>6} {:>6} {:>10} {:>7} {:>7} {:>7}{gap}{extra_headers}",
-        "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong"
+        "# {:>10} {:>11} {:>6} {:>6} {:>10} {:>7} {:>7} {:>7}{}{extra}",
+        "size",
+        "count",
+        "type",
+        "redop",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+        gap(extra_headers.len())
     );
     let _ = writeln!(
         out,
         "# {:>10} {:>11} {:>6} {:>6} {:>10} {:>7} {:>7} {:>7}",
         "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", ""
     );
-    for (i, r) in rows.iter().enumerate() {
-        let time = r.time_ns.map_or_else(
-            || "timeout".to_owned(),
-            |t| format!("{:.2}", t as f64 / 1e3),
-        );
-        let values: String = extra
-            .iter()
-            .map(|c| format!(" {:>9}", c.values.get(i).copied().unwrap_or(0)))
-            .collect();
-        let _ = writeln!(
-            out,
-            "  {:>10} {:>11} {:>6} {:>6} {:>10} {:>7.3} {:>7.3} {:>7}{gap}{values}",
-            r.size,
-            r.count(),
-            "float",
-            "sum",
-            time,
-            r.algbw(),
-            r.busbw(),
-            r.wrong.map_or_else(|| "-".to_owned(), |w| w.to_string())
-        );
-    }
+    out
+}
+
+/// One size's line, with `extra` values under the head's extra columns.
+pub fn row(r: &AllReduceResult, extra: &[u64]) -> String {
+    let time = r.time_ns.map_or_else(
+        || "timeout".to_owned(),
+        |t| format!("{:.2}", t as f64 / 1e3),
+    );
+    let values: String = extra.iter().map(|v| format!(" {v:>9}")).collect();
+    format!(
+        "  {:>10} {:>11} {:>6} {:>6} {:>10} {:>7.3} {:>7.3} {:>7}{}{values}\n",
+        r.size,
+        r.count(),
+        "float",
+        "sum",
+        time,
+        r.algbw(),
+        r.busbw(),
+        r.wrong.map_or_else(|| "-".to_owned(), |w| w.to_string()),
+        gap(extra.len())
+    )
+}
+
+/// nccl-tests' two summary lines over all the rows: the count of wrong values and the
+/// average bus bandwidth over the sizes that finished.
+pub fn foot(rows: &[AllReduceResult]) -> String {
+    let mut out = String::new();
     let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
     let _ = writeln!(
         out,
@@ -72,6 +76,11 @@ pub fn allreduce_table(title: &str, rows: &[AllReduceResult], extra: &[ExtraColu
         );
     }
     out
+}
+
+/// The space between nccl-tests' columns and the extra ones, when there are any.
+fn gap(extra: usize) -> &'static str {
+    if extra == 0 { "" } else { "  " }
 }
 
 #[cfg(test)]
@@ -94,11 +103,8 @@ mod tests {
                 wrong: None,
             },
         ];
-        let extra = [ExtraColumn {
-            header: "CNPs tx",
-            values: vec![5, 7],
-        }];
-        let t = allreduce_table("ring", &rows, &extra);
+        let t =
+            head("ring", &["CNPs tx"]) + &row(&rows[0], &[5]) + &row(&rows[1], &[7]) + &foot(&rows);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "# ring");
         assert!(lines[2].ends_with("#wrong     CNPs tx"), "{}", lines[2]);

@@ -2,7 +2,7 @@
 //! all-reduce table, the switches' counter tables, and all of it as JSON.
 
 use super::counters::{CounterStyle, render};
-use super::nccl::{self, ExtraColumn};
+use super::nccl;
 use super::ports;
 use crate::sim::run::{AllReduceRow, FabricCounts, Outcome, QpRow};
 use crate::sim::scenario::{Scenario, Shape};
@@ -121,28 +121,38 @@ pub fn qp_table(rows: &[QpRow], from: Nanos, to: Nanos) -> String {
     out
 }
 
-/// The all-reduce sweep as nccl-tests prints it (`all_reduce_perf -b -e -f`), with the
-/// fabric's counts beside each size.
-pub fn allreduce_table(rows: &[AllReduceRow], ranks: usize) -> String {
-    let column = |header, f: fn(&FabricCounts) -> u64| ExtraColumn {
-        header,
-        values: rows.iter().map(|r| f(&r.fabric)).collect(),
-    };
-    let extra = [
-        column("CNPs tx", |f| f.cnps_sent),
-        column("CNPs rx", |f| f.cnps_received),
-        column("pauses", |f| f.pauses_received),
-        column("retrans", |f| f.retransmitted),
-        column("PFC tx", |f| f.pfc_sent),
-        column("CE marked", |f| f.ecn_marked),
-        column("drops", |f| f.dropped),
-    ];
-    let results: Vec<_> = rows.iter().map(|r| r.result).collect();
-    nccl::allreduce_table(
+/// One of the fabric's counts, read from a size's counts.
+type Count = fn(&FabricCounts) -> u64;
+
+/// The fabric's counts beside each all-reduce size: header and value.
+const ALLREDUCE_COUNTS: [(&str, Count); 7] = [
+    ("CNPs tx", |f| f.cnps_sent),
+    ("CNPs rx", |f| f.cnps_received),
+    ("pauses", |f| f.pauses_received),
+    ("retrans", |f| f.retransmitted),
+    ("PFC tx", |f| f.pfc_sent),
+    ("CE marked", |f| f.ecn_marked),
+    ("drops", |f| f.dropped),
+];
+
+/// The all-reduce sweep's head as nccl-tests prints it (`all_reduce_perf -b -e -f`), with
+/// the fabric's counts as extra columns: printed before the first size finishes, then an
+/// [`allreduce_row`] per size, then [`nccl::foot`].
+pub fn allreduce_head(ranks: usize) -> String {
+    let headers: Vec<&str> = ALLREDUCE_COUNTS.iter().map(|(h, _)| *h).collect();
+    nccl::head(
         &format!("ring all-reduce, {ranks} ranks, float sum, one QP per rank to the next"),
-        &results,
-        &extra,
+        &headers,
     )
+}
+
+/// One size's line under [`allreduce_head`], printed as the size finishes.
+pub fn allreduce_row(row: &AllReduceRow) -> String {
+    let values: Vec<u64> = ALLREDUCE_COUNTS
+        .iter()
+        .map(|(_, f)| f(&row.fabric))
+        .collect();
+    nccl::row(&row.result, &values)
 }
 
 /// The switch counters of the recorded run in `style`, each under its switch's name.

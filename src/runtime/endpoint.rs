@@ -180,18 +180,19 @@ pub struct EndpointOutcome {
 
 /// Runs `ep` with `app` on its interface until the application is done (and the linger
 /// time passed), the limit, `stop`, or a port error. The application's clock starts at 0
-/// now.
+/// now. `sampler`, if given, sees the endpoint every so often as it runs.
 pub fn run(
     opts: &EndpointOptions,
     ep: Endpoint,
     app: App,
     stop: &Arc<AtomicBool>,
+    sampler: Option<EndpointSampler<'_>>,
 ) -> Result<EndpointOutcome, RuntimeError> {
     let _claim = claim_roce_port();
     let mut ports = Ports::new(opts.cfg.mtu as usize + 128);
     ports.open(opts.backend, &opts.iface, opts.cfg.mtu as usize + 128)?;
     opts.cores.pin(0);
-    let mut out = run_hosts(&opts.run, vec![(ep, app)], ports, stop, None)?;
+    let mut out = run_hosts(&opts.run, vec![(ep, app)], ports, stop, sampler)?;
     Ok(out.pop().expect("one endpoint in, one out"))
 }
 
