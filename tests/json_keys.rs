@@ -23,30 +23,6 @@ fn rocelab(args: &[&str]) -> std::process::Output {
     out
 }
 
-/// Every object key in `v`, with the path where it was first seen.
-fn keys(v: &serde_json::Value, path: &str, out: &mut BTreeSet<(String, String)>) {
-    match v {
-        serde_json::Value::Object(map) => {
-            for (k, v) in map {
-                out.insert((k.clone(), path.to_owned()));
-                keys(v, &format!("{path}.{k}"), out);
-            }
-        }
-        serde_json::Value::Array(items) => {
-            for item in items {
-                keys(item, &format!("{path}[]"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn schema_of(v: &serde_json::Value) -> &str {
-    v["schema"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no schema in {v}"))
-}
-
 #[test]
 fn every_document_has_a_schema_and_every_key_is_documented() {
     let dir = tempfile::tempdir().unwrap();
@@ -110,29 +86,16 @@ fn every_document_has_a_schema_and_every_key_is_documented() {
         docs.push(("sim".into(), serde_json::from_str(&text).unwrap()));
     }
 
-    let doc = std::fs::read_to_string(common::repo("docs/json.md")).unwrap();
-    let mut missing = BTreeSet::new();
-    for (what, v) in &docs {
-        let schema = schema_of(v);
-        assert!(
-            schema.starts_with("rocelab.") && schema.ends_with("/1"),
-            "{what}: schema {schema}"
-        );
-        if !doc.contains(&format!("`{schema}`")) {
-            missing.insert(format!("schema {schema}"));
-        }
-        let mut found = BTreeSet::new();
-        keys(v, what, &mut found);
-        for (k, path) in found {
-            if !doc.contains(&format!("`{k}`")) && !doc.contains(&format!(".{k}`")) {
-                missing.insert(format!("{k} (at {path})"));
-            }
-        }
-    }
+    let missing: Vec<String> = docs
+        .iter()
+        .flat_map(|(what, v)| common::undocumented_keys(what, v))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     assert!(
         missing.is_empty(),
         "keys not in docs/json.md:\n  {}",
-        missing.into_iter().collect::<Vec<_>>().join("\n  ")
+        missing.join("\n  ")
     );
 }
 

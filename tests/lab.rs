@@ -83,6 +83,7 @@ fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
     );
 
     let r = report(dir.path());
+    assert_eq!(common::undocumented_keys("lab", &r), Vec::<String>::new());
     let rows = r["allreduce"].as_array().unwrap();
     assert_eq!(rows.len(), 3, "8K, 64K, 512K");
     for row in rows {

@@ -288,25 +288,27 @@ fn three_ranks_allreduce_through_the_live_switch() {
     let config = switch_config(&lab, 1.0, &[]);
     let sw = lab.switch(&config, &[]);
     let start = unix_ms_in(800);
+    let report0 = lab.path("rank0.json");
     let ranks: Vec<Child> = (0..3)
         .map(|i| {
-            lab.endpoint(
-                i,
-                &[
-                    "--rate",
-                    "1",
-                    "-b",
-                    "8K",
-                    "-e",
-                    "256K",
-                    "-f",
-                    "4",
-                    "--start-at",
-                    &start,
-                    "--limit",
-                    "30",
-                ],
-            )
+            let mut args = vec![
+                "--rate",
+                "1",
+                "-b",
+                "8K",
+                "-e",
+                "256K",
+                "-f",
+                "4",
+                "--start-at",
+                &start,
+                "--limit",
+                "30",
+            ];
+            if i == 0 {
+                args.extend(["--json", report0.to_str().unwrap()]);
+            }
+            lab.endpoint(i, &args)
         })
         .collect();
     for (i, r) in ranks.into_iter().enumerate() {
@@ -328,6 +330,13 @@ fn three_ranks_allreduce_through_the_live_switch() {
         }
     }
     stop(sw);
+    // The rows as JSON, with keys docs/json.md lists.
+    let report = json(&report0);
+    assert_eq!(report["allreduce"].as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        common::undocumented_keys("endpoint", &report),
+        Vec::<String>::new()
+    );
 }
 
 /// Starts tshark in namespace `i` on its veth, writing to `file`, for `secs` seconds.
@@ -504,6 +513,12 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
         let _ = stop(c);
     }
     let report = json(&stats);
+    // The switch's and an endpoint's reports name only keys docs/json.md lists.
+    let undocumented: Vec<String> = [("switch", &report), ("endpoint", &json(&report2))]
+        .into_iter()
+        .flat_map(|(what, v)| common::undocumented_keys(what, v))
+        .collect();
+    assert_eq!(undocumented, Vec::<String>::new(), "not in docs/json.md");
     assert!(class_sum(&report, 3, "tx_pause_frames") > 0, "PFC fired");
     assert!(class_sum(&report, 3, "ce_marked") > 0, "CE marked");
     assert_eq!(class_sum(&report, 3, "dropped_ingress_overflow"), 0);

@@ -159,3 +159,47 @@ pub fn json_of(cmd: &mut Command) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// What of document `v` (written by rocelab `what`) docs/json.md does not list: its schema
+/// if that is not `rocelab.<kind>/1` or not in the document, and every object key the
+/// document does not name, with the path where it was first seen.
+pub fn undocumented_keys(what: &str, v: &serde_json::Value) -> Vec<String> {
+    fn keys(
+        v: &serde_json::Value,
+        path: &str,
+        out: &mut std::collections::BTreeSet<(String, String)>,
+    ) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    out.insert((k.clone(), path.to_owned()));
+                    keys(v, &format!("{path}.{k}"), out);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    keys(item, &format!("{path}[]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let doc = std::fs::read_to_string(repo("docs/json.md")).unwrap();
+    let mut missing = Vec::new();
+    match v["schema"].as_str() {
+        Some(schema) if schema.starts_with("rocelab.") && schema.ends_with("/1") => {
+            if !doc.contains(&format!("`{schema}`")) {
+                missing.push(format!("schema {schema}"));
+            }
+        }
+        other => missing.push(format!("{what}: schema {other:?}")),
+    }
+    let mut found = std::collections::BTreeSet::new();
+    keys(v, what, &mut found);
+    for (k, path) in found {
+        if !doc.contains(&format!("`{k}`")) && !doc.contains(&format!(".{k}`")) {
+            missing.push(format!("{k} (at {path})"));
+        }
+    }
+    missing
+}
