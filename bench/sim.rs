@@ -7,6 +7,8 @@
 //! - `incast_2to1_40g_5ms`: the built-in `incast` scenario (2:1 at 40 Gb/s, DCQCN, the
 //!   paper's marking) warmed up for 20 ms outside the timing, then 5 ms of steady state
 //!   timed: the regime the DCQCN checks run in.
+//! - `incast_64to1_40g_5ms`: the same with 64 senders (65 ports): the per-frame cost
+//!   should not grow with the port count.
 //! - `ring_4x100g_16mb`: a ring all-reduce of 16 MB over 4 ranks at 100 Gb/s with 4 KB
 //!   MTU, from the first WRITE to the last rank's completion (building the network and
 //!   filling the buffers are outside the timing).
@@ -15,7 +17,7 @@
 //! criterion reports elements (frames) per second.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use rocelab::sim::scenario::Scenario;
+use rocelab::sim::scenario::{FlowPlan, Scenario, Shape};
 use rocelab::sim::topology::Network;
 use rocelab::sim::workload;
 use rocelab::time::Nanos;
@@ -23,8 +25,19 @@ use rocelab::time::Nanos;
 const WARM: Nanos = Nanos(20_000_000);
 const SPAN: Nanos = Nanos(5_000_000);
 
-fn warmed_incast() -> Network {
-    let s = Scenario::load("incast").expect("built-in scenario");
+/// The built-in 2:1 incast with `senders` senders instead of 2 (same links, switch and
+/// DCQCN), warmed up.
+fn warmed_incast(senders: usize) -> Network {
+    let mut s = Scenario::load("incast").expect("built-in scenario");
+    s.topology.shape = Shape::Star { hosts: senders + 1 };
+    let flow = s.flows[0];
+    s.flows = (0..senders)
+        .map(|from| FlowPlan {
+            from,
+            to: senders,
+            ..flow
+        })
+        .collect();
     let mut net = s.build(s.seed);
     net.engine.start();
     net.engine.run(WARM).unwrap();
@@ -39,8 +52,8 @@ fn ring() -> Network {
     net
 }
 
-fn incast_frames() -> u64 {
-    let mut net = warmed_incast();
+fn incast_frames(senders: usize) -> u64 {
+    let mut net = warmed_incast(senders);
     let before = net.engine.stats().frames_delivered;
     net.engine.run(WARM + SPAN).unwrap();
     net.engine.stats().frames_delivered - before
@@ -57,17 +70,19 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("sim");
     group.sample_size(10);
 
-    group.throughput(Throughput::Elements(incast_frames()));
-    group.bench_function("incast_2to1_40g_5ms", |b| {
-        b.iter_batched(
-            warmed_incast,
-            |mut net| {
-                net.engine.run(WARM + SPAN).unwrap();
-                net
-            },
-            BatchSize::PerIteration,
-        )
-    });
+    for senders in [2, 64] {
+        group.throughput(Throughput::Elements(incast_frames(senders)));
+        group.bench_function(format!("incast_{senders}to1_40g_5ms"), |b| {
+            b.iter_batched(
+                || warmed_incast(senders),
+                |mut net| {
+                    net.engine.run(WARM + SPAN).unwrap();
+                    net
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
 
     group.throughput(Throughput::Elements(ring_frames()));
     group.bench_function("ring_4x100g_16mb", |b| {

@@ -9,15 +9,6 @@ use crate::wire::pfc::MacControl;
 use crate::wire::{self, CeMark};
 
 impl Port {
-    /// The earliest time queue `q`'s head may go (ignoring the transmitter).
-    fn queue_ready_at(&self, q: usize, forward_stormed: bool) -> Option<Nanos> {
-        self.queues[q].frames.front()?;
-        if forward_stormed && self.watchdog[q].stormed {
-            return Some(Nanos::ZERO);
-        }
-        Some(self.paused_until(q))
-    }
-
     /// When PFC (or an 802.3x PAUSE) from the peer stops holding queue `q`.
     pub(super) fn paused_until(&self, q: usize) -> Nanos {
         self.pause_until[q].max(self.link_pause_until)
@@ -25,7 +16,7 @@ impl Port {
 }
 
 impl Switch {
-    fn forward_stormed(&self) -> bool {
+    pub(super) fn forward_stormed(&self) -> bool {
         self.cfg.watchdog.action == crate::config::WatchdogAction::Forward
     }
 
@@ -57,19 +48,18 @@ impl Switch {
             .map(|(port, packet)| (port, packet.buf))
     }
 
+    /// The next frame to leave at `now`: from the port whose transmit deadline is the
+    /// earliest (the lowest-numbered among equals), if that deadline has come.
     fn next_packet(&mut self, now: Nanos) -> Option<(usize, Packet)> {
         self.anchor(now);
-        let n = self.ports.len();
-        // Round robin over ports, without a division per step.
-        let mut port = self.next_port.min(n.saturating_sub(1));
-        for _ in 0..n {
-            let this = port;
-            port = if port + 1 == n { 0 } else { port + 1 };
-            if let Some(packet) = self.dequeue(now, this) {
-                self.next_port = port;
-                return Some((this, packet));
+        while let Some(port) = self.wakes.pop_tx_due(now) {
+            let packet = self.dequeue(now, port);
+            self.settle();
+            if let Some(packet) = packet {
+                return Some((port, packet));
             }
         }
+        self.settle();
         None
     }
 
@@ -160,44 +150,40 @@ impl Switch {
     }
 
     /// When to call [`poll_transmit`](Self::poll_transmit) or
-    /// [`handle_timeout`](Self::handle_timeout) next; `None` when the switch is idle.
+    /// [`handle_timeout`](Self::handle_timeout) next; `None` when the switch is idle. Its
+    /// cost does not grow with the number of ports (see [`wake`](super::wake)).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        let forward_stormed = self.forward_stormed();
-        let mut next: Option<Nanos> = None;
-        let mut at = |t: Nanos| next = Some(next.map_or(t, |n| n.min(t)));
-        let mut watchdog_needed = false;
-        for port in &self.ports {
-            for t in port.refresh_at.iter().flatten() {
-                at(*t);
-            }
-            if self.cfg.watchdog.enabled {
-                watchdog_needed |= port.watchdog.iter().any(|w| w.stormed)
-                    || (0..port.queues.len()).any(|q| {
-                        self.cfg.lossless.contains(q as u8)
-                            && !port.queues[q].frames.is_empty()
-                            && port.paused_until(q) > port.watchdog[q].last_progress
-                    });
-            }
-            if !port.tx.enabled {
-                continue;
-            }
-            let free = port.tx.free_at();
-            if !port.control.is_empty() {
-                at(free);
-                continue;
-            }
-            let ready = (0..port.queues.len())
-                .filter_map(|q| port.queue_ready_at(q, forward_stormed))
-                .min();
-            if let Some(ready) = ready {
-                at(ready.max(free));
-            }
-        }
-        if watchdog_needed && let Some(t) = self.next_watchdog_poll() {
-            at(t);
-        }
+        let (tx, timer, watchdog) = self.wakes.next();
+        let watchdog = if watchdog {
+            self.next_watchdog_poll()
+        } else {
+            None
+        };
+        let next = [tx, timer, watchdog].into_iter().flatten().min();
+        debug_assert_eq!(next, self.poll_timeout_by_scan(), "the ports' deadlines");
         next
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) by looking at every port: what the kept
+    /// deadlines must equal.
+    fn poll_timeout_by_scan(&self) -> Option<Nanos> {
+        let rules = self.wake_rules();
+        let mut watchdog = false;
+        let mut next = None;
+        for port in &self.ports {
+            watchdog |= rules.watchdog && port.wants_watchdog(rules.lossless);
+            next = [next, port.tx_wake(rules.forward_stormed), port.timer_wake()]
+                .into_iter()
+                .flatten()
+                .min();
+        }
+        let watchdog = if watchdog {
+            self.next_watchdog_poll()
+        } else {
+            None
+        };
+        [next, watchdog].into_iter().flatten().min()
     }
 
     /// Runs the timers due at `now`: PFC refreshes and watchdog polls.
@@ -205,7 +191,7 @@ impl Switch {
         self.advance_to(now);
         self.recycle_last();
         self.anchor(now);
-        for port in 0..self.ports.len() {
+        while let Some(port) = self.wakes.pop_timer_due(now) {
             for pg in 0..self.ports[port].refresh_at.len() {
                 if self.ports[port].refresh_at[pg].is_some_and(|t| t <= now) {
                     self.send_refresh(now, port, pg);
@@ -213,5 +199,6 @@ impl Switch {
             }
         }
         self.run_watchdog(now);
+        self.settle();
     }
 }

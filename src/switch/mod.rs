@@ -34,6 +34,7 @@ pub mod note;
 pub mod pfc;
 pub mod red;
 pub mod sched;
+mod wake;
 
 pub use counters::{ClassCounters, DropCause, PortCounters};
 pub use note::Note;
@@ -163,7 +164,8 @@ pub struct Switch {
     pool: Vec<Vec<u8>>,
     /// The frame handed out by the last `poll_transmit`, recycled on the next call.
     last_tx: Option<Packet>,
-    next_port: usize,
+    /// When each port next needs the switch.
+    wakes: wake::Wakes,
     explain: bool,
     /// Static routes: a destination MAC to one port or an ECMP group, consulted before
     /// the learned table.
@@ -248,7 +250,7 @@ impl Switch {
             ports,
             pool: Vec::new(),
             last_tx: None,
-            next_port: 0,
+            wakes: wake::Wakes::new(cfg.ports.len()),
             explain: false,
             routes: Default::default(),
             watchdog_anchor: None,
@@ -404,7 +406,24 @@ impl Switch {
     pub fn set_tx_enabled(&mut self, port: usize, enabled: bool) {
         if let Some(p) = self.ports.get_mut(port) {
             p.tx.enabled = enabled;
+            self.wakes.touch(port);
+            self.settle();
         }
+    }
+
+    /// What the ports' deadlines depend on besides the ports.
+    fn wake_rules(&self) -> wake::Rules {
+        wake::Rules {
+            forward_stormed: self.forward_stormed(),
+            watchdog: self.cfg.watchdog.enabled,
+            lossless: self.cfg.lossless,
+        }
+    }
+
+    /// Brings the ports' deadlines up to date: the last step of every entry point.
+    fn settle(&mut self) {
+        let rules = self.wake_rules();
+        self.wakes.settle(&self.ports, rules);
     }
 
     fn anchor(&mut self, now: Nanos) {
@@ -434,14 +453,18 @@ impl Switch {
     /// of its buffers.
     pub fn handle_frame(&mut self, now: Nanos, port: usize, frame: &[u8]) -> RxOutcome {
         self.advance_to(now);
-        self.receive(now, port, Incoming::Borrowed(frame))
+        let out = self.receive(now, port, Incoming::Borrowed(frame));
+        self.settle();
+        out
     }
 
     /// A frame arrives in a buffer the driver hands over (from
     /// [`take_buffer`](Self::take_buffer), say, received into directly): no copy.
     pub fn handle_owned_frame(&mut self, now: Nanos, port: usize, frame: Vec<u8>) -> RxOutcome {
         self.advance_to(now);
-        self.receive(now, port, Incoming::Owned(frame))
+        let out = self.receive(now, port, Incoming::Owned(frame));
+        self.settle();
+        out
     }
 
     /// Records the driver's `now` (time must not go backwards).
@@ -672,6 +695,7 @@ impl Switch {
         port.peak[q].set(port.peak[q].get().max(queue.bytes));
         let c = &mut port.counters.classes[q];
         c.queue_watermark_bytes = c.queue_watermark_bytes.max(queue.bytes);
+        self.wakes.touch(out);
         Ok(())
     }
 }

@@ -48,6 +48,7 @@ impl Switch {
         // The buffer has room for the frame: emit cannot fail.
         let _ = pfc.emit(&mut buf, self.ports[port].mac);
         let meta = wire::parse(&buf).ok();
+        self.wakes.touch(port);
         self.ports[port].control.push_back(Packet {
             buf,
             meta,
@@ -103,6 +104,7 @@ impl Switch {
     pub(super) fn send_refresh(&mut self, now: Nanos, port: usize, pg: usize) {
         if !self.mmu.pg(port, pg).xoff {
             self.ports[port].refresh_at[pg] = None;
+            self.wakes.touch(port);
             return;
         }
         let quanta = self.cfg.pause_quanta;
@@ -128,6 +130,7 @@ impl Switch {
     ) {
         let lossless = self.cfg.lossless;
         let tc_to_queue = self.cfg.tc_to_queue;
+        self.wakes.touch(port);
         let p = &mut self.ports[port];
         let rate = p.tx.bits_per_sec();
         match MacControl::parse_frame(frame, meta) {
@@ -188,6 +191,7 @@ impl Switch {
                 if !self.cfg.lossless.contains(q as u8) {
                     continue;
                 }
+                self.wakes.touch(port);
                 let p = &mut self.ports[port];
                 let w = p.watchdog[q];
                 if w.stormed {
@@ -228,6 +232,7 @@ impl Switch {
 
     /// Drops everything queued on `q` of `port` (watchdog drop action).
     fn flush_queue(&mut self, now: Nanos, port: usize, q: usize) {
+        self.wakes.touch(port);
         let frames = std::mem::take(&mut self.ports[port].queues[q].frames);
         self.ports[port].queues[q].bytes = 0;
         self.ports[port].nonempty &= !(1 << q);

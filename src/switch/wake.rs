@@ -1,0 +1,202 @@
+//! When each port next needs the switch, kept up to date as ports change, so that the
+//! next deadline and the next port free to transmit are found without scanning every port
+//! and queue: the cost of an event does not grow with the port count.
+//!
+//! Every change to what a port's deadlines depend on (its queues, control frames, the
+//! pause it received, its refresh timers, its watchdog state, its transmitter) *touches*
+//! the port; every public entry point of the switch *settles* before it returns, which
+//! recomputes the touched ports' deadlines and pushes those that moved onto two heaps
+//! (transmit and timers). An entry whose time is no longer its port's is stale and is
+//! skipped when it reaches the top. In debug builds [`Switch::poll_timeout`] checks the
+//! result against a scan of every port.
+//!
+//! [`Switch::poll_timeout`]: super::Switch::poll_timeout
+
+use super::Port;
+use crate::time::Nanos;
+use crate::wire::PrioritySet;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// A port's deadlines as last computed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct PortWake {
+    /// When it may next transmit (a control frame, or a data queue's ready head).
+    tx: Option<Nanos>,
+    /// Its next PFC refresh.
+    timer: Option<Nanos>,
+    /// Whether the watchdog must poll for it (a stormed queue, or a paused lossless queue
+    /// holding frames).
+    watchdog: bool,
+}
+
+/// What the deadlines depend on besides the ports.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Rules {
+    /// The watchdog's forward action: a stormed queue ignores pause.
+    pub forward_stormed: bool,
+    /// Whether the watchdog runs at all.
+    pub watchdog: bool,
+    /// The lossless priorities (the ones the watchdog watches).
+    pub lossless: PrioritySet,
+}
+
+/// The ports' deadlines: see the module documentation.
+#[derive(Debug, Default)]
+pub(super) struct Wakes {
+    tx: BinaryHeap<Reverse<(Nanos, usize)>>,
+    timers: BinaryHeap<Reverse<(Nanos, usize)>>,
+    at: Vec<PortWake>,
+    /// Ports touched since the last settle, each once (`touched[p]` says whether it is in).
+    dirty: Vec<usize>,
+    touched: Vec<bool>,
+    /// Ports whose `watchdog` is set.
+    watchdog_ports: usize,
+}
+
+impl Wakes {
+    /// Deadlines for `ports` ports, all idle.
+    pub fn new(ports: usize) -> Wakes {
+        Wakes {
+            at: vec![PortWake::default(); ports],
+            touched: vec![false; ports],
+            ..Wakes::default()
+        }
+    }
+
+    /// Port `port` changed: recompute its deadlines at the next settle.
+    #[inline]
+    pub fn touch(&mut self, port: usize) {
+        if let Some(t) = self.touched.get_mut(port)
+            && !*t
+        {
+            *t = true;
+            self.dirty.push(port);
+        }
+    }
+
+    /// Recomputes the touched ports' deadlines and drops stale entries from the heaps'
+    /// tops, so that [`next`](Self::next) is exact.
+    pub fn settle(&mut self, ports: &[Port], rules: Rules) {
+        for port in self.dirty.drain(..) {
+            self.touched[port] = false;
+            let p = &ports[port];
+            let new = PortWake {
+                tx: p.tx_wake(rules.forward_stormed),
+                timer: p.timer_wake(),
+                watchdog: rules.watchdog && p.wants_watchdog(rules.lossless),
+            };
+            let old = std::mem::replace(&mut self.at[port], new);
+            if new.tx != old.tx
+                && let Some(t) = new.tx
+            {
+                self.tx.push(Reverse((t, port)));
+            }
+            if new.timer != old.timer
+                && let Some(t) = new.timer
+            {
+                self.timers.push(Reverse((t, port)));
+            }
+            self.watchdog_ports =
+                self.watchdog_ports + usize::from(new.watchdog) - usize::from(old.watchdog);
+        }
+        let at = &self.at;
+        trim(&mut self.tx, |t, p| at[p].tx == Some(t));
+        trim(&mut self.timers, |t, p| at[p].timer == Some(t));
+    }
+
+    /// The earliest transmit and timer deadlines, and whether the watchdog must poll.
+    pub fn next(&self) -> (Option<Nanos>, Option<Nanos>, bool) {
+        let top = |h: &BinaryHeap<Reverse<(Nanos, usize)>>| h.peek().map(|Reverse((t, _))| *t);
+        (top(&self.tx), top(&self.timers), self.watchdog_ports > 0)
+    }
+
+    /// A port free to transmit at `now`, earliest deadline first (then lowest index). It
+    /// is touched: whatever it does next, its deadline is recomputed at the next settle.
+    pub fn pop_tx_due(&mut self, now: Nanos) -> Option<usize> {
+        pop_due(&mut self.tx, now, |t, p| self.at[p].tx == Some(t)).inspect(|&p| {
+            self.at[p].tx = None;
+            self.touch(p);
+        })
+    }
+
+    /// A port with a refresh timer due at `now`, touched as [`pop_tx_due`](Self::pop_tx_due)'s.
+    pub fn pop_timer_due(&mut self, now: Nanos) -> Option<usize> {
+        pop_due(&mut self.timers, now, |t, p| self.at[p].timer == Some(t)).inspect(|&p| {
+            self.at[p].timer = None;
+            self.touch(p);
+        })
+    }
+}
+
+/// Pops stale entries off the top of `heap`.
+fn trim(heap: &mut BinaryHeap<Reverse<(Nanos, usize)>>, valid: impl Fn(Nanos, usize) -> bool) {
+    while let Some(&Reverse((t, p))) = heap.peek() {
+        if valid(t, p) {
+            break;
+        }
+        heap.pop();
+    }
+}
+
+/// Pops the first valid entry of `heap` due at `now`, if there is one.
+fn pop_due(
+    heap: &mut BinaryHeap<Reverse<(Nanos, usize)>>,
+    now: Nanos,
+    valid: impl Fn(Nanos, usize) -> bool,
+) -> Option<usize> {
+    while let Some(&Reverse((t, p))) = heap.peek() {
+        if t > now {
+            return None;
+        }
+        heap.pop();
+        if valid(t, p) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+impl Port {
+    /// When the port may next transmit: a control frame as soon as the transmitter is
+    /// free, data once a queue's head is also no longer paused; `None` when nothing waits
+    /// or its transmit side is shut.
+    pub(super) fn tx_wake(&self, forward_stormed: bool) -> Option<Nanos> {
+        if !self.tx.enabled {
+            return None;
+        }
+        let free = self.tx.free_at();
+        if !self.control.is_empty() {
+            return Some(free);
+        }
+        let mut ready: Option<Nanos> = None;
+        let mut busy = self.nonempty;
+        while busy != 0 {
+            let q = busy.trailing_zeros() as usize;
+            busy &= busy - 1;
+            let at = if forward_stormed && self.watchdog[q].stormed {
+                Nanos::ZERO
+            } else {
+                self.paused_until(q)
+            };
+            ready = Some(ready.map_or(at, |r| r.min(at)));
+        }
+        ready.map(|r| r.max(free))
+    }
+
+    /// The port's next PFC refresh, if it holds its peer in XOFF.
+    pub(super) fn timer_wake(&self) -> Option<Nanos> {
+        self.refresh_at.iter().flatten().min().copied()
+    }
+
+    /// Whether the watchdog has something to watch on this port: a stormed queue, or a
+    /// lossless queue holding frames that is paused past its last progress.
+    pub(super) fn wants_watchdog(&self, lossless: PrioritySet) -> bool {
+        self.watchdog.iter().any(|w| w.stormed)
+            || (0..self.queues.len()).any(|q| {
+                lossless.contains(q as u8)
+                    && !self.queues[q].frames.is_empty()
+                    && self.paused_until(q) > self.watchdog[q].last_progress
+            })
+    }
+}
