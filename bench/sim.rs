@@ -9,6 +9,9 @@
 //!   timed: the regime the DCQCN checks run in.
 //! - `incast_64to1_40g_5ms`: the same with 64 senders (65 ports): the per-frame cost
 //!   should not grow with the port count.
+//! - `web_search_128_leaf_spine_1ms`: the built-in `web-search` scenario (Poisson
+//!   web-search flows at 50 % load on 128 hosts, 8 leaves and 4 spines at 100 Gb/s), its
+//!   first millisecond.
 //! - `ring_4x100g_16mb`: a ring all-reduce of 16 MB over 4 ranks at 100 Gb/s with 4 KB
 //!   MTU, from the first WRITE to the last rank's completion (building the network and
 //!   filling the buffers are outside the timing).
@@ -66,6 +69,23 @@ fn ring_frames() -> u64 {
     net.engine.stats().frames_delivered
 }
 
+/// The built-in `web-search` scenario (128 hosts on a leaf-spine, 50 % load), its first
+/// millisecond.
+fn web_search() -> Network {
+    let s = Scenario::load("web-search").expect("built-in scenario");
+    let mut net = s.build(s.seed);
+    net.engine.start();
+    net
+}
+
+const WEB_SEARCH_SPAN: Nanos = Nanos(1_000_000);
+
+fn web_search_frames() -> u64 {
+    let mut net = web_search();
+    net.engine.run(WEB_SEARCH_SPAN).unwrap();
+    net.engine.stats().frames_delivered
+}
+
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("sim");
     group.sample_size(10);
@@ -83,6 +103,18 @@ fn bench(c: &mut Criterion) {
             )
         });
     }
+
+    group.throughput(Throughput::Elements(web_search_frames()));
+    group.bench_function("web_search_128_leaf_spine_1ms", |b| {
+        b.iter_batched(
+            web_search,
+            |mut net| {
+                net.engine.run(WEB_SEARCH_SPAN).unwrap();
+                net
+            },
+            BatchSize::PerIteration,
+        )
+    });
 
     group.throughput(Throughput::Elements(ring_frames()));
     group.bench_function("ring_4x100g_16mb", |b| {

@@ -160,10 +160,12 @@ fn flag(on: bool) -> f64 {
 /// Records one switch: every egress queue's depth and every lossless PG's XOFF state.
 #[derive(Debug, Clone)]
 pub struct SwitchRecorder {
-    /// Per port: 8 queue tracks, then per lossless PG an XOFF track, tracks of its egress
+    /// Per port: a track per queue in use, then per lossless PG an XOFF track, tracks of its egress
     /// queue paused by the peer and held as stormed by the watchdog, and its shared-buffer
     /// use; after the ports, an XOFF-point and an XON-point track per lossless PG.
     tracks: Vec<Track>,
+    /// The queues frames can reach (the others stay empty and are not recorded).
+    recorded: Vec<usize>,
     lossless: Vec<usize>,
     /// The egress queue of each lossless priority.
     queues: Vec<usize>,
@@ -175,10 +177,11 @@ impl SwitchRecorder {
     /// A recorder for switch `name` configured as `cfg` (its ports in order).
     pub fn new(name: &str, cfg: &SwitchConfig) -> SwitchRecorder {
         let lossless: Vec<usize> = (0..CLASSES).filter(|&pg| cfg.pgs[pg].lossless).collect();
+        let recorded = cfg.queues_in_use();
         let mut tracks = Vec::new();
         for port in &cfg.ports {
             let p = &port.name;
-            for q in 0..CLASSES {
+            for &q in &recorded {
                 tracks.push(Track::new(
                     format!("queue_{name}_{p}_q{q}_bytes"),
                     format!("{name}/{p} q{q}"),
@@ -228,6 +231,7 @@ impl SwitchRecorder {
         let last_pauses = vec![0; cfg.ports.len() * lossless.len()];
         SwitchRecorder {
             tracks,
+            recorded,
             lossless,
             queues,
             last_received: last_pauses.clone(),
@@ -237,7 +241,8 @@ impl SwitchRecorder {
 
     /// Takes one sample of `sw` at `now`.
     pub fn sample(&mut self, now: Nanos, sw: &impl SwitchProbe) {
-        let per_port = CLASSES + 4 * self.lossless.len();
+        let base = self.recorded.len();
+        let per_port = base + 4 * self.lossless.len();
         let ports_end = self.tracks.len() - 2 * self.lossless.len();
         for (k, &pg) in self.lossless.iter().enumerate() {
             self.tracks[ports_end + 2 * k]
@@ -248,7 +253,7 @@ impl SwitchRecorder {
                 .push((now, sw.pg_xon_bytes(pg) as f64));
         }
         for (port, tracks) in self.tracks[..ports_end].chunks_mut(per_port).enumerate() {
-            for (q, track) in tracks[..CLASSES].iter_mut().enumerate() {
+            for (track, &q) in tracks[..base].iter_mut().zip(&self.recorded) {
                 track
                     .samples
                     .push((now, sw.queue_peak_bytes(port, q) as f64));
@@ -258,18 +263,14 @@ impl SwitchRecorder {
                 let sent = sw.pause_frames_sent(port, pg);
                 let fresh = sent != std::mem::replace(&mut self.last_pauses[i], sent);
                 let on = sw.pg_xoff(port, pg) || fresh;
-                tracks[CLASSES + 4 * k].samples.push((now, flag(on)));
+                tracks[base + 4 * k].samples.push((now, flag(on)));
                 let got = sw.pause_frames_received(port, pg);
                 let fresh = got != std::mem::replace(&mut self.last_received[i], got);
                 let paused = sw.queue_paused(port, self.queues[k], now) || fresh;
-                tracks[CLASSES + 4 * k + 1]
-                    .samples
-                    .push((now, flag(paused)));
+                tracks[base + 4 * k + 1].samples.push((now, flag(paused)));
                 let stormed = sw.queue_stormed(port, self.queues[k]);
-                tracks[CLASSES + 4 * k + 2]
-                    .samples
-                    .push((now, flag(stormed)));
-                tracks[CLASSES + 4 * k + 3]
+                tracks[base + 4 * k + 2].samples.push((now, flag(stormed)));
+                tracks[base + 4 * k + 3]
                     .samples
                     .push((now, sw.pg_peak_bytes(port, pg) as f64));
             }
@@ -281,7 +282,7 @@ impl SwitchRecorder {
         self.tracks.iter_mut().for_each(Track::halve);
     }
 
-    /// Per port in order: eight queue depths, then per lossless PG its XOFF flag, its
+    /// Per port in order: the depth of each queue in use, then per lossless PG its XOFF flag, its
     /// queue's paused and stormed flags and its shared-buffer use; then the XOFF and XON
     /// points.
     pub fn finish(self) -> Vec<Track> {

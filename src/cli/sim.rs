@@ -200,10 +200,17 @@ fn run_one(scenario: &Scenario, out: Option<&Path>, counters: Counters) -> Resul
         sayln!();
         sayln!("ran {} of virtual time", end.human());
     }
-    say!(
-        "{}",
-        report::qp_table(&outcome.qps, outcome.measured_from, end)
-    );
+    if !outcome.qps.is_empty() {
+        say!(
+            "{}",
+            report::qp_table(&outcome.qps, outcome.measured_from, end)
+        );
+    }
+    let fct = report::fct_table(scenario, &outcome);
+    if !fct.is_empty() {
+        sayln!();
+        say!("{fct}");
+    }
     say!("{}", report::switch_tables(&outcome, counters.style()));
     sayln!();
     say!("{}", report::what_happened(scenario, &outcome));
@@ -226,10 +233,15 @@ fn run_one(scenario: &Scenario, out: Option<&Path>, counters: Counters) -> Resul
             );
         }
         let marks = rocelab::report::plot::ecn_thresholds(&scenario.switch);
-        bundle::write(dir, &json, &outcome.series, &title, &marks)
+        bundle::write(dir, &json, &outcome.series, &title, &marks, &outcome.flows)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
         sayln!(
-            "\nwrote series.csv, queues.svg, rates.svg, pauses.svg, pgs.svg and report.json to {}",
+            "\nwrote series.csv, queues.svg, rates.svg, pauses.svg, pgs.svg{} and report.json to {}",
+            if outcome.flows.is_empty() {
+                ""
+            } else {
+                ", fct.svg"
+            },
             dir.display()
         );
     }

@@ -311,6 +311,9 @@ pub struct EndpointConfig {
     pub ack_every: u32,
     /// Most packets outstanding (unacknowledged) per QP.
     pub window_packets: u32,
+    /// Most QPs a host opens to one peer for workload flows (`[[workload]]`): a flow that
+    /// arrives while all of them are busy waits for one.
+    pub max_qps_per_peer: u32,
     /// Retransmission timeout, µs: the IB local ACK timeout, 4.096 µs × 2^exponent. The
     /// default is exponent 14 (67.1 ms), the value RoCE NIC guides recommend; much
     /// shorter and a QP that DCQCN slows down times out before its ACK can come back.
@@ -330,6 +333,7 @@ impl Default for EndpointConfig {
             dscp_to_priority: vec![[24, 3], [26, 3], [48, 6]],
             ack_every: 16,
             window_packets: 1024,
+            max_qps_per_peer: 4,
             rto_us: 4.096 * f64::from(1u32 << 14),
             dcqcn: DcqcnConfig::default(),
         }
@@ -400,6 +404,9 @@ impl EndpointConfig {
                     self.ack_every, self.window_packets
                 ),
             );
+        }
+        if !(1..=1024).contains(&self.max_qps_per_peer) {
+            return bad("max_qps_per_peer", "give 1 to 1024".into());
         }
         if let Some(why) = time_us_problem(self.rto_us, false) {
             return bad("rto_us", why);

@@ -652,6 +652,21 @@ impl SwitchConfig {
         file.resolve()
     }
 
+    /// The egress queues frames can reach: those the trusted field's map (all 64 DSCPs,
+    /// or all 8 PCPs) leads to, lowest first. A frame that does not parse takes DSCP 0's
+    /// (PCP 0's) class, which is in the map too.
+    pub fn queues_in_use(&self) -> Vec<usize> {
+        let classes: Vec<u8> = match self.trust {
+            Trust::Dscp => self.dscp_to_tc.to_vec(),
+            Trust::Pcp => self.pcp_to_tc.to_vec(),
+        };
+        let mut used = [false; CLASSES];
+        for tc in classes {
+            used[usize::from(self.tc_to_queue[usize::from(tc & 7)])] = true;
+        }
+        (0..CLASSES).filter(|&q| used[q]).collect()
+    }
+
     /// PFC off: every priority lossy, so congestion drops instead of pausing.
     pub fn disable_pfc(&mut self) {
         self.lossless = PrioritySet::EMPTY;

@@ -3,6 +3,7 @@
 
 use super::allreduce::RingAllReduce;
 use super::flow::Flow;
+use super::flows::FlowSet;
 use super::sweep::Sweep;
 use super::{Completion, Endpoint};
 use crate::time::Nanos;
@@ -32,6 +33,8 @@ pub enum App {
     Sweep(Sweep),
     /// A bulk flow to one peer.
     Flow(Flow),
+    /// Many flows to many peers, arriving over time (a workload's sending side).
+    Flows(FlowSet),
     /// Nothing to post: the endpoint only answers its peers (a flow's receiver).
     Receive,
     /// Any other application (tests, experiments).
@@ -62,7 +65,21 @@ impl From<Flow> for App {
     }
 }
 
+impl From<FlowSet> for App {
+    fn from(f: FlowSet) -> App {
+        App::Flows(f)
+    }
+}
+
 impl App {
+    /// The flow set, if this is one.
+    pub fn flows(&self) -> Option<&FlowSet> {
+        match self {
+            App::Flows(f) => Some(f),
+            _ => None,
+        }
+    }
+
     /// The sweep, if this is one.
     pub fn sweep(&self) -> Option<&Sweep> {
         match self {
@@ -105,7 +122,7 @@ impl App {
             App::AllReduce(a) => a.set_start(at),
             App::Sweep(s) => s.set_start(at),
             App::Flow(f) => f.set_start(at),
-            App::Receive | App::Custom(_) => {}
+            App::Flows(_) | App::Receive | App::Custom(_) => {}
         }
     }
 
@@ -114,6 +131,7 @@ impl App {
             App::AllReduce(a) => Some(a),
             App::Sweep(s) => Some(s),
             App::Flow(f) => Some(f),
+            App::Flows(f) => Some(f),
             App::Receive => None,
             App::Custom(c) => Some(c.as_mut()),
         }
@@ -124,6 +142,7 @@ impl App {
             App::AllReduce(a) => Some(a),
             App::Sweep(s) => Some(s),
             App::Flow(f) => Some(f),
+            App::Flows(f) => Some(f),
             App::Receive => None,
             App::Custom(c) => Some(c.as_ref()),
         }

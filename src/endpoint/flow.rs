@@ -34,10 +34,15 @@ impl Flow {
     /// A flow on the sender's QP `qp` of `total` bytes (`None`: endless) in messages of
     /// `message_bytes`, starting at `start`. Call [`Flow::prepare_receiver`] on the peer.
     pub fn new(qp: usize, total: Option<u64>, message_bytes: usize, start: Nanos) -> Flow {
+        Flow::with_message(qp, total, vec![0x5a; message_bytes].into(), start)
+    }
+
+    /// [`Flow::new`], its messages sharing `message` (many flows, one buffer).
+    pub fn with_message(qp: usize, total: Option<u64>, message: Arc<[u8]>, start: Nanos) -> Flow {
         Flow {
             qp,
             total,
-            message: vec![0x5a; message_bytes].into(),
+            message,
             start,
             started: false,
             posted: 0,

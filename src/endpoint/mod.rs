@@ -24,6 +24,7 @@ pub mod app;
 pub mod dcqcn;
 pub mod fault;
 pub mod flow;
+pub mod flows;
 pub mod qp;
 pub mod sweep;
 

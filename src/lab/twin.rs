@@ -75,6 +75,8 @@ pub fn scenario(opts: &LabOptions) -> Scenario {
         endpoint: opts.endpoint.clone(),
         flows,
         allreduce,
+        workloads: Vec::new(),
+        jobs: Vec::new(),
         faults: Vec::new(),
         variant: None,
         variants: Vec::new(),

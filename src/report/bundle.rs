@@ -16,6 +16,9 @@ pub const FILES: [&str; 6] = [
     "pgs.svg",
 ];
 
+/// The FCT plot, written when the run had workload flows.
+pub const FCT_FILE: &str = "fct.svg";
+
 /// A report folder that could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
@@ -31,7 +34,8 @@ pub enum BundleError {
 }
 
 /// Writes the report `json`, the series as CSV and its plots titled `title` (the queue
-/// plot with `thresholds` dashed) into `dir`,
+/// plot with `thresholds` dashed), and with workload `flows` their FCT plot
+/// ([`FCT_FILE`]), into `dir`,
 /// making the folder (its parent must exist: see [`output::check_folder`]). Everything is
 /// drawn before anything is written, and each file appears whole or not at all.
 pub fn write(
@@ -40,6 +44,7 @@ pub fn write(
     series: &Series,
     title: &str,
     thresholds: &[plot::Threshold],
+    flows: &[crate::sim::fct::FlowFct],
 ) -> Result<(), BundleError> {
     let mut csv = Vec::new();
     series
@@ -53,9 +58,17 @@ pub fn write(
         plot::pauses_svg(series, title)?.into_bytes(),
         plot::pgs_svg(series, title)?.into_bytes(),
     ];
+    let fct = if flows.is_empty() {
+        None
+    } else {
+        Some(plot::fct_svg(flows, title)?.into_bytes())
+    };
     output::make_folder(dir)?;
     for (name, bytes) in FILES.iter().zip(&files) {
         output::write_whole(&dir.join(name), bytes)?;
+    }
+    if let Some(bytes) = fct {
+        output::write_whole(&dir.join(FCT_FILE), &bytes)?;
     }
     Ok(())
 }

@@ -62,6 +62,55 @@ pub fn header(s: &Scenario) -> String {
     out
 }
 
+/// The workload flows' completion times: per size bucket, the flows that arrived and
+/// finished, and the slowdown (FCT over the ideal FCT of the flow alone on its path) at
+/// p50, p95, p99 and the largest, with the mean FCT. Empty without workloads.
+pub fn fct_table(scenario: &Scenario, outcome: &Outcome) -> String {
+    if outcome.flows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "Flow completion time slowdown (FCT / ideal FCT alone on the path)
+",
+    );
+    for w in &scenario.workloads {
+        let _ = writeln!(out, "  workload: {} ({} flows)", w.summary, w.flows);
+    }
+    let _ = writeln!(
+        out,
+        "  {:<12} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>13}",
+        "size", "flows", "finished", "p50", "p95", "p99", "max", "mean FCT"
+    );
+    let num = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.2}"));
+    for b in crate::sim::fct::buckets(&outcome.flows) {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>13}",
+            b.label,
+            b.flows,
+            b.finished,
+            num(b.p50),
+            num(b.p95),
+            num(b.p99),
+            num(b.max),
+            b.mean_fct_ns
+                .map_or_else(|| "-".to_owned(), |t| Nanos(t).human())
+        );
+    }
+    let unfinished = outcome
+        .flows
+        .iter()
+        .filter(|f| f.finished.is_none())
+        .count();
+    if unfinished > 0 {
+        let _ = writeln!(
+            out,
+            "  {unfinished} flows had not finished when the run ended: the percentiles leave them out (a longer duration_ms, or a workload duration_us shorter than the run, lets them finish)"
+        );
+    }
+    out
+}
+
 /// Each sending QP: rate over the measured span, DCQCN state at the end, CNPs and
 /// retransmissions.
 pub fn qp_table(rows: &[QpRow], from: Nanos, to: Nanos) -> String {
@@ -219,6 +268,11 @@ pub fn json(scenario: &Scenario, outcome: &Outcome) -> serde_json::Value {
             "measured_from_ns": outcome.measured_from.0,
             "qps": outcome.qps,
             "allreduce": outcome.allreduce,
+            "workloads": scenario.workloads,
+            "fct": {
+                "buckets": crate::sim::fct::buckets(&outcome.flows),
+                "flows": outcome.flows,
+            },
             "switches": switches,
             "endpoints": endpoints,
             "frames_simulated": outcome.frames,

@@ -2,10 +2,12 @@
 
 pub mod engine;
 pub mod faults;
+pub mod fct;
 pub mod run;
 pub mod scenario;
 pub mod series;
 pub mod topology;
+pub mod traffic;
 pub mod workload;
 
 pub use engine::{Engine, Host, LinkEnd, Node, Stalled, Step};

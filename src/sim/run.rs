@@ -4,6 +4,7 @@
 //! or the chosen all-reduce size's, is recorded as a time series.
 
 use super::engine::{Stalled, Step};
+use super::fct::{FlowFct, Path};
 use super::scenario::Scenario;
 use super::series::Recorder;
 use super::topology::Network;
@@ -62,6 +63,8 @@ pub struct Outcome {
     pub allreduce: Vec<AllReduceRow>,
     /// Frames moved over links in all runs.
     pub frames: u64,
+    /// The workload flows of the recorded run that arrived, by id, with their FCTs.
+    pub flows: Vec<FlowFct>,
 }
 
 /// What a run reports while it goes: the command line's progress line and the nccl-tests
@@ -89,6 +92,7 @@ pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outc
             let mut net = scenario.build(scenario.seed);
             let (series, qps, from) = run_flows(scenario, &mut net, progress)?;
             let frames = net.engine.stats().frames_delivered;
+            let flows = flow_fcts(scenario, &net);
             Ok(Outcome {
                 net,
                 series,
@@ -96,6 +100,7 @@ pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outc
                 measured_from: from,
                 allreduce: Vec::new(),
                 frames,
+                flows,
             })
         }
         Some(plan) => {
@@ -141,6 +146,7 @@ pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outc
                 }
             }
             let (net, series, qps) = recorded.expect("series_bytes is one of the sizes");
+            let flows = flow_fcts(scenario, &net);
             Ok(Outcome {
                 net,
                 series,
@@ -148,6 +154,7 @@ pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outc
                 measured_from: plan.start,
                 allreduce: rows,
                 frames,
+                flows,
             })
         }
     }
@@ -235,18 +242,52 @@ fn sent_bytes(net: &Network) -> Vec<u64> {
         .collect()
 }
 
+/// Every workload flow that arrived in `net`'s run, by id, with its ideal FCT on its path.
+pub fn flow_fcts(scenario: &Scenario, net: &Network) -> Vec<FlowFct> {
+    let mut out: Vec<FlowFct> = (0..net.hosts.len())
+        .filter_map(|h| net.host(h).app.as_ref()?.flows())
+        .flat_map(|set| set.records().iter())
+        .filter_map(|r| {
+            let job = scenario.jobs.get(r.id)?;
+            let path = Path {
+                hops: scenario.topology.hops(job.from, job.to),
+                bits_per_sec: scenario.topology.bits_per_sec,
+                delay: scenario.topology.delay,
+                mtu: scenario.endpoint.mtu as usize,
+                message_bytes: super::scenario::WORKLOAD_MESSAGE_BYTES,
+            };
+            Some(FlowFct {
+                id: r.id,
+                workload: job.workload,
+                from: job.from,
+                to: job.to,
+                bytes: r.bytes,
+                arrival: r.arrival,
+                started: r.started,
+                finished: r.finished,
+                ideal: path.ideal_fct(r.bytes),
+            })
+        })
+        .collect();
+    out.sort_by_key(|f| f.id);
+    out
+}
+
 fn qp_rows(net: &Network, from: Nanos, before: &[u64], end: Nanos) -> Vec<QpRow> {
     let span = end.0.saturating_sub(from.0).max(1) as f64;
     let mut rows = Vec::new();
     let mut k = 0;
     for host in 0..net.hosts.len() {
         let ep = net.endpoint(host);
-        let flow: Option<&Flow> = net.host(host).app.as_ref().and_then(|a| a.flow());
+        let app = net.host(host).app.as_ref();
+        let flow: Option<&Flow> = app.and_then(|a| a.flow());
+        // A workload's QPs each carry many flows: the FCT table reports those.
+        let workload = app.is_some_and(|a| a.flows().is_some());
         for qp in 0..ep.qp_count() {
             let status = ep.qp_status(qp, end);
             let start = before.get(k).copied().unwrap_or(0);
             k += 1;
-            if status.counters.data_packets_sent == 0 {
+            if status.counters.data_packets_sent == 0 || workload {
                 continue;
             }
             let peer = peer_of(net, &status, end);

@@ -5,16 +5,18 @@
 
 use super::faults::{self, FaultSpec, HostFault};
 use super::topology::{self, Network};
+use super::traffic::{FlowJob, WorkloadPlan, WorkloadSpec};
 use crate::config::endpoint::EndpointConfig;
 use crate::config::{ConfigError, SwitchConfig, location, merge_toml, preset_text};
 use crate::endpoint::flow::Flow;
+use crate::endpoint::flows::FlowSet;
 use crate::endpoint::sweep::{self, SweepError};
 use crate::time::Nanos;
 use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 12] = [
+pub const SCENARIOS: [(&str, &str); 13] = [
     ("incast", include_str!("scenarios/incast.toml")),
     ("incast-8", include_str!("scenarios/incast-8.toml")),
     ("pfc-incast", include_str!("scenarios/pfc-incast.toml")),
@@ -30,6 +32,7 @@ pub const SCENARIOS: [(&str, &str); 12] = [
     ("ring", include_str!("scenarios/ring.toml")),
     ("ring-incast", include_str!("scenarios/ring-incast.toml")),
     ("leaf-spine", include_str!("scenarios/leaf-spine.toml")),
+    ("web-search", include_str!("scenarios/web-search.toml")),
 ];
 
 /// The TOML text of a built-in scenario.
@@ -68,6 +71,8 @@ struct ScenarioFile {
     memory_budget_mib: Option<u64>,
     #[serde(default, rename = "fault")]
     faults: Vec<FaultSpec>,
+    #[serde(default, rename = "workload")]
+    workloads: Vec<WorkloadSpec>,
     /// Checked and applied by [`Scenario::from_toml`], before this struct is resolved.
     #[serde(default, rename = "variant")]
     variants: Vec<toml::Table>,
@@ -197,6 +202,29 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// Links on the path from host `a` to host `b`: 2 through one switch; across a
+    /// leaf–spine, 4; around a ring, 2 plus the switches between (the shorter way).
+    pub fn hops(&self, a: usize, b: usize) -> usize {
+        match self.shape {
+            Shape::Star { .. } => 2,
+            Shape::LeafSpine { hosts_per_leaf, .. } => {
+                if a / hosts_per_leaf.max(1) == b / hosts_per_leaf.max(1) {
+                    2
+                } else {
+                    4
+                }
+            }
+            Shape::Ring {
+                switches,
+                hosts_per_switch,
+            } => {
+                let (i, j) = (a / hosts_per_switch.max(1), b / hosts_per_switch.max(1));
+                let d = i.abs_diff(j);
+                2 + d.min(switches - d)
+            }
+        }
+    }
+
     /// Number of hosts.
     pub fn hosts(&self) -> usize {
         match self.shape {
@@ -270,6 +298,10 @@ pub struct Scenario {
     pub flows: Vec<FlowPlan>,
     /// The all-reduce sweep, if any.
     pub allreduce: Option<AllReducePlan>,
+    /// The `[[workload]]` entries, resolved.
+    pub workloads: Vec<WorkloadPlan>,
+    /// Their flows, in arrival order (each flow's index is its id in the report).
+    pub jobs: Vec<FlowJob>,
     /// NIC faults of some hosts (`[[fault]]`).
     pub faults: Vec<HostFault>,
     /// The variant's name, for one of [`variants`](Self::variants).
@@ -501,10 +533,65 @@ impl Scenario {
             let (q, _) = net.connect_qp(f.from, f.to);
             net.host_mut(f.from).app = Some(Flow::new(q, f.bytes, f.message_bytes, f.start).into());
         }
+        self.build_workloads(&mut net);
         for f in &self.faults {
             net.endpoint_mut(f.host).set_faults(f.faults);
         }
         net
+    }
+
+    /// Gives each host that sends workload flows a [`FlowSet`] with its QPs: to each
+    /// peer, as many as it has flows to that peer, at most the endpoint's
+    /// `max_qps_per_peer`.
+    fn build_workloads(&self, net: &mut Network) {
+        if self.jobs.is_empty() {
+            return;
+        }
+        let hosts = self.topology.hosts();
+        let mut per_host: Vec<Vec<(usize, &FlowJob)>> = vec![Vec::new(); hosts];
+        for (id, j) in self.jobs.iter().enumerate() {
+            per_host[j.from].push((id, j));
+        }
+        let mut receivers = vec![false; hosts];
+        let limit = self.endpoint.max_qps_per_peer.max(1) as usize;
+        for (from, mine) in per_host.into_iter().enumerate() {
+            if mine.is_empty() {
+                continue;
+            }
+            // Peers in the order first met; per peer, its flow count.
+            let mut slot = vec![usize::MAX; hosts];
+            let mut peers: Vec<(usize, usize)> = Vec::new();
+            for (_, j) in &mine {
+                if slot[j.to] == usize::MAX {
+                    slot[j.to] = peers.len();
+                    peers.push((j.to, 0));
+                }
+                peers[slot[j.to]].1 += 1;
+            }
+            let qps: Vec<Vec<usize>> = peers
+                .iter()
+                .map(|&(to, n)| {
+                    (0..n.min(limit))
+                        .map(|_| net.connect_qp(from, to).0)
+                        .collect()
+                })
+                .collect();
+            for &(to, _) in &peers {
+                if !std::mem::replace(&mut receivers[to], true) {
+                    Flow::prepare_receiver(net.endpoint_mut(to), WORKLOAD_MESSAGE_BYTES);
+                }
+            }
+            let jobs = mine
+                .iter()
+                .map(|&(id, j)| crate::endpoint::flows::FlowJob {
+                    id,
+                    peer: slot[j.to],
+                    arrival: j.arrival,
+                    bytes: j.bytes,
+                })
+                .collect();
+            net.host_mut(from).app = Some(FlowSet::new(jobs, qps, WORKLOAD_MESSAGE_BYTES).into());
+        }
     }
 }
 
@@ -583,14 +670,20 @@ impl ScenarioFile {
             .allreduce
             .map(|a| a.resolve(hosts, &flows))
             .transpose()?;
-        if allreduce.is_none() && flows.is_empty() {
+        if allreduce.is_none() && flows.is_empty() && self.workloads.is_empty() {
             return Err(err(
                 "scenario",
-                "nothing to run: give [[flow]] entries, an [allreduce] section, or both",
+                "nothing to run: give [[flow]] entries, [[workload]] entries, an [allreduce] section, or some of each",
             ));
         }
         let duration = match self.duration_ms {
             Some(ms) => positive_time("duration_ms", ms, "ms", 1e6)?,
+            None if !self.workloads.is_empty() => {
+                return Err(err(
+                    "duration_ms",
+                    "workloads run until the end of the run: say when it ends",
+                ));
+            }
             None if allreduce.is_some() => DEFAULT_ALLREDUCE_LIMIT,
             None if flows.iter().all(|f| f.bytes.is_some()) => DEFAULT_ALLREDUCE_LIMIT,
             None => {
@@ -628,8 +721,18 @@ impl ScenarioFile {
                 ),
             ));
         }
+        let (workloads, jobs) = resolve_workloads(
+            &self.workloads,
+            self.seed,
+            &topology,
+            duration,
+            dir,
+            &flows,
+            allreduce.as_ref(),
+        )?;
         let budget_mib = self.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB);
-        let need = memory_estimate(&topology, &flows, allreduce.as_ref(), duration, sample);
+        let need = memory_estimate(&topology, &flows, allreduce.as_ref(), duration, sample)
+            .saturating_add((jobs.len() as u64).saturating_mul(JOB_BYTES));
         if need > budget_mib.saturating_mul(1 << 20) {
             return Err(err(
                 "memory_budget_mib",
@@ -667,8 +770,67 @@ impl ScenarioFile {
             endpoint,
             flows,
             allreduce,
+            workloads,
+            jobs,
         })
     }
+}
+
+/// What a workload's flow costs besides its traffic: its job, record and report row.
+const JOB_BYTES: u64 = 512;
+
+/// Bytes per WRITE message of a workload's flows (the last one of a flow shorter).
+pub const WORKLOAD_MESSAGE_BYTES: usize = 16384;
+
+/// The `[[workload]]` entries' flows, drawn from the scenario's seed, in arrival order.
+/// A host that sends workload flows runs nothing else (a `[[flow]]` or an all-reduce
+/// rank); any host may receive them.
+fn resolve_workloads(
+    specs: &[WorkloadSpec],
+    seed: u64,
+    topology: &Topology,
+    duration: Nanos,
+    dir: Option<&Path>,
+    flows: &[FlowPlan],
+    allreduce: Option<&AllReducePlan>,
+) -> Result<(Vec<WorkloadPlan>, Vec<FlowJob>), ConfigError> {
+    // A stream of its own: adding a workload does not change the switch's or the links'
+    // draws.
+    let mut rng = crate::switch::red::Rng::new(seed ^ 0x776f_726b_6c6f_6164);
+    let mut plans = Vec::new();
+    let mut jobs = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let (plan, mut made) = spec.resolve(
+            i,
+            topology.hosts(),
+            topology.bits_per_sec,
+            duration,
+            dir,
+            &mut rng,
+        )?;
+        let busy = |h: usize| {
+            flows.iter().any(|f| f.from == h) || allreduce.is_some_and(|a| a.ranks.contains(&h))
+        };
+        if let Some(j) = made.iter().find(|j| busy(j.from)) {
+            return Err(err(
+                format!("workload[{i}].hosts"),
+                format!(
+                    "host {} already sends a [[flow]] or is an all-reduce rank; a host runs one application (it may still receive)",
+                    j.from
+                ),
+            ));
+        }
+        jobs.append(&mut made);
+        plans.push(plan);
+        if jobs.len() > super::traffic::MAX_FLOWS {
+            return Err(err(
+                format!("workload[{i}]"),
+                format!("more than {} flows in all", super::traffic::MAX_FLOWS),
+            ));
+        }
+    }
+    jobs.sort_by_key(|j| (j.arrival, j.from, j.to));
+    Ok((plans, jobs))
 }
 
 /// About how many bytes a run of the scenario holds at its peak: every host and switch

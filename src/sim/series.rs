@@ -37,7 +37,14 @@ impl Recorder {
         let hosts = (0..net.hosts.len())
             .map(|h| {
                 let ep = net.endpoint(h);
+                // A workload's QPs each carry many flows: no QP columns for them.
+                let workload = net
+                    .host(h)
+                    .app
+                    .as_ref()
+                    .is_some_and(|a| a.flows().is_some());
                 let qps: Vec<(usize, u32)> = (0..ep.qp_count())
+                    .filter(|_| !workload)
                     .map(|q| (q, ep.qp_status(q, Nanos::ZERO).qpn))
                     .collect();
                 HostRecorder::new(&format!("h{h}"), &qps, ep.data_priority())

@@ -1,0 +1,504 @@
+//! Datacenter workloads for a scenario's `[[workload]]` entries: Poisson flow arrivals with
+//! sizes drawn from a published flow-size distribution at a target load, all-to-all
+//! exchanges and periodic incast bursts. Each becomes a list of flows (source, destination,
+//! arrival, bytes) drawn up front from the scenario's seed, so a run is a function of its
+//! inputs; the endpoints then run them (see [`crate::endpoint::flows`]) and report each
+//! flow's completion time.
+
+use crate::config::ConfigError;
+use crate::switch::red::Rng;
+use crate::time::Nanos;
+use serde::Deserialize;
+use std::path::Path;
+
+/// The built-in flow-size distributions: (name, text). Each file says where its numbers
+/// come from.
+pub const CDFS: [(&str, &str); 2] = [
+    ("web-search", include_str!("cdfs/web-search.txt")),
+    ("data-mining", include_str!("cdfs/data-mining.txt")),
+];
+
+/// The most flows a scenario's workloads may make (each costs a few hundred bytes and
+/// its share of events).
+pub const MAX_FLOWS: usize = 2_000_000;
+
+fn err(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+/// A flow-size distribution: sizes and the fraction of flows at or below each, drawn by
+/// inverse transform with linear interpolation between points (as the ns-3 RDMA
+/// simulators' traffic generators draw them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizeCdf {
+    /// Its name (built-in) or file path.
+    pub name: String,
+    points: Vec<(f64, f64)>,
+}
+
+impl SizeCdf {
+    /// A built-in distribution by name, or a file of `bytes fraction` lines (`#` starts a
+    /// comment; fractions rise from 0 to 1, or percentages to 100), relative to `dir`.
+    pub fn load(key: &str, name: &str, dir: Option<&Path>) -> Result<SizeCdf, ConfigError> {
+        if let Some((n, text)) = CDFS.iter().find(|(n, _)| *n == name) {
+            return SizeCdf::parse(key, n, text);
+        }
+        let path = dir.map_or_else(|| Path::new(name).to_path_buf(), |d| d.join(name));
+        let text = crate::config::read_text(&path).map_err(|e| {
+            err(
+                key,
+                format!(
+                    "{e}; give a file of 'bytes fraction' lines or a built-in distribution ({})",
+                    CDFS.map(|(n, _)| n).join(", ")
+                ),
+            )
+        })?;
+        SizeCdf::parse(key, name, &text)
+    }
+
+    /// Parses `bytes fraction` lines.
+    pub fn parse(key: &str, name: &str, text: &str) -> Result<SizeCdf, ConfigError> {
+        let mut points = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let at = || format!("{key} ({name}, line {})", i + 1);
+            let fields: Vec<&str> = line
+                .split([' ', '\t', ','])
+                .filter(|f| !f.is_empty())
+                .collect();
+            let [x, p] = fields[..] else {
+                return Err(err(at(), format!("'{line}': give 'bytes fraction'")));
+            };
+            let (Ok(x), Ok(p)) = (x.parse::<f64>(), p.parse::<f64>()) else {
+                return Err(err(at(), format!("'{line}': give two numbers")));
+            };
+            if !(x.is_finite() && x >= 0.0 && x <= (1u64 << 40) as f64 && p.is_finite()) {
+                return Err(err(
+                    at(),
+                    format!("'{line}': sizes 0 to 1 TiB, a finite fraction"),
+                ));
+            }
+            if let Some(&(px, pp)) = points.last()
+                && (x < px || p < pp)
+            {
+                return Err(err(at(), "sizes and fractions must not decrease"));
+            }
+            points.push((x, p));
+        }
+        let Some(&(_, last)) = points.last() else {
+            return Err(err(key, format!("{name}: no 'bytes fraction' lines")));
+        };
+        // Percentages (HPCC's files) or fractions.
+        let scale = if (last - 100.0).abs() < 1e-9 {
+            100.0
+        } else if (last - 1.0).abs() < 1e-9 {
+            1.0
+        } else {
+            return Err(err(
+                key,
+                format!("{name}: the last fraction is {last}; a distribution ends at 1 (or 100 %)"),
+            ));
+        };
+        for p in &mut points {
+            p.1 /= scale;
+        }
+        if points.len() < 2 || points.last().is_some_and(|&(x, _)| x < 1.0) {
+            return Err(err(
+                key,
+                format!("{name}: give at least two points, the last at 1 byte or more"),
+            ));
+        }
+        Ok(SizeCdf {
+            name: name.to_owned(),
+            points,
+        })
+    }
+
+    /// The size at cumulative fraction `u` (0 ≤ u < 1), at least 1 byte.
+    pub fn quantile(&self, u: f64) -> u64 {
+        let i = self.points.partition_point(|&(_, p)| p <= u);
+        let size = match (i.checked_sub(1).map(|k| self.points[k]), self.points.get(i)) {
+            (Some((x0, p0)), Some(&(x1, p1))) if p1 > p0 => x0 + (x1 - x0) * (u - p0) / (p1 - p0),
+            (Some((x0, _)), _) => x0,
+            (None, Some(&(x1, _))) => x1,
+            (None, None) => 1.0,
+        };
+        (size.round() as u64).max(1)
+    }
+
+    /// The mean size, bytes (of the interpolated distribution).
+    pub fn mean(&self) -> f64 {
+        self.points
+            .windows(2)
+            .map(|w| (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0)
+            .sum::<f64>()
+            .max(1.0)
+    }
+
+    /// One draw.
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
+        self.quantile(rng.next_f64())
+    }
+}
+
+/// A `[[workload]]` entry as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WorkloadSpec {
+    kind: String,
+    /// The hosts taking part (default all).
+    hosts: Option<Vec<usize>>,
+    #[serde(default)]
+    start_us: f64,
+    duration_us: Option<f64>,
+    /// poisson: a built-in distribution or a file.
+    cdf: Option<String>,
+    /// poisson: offered load as a fraction of each host's link rate.
+    load: Option<f64>,
+    /// all-to-all and incast-bursts: bytes per flow.
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
+    bytes: Option<u64>,
+    /// incast-bursts: the receiver.
+    to: Option<usize>,
+    /// incast-bursts: senders per burst.
+    fan_in: Option<usize>,
+    /// incast-bursts: time from one burst to the next.
+    period_us: Option<f64>,
+    /// incast-bursts: bursts (default: as many as fit the duration).
+    bursts: Option<u64>,
+}
+
+/// One flow of a workload: from a host to another, arriving at a time, of some bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowJob {
+    /// Sending host.
+    pub from: usize,
+    /// Receiving host.
+    pub to: usize,
+    /// When the application hands it to the endpoint (its FCT counts from here).
+    pub arrival: Nanos,
+    /// Payload bytes.
+    pub bytes: u64,
+    /// Which `[[workload]]` made it (index in the file).
+    pub workload: usize,
+}
+
+/// A resolved workload: what it is, in words and numbers, for the report.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WorkloadPlan {
+    /// `poisson`, `all-to-all` or `incast-bursts`.
+    pub kind: String,
+    /// One line: the distribution and load, or the pattern.
+    pub summary: String,
+    /// Flows it made.
+    pub flows: usize,
+}
+
+fn time(key: &str, us: f64) -> Result<Nanos, ConfigError> {
+    if us.is_finite() && (0.0..=3.6e9).contains(&us) {
+        Ok(Nanos((us * 1e3).round() as u64))
+    } else {
+        Err(err(
+            key,
+            format!("{us} µs is not allowed; give 0 to one hour"),
+        ))
+    }
+}
+
+impl WorkloadSpec {
+    /// The flows of entry `index` among `hosts` hosts at `link_bps`, drawn from `rng`,
+    /// arriving before `end` (the scenario's duration when the entry gives none).
+    pub(super) fn resolve(
+        &self,
+        index: usize,
+        hosts: usize,
+        link_bps: u64,
+        end: Nanos,
+        dir: Option<&Path>,
+        rng: &mut Rng,
+    ) -> Result<(WorkloadPlan, Vec<FlowJob>), ConfigError> {
+        let key = |k: &str| format!("workload[{index}].{k}");
+        let members: Vec<usize> = match &self.hosts {
+            Some(h) => h.clone(),
+            None => (0..hosts).collect(),
+        };
+        if let Some(&bad) = members.iter().find(|&&h| h >= hosts) {
+            return Err(err(
+                key("hosts"),
+                format!("host {bad} does not exist (0 to {})", hosts - 1),
+            ));
+        }
+        let mut seen = vec![false; hosts];
+        for &h in &members {
+            if std::mem::replace(&mut seen[h], true) {
+                return Err(err(key("hosts"), format!("host {h} is listed twice")));
+            }
+        }
+        if members.len() < 2 {
+            return Err(err(key("hosts"), "give at least two hosts"));
+        }
+        let start = time(&key("start_us"), self.start_us)?;
+        let stop = match self.duration_us {
+            Some(d) => start + time(&key("duration_us"), d)?,
+            None => end,
+        };
+        let unused = |names: &[(&str, bool)]| -> Result<(), ConfigError> {
+            match names.iter().find(|(_, set)| *set) {
+                Some((n, _)) => Err(err(
+                    key(n),
+                    format!("a {} workload does not take {n}", self.kind),
+                )),
+                None => Ok(()),
+            }
+        };
+        let mut jobs = Vec::new();
+        let summary = match self.kind.as_str() {
+            "poisson" => {
+                unused(&[
+                    ("bytes", self.bytes.is_some()),
+                    ("to", self.to.is_some()),
+                    ("fan_in", self.fan_in.is_some()),
+                    ("period_us", self.period_us.is_some()),
+                    ("bursts", self.bursts.is_some()),
+                ])?;
+                let cdf_name = self.cdf.as_deref().ok_or_else(|| {
+                    err(
+                        key("cdf"),
+                        format!(
+                            "give a flow-size distribution: {} or a file",
+                            CDFS.map(|(n, _)| n).join(", ")
+                        ),
+                    )
+                })?;
+                let cdf = SizeCdf::load(&key("cdf"), cdf_name, dir)?;
+                let load = self.load.ok_or_else(|| {
+                    err(
+                        key("load"),
+                        "give the offered load, a fraction of the host link rate (0.5 is 50 %)",
+                    )
+                })?;
+                if !(load.is_finite() && load > 0.0 && load <= 1.0) {
+                    return Err(err(
+                        key("load"),
+                        format!("{load}: give more than 0 and at most 1"),
+                    ));
+                }
+                // Per host: flows per second = load × rate / (8 × mean size); exponential gaps.
+                let per_sec = load * link_bps as f64 / (8.0 * cdf.mean());
+                let expected =
+                    per_sec * members.len() as f64 * stop.0.saturating_sub(start.0) as f64 / 1e9;
+                if expected > MAX_FLOWS as f64 {
+                    return Err(err(
+                        key("load"),
+                        format!(
+                            "about {expected:.0} flows: more than {MAX_FLOWS}; shorten duration_us or lower the load"
+                        ),
+                    ));
+                }
+                let mean_gap_ns = 1e9 / per_sec;
+                for &from in &members {
+                    let mut t = start.0 as f64;
+                    loop {
+                        t += -mean_gap_ns * (1.0 - rng.next_f64()).ln();
+                        if t >= stop.0 as f64 {
+                            break;
+                        }
+                        let to = other(&members, from, rng);
+                        jobs.push(FlowJob {
+                            from,
+                            to,
+                            arrival: Nanos(t as u64),
+                            bytes: cdf.sample(rng),
+                            workload: index,
+                        });
+                    }
+                }
+                format!(
+                    "Poisson arrivals, {} sizes (mean {}), {:.0} % load on {} hosts",
+                    cdf.name,
+                    super::fct::decimal_bytes(cdf.mean()),
+                    load * 100.0,
+                    members.len()
+                )
+            }
+            "all-to-all" => {
+                unused(&[
+                    ("cdf", self.cdf.is_some()),
+                    ("load", self.load.is_some()),
+                    ("to", self.to.is_some()),
+                    ("fan_in", self.fan_in.is_some()),
+                    ("period_us", self.period_us.is_some()),
+                    ("bursts", self.bursts.is_some()),
+                    ("duration_us", self.duration_us.is_some()),
+                ])?;
+                let bytes = self
+                    .bytes
+                    .filter(|b| (1..=1 << 30).contains(b))
+                    .ok_or_else(|| {
+                        err(
+                            key("bytes"),
+                            "give the bytes each host sends to each other, 1 B to 1 GiB",
+                        )
+                    })?;
+                for &from in &members {
+                    for &to in members.iter().filter(|&&t| t != from) {
+                        jobs.push(FlowJob {
+                            from,
+                            to,
+                            arrival: start,
+                            bytes,
+                            workload: index,
+                        });
+                    }
+                }
+                format!(
+                    "all-to-all, {} from each of {} hosts to each other",
+                    crate::bytes::human(bytes),
+                    members.len()
+                )
+            }
+            "incast-bursts" => {
+                unused(&[("cdf", self.cdf.is_some()), ("load", self.load.is_some())])?;
+                let to = self
+                    .to
+                    .ok_or_else(|| err(key("to"), "give the receiving host"))?;
+                if !members.contains(&to) {
+                    return Err(err(
+                        key("to"),
+                        format!("host {to} is not one of the workload's hosts"),
+                    ));
+                }
+                let senders: Vec<usize> = members.iter().copied().filter(|&h| h != to).collect();
+                let fan_in = self.fan_in.unwrap_or(senders.len());
+                if !(1..=senders.len()).contains(&fan_in) {
+                    return Err(err(
+                        key("fan_in"),
+                        format!("{fan_in}: give 1 to {} (the other hosts)", senders.len()),
+                    ));
+                }
+                let bytes = self
+                    .bytes
+                    .filter(|b| (1..=1 << 30).contains(b))
+                    .ok_or_else(|| {
+                        err(
+                            key("bytes"),
+                            "give the bytes each sender sends per burst, 1 B to 1 GiB",
+                        )
+                    })?;
+                let period = time(
+                    &key("period_us"),
+                    self.period_us.ok_or_else(|| {
+                        err(key("period_us"), "give the time from one burst to the next")
+                    })?,
+                )?;
+                if period == Nanos::ZERO {
+                    return Err(err(key("period_us"), "give a period above 0"));
+                }
+                let fit = stop.0.saturating_sub(start.0).div_ceil(period.0);
+                let bursts = self.bursts.unwrap_or(fit);
+                if bursts == 0 || bursts.saturating_mul(fan_in as u64) > MAX_FLOWS as u64 {
+                    return Err(err(
+                        key("bursts"),
+                        format!(
+                            "{bursts} bursts of {fan_in}: give 1 to {} flows in all",
+                            MAX_FLOWS
+                        ),
+                    ));
+                }
+                for k in 0..bursts {
+                    let at = start + Nanos(period.0 * k);
+                    // Each burst's senders: a fresh draw of fan_in of them.
+                    let mut pool = senders.clone();
+                    for i in 0..fan_in {
+                        let j = i + (rng.next_u64() % (pool.len() - i) as u64) as usize;
+                        pool.swap(i, j);
+                        jobs.push(FlowJob {
+                            from: pool[i],
+                            to,
+                            arrival: at,
+                            bytes,
+                            workload: index,
+                        });
+                    }
+                }
+                format!(
+                    "{bursts} incast burst{} into h{to}, {fan_in} sender{} of {} each, every {}",
+                    if bursts == 1 { "" } else { "s" },
+                    if fan_in == 1 { "" } else { "s" },
+                    crate::bytes::human(bytes),
+                    period.human()
+                )
+            }
+            other => {
+                return Err(err(
+                    key("kind"),
+                    format!("'{other}': give poisson, all-to-all or incast-bursts"),
+                ));
+            }
+        };
+        Ok((
+            WorkloadPlan {
+                kind: self.kind.clone(),
+                summary,
+                flows: jobs.len(),
+            },
+            jobs,
+        ))
+    }
+}
+
+/// A member other than `from`, uniformly.
+fn other(members: &[usize], from: usize, rng: &mut Rng) -> usize {
+    loop {
+        let h = members[(rng.next_u64() % members.len() as u64) as usize];
+        if h != from {
+            return h;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_distributions_load_and_have_their_published_means() {
+        let ws = SizeCdf::load("cdf", "web-search", None).unwrap();
+        // By the table: about 1.71 MB.
+        assert!((ws.mean() - 1_711_250.0).abs() < 1.0, "{}", ws.mean());
+        assert_eq!(ws.quantile(0.0), 1);
+        assert_eq!(ws.quantile(0.15), 10_000);
+        assert_eq!(ws.quantile(0.999_999), 29_999_333);
+        let dm = SizeCdf::load("cdf", "data-mining", None).unwrap();
+        assert_eq!(dm.quantile(0.0), 100);
+        assert_eq!(dm.quantile(0.9), 400_000);
+        // Drawn: the sample mean converges on the table's.
+        let mut rng = Rng::new(3);
+        let n = 200_000;
+        let mean = (0..n).map(|_| ws.sample(&mut rng) as f64).sum::<f64>() / n as f64;
+        assert!((mean / ws.mean() - 1.0).abs() < 0.02, "{mean}");
+    }
+
+    #[test]
+    fn bad_distributions_are_refused_with_the_line() {
+        let e = SizeCdf::parse("w.cdf", "f", "0 0\n100 0.5\n50 1\n").unwrap_err();
+        assert!(
+            e.key.contains("line 3") && e.message.contains("decrease"),
+            "{e}"
+        );
+        let e = SizeCdf::parse("w.cdf", "f", "0 0\n100 0.5\n").unwrap_err();
+        assert!(e.message.contains("ends at 1"), "{e}");
+        let e = SizeCdf::parse("w.cdf", "f", "0 0\nten 1\n").unwrap_err();
+        assert!(e.message.contains("two numbers"), "{e}");
+        assert!(SizeCdf::parse("w.cdf", "f", "# nothing\n").is_err());
+        // HPCC's percentages read the same as fractions.
+        let pct = SizeCdf::parse("c", "p", "0 0\n100 50\n200 100\n").unwrap();
+        assert_eq!(pct.quantile(0.75), 150);
+    }
+}
