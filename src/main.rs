@@ -38,6 +38,7 @@ enum Command {
     Switch(cli::switch::Args),
     Endpoint(cli::endpoint::Args),
     Sim(cli::sim::Args),
+    Sweep(cli::sweep::Args),
     Traffic(cli::traffic::Args),
     Lab(cli::lab::Args),
 }
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         Command::Switch(args) => cli::switch::run(args),
         Command::Endpoint(args) => cli::endpoint::run(args),
         Command::Sim(args) => cli::sim::run(args),
+        Command::Sweep(args) => cli::sweep::run(args),
         Command::Traffic(args) => cli::traffic::run(args),
         Command::Lab(args) => cli::lab::run(args),
     };

@@ -11,7 +11,7 @@ use rocelab::wire::Ecn;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-const COMMANDS: [&str; 11] = [
+const COMMANDS: [&str; 12] = [
     "inspect",
     "replay",
     "config check",
@@ -19,6 +19,7 @@ const COMMANDS: [&str; 11] = [
     "switch",
     "endpoint",
     "sim",
+    "sweep",
     "traffic send",
     "traffic count",
     "lab",
@@ -77,7 +78,7 @@ fn shared_flags_have_one_name_and_one_meaning() {
     }
     // The switch's configuration: --config FILE | --preset NAME | --set KEY=VALUE wherever
     // a switch runs.
-    for c in ["replay", "conformance", "switch", "sim", "lab"] {
+    for c in ["replay", "conformance", "switch", "sim", "sweep", "lab"] {
         for f in ["--config", "--preset", "--set"] {
             assert!(has(c, f), "{c} lacks {f}");
         }
@@ -89,14 +90,14 @@ fn shared_flags_have_one_name_and_one_meaning() {
         assert!(text(c, "--preset").contains("sonic"), "{c}");
     }
     // A machine report: --json FILE, `-` for standard output.
-    for c in ["replay", "conformance", "switch", "endpoint"] {
+    for c in ["replay", "conformance", "switch", "endpoint", "sweep"] {
         let t = text(c, "--json");
         assert!(t.contains("<FILE>") && t.contains("`-`"), "{c}: {t}");
     }
     // inspect's JSON lines go to standard output.
     assert!(text("inspect", "--json").contains("JSON"));
     // A run's bundle: --out DIR.
-    for c in ["sim", "lab"] {
+    for c in ["sim", "sweep", "lab"] {
         assert!(
             text(c, "--out").contains("<DIR>"),
             "{c}: {}",

@@ -25,6 +25,7 @@ pub mod inspect;
 pub mod lab;
 pub mod replay;
 pub mod sim;
+pub mod sweep;
 pub mod switch;
 pub mod traffic;
 

@@ -72,30 +72,9 @@ pub fn run(args: Args) -> Result<()> {
         .scenario
         .or(args.scenario_flag)
         .unwrap_or_else(|| "incast".to_owned());
-    let config_path = match &args.config {
-        Some(p) => Some(
-            std::fs::canonicalize(p)
-                .with_context(|| format!("--config {}", p.display()))?
-                .display()
-                .to_string(),
-        ),
-        None => None,
-    };
+    let config_path = absolute_config(args.config.as_deref())?;
     let mut scenario = Scenario::load_edited(&name, |table| {
-        if config_path.is_some() || args.preset.is_some() {
-            let switch = table
-                .entry("switch")
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            if let Some(switch) = switch.as_table_mut() {
-                switch.remove("preset");
-                switch.remove("file");
-                match (&config_path, args.preset) {
-                    (Some(path), _) => switch.insert("file".into(), path.clone().into()),
-                    (None, Some(p)) => switch.insert("preset".into(), p.name().into()),
-                    (None, None) => None,
-                };
-            }
-        }
+        replace_switch(table, config_path.as_deref(), args.preset);
         for assignment in &args.set {
             rocelab::config::set_key(table, assignment)?;
         }
@@ -151,6 +130,39 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--config FILE` as an absolute path (a scenario's own file paths are relative to the
+/// scenario; this one to where the command runs).
+pub fn absolute_config(config: Option<&Path>) -> Result<Option<String>> {
+    config
+        .map(|p| {
+            Ok(std::fs::canonicalize(p)
+                .with_context(|| format!("--config {}", p.display()))?
+                .display()
+                .to_string())
+        })
+        .transpose()
+}
+
+/// `--config FILE` or `--preset NAME` in place of a scenario table's switch base (its
+/// other switch keys stay laid over it).
+pub fn replace_switch(table: &mut toml::Table, config: Option<&str>, preset: Option<Preset>) {
+    if config.is_none() && preset.is_none() {
+        return;
+    }
+    let switch = table
+        .entry("switch")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    if let Some(switch) = switch.as_table_mut() {
+        switch.remove("preset");
+        switch.remove("file");
+        match (config, preset) {
+            (Some(path), _) => switch.insert("file".into(), path.into()),
+            (None, Some(p)) => switch.insert("preset".into(), p.name().into()),
+            (None, None) => None,
+        };
+    }
 }
 
 /// A variant's name as a folder name: lower case, runs of anything but letters and

@@ -637,3 +637,93 @@ pub fn fct_svg(flows: &[crate::sim::fct::FlowFct], title: &str) -> Result<String
     }
     Ok(svg)
 }
+
+/// A two-key sweep's heatmap: a cell per point, coloured by its value from light (best)
+/// to dark (worst), the value written in it; `higher_is_better` says which way is best.
+/// `x` and `y` are each a key and its values; `cells[y][x]`, `None` for a point that did
+/// not run.
+pub fn heatmap_svg(
+    title: &str,
+    x: (&str, &[String]),
+    y: (&str, &[String]),
+    cells: &[Vec<Option<f64>>],
+    higher_is_better: bool,
+) -> Result<String> {
+    let values: Vec<f64> = cells.iter().flatten().flatten().copied().collect();
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let badness = |v: f64| {
+        let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+        if higher_is_better { 1.0 - t } else { t }
+    };
+    let shade = |v: f64| {
+        let bad = badness(v);
+        // From pale yellow (best) to dark red (worst).
+        let mix = |a: f64, b: f64| (a + (b - a) * bad).round() as u8;
+        RGBColor(mix(255.0, 150.0), mix(245.0, 20.0), mix(200.0, 30.0))
+    };
+    let (nx, ny) = (x.1.len().max(1), y.1.len().max(1));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (860, 620)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(110)
+            .build_cartesian_2d(0.0..nx as f64, 0.0..ny as f64)
+            .map_err(plot_err)?;
+        let xs = x.1.to_vec();
+        let ys = y.1.to_vec();
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(x.0)
+            .y_desc(y.0)
+            .x_labels(nx * 2 + 1)
+            .y_labels(ny * 2 + 1)
+            .x_label_formatter(&|v| label_at(&xs, *v))
+            .y_label_formatter(&|v| label_at(&ys, *v))
+            .draw()
+            .map_err(plot_err)?;
+        for (j, row) in cells.iter().enumerate() {
+            for (i, cell) in row.iter().enumerate() {
+                let (x0, y0) = (i as f64, j as f64);
+                let fill = cell.map_or(RGBColor(230, 230, 230), shade);
+                chart
+                    .draw_series([Rectangle::new(
+                        [(x0 + 0.02, y0 + 0.02), (x0 + 0.98, y0 + 0.98)],
+                        fill.filled(),
+                    )])
+                    .map_err(plot_err)?;
+                let text = cell.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+                // White on the dark cells.
+                let ink = if cell.is_some_and(|v| badness(v) > 0.6) {
+                    WHITE
+                } else {
+                    BLACK
+                };
+                let style = ("sans-serif", 18)
+                    .into_font()
+                    .color(&ink)
+                    .pos(Pos::new(HPos::Center, VPos::Center));
+                chart
+                    .draw_series([Text::new(text, (x0 + 0.5, y0 + 0.5), style)])
+                    .map_err(plot_err)?;
+            }
+        }
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// The label of the cell whose middle is at `v` (cells span [i, i + 1)), blank elsewhere.
+fn label_at(labels: &[String], v: f64) -> String {
+    let i = v.floor();
+    if (v - i - 0.5).abs() < 1e-6 && i >= 0.0 {
+        labels.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}

@@ -335,6 +335,13 @@ pub struct Summary {
     pub host_drops: u64,
     /// Storms the PFC watchdogs detected.
     pub storms_detected: u64,
+    /// Payload every endpoint accepted over the whole recorded run (flows, workloads and
+    /// all-reduce; retransmitted duplicates do not count), Gb/s.
+    pub delivered_gbps: f64,
+    /// Time the hosts' data priority was paused by PFC, summed over the hosts, ns.
+    pub host_paused_ns: u64,
+    /// The workload flows' FCT slowdown at p99 (all sizes), if any finished.
+    pub fct_p99_slowdown: Option<f64>,
 }
 
 /// What the recorded run of `scenario` comes to, in one [`Summary`].
@@ -362,9 +369,19 @@ pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
         lossy_drops: 0,
         host_drops: 0,
         storms_detected: 0,
+        delivered_gbps: 0.0,
+        host_paused_ns: 0,
+        fct_p99_slowdown: crate::sim::fct::buckets(&outcome.flows)
+            .pop()
+            .and_then(|all| all.p99),
     };
+    let now = net.engine.now();
+    let mut delivered = 0u64;
     for h in 0..net.hosts.len() {
-        let c = net.endpoint(h).counters();
+        let ep = net.endpoint(h);
+        let c = ep.counters();
+        delivered += c.data_bytes_received;
+        s.host_paused_ns += ep.paused_time(ep.data_priority(), now).0;
         s.host_pfc_sent += c.pfc_sent;
         s.cnps_sent += c.cnps_sent;
         s.retransmitted += c.retransmitted_packets;
@@ -387,6 +404,7 @@ pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
             }
         }
     }
+    s.delivered_gbps = delivered as f64 * 8.0 / now.0.max(1) as f64;
     s
 }
 

@@ -6,6 +6,7 @@ pub mod fct;
 pub mod run;
 pub mod scenario;
 pub mod series;
+pub mod sweep;
 pub mod topology;
 pub mod traffic;
 pub mod workload;

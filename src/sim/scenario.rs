@@ -73,6 +73,10 @@ struct ScenarioFile {
     faults: Vec<FaultSpec>,
     #[serde(default, rename = "workload")]
     workloads: Vec<WorkloadSpec>,
+    /// `rocelab sweep`'s grid and seeds; `sim` runs the scenario as written.
+    #[serde(default)]
+    #[allow(dead_code)]
+    sweep: Option<toml::Table>,
     /// Checked and applied by [`Scenario::from_toml`], before this struct is resolved.
     #[serde(default, rename = "variant")]
     variants: Vec<toml::Table>,

@@ -1,0 +1,510 @@
+//! `rocelab sweep`: a scenario over a grid of keys' values, on every local core, or
+//! planned as one job per run for any runner (GNU parallel, a Slurm array, a Kubernetes
+//! indexed Job) and merged afterwards.
+
+use super::JsonReport;
+use anyhow::{Context, Result};
+use rocelab::sim::scenario::{Scenario, scenario_text};
+use rocelab::sim::sweep::{Grid, MAX_RUNS, Metrics, Row, mark_pareto, table};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Run a scenario at every point of a grid of its keys' values (all local cores), and
+/// print one row per point: goodput, FCT slowdown p99, PFC pause time, drops and the
+/// deepest queue, with the points on the Pareto front marked. `--plan DIR` writes the
+/// runs as self-contained jobs instead; `--merge DIR` gathers them.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A scenario file (TOML) or a built-in scenario (`rocelab sim --list`); its `[sweep]`
+    /// table may hold the grid (`grid = { "key" = [values] }`) and `seeds`.
+    #[arg(value_name = "SCENARIO", required_unless_present = "merge")]
+    scenario: Option<String>,
+    /// A key of the scenario by its dotted path and its values (repeatable; every
+    /// combination runs): `--grid switch.queue.3.ecn.kmin_bytes=5K,20K,80K`.
+    #[arg(long = "grid", value_name = "KEY=V1,V2,...")]
+    grid: Vec<String>,
+    /// Switch configuration file (TOML) for every switch, instead of the scenario's base.
+    #[arg(long, conflicts_with = "preset")]
+    config: Option<PathBuf>,
+    /// Built-in switch configuration for every switch, instead of the scenario's base.
+    #[arg(long, value_enum)]
+    preset: Option<super::Preset>,
+    /// Change one key of the scenario at every point (repeatable), as `sim --set`:
+    /// `--set duration_ms=2`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Runs per point, with seeds SEED, SEED + 1, ...; the table shows the median.
+    #[arg(long)]
+    seeds: Option<u64>,
+    /// The first seed (default: the scenario's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Runs at once (default: one per core).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Write sweep.json (and heatmap.svg for a two-key grid) here.
+    #[arg(long, value_name = "DIR", conflicts_with = "plan")]
+    out: Option<PathBuf>,
+    /// Write the sweep as JSON here (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Do not run: write one self-contained job per run into DIR (runs/NNNN/ with its
+    /// scenario, and jobs.txt, one command line per run) for any runner.
+    #[arg(long, value_name = "DIR", conflicts_with = "merge")]
+    plan: Option<PathBuf>,
+    /// Gather the runs of a plan written by --plan DIR once they have finished.
+    #[arg(long, value_name = "DIR")]
+    merge: Option<PathBuf>,
+}
+
+/// What a plan records, to merge it later.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Plan {
+    schema: String,
+    scenario: String,
+    grid: Grid,
+    seeds: Vec<u64>,
+    /// One per run: its point and seed, in jobs.txt order.
+    runs: Vec<PlannedRun>,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct PlannedRun {
+    point: usize,
+    seed: u64,
+    dir: String,
+}
+
+const PLAN_SCHEMA: &str = "rocelab.sweep-plan/1";
+
+/// Runs `rocelab sweep`.
+pub fn run(args: Args) -> Result<()> {
+    let report = JsonReport::create(args.json.as_deref(), &[] as &[&Path])?;
+    if let Some(dir) = &args.merge {
+        return merge(dir, args.out.as_deref(), report);
+    }
+    let name = args.scenario.clone().unwrap_or_default();
+    let (mut base, dir) = scenario_table(&name)?;
+    if base.contains_key("variant") {
+        anyhow::bail!(
+            "{name}: a sweep runs scenarios without [[variant]]; sweep each variant's keys instead"
+        );
+    }
+    let config = super::sim::absolute_config(args.config.as_deref())?;
+    super::sim::replace_switch(&mut base, config.as_deref(), args.preset);
+    let sweep = match base.remove("sweep") {
+        Some(toml::Value::Table(t)) => t,
+        Some(_) => anyhow::bail!("{name}: [sweep] must be a table"),
+        None => toml::Table::new(),
+    };
+    let mut grid_args = args.grid.clone();
+    if grid_args.is_empty() {
+        grid_args = grid_from_table(&sweep).with_context(|| format!("{name}: [sweep]"))?;
+    }
+    let grid = Grid::parse(&grid_args)?;
+    let seeds_per_point = match (args.seeds, sweep.get("seeds")) {
+        (Some(n), _) => n,
+        (None, Some(v)) => v
+            .as_integer()
+            .and_then(|n| u64::try_from(n).ok())
+            .context("[sweep] seeds: give a whole number")?,
+        (None, None) => 1,
+    };
+    let first_seed = match args.seed {
+        Some(s) => s,
+        None => base
+            .get("seed")
+            .and_then(toml::Value::as_integer)
+            .and_then(|s| u64::try_from(s).ok())
+            .unwrap_or(1),
+    };
+    if seeds_per_point == 0 {
+        anyhow::bail!("--seeds: give at least 1");
+    }
+    let runs = grid.len().saturating_mul(seeds_per_point as usize);
+    if runs > MAX_RUNS {
+        anyhow::bail!(
+            "{} points x {seeds_per_point} seeds = {runs} runs; at most {MAX_RUNS}",
+            grid.len()
+        );
+    }
+    let seeds: Vec<u64> = (0..seeds_per_point)
+        .map(|k| first_seed.wrapping_add(k))
+        .collect();
+    // Every run's scenario, checked before anything runs or is written.
+    let points = grid.points();
+    let mut texts = Vec::with_capacity(runs);
+    for (p, values) in points.iter().enumerate() {
+        for &seed in &seeds {
+            let mut t = base.clone();
+            for s in &args.set {
+                rocelab::config::set_key(&mut t, s)?;
+            }
+            for (key, value) in grid.keys.iter().zip(values) {
+                rocelab::config::set_key(&mut t, &format!("{key}={value}"))
+                    .with_context(|| format!("point {p}"))?;
+            }
+            t.insert("seed".into(), toml::Value::Integer(seed as i64));
+            let text = toml::to_string(&t)?;
+            Scenario::from_toml(&name, &text, dir.as_deref())
+                .map_err(|e| anyhow::anyhow!("point {p} ({}): {e}", values.join(", ")))?;
+            texts.push((p, seed, t));
+        }
+    }
+    if let Some(plan_dir) = &args.plan {
+        return write_plan(plan_dir, &name, dir.as_deref(), &grid, &seeds, texts);
+    }
+    if let Some(d) = &args.out {
+        rocelab::output::check_folder(d)?;
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+        .clamp(1, runs.max(1));
+    eprintln!(
+        "sweep: {} points x {} seed{} = {runs} runs of {name}, {jobs} at a time",
+        grid.len(),
+        seeds.len(),
+        if seeds.len() == 1 { "" } else { "s" }
+    );
+    let results = run_all(&name, dir.as_deref(), &texts, jobs)?;
+    let mut failed = Vec::new();
+    let mut per_point: Vec<Vec<Metrics>> = vec![Vec::new(); points.len()];
+    for ((p, seed, _), r) in texts.iter().zip(results) {
+        match r {
+            Ok(m) => per_point[*p].push(m),
+            Err(e) => failed.push(format!("point {p} seed {seed}: {e}")),
+        }
+    }
+    if !failed.is_empty() {
+        anyhow::bail!("{} runs failed:\n  {}", failed.len(), failed.join("\n  "));
+    }
+    finish(
+        &name,
+        &grid,
+        &seeds,
+        &points,
+        &per_point,
+        args.out.as_deref(),
+        report,
+    )
+}
+
+/// The scenario's TOML table and the folder its file references are relative to.
+fn scenario_table(name: &str) -> Result<(toml::Table, Option<PathBuf>)> {
+    let (text, dir) = match scenario_text(name) {
+        Some(t) => (t.to_owned(), None),
+        None => {
+            let path = Path::new(name);
+            let text = rocelab::config::read_text(path).with_context(|| {
+                format!(
+                    "{name}: give a scenario file or a built-in scenario ({})",
+                    rocelab::sim::scenario::names()
+                )
+            })?;
+            (text, path.parent().map(Path::to_path_buf))
+        }
+    };
+    let table: toml::Table = toml::from_str(&text).with_context(|| format!("{name}: not TOML"))?;
+    Ok((table, dir))
+}
+
+/// `--grid` arguments from a `[sweep]` table's `grid = { "key" = [values] }`.
+fn grid_from_table(sweep: &toml::Table) -> Result<Vec<String>> {
+    let Some(grid) = sweep.get("grid") else {
+        anyhow::bail!("no grid: give --grid KEY=V1,V2,... or a [sweep] grid table");
+    };
+    let grid = grid
+        .as_table()
+        .context("grid: give a table of key = [values]")?;
+    grid.iter()
+        .map(|(key, values)| {
+            let values = values
+                .as_array()
+                .with_context(|| format!("grid.{key}: give an array of values"))?;
+            let text: Vec<String> = values.iter().map(ToString::to_string).collect();
+            Ok(format!("{key}={}", text.join(",")))
+        })
+        .collect()
+}
+
+/// Runs every scenario on `jobs` threads; each run's metrics or error, in order.
+fn run_all(
+    name: &str,
+    dir: Option<&Path>,
+    texts: &[(usize, u64, toml::Table)],
+    jobs: usize,
+) -> Result<Vec<Result<Metrics, String>>> {
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Metrics, String>>>> =
+        Mutex::new((0..texts.len()).map(|_| None).collect());
+    let terminal = {
+        use std::io::IsTerminal as _;
+        std::io::stderr().is_terminal()
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((_, _, table)) = texts.get(i) else {
+                        break;
+                    };
+                    let r = run_point(name, dir, table);
+                    results
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)[i] = Some(r);
+                    let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if terminal {
+                        eprint!("\r\x1b[Ksweep: {n} of {} runs done", texts.len());
+                    }
+                }
+            });
+        }
+    });
+    if terminal {
+        eprint!("\r\x1b[K");
+    }
+    Ok(results
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("did not run".into())))
+        .collect())
+}
+
+/// One run: the scenario as a job would read it, its report, its metrics.
+fn run_point(name: &str, dir: Option<&Path>, table: &toml::Table) -> Result<Metrics, String> {
+    let text = toml::to_string(table).map_err(|e| e.to_string())?;
+    let scenario = Scenario::from_toml(name, &text, dir).map_err(|e| e.to_string())?;
+    let outcome = rocelab::sim::run::run(&scenario).map_err(|e| e.to_string())?;
+    let json = rocelab::report::sim::json(&scenario, &outcome);
+    Metrics::of_report(&json).ok_or_else(|| "the report has no summary".to_owned())
+}
+
+/// Rows, table, Pareto front, files.
+fn finish(
+    name: &str,
+    grid: &Grid,
+    seeds: &[u64],
+    points: &[Vec<String>],
+    per_point: &[Vec<Metrics>],
+    out: Option<&Path>,
+    report: JsonReport,
+) -> Result<()> {
+    let mut rows: Vec<Row> = points
+        .iter()
+        .zip(per_point)
+        .enumerate()
+        .filter(|(_, (_, runs))| !runs.is_empty())
+        .map(|(point, (values, runs))| Row {
+            point,
+            values: values.clone(),
+            seeds: seeds.to_vec(),
+            metrics: Metrics::median(runs),
+            pareto: false,
+        })
+        .collect();
+    mark_pareto(&mut rows);
+    sayln!(
+        "sweep of {name}: {} points, {} seed{} each (the median of each metric); * on the Pareto front",
+        points.len(),
+        seeds.len(),
+        if seeds.len() == 1 { "" } else { "s" }
+    );
+    say!("{}", table(grid, &rows));
+    let json = rocelab::report::document(
+        "sweep",
+        serde_json::json!({ "scenario": name, "grid": grid, "seeds": seeds, "rows": rows }),
+    );
+    if let Some(dir) = out {
+        rocelab::output::make_folder(dir)?;
+        let text = serde_json::to_string_pretty(&json)? + "\n";
+        rocelab::output::write_whole(&dir.join("sweep.json"), text.as_bytes())?;
+        let mut wrote = vec!["sweep.json"];
+        if grid.keys.len() == 2 {
+            let svg = heatmap(name, grid, &rows)?;
+            rocelab::output::write_whole(&dir.join("heatmap.svg"), svg.as_bytes())?;
+            wrote.push("heatmap.svg");
+        }
+        sayln!("\nwrote {} to {}", wrote.join(" and "), dir.display());
+    }
+    report.write(&json)
+}
+
+/// The two-key grid's heatmap of FCT slowdown p99 (with workloads) or goodput.
+fn heatmap(name: &str, grid: &Grid, rows: &[Row]) -> Result<String> {
+    let fct = rows.iter().any(|r| r.metrics.fct_p99_slowdown.is_some());
+    let (ys, xs) = (&grid.values[0], &grid.values[1]);
+    let cells: Vec<Vec<Option<f64>>> = (0..ys.len())
+        .map(|i| {
+            (0..xs.len())
+                .map(|j| {
+                    rows.iter()
+                        .find(|r| r.point == i * xs.len() + j)
+                        .and_then(|r| {
+                            if fct {
+                                r.metrics.fct_p99_slowdown
+                            } else {
+                                Some(r.metrics.delivered_gbps)
+                            }
+                        })
+                })
+                .collect()
+        })
+        .collect();
+    let metric = if fct {
+        "FCT slowdown p99"
+    } else {
+        "goodput (Gb/s)"
+    };
+    Ok(rocelab::report::plot::heatmap_svg(
+        &format!("{metric}: {name}"),
+        (&grid.keys[1], xs),
+        (&grid.keys[0], ys),
+        &cells,
+        !fct,
+    )?)
+}
+
+/// Writes the plan: runs/NNNN/scenario.toml (with copies of the files it names),
+/// jobs.txt and plan.json.
+fn write_plan(
+    plan_dir: &Path,
+    name: &str,
+    dir: Option<&Path>,
+    grid: &Grid,
+    seeds: &[u64],
+    texts: Vec<(usize, u64, toml::Table)>,
+) -> Result<()> {
+    rocelab::output::check_folder(plan_dir)?;
+    rocelab::output::make_folder(plan_dir)?;
+    let mut jobs = String::new();
+    let mut runs = Vec::new();
+    for (k, (point, seed, mut table)) in texts.into_iter().enumerate() {
+        let run_dir = format!("runs/{k:04}");
+        let path = plan_dir.join(&run_dir);
+        std::fs::create_dir_all(&path).with_context(|| format!("making {}", path.display()))?;
+        localize(&mut table, dir, &path)?;
+        let text = toml::to_string(&table)?;
+        rocelab::output::write_whole(&path.join("scenario.toml"), text.as_bytes())?;
+        // Run from the plan's folder: ROCELAB names the binary where it is not on PATH.
+        jobs.push_str(&format!(
+            "cd {run_dir} && \"${{ROCELAB:-rocelab}}\" sim scenario.toml --out result > log.txt 2>&1\n"
+        ));
+        runs.push(PlannedRun {
+            point,
+            seed,
+            dir: run_dir,
+        });
+    }
+    let n = runs.len();
+    rocelab::output::write_whole(&plan_dir.join("jobs.txt"), jobs.as_bytes())?;
+    let plan = Plan {
+        schema: PLAN_SCHEMA.into(),
+        scenario: name.into(),
+        grid: grid.clone(),
+        seeds: seeds.to_vec(),
+        runs,
+    };
+    let text = serde_json::to_string_pretty(&plan)? + "\n";
+    rocelab::output::write_whole(&plan_dir.join("plan.json"), text.as_bytes())?;
+    sayln!(
+        "wrote {n} jobs to {d}: run each line of {d}/jobs.txt from {d} (e.g. `cd {d} && parallel < jobs.txt`), then `rocelab sweep --merge {d}`",
+        d = plan_dir.display()
+    );
+    Ok(())
+}
+
+/// Copies the files a scenario names (a switch `file`, workload `cdf` files) next to its
+/// planned copy, and points the scenario at the copies.
+fn localize(table: &mut toml::Table, dir: Option<&Path>, to: &Path) -> Result<()> {
+    let copy = |value: &mut toml::Value, as_name: &str| -> Result<()> {
+        let Some(file) = value.as_str() else {
+            return Ok(());
+        };
+        let from = dir.map_or_else(|| PathBuf::from(file), |d| d.join(file));
+        std::fs::copy(&from, to.join(as_name))
+            .with_context(|| format!("copying {} into the plan", from.display()))?;
+        *value = toml::Value::String(as_name.into());
+        Ok(())
+    };
+    if let Some(file) = table
+        .get_mut("switch")
+        .and_then(toml::Value::as_table_mut)
+        .and_then(|s| s.get_mut("file"))
+    {
+        copy(file, "switch.toml")?;
+    }
+    if let Some(workloads) = table
+        .get_mut("workload")
+        .and_then(toml::Value::as_array_mut)
+    {
+        for (i, w) in workloads.iter_mut().enumerate() {
+            if let Some(cdf) = w.as_table_mut().and_then(|w| w.get_mut("cdf"))
+                && cdf
+                    .as_str()
+                    .is_some_and(|c| !rocelab::sim::traffic::CDFS.iter().any(|(n, _)| *n == c))
+            {
+                copy(cdf, &format!("cdf-{i}.txt"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--merge DIR`: the table from the finished runs of a plan.
+fn merge(dir: &Path, out: Option<&Path>, report: JsonReport) -> Result<()> {
+    let path = dir.join("plan.json");
+    let plan: Plan = serde_json::from_slice(
+        &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+    )
+    .with_context(|| format!("{}: not a sweep plan", path.display()))?;
+    if plan.schema != PLAN_SCHEMA {
+        anyhow::bail!(
+            "{}: schema {}, expected {PLAN_SCHEMA}",
+            path.display(),
+            plan.schema
+        );
+    }
+    let points = plan.grid.points();
+    let mut per_point: Vec<Vec<Metrics>> = vec![Vec::new(); points.len()];
+    let mut missing = Vec::new();
+    for run in &plan.runs {
+        let file = dir.join(&run.dir).join("result").join("report.json");
+        let metrics = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| Metrics::of_report(&v));
+        match (metrics, per_point.get_mut(run.point)) {
+            (Some(m), Some(p)) => p.push(m),
+            _ => missing.push(run.dir.clone()),
+        }
+    }
+    // A point counts only with all its seeds.
+    for (p, runs) in per_point.iter_mut().enumerate() {
+        if plan.runs.iter().filter(|r| r.point == p).count() != runs.len() {
+            runs.clear();
+        }
+    }
+    finish(
+        &plan.scenario,
+        &plan.grid,
+        &plan.seeds,
+        &points,
+        &per_point,
+        out,
+        report,
+    )?;
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "{} of {} runs have no result yet (their points are left out): {}",
+            missing.len(),
+            plan.runs.len(),
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}

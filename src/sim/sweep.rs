@@ -1,0 +1,320 @@
+//! Parameter sweeps (`rocelab sweep`): a scenario run at every point of a grid of keys'
+//! values, each point with one or more seeds, summarised as one row per point (goodput,
+//! FCT slowdown p99, PFC pause time, drops, deepest queue) with the points on the Pareto
+//! front marked. A row is computed from the point's `report.json` document, whether the
+//! point ran in this process or as a planned job elsewhere, so both give the same table.
+
+use std::fmt::Write as _;
+
+/// A grid: keys (dotted scenario paths, as `--set` takes them) and each key's values
+/// (TOML values as text).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Grid {
+    /// The keys, in the order given.
+    pub keys: Vec<String>,
+    /// Per key, its values in the order given.
+    pub values: Vec<Vec<String>>,
+}
+
+/// A grid argument that does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--grid {arg}: {message}")]
+pub struct GridError {
+    /// The argument as given.
+    pub arg: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The most points a grid may have (times seeds, the most runs).
+pub const MAX_RUNS: usize = 10_000;
+
+impl Grid {
+    /// The grid of `args`, each `KEY=V1,V2,...` (commas inside `[...]`, `{...}` or quotes
+    /// belong to the value).
+    pub fn parse(args: &[String]) -> Result<Grid, GridError> {
+        let mut grid = Grid {
+            keys: Vec::new(),
+            values: Vec::new(),
+        };
+        for arg in args {
+            let bad = |message: &str| GridError {
+                arg: arg.clone(),
+                message: message.to_owned(),
+            };
+            let (key, list) = arg.split_once('=').ok_or_else(|| {
+                bad("give KEY=V1,V2,... (e.g. switch.queue.3.ecn.kmin_bytes=5K,20K)")
+            })?;
+            let key = key.trim();
+            if key.is_empty() || key.split('.').any(str::is_empty) {
+                return Err(bad("a key is names joined by dots"));
+            }
+            if grid.keys.iter().any(|k| k == key) {
+                return Err(bad("this key is already in the grid"));
+            }
+            let values = split_values(list);
+            if values.is_empty() || values.iter().any(String::is_empty) {
+                return Err(bad("give at least one value, none empty"));
+            }
+            grid.keys.push(key.to_owned());
+            grid.values.push(values);
+        }
+        if grid.keys.is_empty() {
+            return Err(GridError {
+                arg: String::new(),
+                message: "give at least one --grid KEY=V1,V2,...".into(),
+            });
+        }
+        Ok(grid)
+    }
+
+    /// Every point: one value per key, the last key varying fastest.
+    pub fn points(&self) -> Vec<Vec<String>> {
+        let mut out = vec![Vec::new()];
+        for values in &self.values {
+            out = out
+                .into_iter()
+                .flat_map(|p| {
+                    values.iter().map(move |v| {
+                        let mut p = p.clone();
+                        p.push(v.clone());
+                        p
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// The points' count.
+    pub fn len(&self) -> usize {
+        self.values.iter().map(Vec::len).product()
+    }
+
+    /// True when a key has no value (never, once parsed).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// `a,b,[c,d],"e,f"` → `a`, `b`, `[c,d]`, `"e,f"`.
+fn split_values(list: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut depth, mut quoted, mut here) = (0i32, false, String::new());
+    for c in list.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '[' | '{' if !quoted => depth += 1,
+            ']' | '}' if !quoted => depth -= 1,
+            ',' if !quoted && depth == 0 => {
+                out.push(here.trim().to_owned());
+                here.clear();
+                continue;
+            }
+            _ => {}
+        }
+        here.push(c);
+    }
+    out.push(here.trim().to_owned());
+    out
+}
+
+/// What a run comes to, read from its report.json document.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Metrics {
+    /// Payload every endpoint accepted over the run, Gb/s.
+    pub delivered_gbps: f64,
+    /// Workload FCT slowdown at p99, if the run had workload flows that finished.
+    pub fct_p99_slowdown: Option<f64>,
+    /// Time the hosts were paused by PFC, summed, ms.
+    pub host_paused_ms: f64,
+    /// Frames the switches and the hosts dropped.
+    pub drops: u64,
+    /// The deepest egress queue, bytes.
+    pub max_queue_bytes: u64,
+}
+
+impl Metrics {
+    /// The metrics in a `rocelab sim` report.json (`summary`); `None` when it is not one.
+    pub fn of_report(report: &serde_json::Value) -> Option<Metrics> {
+        let s = report.get("summary")?;
+        let n = |k: &str| s.get(k).and_then(serde_json::Value::as_u64);
+        Some(Metrics {
+            delivered_gbps: s.get("delivered_gbps")?.as_f64()?,
+            fct_p99_slowdown: s
+                .get("fct_p99_slowdown")
+                .and_then(serde_json::Value::as_f64),
+            host_paused_ms: n("host_paused_ns")? as f64 / 1e6,
+            drops: n("lossless_drops")? + n("lossy_drops")? + n("host_drops")?,
+            max_queue_bytes: n("max_queue_bytes")?,
+        })
+    }
+
+    /// The median of each metric over `runs` (the seeds of a point); the upper median of
+    /// an even count.
+    pub fn median(runs: &[Metrics]) -> Metrics {
+        fn mid<T: Copy + PartialOrd>(mut v: Vec<T>) -> Option<T> {
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+            v.get(v.len() / 2).copied()
+        }
+        Metrics {
+            delivered_gbps: mid(runs.iter().map(|m| m.delivered_gbps).collect()).unwrap_or(0.0),
+            fct_p99_slowdown: mid(runs.iter().filter_map(|m| m.fct_p99_slowdown).collect()),
+            host_paused_ms: mid(runs.iter().map(|m| m.host_paused_ms).collect()).unwrap_or(0.0),
+            drops: mid(runs.iter().map(|m| m.drops).collect()).unwrap_or(0),
+            max_queue_bytes: mid(runs.iter().map(|m| m.max_queue_bytes).collect()).unwrap_or(0),
+        }
+    }
+
+    /// The objectives, each to be made larger: goodput, and minus the p99 slowdown (when
+    /// there is one), the pause time, drops and the deepest queue.
+    fn objectives(&self) -> [f64; 5] {
+        [
+            self.delivered_gbps,
+            -self.fct_p99_slowdown.unwrap_or(0.0),
+            -self.host_paused_ms,
+            -(self.drops as f64),
+            -(self.max_queue_bytes as f64),
+        ]
+    }
+}
+
+/// One point's row: its values, its seeds and the median metrics over them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Row {
+    /// Its number, from 0, in [`Grid::points`] order.
+    pub point: usize,
+    /// One value per grid key.
+    pub values: Vec<String>,
+    /// The seeds it ran with.
+    pub seeds: Vec<u64>,
+    /// Median over the seeds.
+    pub metrics: Metrics,
+    /// On the Pareto front of the sweep.
+    pub pareto: bool,
+}
+
+/// Marks the rows no other row beats on every objective (at least as good on all, better
+/// on one).
+pub fn mark_pareto(rows: &mut [Row]) {
+    let objectives: Vec<[f64; 5]> = rows.iter().map(|r| r.metrics.objectives()).collect();
+    for (i, row) in rows.iter_mut().enumerate() {
+        row.pareto = !objectives.iter().enumerate().any(|(j, o)| {
+            j != i
+                && o.iter().zip(&objectives[i]).all(|(a, b)| a >= b)
+                && o.iter().zip(&objectives[i]).any(|(a, b)| a > b)
+        });
+    }
+}
+
+/// The table: a row per point, the grid's values then the metrics, `*` on the Pareto
+/// front.
+pub fn table(grid: &Grid, rows: &[Row]) -> String {
+    let widths: Vec<usize> = grid
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(k, key)| {
+            rows.iter()
+                .map(|r| r.values[k].len())
+                .chain([key.len()])
+                .max()
+                .unwrap_or(1)
+        })
+        .collect();
+    let mut out = String::new();
+    let _ = write!(out, "{:>5} ", "point");
+    for (key, w) in grid.keys.iter().zip(&widths) {
+        let _ = write!(out, " {key:>w$}");
+    }
+    let _ = writeln!(
+        out,
+        "  {:>10} {:>9} {:>10} {:>7} {:>12}  pareto",
+        "Gb/s", "FCT p99", "paused ms", "drops", "max queue B"
+    );
+    for r in rows {
+        let _ = write!(out, "{:>5} ", r.point);
+        for (v, w) in r.values.iter().zip(&widths) {
+            let _ = write!(out, " {v:>w$}");
+        }
+        let m = &r.metrics;
+        let _ = writeln!(
+            out,
+            "  {:>10.3} {:>9} {:>10.3} {:>7} {:>12}  {}",
+            m.delivered_gbps,
+            m.fct_p99_slowdown
+                .map_or_else(|| "-".to_owned(), |x| format!("{x:.2}")),
+            m.host_paused_ms,
+            m.drops,
+            m.max_queue_bytes,
+            if r.pareto { "*" } else { "" }
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn grids_read_values_with_commas_inside_brackets() {
+        let g = Grid::parse(&args(&[
+            "switch.queue.3.ecn.kmin_bytes=5K,20K,80K",
+            "switch.pfc.lossless=[3],[3,4]",
+            "description=\"a, b\",c",
+        ]))
+        .unwrap();
+        assert_eq!(g.values[0], ["5K", "20K", "80K"]);
+        assert_eq!(g.values[1], ["[3]", "[3,4]"]);
+        assert_eq!(g.values[2], ["\"a, b\"", "c"]);
+        assert_eq!(g.len(), 12);
+        let points = g.points();
+        assert_eq!(points.len(), 12);
+        assert_eq!(points[0], ["5K", "[3]", "\"a, b\""]);
+        assert_eq!(points[1], ["5K", "[3]", "c"]);
+        assert_eq!(points[11], ["80K", "[3,4]", "c"]);
+    }
+
+    #[test]
+    fn bad_grids_are_refused() {
+        for bad in ["kmin", "=1,2", "a..b=1", "a=1,,2", "a="] {
+            assert!(Grid::parse(&args(&[bad])).is_err(), "{bad}");
+        }
+        assert!(Grid::parse(&args(&["a=1", "a=2"])).is_err());
+        assert!(Grid::parse(&[]).is_err());
+    }
+
+    #[test]
+    fn the_pareto_front_keeps_what_nothing_beats() {
+        let row = |point, gbps, p99| Row {
+            point,
+            values: vec![],
+            seeds: vec![1],
+            metrics: Metrics {
+                delivered_gbps: gbps,
+                fct_p99_slowdown: Some(p99),
+                ..Metrics::default()
+            },
+            pareto: false,
+        };
+        let mut rows = vec![
+            row(0, 10.0, 5.0),
+            row(1, 9.0, 6.0),
+            row(2, 11.0, 7.0),
+            row(3, 10.0, 5.0),
+        ];
+        mark_pareto(&mut rows);
+        // 1 is beaten by 0; 0 and 3 tie (neither beats the other); 2 has the most goodput.
+        assert_eq!(
+            rows.iter().map(|r| r.pareto).collect::<Vec<_>>(),
+            [true, false, true, true]
+        );
+        let m = Metrics::median(&[rows[0].metrics, rows[1].metrics, rows[2].metrics]);
+        assert_eq!((m.delivered_gbps, m.fct_p99_slowdown), (10.0, Some(6.0)));
+    }
+}

@@ -1,0 +1,188 @@
+//! `rocelab sweep`: a grid of a scenario's keys run in process, and the same grid planned
+//! as jobs, run by GNU parallel and merged, give the same table.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+fn rocelab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A small workload scenario, with its flow sizes in a file of its own (so that the plan
+/// must carry the file along).
+fn scenario(dir: &Path) -> String {
+    std::fs::write(
+        dir.join("sizes.txt"),
+        "# bytes fraction\n1000 0\n20000 0.5\n400000 1\n",
+    )
+    .unwrap();
+    let path = dir.join("sweep.toml");
+    std::fs::write(
+        &path,
+        r#"
+duration_ms = 1
+[topology]
+kind = "star"
+hosts = 6
+link_gbps = 100
+[switch]
+queue.3.ecn = { kmin_bytes = 5000, kmax_bytes = 200000, pmax = 0.01 }
+[[workload]]
+kind = "poisson"
+cdf = "sizes.txt"
+load = 0.6
+duration_us = 600
+[sweep]
+grid = { "switch.queue.3.ecn.kmin_bytes" = ["5K", "50K"], "switch.queue.3.ecn.pmax" = [0.01, 0.2] }
+"#,
+    )
+    .unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn rows(json: &serde_json::Value) -> Vec<serde_json::Value> {
+    json["rows"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_planned_sweep_run_by_gnu_parallel_merges_into_the_same_table() {
+    if !common::have_tool(
+        "a_planned_sweep_run_by_gnu_parallel_merges_into_the_same_table",
+        "parallel",
+        "apt-get install parallel",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path());
+    // In process, the grid from the scenario's [sweep] table, two seeds per point.
+    let here = rocelab(&["sweep", &file, "--seeds", "2", "--json", "-"]);
+    assert!(here.status.success(), "{}", text(&here.stderr));
+    let here: serde_json::Value = serde_json::from_slice(&here.stdout).unwrap();
+    assert_eq!(here["schema"], "rocelab.sweep/1");
+    assert_eq!(rows(&here).len(), 4);
+    assert!(rows(&here).iter().any(|r| r["pareto"] == true));
+    assert_eq!(
+        common::undocumented_keys("sweep", &here),
+        Vec::<String>::new()
+    );
+
+    // Planned: 8 jobs, run by GNU parallel from the plan's folder, then merged.
+    let plan = dir.path().join("plan");
+    let p = rocelab(&[
+        "sweep",
+        &file,
+        "--seeds",
+        "2",
+        "--plan",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(p.status.success(), "{}", text(&p.stderr));
+    let jobs = std::fs::read_to_string(plan.join("jobs.txt")).unwrap();
+    assert_eq!(jobs.lines().count(), 8);
+    assert!(
+        plan.join("runs/0000/cdf-0.txt").exists(),
+        "the sizes file travels with the job"
+    );
+    // Merging before anything ran names what is missing.
+    let early = rocelab(&["sweep", "--merge", plan.to_str().unwrap()]);
+    assert!(!early.status.success());
+    assert!(
+        text(&early.stderr).contains("8 of 8 runs have no result yet"),
+        "{}",
+        text(&early.stderr)
+    );
+    let ran = Command::new("parallel")
+        .args(["--jobs", "2", "--halt", "now,fail=1"])
+        .arg("-a")
+        .arg("jobs.txt")
+        .current_dir(&plan)
+        .env("ROCELAB", env!("CARGO_BIN_EXE_rocelab"))
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}{}",
+        text(&ran.stdout),
+        text(&ran.stderr)
+    );
+    let merged = rocelab(&["sweep", "--merge", plan.to_str().unwrap(), "--json", "-"]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    assert_eq!(rows(&merged), rows(&here), "the same table either way");
+    // And the same text.
+    let a = rocelab(&["sweep", &file, "--seeds", "2"]);
+    let b = rocelab(&["sweep", "--merge", plan.to_str().unwrap()]);
+    assert_eq!(text(&a.stdout), text(&b.stdout));
+}
+
+#[test]
+fn a_two_key_sweep_writes_its_heatmap_and_bad_sweeps_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path());
+    let out = dir.path().join("out");
+    let o = rocelab(&[
+        "sweep",
+        &file,
+        "--grid",
+        "switch.queue.3.ecn.kmax_bytes=100K,400K",
+        "--grid",
+        "topology.link_gbps=25,100",
+        "--jobs",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.trim_start().starts_with(char::is_numeric))
+            .count(),
+        4,
+        "{stdout}"
+    );
+    let svg = std::fs::read_to_string(out.join("heatmap.svg")).unwrap();
+    assert!(svg.contains("FCT slowdown p99") && svg.contains("topology.link_gbps"));
+
+    for (args, says) in [
+        (vec!["sweep", file.as_str(), "--grid", "kmin"], "KEY=V1,V2"),
+        (
+            vec![
+                "sweep",
+                file.as_str(),
+                "--grid",
+                "switch.queue.3.ecn.pmax=2",
+            ],
+            "point 0",
+        ),
+        (
+            vec!["sweep", "victim-flow", "--grid", "seed=1,2"],
+            "without [[variant]]",
+        ),
+        (
+            vec!["sweep", "incast", "--seeds", "0", "--grid", "seed=1"],
+            "--seeds",
+        ),
+        (vec!["sweep", "incast"], "no grid"),
+        (vec!["sweep", "--merge", "/nonexistent"], "plan.json"),
+    ] {
+        let o = rocelab(&args);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(
+            text(&o.stderr).contains(says),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+}
