@@ -235,6 +235,8 @@ pub struct Endpoint {
     rx_buffer: Option<fault::RxBuffer>,
     /// Buffers of control frames that went out, for the next ones.
     spare: Vec<Vec<u8>>,
+    /// The WR ids an ACK completed, kept between ACKs.
+    acked_wrs: Vec<u64>,
     pause_until: [Nanos; 8],
     link_pause_until: Nanos,
     /// Per priority: time paused by received PFC.
@@ -267,6 +269,7 @@ impl Endpoint {
             storm: None,
             rx_buffer: None,
             spare: Vec::new(),
+            acked_wrs: Vec::new(),
             pause_until: [Nanos::ZERO; 8],
             link_pause_until: Nanos::ZERO,
             paused: Default::default(),
@@ -589,19 +592,23 @@ impl Endpoint {
             Opcode::RC_ACK => {
                 let aeth = pkt.ext.aeth.unwrap_or_default();
                 let before = self.qps[qi].req.outstanding();
-                let done = if aeth.syndrome >> 5 == 0b011 {
+                // A buffer kept for the completed ids: no allocation per ACK.
+                let mut done = std::mem::take(&mut self.acked_wrs);
+                done.clear();
+                if aeth.syndrome >> 5 == 0b011 {
                     self.counters.naks_received += 1;
-                    self.qps[qi].req.on_nak(pkt.bth.psn)
+                    self.qps[qi].req.on_nak(pkt.bth.psn, &mut done);
                 } else {
-                    self.qps[qi].req.on_ack(pkt.bth.psn)
-                };
+                    self.qps[qi].req.on_ack(pkt.bth.psn, &mut done);
+                }
                 if self.qps[qi].req.outstanding() != before || !done.is_empty() {
                     self.qps[qi].progress_at = now;
                 }
-                for wr_id in done {
+                for &wr_id in &done {
                     self.completions
                         .push_back(Completion::Sent { qp: qi, wr_id });
                 }
+                self.acked_wrs = done;
             }
             Opcode::RC_WRITE_FIRST
             | Opcode::RC_WRITE_MIDDLE

@@ -66,6 +66,9 @@ pub struct Requester {
     highest: u64,
     /// First PSN count, so that PSNs start where the QP was told (0 here).
     base: u64,
+    /// Where in `posted` the WR of `send` probably is (a hint: checked before use), so
+    /// that the next segment is found without a search.
+    send_wr: usize,
 }
 
 /// Packets a message of `len` bytes takes at `mtu`.
@@ -135,9 +138,17 @@ impl Requester {
             return None;
         }
         let psn = self.send;
-        let wr_index = self
-            .posted
-            .partition_point(|p| p.first_psn + p.packets <= psn);
+        let holds = |i: usize| {
+            self.posted
+                .get(i)
+                .is_some_and(|p| p.first_psn <= psn && psn < p.first_psn + p.packets)
+        };
+        let wr_index = if holds(self.send_wr) {
+            self.send_wr
+        } else {
+            self.posted
+                .partition_point(|p| p.first_psn + p.packets <= psn)
+        };
         let p = self.posted.get(wr_index)?;
         let i = psn - p.first_psn;
         let offset = (i as usize) * mtu;
@@ -176,48 +187,50 @@ impl Requester {
     /// The segment went out; returns true if it was a retransmission.
     pub fn sent(&mut self, s: &Segment) -> bool {
         self.send = s.psn + 1;
+        let last_of_wr = self
+            .posted
+            .get(s.wr_index)
+            .is_some_and(|p| s.psn + 1 == p.first_psn + p.packets);
+        self.send_wr = s.wr_index + usize::from(last_of_wr);
         let retransmission = s.psn < self.highest;
         self.highest = self.highest.max(self.send);
         retransmission
     }
 
-    /// An ACK for wire PSN `psn`: everything up to it is delivered. Returns the ids of the
-    /// WRs now complete.
-    pub fn on_ack(&mut self, psn: u32) -> Vec<u64> {
+    /// An ACK for wire PSN `psn`: everything up to it is delivered. Appends the ids of
+    /// the WRs now complete to `done`.
+    pub fn on_ack(&mut self, psn: u32, done: &mut Vec<u64>) {
         let acked = count_near(psn, self.una);
         if acked < self.una || acked >= self.highest {
-            return Vec::new(); // stale, or for something never sent
+            return; // stale, or for something never sent
         }
         self.una = acked + 1;
         if self.send < self.una {
             self.send = self.una;
         }
-        let mut done = Vec::new();
         while let Some(p) = self.posted.front() {
             if p.first_psn + p.packets <= self.una {
                 done.push(p.wr.id);
                 self.posted.pop_front();
+                self.send_wr = self.send_wr.saturating_sub(1);
             } else {
                 break;
             }
         }
-        done
     }
 
     /// A NAK (PSN sequence error) naming wire PSN `psn`, the responder's expected PSN:
-    /// everything before it is delivered; go back to it. Returns completed WR ids.
-    pub fn on_nak(&mut self, psn: u32) -> Vec<u64> {
+    /// everything before it is delivered; go back to it. Appends completed WR ids to
+    /// `done`.
+    pub fn on_nak(&mut self, psn: u32, done: &mut Vec<u64>) {
         let expected = count_near(psn, self.una);
         if expected < self.una || expected > self.highest {
-            return Vec::new();
+            return;
         }
-        let done = if expected > self.una {
-            self.on_ack(wire_psn(expected - 1))
-        } else {
-            Vec::new()
-        };
+        if expected > self.una {
+            self.on_ack(wire_psn(expected - 1), done);
+        }
         self.send = expected;
-        done
     }
 
     /// The retransmission timer fired with packets outstanding: go back to the oldest.
@@ -343,6 +356,18 @@ impl Responder {
 mod tests {
     use super::*;
 
+    fn ack(r: &mut Requester, psn: u32) -> Vec<u64> {
+        let mut done = Vec::new();
+        r.on_ack(psn, &mut done);
+        done
+    }
+
+    fn nak(r: &mut Requester, psn: u32) -> Vec<u64> {
+        let mut done = Vec::new();
+        r.on_nak(psn, &mut done);
+        done
+    }
+
     fn wr(id: u64, len: usize, imm: Option<u32>) -> SendWr {
         SendWr {
             id,
@@ -390,15 +415,15 @@ mod tests {
             r.sent(&s);
         }
         assert!(
-            r.on_ack(0x00ff_ffff).is_empty(),
+            ack(&mut r, 0x00ff_ffff).is_empty(),
             "two of three packets of WR 1"
         );
         // NAK for PSN 0x000001 (the 4th packet): the 3rd (PSN 0) arrived; go back.
-        assert_eq!(r.on_nak(0x000001), vec![1]);
+        assert_eq!(nak(&mut r, 0x000001), vec![1]);
         let s = r.next_segment(1024, 1).unwrap();
         assert_eq!(wire_psn(s.psn), 1);
         assert!(r.sent(&s), "a retransmission");
-        assert_eq!(r.on_ack(1), vec![2]);
+        assert_eq!(ack(&mut r, 1), vec![2]);
         assert!(r.idle());
     }
 
