@@ -397,6 +397,22 @@ pub struct Series {
 }
 
 impl Series {
+    /// The rows from time `from` on (all of them from 0), for a plot of a window.
+    pub fn since(&self, from: Nanos) -> Series {
+        let first = self.times.partition_point(|&t| t < from);
+        Series {
+            times: self.times[first..].to_vec(),
+            columns: self
+                .columns
+                .iter()
+                .map(|c| Column {
+                    values: c.values[first.min(c.values.len())..].to_vec(),
+                    ..c.clone()
+                })
+                .collect(),
+        }
+    }
+
     /// Puts `tracks` on the grid `times`: at each time, a track's last sample at or before
     /// it (before its first sample, the first sample: an Rc of line rate before the QP
     /// sends, not 0). Tracks sampled at exactly `times` come out as they were.

@@ -393,3 +393,46 @@ fn a_sweep_reports_each_size_as_it_finishes() {
     );
     assert_eq!(seen.ticks.last().unwrap().0, 3);
 }
+
+#[test]
+fn plots_from_ms_draws_a_window_and_keeps_every_csv_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, window) = (dir.path().join("whole"), dir.path().join("window"));
+    for (d, extra) in [(&whole, None), (&window, Some("60"))] {
+        let mut args = vec!["sim", "incast", "--out", d.to_str().unwrap()];
+        if let Some(ms) = extra {
+            args.extend(["--plots-from-ms", ms]);
+        }
+        let o = rocelab(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let csv = |d: &std::path::Path| std::fs::read_to_string(d.join("series.csv")).unwrap();
+    assert_eq!(csv(&whole), csv(&window), "the CSV keeps every row");
+    // The time axis starts at 60 ms: its tick labels (the text after the y axis's
+    // labels, which end at the largest) are 60.0, 65.0, ...
+    let svg = std::fs::read_to_string(window.join("queues.svg")).unwrap();
+    let labels: Vec<&str> = svg
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('<'))
+        .collect();
+    let x = labels.iter().position(|l| *l == "time (ms)").unwrap();
+    let ticks: Vec<f64> = labels[x + 1..]
+        .iter()
+        .filter_map(|l| l.parse().ok())
+        .collect();
+    let first_x = ticks
+        .windows(2)
+        .position(|w| w[1] < w[0])
+        .map_or(0, |i| i + 1);
+    assert_eq!(ticks[first_x], 60.0, "{ticks:?}");
+    for bad in ["-1", "100", "nan"] {
+        let o = rocelab(&["sim", "incast", &format!("--plots-from-ms={bad}")]);
+        assert!(!o.status.success(), "{bad}");
+        assert!(
+            text(&o.stderr).contains("--plots-from-ms"),
+            "{bad}: {}",
+            text(&o.stderr)
+        );
+    }
+}

@@ -428,3 +428,65 @@ fn misplaced_roce_traffic_is_named_once_with_its_path_and_fix() {
         "{warnings:?}"
     );
 }
+
+#[test]
+fn incast_64_cycles_past_kmax_and_a_steeper_pmax_holds_the_queue_below_it() {
+    let runs = run_all("incast-64");
+    let names: Vec<&str> = runs
+        .iter()
+        .map(|(s, _, _)| s.variant.as_deref().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["jump at Kmax", "gentle", "Pmax 50 %"]);
+    // Payload the link can carry: 40 Gb/s × 1000 / 1098 (1000-byte messages).
+    let max = 40.0 * 1000.0 / message_wire_bytes(1000, 1024) as f64;
+    // The queue of the receiver's port, per sample, from 10 ms (past the start-up).
+    let queue = |outcome: &Outcome| -> Vec<f64> {
+        let col = outcome
+            .series
+            .columns
+            .iter()
+            .find(|c| c.name == "queue_sw_h64_q3_bytes")
+            .expect("the receiver's queue");
+        outcome
+            .series
+            .times
+            .iter()
+            .zip(&col.values)
+            .filter(|(t, _)| t.0 >= 10_000_000)
+            .map(|(_, v)| *v)
+            .collect()
+    };
+    let kmax = 200_000.0;
+    // Climbs past Kmax, then drains to (almost) nothing, again and again.
+    let crossings = |q: &[f64], level: f64| {
+        q.windows(2)
+            .filter(|w| w[0] <= level && w[1] > level)
+            .count()
+    };
+    for (s, outcome, sum) in &runs[..2] {
+        let q = queue(outcome);
+        let name = s.variant.as_deref().unwrap_or_default();
+        assert!(
+            crossings(&q, kmax) >= 8,
+            "{name}: {} crossings of Kmax",
+            crossings(&q, kmax)
+        );
+        assert!(
+            q.iter().filter(|&&v| v < 10_000.0).count() > q.len() / 4,
+            "{name}: drains"
+        );
+        assert!(
+            sum.goodput_gbps < 0.8 * max,
+            "{name}: {:.2} of {max:.2} Gb/s",
+            sum.goodput_gbps
+        );
+    }
+    let (_, outcome, sum) = &runs[2];
+    let q = queue(outcome);
+    assert!(
+        q.iter().all(|&v| v < kmax),
+        "Pmax 50 %: below Kmax throughout"
+    );
+    assert_within(sum.goodput_gbps, max, 0.02, "Pmax 50 %");
+    assert_eq!(sum.lossless_drops + sum.lossy_drops, 0);
+}

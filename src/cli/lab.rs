@@ -300,8 +300,16 @@ fn run_part(
         let mut json = report::json(opts, &outcome);
         json["twin"] = serde_json::to_value(&twin)?;
         let marks = rocelab::report::plot::ecn_thresholds(&opts.switch);
-        bundle::write(dir, &json, &outcome.series, &title, &marks, &[])
-            .with_context(|| format!("writing the report to {}", dir.display()))?;
+        bundle::write(
+            dir,
+            &json,
+            &outcome.series,
+            &title,
+            &marks,
+            &[],
+            rocelab::time::Nanos::ZERO,
+        )
+        .with_context(|| format!("writing the report to {}", dir.display()))?;
         sayln!(
             "\nwrote report.json, series.csv, queues.svg (queue depth per queue), rates.svg (each QP's rate), pauses.svg (PFC pause intervals per port), pgs.svg (ingress PG use against the XOFF point) to {}",
             dir.display()

@@ -35,6 +35,10 @@ pub struct Args {
     /// Write series.csv, queues.svg, rates.svg, pauses.svg and report.json here.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Draw the time-series plots from this virtual time on, ms, to look at a steady
+    /// state past a start-up transient (series.csv keeps every row).
+    #[arg(long, value_name = "MS")]
+    plots_from_ms: Option<f64>,
     /// List the built-in scenarios.
     #[arg(long)]
     list: bool,
@@ -84,13 +88,23 @@ pub fn run(args: Args) -> Result<()> {
         scenario.seed = seed;
         scenario.variants.iter_mut().for_each(|v| v.seed = seed);
     }
+    let plots_from = match args.plots_from_ms {
+        None => rocelab::time::Nanos::ZERO,
+        Some(ms) if ms.is_finite() && ms >= 0.0 && ms * 1e6 < scenario.duration.0 as f64 => {
+            rocelab::time::Nanos((ms * 1e6).round() as u64)
+        }
+        Some(ms) => anyhow::bail!(
+            "--plots-from-ms {ms}: give 0 to before the end of the run ({})",
+            scenario.duration.human()
+        ),
+    };
     // Checked now, made only when the results are written: a run that fails or is
     // interrupted leaves no empty folder.
     if let Some(dir) = &args.out {
         rocelab::output::check_folder(dir)?;
     }
     if scenario.variants.is_empty() {
-        run_one(&scenario, args.out.as_deref(), args.counters)?;
+        run_one(&scenario, args.out.as_deref(), args.counters, plots_from)?;
         return Ok(());
     }
     let n = scenario.variants.len();
@@ -102,7 +116,7 @@ pub fn run(args: Args) -> Result<()> {
         if let Some(d) = &args.out {
             rocelab::output::make_folder(d)?;
         }
-        rows.push(run_one(variant, dir.as_deref(), args.counters)?);
+        rows.push(run_one(variant, dir.as_deref(), args.counters, plots_from)?);
         sayln!();
     }
     sayln!("the {n} variants side by side (the recorded run of each):");
@@ -185,7 +199,12 @@ fn slug(name: &str) -> String {
 }
 
 /// Runs one scenario (or one variant), prints its tables and writes its report folder.
-fn run_one(scenario: &Scenario, out: Option<&Path>, counters: Counters) -> Result<report::Summary> {
+fn run_one(
+    scenario: &Scenario,
+    out: Option<&Path>,
+    counters: Counters,
+    plots_from: rocelab::time::Nanos,
+) -> Result<report::Summary> {
     say!("{}", report::header(scenario));
     let wall = std::time::Instant::now();
     let ranks = scenario.allreduce.as_ref().map_or(0, |p| p.ranks.len());
@@ -245,8 +264,16 @@ fn run_one(scenario: &Scenario, out: Option<&Path>, counters: Counters) -> Resul
             );
         }
         let marks = rocelab::report::plot::ecn_thresholds(&scenario.switch);
-        bundle::write(dir, &json, &outcome.series, &title, &marks, &outcome.flows)
-            .with_context(|| format!("writing the report to {}", dir.display()))?;
+        bundle::write(
+            dir,
+            &json,
+            &outcome.series,
+            &title,
+            &marks,
+            &outcome.flows,
+            plots_from,
+        )
+        .with_context(|| format!("writing the report to {}", dir.display()))?;
         sayln!(
             "\nwrote series.csv, queues.svg, rates.svg, pauses.svg, pgs.svg{} and report.json to {}",
             if outcome.flows.is_empty() {

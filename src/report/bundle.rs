@@ -35,7 +35,8 @@ pub enum BundleError {
 
 /// Writes the report `json`, the series as CSV and its plots titled `title` (the queue
 /// plot with `thresholds` dashed), and with workload `flows` their FCT plot
-/// ([`FCT_FILE`]), into `dir`,
+/// ([`FCT_FILE`]), into `dir`; the time-series plots from `plots_from` on (the CSV
+/// keeps every row),
 /// making the folder (its parent must exist: see [`output::check_folder`]). Everything is
 /// drawn before anything is written, and each file appears whole or not at all.
 pub fn write(
@@ -45,18 +46,26 @@ pub fn write(
     title: &str,
     thresholds: &[plot::Threshold],
     flows: &[crate::sim::fct::FlowFct],
+    plots_from: crate::time::Nanos,
 ) -> Result<(), BundleError> {
     let mut csv = Vec::new();
     series
         .write_csv(&mut csv)
         .expect("writing CSV into memory cannot fail");
+    let window;
+    let plotted = if plots_from > crate::time::Nanos::ZERO {
+        window = series.since(plots_from);
+        &window
+    } else {
+        series
+    };
     let files: [Vec<u8>; 6] = [
         (serde_json::to_string_pretty(json)? + "\n").into_bytes(),
         csv,
-        plot::queues_svg(series, title, thresholds)?.into_bytes(),
-        plot::rates_svg(series, title)?.into_bytes(),
-        plot::pauses_svg(series, title)?.into_bytes(),
-        plot::pgs_svg(series, title)?.into_bytes(),
+        plot::queues_svg(plotted, title, thresholds)?.into_bytes(),
+        plot::rates_svg(plotted, title)?.into_bytes(),
+        plot::pauses_svg(plotted, title)?.into_bytes(),
+        plot::pgs_svg(plotted, title)?.into_bytes(),
     ];
     let fct = if flows.is_empty() {
         None

@@ -56,11 +56,17 @@ fn largest(mut cols: Vec<&Column>) -> Vec<&Column> {
     cols
 }
 
+/// Where the time axis starts: the first sample (0 unless the series was cut to a
+/// window), ms.
+fn start_ms(series: &Series) -> f64 {
+    series.times.first().map_or(0.0, |t| t.0 as f64 / 1e6)
+}
+
 fn span_ms(series: &Series) -> f64 {
     series
         .times
         .last()
-        .map_or(1.0, |t| (t.0 as f64 / 1e6).max(1e-3))
+        .map_or(1.0, |t| (t.0 as f64 / 1e6).max(start_ms(series) + 1e-3))
 }
 
 /// A horizontal line a person tuning the switch looks for: a threshold, in the plot's
@@ -94,7 +100,8 @@ pub fn ecn_thresholds(cfg: &crate::config::SwitchConfig) -> Vec<Threshold> {
 /// The y-axis top for `data`: a little above the highest point, unless that point is a
 /// start-up spike (in the first 5 % of the run, more than three times anything after
 /// it), which is then left off the scale and returned to be named.
-fn y_top(data: &[Vec<(f64, f64)>], span: f64) -> (f64, Option<(f64, f64)>) {
+fn y_top(data: &[Vec<(f64, f64)>], start: f64, end: f64) -> (f64, Option<(f64, f64)>) {
+    let early = start + (end - start) * 0.05;
     let all = data.iter().flatten().fold(
         (0.0, 0.0),
         |m: (f64, f64), p| {
@@ -104,10 +111,10 @@ fn y_top(data: &[Vec<(f64, f64)>], span: f64) -> (f64, Option<(f64, f64)>) {
     let later = data
         .iter()
         .flatten()
-        .filter(|p| p.0 > span * 0.05)
+        .filter(|p| p.0 > early)
         .map(|p| p.1)
         .fold(0.0, f64::max);
-    if all.0 <= span * 0.05 && later > 0.0 && all.1 > 3.0 * later {
+    if all.0 <= early && later > 0.0 && all.1 > 3.0 * later {
         (later * 1.15, Some(all))
     } else {
         (all.1.max(1e-9) * 1.08, None)
@@ -188,7 +195,7 @@ fn lines(
         .iter()
         .map(|c| points(series, c, peak, scale))
         .collect();
-    let (data_top, spike) = y_top(&data, span_ms(series));
+    let (data_top, spike) = y_top(&data, start_ms(series), span_ms(series));
     // Dashed columns (moving thresholds) never set the scale; they are cut at its top.
     let dashed_data: Vec<Vec<(f64, f64)>> = dashed
         .iter()
@@ -219,7 +226,7 @@ fn lines(
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(64)
-        .build_cartesian_2d(0.0..span_ms(series), 0.0..top)
+        .build_cartesian_2d(start_ms(series)..span_ms(series), 0.0..top)
         .map_err(plot_err)?;
     chart
         .configure_mesh()
@@ -280,13 +287,13 @@ fn lines(
         let y = t.value * scale;
         chart
             .draw_series(DashedLineSeries::new(
-                [(0.0, y), (span_ms(series), y)],
+                [(start_ms(series), y), (span_ms(series), y)],
                 6,
                 4,
                 grey.stroke_width(1),
             ))
             .map_err(plot_err)?;
-        let (x, py) = chart.backend_coord(&(0.0, y));
+        let (x, py) = chart.backend_coord(&(start_ms(series), y));
         let style = TextStyle::from(("sans-serif", 12).into_font())
             .color(&grey)
             .pos(Pos::new(HPos::Left, VPos::Bottom));
@@ -488,7 +495,7 @@ pub fn pauses_svg(series: &Series, title: &str) -> Result<String> {
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(200)
-            .build_cartesian_2d(0.0..span_ms(series), 0.0..n as f64)
+            .build_cartesian_2d(start_ms(series)..span_ms(series), 0.0..n as f64)
             .map_err(plot_err)?;
         chart
             .configure_mesh()

@@ -16,9 +16,10 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 13] = [
+pub const SCENARIOS: [(&str, &str); 14] = [
     ("incast", include_str!("scenarios/incast.toml")),
     ("incast-8", include_str!("scenarios/incast-8.toml")),
+    ("incast-64", include_str!("scenarios/incast-64.toml")),
     ("pfc-incast", include_str!("scenarios/pfc-incast.toml")),
     ("ecn-vs-pfc", include_str!("scenarios/ecn-vs-pfc.toml")),
     (
