@@ -164,6 +164,8 @@ pub struct SwitchRecorder {
     /// queue paused by the peer and held as stormed by the watchdog, and its shared-buffer
     /// use; after the ports, an XOFF-point and an XON-point track per lossless PG.
     tracks: Vec<Track>,
+    /// The ports recorded, in order.
+    ports: Vec<usize>,
     /// The queues frames can reach (the others stay empty and are not recorded).
     recorded: Vec<usize>,
     lossless: Vec<usize>,
@@ -176,11 +178,20 @@ pub struct SwitchRecorder {
 impl SwitchRecorder {
     /// A recorder for switch `name` configured as `cfg` (its ports in order).
     pub fn new(name: &str, cfg: &SwitchConfig) -> SwitchRecorder {
+        SwitchRecorder::of_ports(name, cfg, &vec![true; cfg.ports.len()])
+    }
+
+    /// A recorder of the ports `record[p]` says of switch `name` (the others can carry no
+    /// traffic in the run: the simulator leaves out the ports of idle hosts).
+    pub fn of_ports(name: &str, cfg: &SwitchConfig, record: &[bool]) -> SwitchRecorder {
         let lossless: Vec<usize> = (0..CLASSES).filter(|&pg| cfg.pgs[pg].lossless).collect();
         let recorded = cfg.queues_in_use();
+        let ports: Vec<usize> = (0..cfg.ports.len())
+            .filter(|&p| record.get(p).copied().unwrap_or(true))
+            .collect();
         let mut tracks = Vec::new();
-        for port in &cfg.ports {
-            let p = &port.name;
+        for &index in &ports {
+            let p = &cfg.ports[index].name;
             for &q in &recorded {
                 tracks.push(Track::new(
                     format!("queue_{name}_{p}_q{q}_bytes"),
@@ -228,9 +239,10 @@ impl SwitchRecorder {
             .iter()
             .map(|&pg| usize::from(cfg.tc_to_queue[pg]))
             .collect();
-        let last_pauses = vec![0; cfg.ports.len() * lossless.len()];
+        let last_pauses = vec![0; ports.len() * lossless.len()];
         SwitchRecorder {
             tracks,
+            ports,
             recorded,
             lossless,
             queues,
@@ -252,14 +264,18 @@ impl SwitchRecorder {
                 .samples
                 .push((now, sw.pg_xon_bytes(pg) as f64));
         }
-        for (port, tracks) in self.tracks[..ports_end].chunks_mut(per_port).enumerate() {
+        for (n, (tracks, &port)) in self.tracks[..ports_end]
+            .chunks_mut(per_port)
+            .zip(&self.ports)
+            .enumerate()
+        {
             for (track, &q) in tracks[..base].iter_mut().zip(&self.recorded) {
                 track
                     .samples
                     .push((now, sw.queue_peak_bytes(port, q) as f64));
             }
             for (k, &pg) in self.lossless.iter().enumerate() {
-                let i = port * self.lossless.len() + k;
+                let i = n * self.lossless.len() + k;
                 let sent = sw.pause_frames_sent(port, pg);
                 let fresh = sent != std::mem::replace(&mut self.last_pauses[i], sent);
                 let on = sw.pg_xoff(port, pg) || fresh;

@@ -436,3 +436,32 @@ fn plots_from_ms_draws_a_window_and_keeps_every_csv_row() {
         );
     }
 }
+
+#[test]
+fn idle_hosts_and_their_ports_have_no_series_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two_of_64.toml");
+    std::fs::write(
+        &file,
+        "duration_ms = 1\n[topology]\nkind = \"star\"\nhosts = 64\nlink_gbps = 100\n[[flow]]\nfrom = 0\nto = 1\nbytes = \"64K\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = rocelab(&[
+        "sim",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("series.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert!(header.contains(&"queue_sw_h1_q3_bytes"), "{header:?}");
+    assert!(header.contains(&"paused_h0_p3"), "{header:?}");
+    assert!(
+        !header
+            .iter()
+            .any(|c| c.contains("_h2_") || c.contains("_h63") || c.starts_with("paused_h5")),
+        "{header:?}"
+    );
+}

@@ -113,7 +113,7 @@ pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outc
                 let count = (size / 4) as usize;
                 ring_allreduce(&mut net, &plan.ranks, count, scenario.seed, plan.start);
                 let record = size == plan.series_bytes;
-                let mut series = record.then(|| Recorder::new(&net));
+                let mut series = record.then(|| Recorder::new(&net, &scenario.active_hosts()));
                 net.engine.start();
                 net.engine.sample_every(scenario.sample);
                 if let Some(s) = series.as_mut() {
@@ -188,7 +188,7 @@ fn run_flows(
     net: &mut Network,
     progress: &mut dyn Progress,
 ) -> Result<FlowRun, Stalled> {
-    let mut series = Recorder::new(net);
+    let mut series = Recorder::new(net, &scenario.active_hosts());
     let from = scenario.measure_from;
     let mut before = Vec::new();
     let all_sized = scenario.flows.iter().all(|f| f.bytes.is_some());

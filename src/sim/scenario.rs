@@ -505,6 +505,33 @@ impl Scenario {
         Ok(scenario)
     }
 
+    /// Per host, whether anything in the scenario uses it: a `[[flow]]`, a workload flow
+    /// or an all-reduce rank (sending or receiving), or a `[[fault]]`. The time series
+    /// records these hosts and their ports only.
+    pub fn active_hosts(&self) -> Vec<bool> {
+        let mut on = vec![false; self.topology.hosts()];
+        let mut mark = |h: usize| {
+            if let Some(x) = on.get_mut(h) {
+                *x = true;
+            }
+        };
+        for f in &self.flows {
+            mark(f.from);
+            mark(f.to);
+        }
+        for j in &self.jobs {
+            mark(j.from);
+            mark(j.to);
+        }
+        for &r in self.allreduce.iter().flat_map(|a| &a.ranks) {
+            mark(r);
+        }
+        for f in &self.faults {
+            mark(f.host);
+        }
+        on
+    }
+
     /// Builds the network with its flows (the all-reduce ranks get theirs from
     /// [`super::workload`]), seeded with `seed`.
     pub fn build(&self, seed: u64) -> Network {

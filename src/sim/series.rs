@@ -19,22 +19,37 @@ pub struct Recorder {
     /// Samples offered so far.
     offered: u64,
     switches: Vec<SwitchRecorder>,
-    hosts: Vec<HostRecorder>,
+    /// The recorded hosts, by index.
+    hosts: Vec<(usize, HostRecorder)>,
 }
 
 impl Recorder {
-    /// A recorder of `net` as built (its QPs all created).
-    pub fn new(net: &Network) -> Recorder {
+    /// A recorder of `net` as built (its QPs all created), of the hosts `active` says
+    /// and their switch ports (every port between switches too): a host no flow, workload,
+    /// rank or fault uses carries nothing, and its columns would only be zeros.
+    pub fn new(net: &Network, active: &[bool]) -> Recorder {
+        let on = |h: usize| active.get(h).copied().unwrap_or(true);
         let switches = net
             .switches
             .iter()
             .enumerate()
             .filter_map(|(i, &node)| {
                 let sw = net.engine.switch(node)?;
-                Some(SwitchRecorder::new(&net.switch_names[i], sw.config()))
+                let mut record = vec![true; sw.port_count()];
+                for (h, &(n, port)) in net.attachments.iter().enumerate() {
+                    if n == node && !on(h) {
+                        record[port] = false;
+                    }
+                }
+                Some(SwitchRecorder::of_ports(
+                    &net.switch_names[i],
+                    sw.config(),
+                    &record,
+                ))
             })
             .collect();
         let hosts = (0..net.hosts.len())
+            .filter(|&h| on(h))
             .map(|h| {
                 let ep = net.endpoint(h);
                 // A workload's QPs each carry many flows: no QP columns for them.
@@ -47,7 +62,10 @@ impl Recorder {
                     .filter(|_| !workload)
                     .map(|q| (q, ep.qp_status(q, Nanos::ZERO).qpn))
                     .collect();
-                HostRecorder::new(&format!("h{h}"), &qps, ep.data_priority())
+                (
+                    h,
+                    HostRecorder::new(&format!("h{h}"), &qps, ep.data_priority()),
+                )
             })
             .collect();
         Recorder {
@@ -76,7 +94,8 @@ impl Recorder {
         for (i, rec) in self.switches.iter_mut().enumerate() {
             rec.sample(now, net.switch(i));
         }
-        for (h, rec) in self.hosts.iter_mut().enumerate() {
+        for (h, rec) in &mut self.hosts {
+            let h = *h;
             rec.sample(now, net.endpoint(h));
         }
     }
@@ -84,7 +103,7 @@ impl Recorder {
     fn halve(&mut self) {
         self.times = self.times.chunks(2).map(|p| p[p.len() - 1]).collect();
         self.switches.iter_mut().for_each(SwitchRecorder::halve);
-        self.hosts.iter_mut().for_each(HostRecorder::halve);
+        self.hosts.iter_mut().for_each(|(_, r)| r.halve());
         self.stride *= 2;
     }
 
@@ -94,7 +113,7 @@ impl Recorder {
             .switches
             .into_iter()
             .flat_map(SwitchRecorder::finish)
-            .chain(self.hosts.into_iter().flat_map(HostRecorder::finish))
+            .chain(self.hosts.into_iter().flat_map(|(_, r)| r.finish()))
             .collect();
         Series::on_grid(self.times, tracks)
     }
