@@ -321,3 +321,17 @@ fn bad_workloads_are_refused_with_the_key() {
     );
     assert!(e.contains("duration_ms"), "{e}");
 }
+
+#[test]
+fn a_run_that_would_take_hours_is_refused_before_it_starts() {
+    // 128 hosts at 100 G for 2 s: up to 1.4e10 frames.
+    let long = rocelab::sim::scenario::scenario_text("web-search")
+        .unwrap()
+        .replace("duration_ms = 10", "duration_ms = 2000");
+    let e = refused(&long);
+    assert!(e.contains("max_frames") && e.contains("minutes"), "{e}");
+    // Raised, it loads.
+    scenario(&format!(
+        "max_frames = 20000000000\nmemory_budget_mib = 100000\n{long}"
+    ));
+}

@@ -70,6 +70,7 @@ struct ScenarioFile {
     flows: Vec<FlowSpec>,
     allreduce: Option<AllReduceSpec>,
     memory_budget_mib: Option<u64>,
+    max_frames: Option<u64>,
     #[serde(default, rename = "fault")]
     faults: Vec<FaultSpec>,
     #[serde(default, rename = "workload")]
@@ -323,6 +324,10 @@ const MAX_ROWS: u64 = 2_000_000;
 
 /// The most hosts a topology may have.
 pub const MAX_HOSTS: usize = 4096;
+
+/// The most frames a scenario may move unless `max_frames` says otherwise: about 15 to
+/// 60 minutes of one core.
+pub const DEFAULT_MAX_FRAMES: u64 = 2_000_000_000;
 
 /// The memory a scenario may need unless `memory_budget_mib` says otherwise, MiB.
 pub const DEFAULT_MEMORY_BUDGET_MIB: u64 = 4096;
@@ -762,6 +767,32 @@ impl ScenarioFile {
             &flows,
             allreduce.as_ref(),
         )?;
+        let max_frames = self.max_frames.unwrap_or(DEFAULT_MAX_FRAMES);
+        let explicit = self.duration_ms.map(|_| duration);
+        let frames = frames_bound(&topology, &endpoint, explicit, allreduce.as_ref(), &flows);
+        if frames > max_frames as f64 {
+            let why = match (explicit, &allreduce) {
+                (Some(d), None) => {
+                    format!("every link busy for {} with full-size frames", d.human())
+                }
+                (Some(d), Some(_)) => format!(
+                    "every link busy for {} with full-size frames, for each all-reduce size",
+                    d.human()
+                ),
+                (None, _) => {
+                    "the all-reduce sizes' and the flows' bytes, over the longest path".into()
+                }
+            };
+            return Err(err(
+                "max_frames",
+                format!(
+                    "this scenario may move up to {frames:.2e} frames ({why}), over max_frames = \
+                     {max_frames}: at 0.5 to 2 M frames a second that is up to {:.0} minutes; \
+                     shorten the run, or raise max_frames",
+                    frames / 0.5e6 / 60.0
+                ),
+            ));
+        }
         let budget_mib = self.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB);
         let need = memory_estimate(&topology, &flows, allreduce.as_ref(), duration, sample)
             .saturating_add((jobs.len() as u64).saturating_mul(JOB_BYTES));
@@ -863,6 +894,46 @@ fn resolve_workloads(
     }
     jobs.sort_by_key(|j| (j.arrival, j.from, j.to));
     Ok((plans, jobs))
+}
+
+/// The most frames a run can move. With `duration_ms` given: every link, both ways, busy
+/// for the whole duration with full-size data frames, and an ACK per data frame (for an
+/// all-reduce sweep, for each size's run). Without it (an all-reduce whose limit is a
+/// timeout, sized flows): their bytes, in full-size packets, over the longest path, with
+/// an ACK each. An upper bound: a run that finishes early or leaves links idle moves
+/// fewer.
+fn frames_bound(
+    topology: &Topology,
+    endpoint: &EndpointConfig,
+    duration: Option<Nanos>,
+    allreduce: Option<&AllReducePlan>,
+    flows: &[FlowPlan],
+) -> f64 {
+    let (links, longest) = match topology.shape {
+        Shape::Star { hosts } => (hosts, 2),
+        Shape::LeafSpine {
+            leaves,
+            spines,
+            hosts_per_leaf,
+        } => (leaves * (hosts_per_leaf + spines), 4),
+        Shape::Ring {
+            switches,
+            hosts_per_switch,
+        } => (switches * (hosts_per_switch + 1), 2 + switches / 2),
+    };
+    let runs = allreduce.map_or(1, |a| a.sizes.len()) as f64;
+    if let Some(d) = duration {
+        let frame_bits = crate::link::wire_bits(endpoint.mtu as usize + 78) as f64;
+        let per_link = topology.bits_per_sec as f64 * d.0 as f64 / 1e9 / frame_bits;
+        return 2.0 * links as f64 * per_link * 2.0 * runs;
+    }
+    // Each rank sends 2 (N - 1) / N of every size: at most twice it.
+    let ranks_bytes: f64 = allreduce.map_or(0.0, |a| {
+        a.ranks.len() as f64 * a.sizes.iter().map(|&s| 2.0 * s as f64).sum::<f64>()
+    });
+    let flow_bytes: f64 = flows.iter().filter_map(|f| f.bytes).map(|b| b as f64).sum();
+    let packets = (ranks_bytes + flow_bytes * runs) / f64::from(endpoint.mtu.max(1));
+    packets * longest as f64 * 2.0
 }
 
 /// About how many bytes a run of the scenario holds at its peak: every host and switch
