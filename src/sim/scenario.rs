@@ -514,27 +514,13 @@ impl Scenario {
     /// or an all-reduce rank (sending or receiving), or a `[[fault]]`. The time series
     /// records these hosts and their ports only.
     pub fn active_hosts(&self) -> Vec<bool> {
-        let mut on = vec![false; self.topology.hosts()];
-        let mut mark = |h: usize| {
-            if let Some(x) = on.get_mut(h) {
-                *x = true;
-            }
-        };
-        for f in &self.flows {
-            mark(f.from);
-            mark(f.to);
-        }
-        for j in &self.jobs {
-            mark(j.from);
-            mark(j.to);
-        }
-        for &r in self.allreduce.iter().flat_map(|a| &a.ranks) {
-            mark(r);
-        }
-        for f in &self.faults {
-            mark(f.host);
-        }
-        on
+        active_hosts(
+            self.topology.hosts(),
+            &self.flows,
+            &self.jobs,
+            self.allreduce.as_ref(),
+            &self.faults,
+        )
     }
 
     /// Builds the network with its flows (the all-reduce ranks get theirs from
@@ -767,9 +753,27 @@ impl ScenarioFile {
             &flows,
             allreduce.as_ref(),
         )?;
+        // The largest RoCE frame a host receives: the path MTU of payload under Ethernet,
+        // 802.1Q, IPv4, UDP, BTH, RETH and ICRC.
+        let largest_frame = u64::from(endpoint.mtu) + 78;
+        let faults = faults::resolve(
+            &self.faults,
+            hosts,
+            endpoint.priority_of(endpoint.dscp),
+            topology.bits_per_sec,
+            largest_frame,
+        )?;
+        let active = active_hosts(hosts, &flows, &jobs, allreduce.as_ref(), &faults);
         let max_frames = self.max_frames.unwrap_or(DEFAULT_MAX_FRAMES);
         let explicit = self.duration_ms.map(|_| duration);
-        let frames = frames_bound(&topology, &endpoint, explicit, allreduce.as_ref(), &flows);
+        let frames = frames_bound(
+            &topology,
+            &endpoint,
+            explicit,
+            allreduce.as_ref(),
+            &flows,
+            &active,
+        );
         if frames > max_frames as f64 {
             let why = match (explicit, &allreduce) {
                 (Some(d), None) => {
@@ -794,8 +798,15 @@ impl ScenarioFile {
             ));
         }
         let budget_mib = self.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB);
-        let need = memory_estimate(&topology, &flows, allreduce.as_ref(), duration, sample)
-            .saturating_add((jobs.len() as u64).saturating_mul(JOB_BYTES));
+        let need = memory_estimate(
+            &topology,
+            &flows,
+            allreduce.as_ref(),
+            duration,
+            sample,
+            &active,
+        )
+        .saturating_add((jobs.len() as u64).saturating_mul(JOB_BYTES));
         if need > budget_mib.saturating_mul(1 << 20) {
             return Err(err(
                 "memory_budget_mib",
@@ -807,16 +818,6 @@ impl ScenarioFile {
                 ),
             ));
         }
-        // The largest RoCE frame a host receives: the path MTU of payload under Ethernet,
-        // 802.1Q, IPv4, UDP, BTH, RETH and ICRC.
-        let largest_frame = u64::from(endpoint.mtu) + 78;
-        let faults = faults::resolve(
-            &self.faults,
-            hosts,
-            endpoint.priority_of(endpoint.dscp),
-            topology.bits_per_sec,
-            largest_frame,
-        )?;
         Ok(Scenario {
             faults,
             variant: None,
@@ -896,8 +897,39 @@ fn resolve_workloads(
     Ok((plans, jobs))
 }
 
-/// The most frames a run can move. With `duration_ms` given: every link, both ways, busy
-/// for the whole duration with full-size data frames, and an ACK per data frame (for an
+/// Per host, whether a flow, workload flow, all-reduce rank or fault uses it.
+fn active_hosts(
+    hosts: usize,
+    flows: &[FlowPlan],
+    jobs: &[FlowJob],
+    allreduce: Option<&AllReducePlan>,
+    faults: &[HostFault],
+) -> Vec<bool> {
+    let mut on = vec![false; hosts];
+    let mut mark = |h: usize| {
+        if let Some(x) = on.get_mut(h) {
+            *x = true;
+        }
+    };
+    for f in flows {
+        mark(f.from);
+        mark(f.to);
+    }
+    for j in jobs {
+        mark(j.from);
+        mark(j.to);
+    }
+    for &r in allreduce.iter().flat_map(|a| &a.ranks) {
+        mark(r);
+    }
+    for f in faults {
+        mark(f.host);
+    }
+    on
+}
+
+/// The most frames a run can move. With `duration_ms` given: every link that can carry
+/// anything (a used host's, or between switches), both ways, busy for the whole duration with full-size data frames, and an ACK per data frame (for an
 /// all-reduce sweep, for each size's run). Without it (an all-reduce whose limit is a
 /// timeout, sized flows): their bytes, in full-size packets, over the longest path, with
 /// an ACK each. An upper bound: a run that finishes early or leaves links idle moves
@@ -908,18 +940,14 @@ fn frames_bound(
     duration: Option<Nanos>,
     allreduce: Option<&AllReducePlan>,
     flows: &[FlowPlan],
+    active: &[bool],
 ) -> f64 {
+    // The links that can carry anything: the used hosts' and those between switches.
+    let used = active.iter().filter(|&&a| a).count();
     let (links, longest) = match topology.shape {
-        Shape::Star { hosts } => (hosts, 2),
-        Shape::LeafSpine {
-            leaves,
-            spines,
-            hosts_per_leaf,
-        } => (leaves * (hosts_per_leaf + spines), 4),
-        Shape::Ring {
-            switches,
-            hosts_per_switch,
-        } => (switches * (hosts_per_switch + 1), 2 + switches / 2),
+        Shape::Star { .. } => (used, 2),
+        Shape::LeafSpine { leaves, spines, .. } => (used + leaves * spines, 4),
+        Shape::Ring { switches, .. } => (used + switches, 2 + switches / 2),
     };
     let runs = allreduce.map_or(1, |a| a.sizes.len()) as f64;
     if let Some(d) = duration {
@@ -945,20 +973,19 @@ fn memory_estimate(
     allreduce: Option<&AllReducePlan>,
     duration: Nanos,
     sample: Nanos,
+    active: &[bool],
 ) -> u64 {
     let hosts = topology.hosts() as u64;
-    let ports = match topology.shape {
-        Shape::Star { hosts } => hosts as u64,
-        Shape::LeafSpine {
-            leaves,
-            spines,
-            hosts_per_leaf,
-        } => (leaves * (hosts_per_leaf + 2 * spines)) as u64,
-        Shape::Ring {
-            switches,
-            hosts_per_switch,
-        } => (switches * (hosts_per_switch + 2)) as u64,
+    // Ports between switches (each link has two).
+    let inner = match topology.shape {
+        Shape::Star { .. } => 0,
+        Shape::LeafSpine { leaves, spines, .. } => (2 * leaves * spines) as u64,
+        Shape::Ring { switches, .. } => (2 * switches) as u64,
     };
+    let ports = hosts + inner;
+    // The time series records the used hosts, their ports and the ports between switches.
+    let used = active.iter().filter(|&&a| a).count() as u64;
+    let recorded_ports = used + inner;
     let nodes = (hosts + ports).saturating_mul(NODE_BYTES);
     let ranks_bytes = allreduce.map_or(0, |a| {
         // Data, staging and two send buffers of a chunk (see sweep::rank_buffer_bytes):
@@ -971,7 +998,7 @@ fn memory_estimate(
         .map(|f| (f.message_bytes as u64).saturating_mul(1 + 64))
         .fold(0, u64::saturating_add);
     let rows = (duration.0 / sample.0.max(1)).min(super::series::MAX_ROWS as u64);
-    let columns = ports * 9 + hosts * 3 + 2 * flows.len() as u64;
+    let columns = recorded_ports * 9 + used * 3 + 2 * flows.len() as u64;
     let series = rows.saturating_mul(columns).saturating_mul(24);
     nodes
         .saturating_add(ranks_bytes)
