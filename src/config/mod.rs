@@ -770,7 +770,8 @@ fn dscp_class_pairs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<[u32; 
 
 /// Applies one `KEY=VALUE` assignment (`--set`) to `table`: KEY is a dotted path
 /// (`buffer.shared_bytes`, `queue.3.ecn.kmin_bytes`), tables on the way are made when
-/// missing; VALUE is a TOML value (`4194304`, `true`, `[3, 4]`, `{ kmin_bytes = 1 }`,
+/// missing, and an array of tables takes an index (`workload.0.load`, `flow.1.bytes`);
+/// VALUE is a TOML value (`4194304`, `true`, `[3, 4]`, `{ kmin_bytes = 1 }`,
 /// `"4M"`), or else taken as a string (`4M`, `sonic`).
 pub fn set_key(table: &mut toml::Table, assignment: &str) -> Result<(), ConfigError> {
     let (key, value) = assignment.split_once('=').ok_or_else(|| {
@@ -794,16 +795,42 @@ pub fn set_key(table: &mut toml::Table, assignment: &str) -> Result<(), ConfigEr
         .unwrap_or_else(|| toml::Value::String(value.to_owned()));
     let (last, path) = parts.split_last().expect("split gives at least one part");
     let mut here = table;
-    for (i, part) in path.iter().enumerate() {
+    let mut i = 0;
+    while i < path.len() {
         let entry = here
-            .entry((*part).to_owned())
+            .entry(path[i].to_owned())
             .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        // An array of tables (`[[workload]]`, `[[flow]]`) takes an index: workload.0.load.
+        let entry = match entry {
+            toml::Value::Array(items) => {
+                let Some(index) = path.get(i + 1) else {
+                    return Err(err(
+                        parts[..=i].join("."),
+                        "is a list: give an item's index and a key in it, e.g. workload.0.load",
+                    ));
+                };
+                let n = items.len();
+                i += 1;
+                index
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|k| items.get_mut(k))
+                    .ok_or_else(|| {
+                        err(
+                            parts[..=i].join("."),
+                            format!("give an index from 0 to {}", n.saturating_sub(1)),
+                        )
+                    })?
+            }
+            other => other,
+        };
         here = entry.as_table_mut().ok_or_else(|| {
             err(
                 parts[..=i].join("."),
                 "is a value, not a table: --set cannot go inside it",
             )
         })?;
+        i += 1;
     }
     here.insert((*last).to_owned(), parsed);
     Ok(())

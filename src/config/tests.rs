@@ -544,3 +544,20 @@ fn the_endpoint_defaults_file_is_the_default_configuration() {
         format!("{:?}", EndpointConfig::default())
     );
 }
+
+#[test]
+fn set_reaches_into_arrays_of_tables_by_index() {
+    let mut t: toml::Table = toml::from_str(
+        "[[workload]]\nkind = \"poisson\"\nload = 0.5\n[[workload]]\nkind = \"all-to-all\"\n",
+    )
+    .unwrap();
+    super::set_key(&mut t, "workload.0.load=0.2").unwrap();
+    super::set_key(&mut t, "workload.1.bytes=4K").unwrap();
+    assert_eq!(t["workload"][0]["load"].as_float(), Some(0.2));
+    assert_eq!(t["workload"][1]["bytes"].as_str(), Some("4K"));
+    let e = super::set_key(&mut t, "workload.2.load=1").unwrap_err();
+    assert_eq!(e.key, "workload.2");
+    assert!(e.message.contains("0 to 1"), "{e}");
+    let e = super::set_key(&mut t, "workload.0=1").unwrap_err();
+    assert!(e.message.contains("is a list"), "{e}");
+}
