@@ -310,8 +310,10 @@ impl SwitchRecorder {
 #[derive(Debug, Clone)]
 pub struct HostRecorder {
     qps: Vec<usize>,
-    /// Per QP: rate, Rc, Rt and CNPs; last: paused.
+    /// Per QP: rate, Rc, Rt and CNPs; last: paused. Or, summing the QPs, one rate, then
+    /// paused.
     tracks: Vec<Track>,
+    summed: bool,
     last_bytes: Vec<(Nanos, u64)>,
     last_cnps: Vec<u64>,
     last_pauses: u64,
@@ -356,15 +358,51 @@ impl HostRecorder {
         HostRecorder {
             qps: qps.iter().map(|&(q, _)| q).collect(),
             tracks,
+            summed: false,
             last_bytes: vec![(Nanos::ZERO, 0); qps.len()],
             last_cnps: vec![0; qps.len()],
             last_pauses: 0,
         }
     }
 
+    /// A recorder for host `name` whose QPs `qps` each carry many flows (a workload's
+    /// sender): one payload-rate track over all of them, and whether it is paused.
+    pub fn summed(name: &str, qps: &[usize], priority: u8) -> HostRecorder {
+        HostRecorder {
+            qps: qps.to_vec(),
+            tracks: vec![
+                Track::new(
+                    format!("rate_{name}_gbps"),
+                    format!("{name} all QPs"),
+                    ColumnKind::RateGbps,
+                ),
+                Track::new(
+                    format!("paused_{name}_p{priority}"),
+                    format!("{name} paused (prio {priority})"),
+                    ColumnKind::Paused,
+                ),
+            ],
+            summed: true,
+            last_bytes: vec![(Nanos::ZERO, 0)],
+            last_cnps: Vec::new(),
+            last_pauses: 0,
+        }
+    }
+
     /// Takes one sample of `ep` at `now`.
     pub fn sample(&mut self, now: Nanos, ep: &impl EndpointProbe) {
-        for (k, &qp) in self.qps.iter().enumerate() {
+        if self.summed {
+            let bytes: u64 = self.qps.iter().map(|&q| ep.qp_bytes_sent(q, now)).sum();
+            let (t, before) = std::mem::replace(&mut self.last_bytes[0], (now, bytes));
+            let dt = now.0.saturating_sub(t.0);
+            let gbps = if dt == 0 {
+                0.0
+            } else {
+                bytes.saturating_sub(before) as f64 * 8.0 / dt as f64
+            };
+            self.tracks[0].samples.push((now, gbps));
+        }
+        for (k, &qp) in self.qps.iter().enumerate().filter(|_| !self.summed) {
             let bytes = ep.qp_bytes_sent(qp, now);
             let (t, before) = std::mem::replace(&mut self.last_bytes[k], (now, bytes));
             let dt = now.0.saturating_sub(t.0);

@@ -335,3 +335,28 @@ fn a_run_that_would_take_hours_is_refused_before_it_starts() {
         "max_frames = 20000000000\nmemory_budget_mib = 100000\n{long}"
     ));
 }
+
+#[test]
+fn a_workload_sender_has_one_rate_column_over_its_qps() {
+    let (_, o) = outcome(WS_TEXT);
+    let names: Vec<&str> = o.series.columns.iter().map(|c| c.name.as_str()).collect();
+    assert!(names.contains(&"rate_h0_gbps"), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("_qp")), "{names:?}");
+    // What the column carried adds up to what the host's QPs sent (a 10 µs grid).
+    let col = o
+        .series
+        .columns
+        .iter()
+        .find(|c| c.name == "rate_h0_gbps")
+        .unwrap();
+    let step_ns = (o.series.times[1].0 - o.series.times[0].0) as f64;
+    let bytes: f64 = col.values.iter().map(|g| g * step_ns / 8.0).sum();
+    let ep = o.net.endpoint(0);
+    let sent: u64 = (0..ep.qp_count())
+        .map(|q| ep.qp_status(q, o.net.engine.now()).counters.data_bytes_sent)
+        .sum();
+    assert!(
+        (bytes - sent as f64).abs() <= sent as f64 * 0.01 + 1.0,
+        "{bytes} vs {sent}"
+    );
+}

@@ -595,7 +595,11 @@ impl Scenario {
                 .iter()
                 .map(|&(to, n)| {
                     (0..n.min(limit))
-                        .map(|_| net.connect_qp(from, to).0)
+                        .map(|_| {
+                            let (qa, qb) = net.connect_qp(from, to);
+                            net.workload_receive_qps.push((to, qb));
+                            qa
+                        })
                         .collect()
                 })
                 .collect();

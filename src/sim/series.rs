@@ -48,24 +48,30 @@ impl Recorder {
                 ))
             })
             .collect();
+        let receive_only: std::collections::HashSet<(usize, usize)> =
+            net.workload_receive_qps.iter().copied().collect();
         let hosts = (0..net.hosts.len())
             .filter(|&h| on(h))
             .map(|h| {
                 let ep = net.endpoint(h);
-                // A workload's QPs each carry many flows: no QP columns for them.
+                // A workload's QPs each carry many flows: their sum, not a column each.
                 let workload = net
                     .host(h)
                     .app
                     .as_ref()
                     .is_some_and(|a| a.flows().is_some());
-                let qps: Vec<(usize, u32)> = (0..ep.qp_count())
-                    .filter(|_| !workload)
-                    .map(|q| (q, ep.qp_status(q, Nanos::ZERO).qpn))
-                    .collect();
-                (
-                    h,
-                    HostRecorder::new(&format!("h{h}"), &qps, ep.data_priority()),
-                )
+                let name = format!("h{h}");
+                let recorder = if workload {
+                    let qps: Vec<usize> = (0..ep.qp_count()).collect();
+                    HostRecorder::summed(&name, &qps, ep.data_priority())
+                } else {
+                    let qps: Vec<(usize, u32)> = (0..ep.qp_count())
+                        .filter(|&q| !receive_only.contains(&(h, q)))
+                        .map(|q| (q, ep.qp_status(q, Nanos::ZERO).qpn))
+                        .collect();
+                    HostRecorder::new(&name, &qps, ep.data_priority())
+                };
+                (h, recorder)
             })
             .collect();
         Recorder {

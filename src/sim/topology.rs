@@ -29,6 +29,9 @@ pub struct Network {
     pub attachments: Vec<(usize, usize)>,
     /// The next QP number to hand out (unique in the network).
     next_qpn: u32,
+    /// The receiving side of workload flows' QPs: (host, QP index). They only answer;
+    /// the time series leaves them out.
+    pub workload_receive_qps: Vec<(usize, usize)>,
 }
 
 /// The MAC address of host `i`.
@@ -140,6 +143,7 @@ pub fn star(
         switch_names: vec!["sw".to_owned()],
         attachments,
         next_qpn: FIRST_QPN,
+        workload_receive_qps: Vec::new(),
     }
 }
 
@@ -215,6 +219,7 @@ pub fn leaf_spine(
         switches: leaf_nodes.into_iter().chain(spine_nodes).collect(),
         attachments,
         next_qpn: FIRST_QPN,
+        workload_receive_qps: Vec::new(),
     }
 }
 
@@ -273,6 +278,7 @@ pub fn ring(
         switches: nodes,
         attachments,
         next_qpn: FIRST_QPN,
+        workload_receive_qps: Vec::new(),
     }
 }
 
