@@ -116,8 +116,11 @@ fn y_top(data: &[Vec<(f64, f64)>], start: f64, end: f64) -> (f64, Option<(f64, f
         .fold(0.0, f64::max);
     if all.0 <= early && later > 0.0 && all.1 > 3.0 * later {
         (later * 1.15, Some(all))
+    } else if all.1 > 0.0 {
+        (all.1 * 1.08, None)
     } else {
-        (all.1.max(1e-9) * 1.08, None)
+        // Nothing above zero: a unit scale, not ticks that all read 0.0.
+        (1.0, None)
     }
 }
 
