@@ -248,8 +248,19 @@ impl WorkloadSpec {
             Some(d) => start + time(&key("duration_us"), d)?,
             None => end,
         };
-        let unused = |names: &[(&str, bool)]| -> Result<(), ConfigError> {
-            match names.iter().find(|(_, set)| *set) {
+        // The keys given; each kind says which it takes.
+        let given = [
+            ("cdf", self.cdf.is_some()),
+            ("load", self.load.is_some()),
+            ("bytes", self.bytes.is_some()),
+            ("to", self.to.is_some()),
+            ("fan_in", self.fan_in.is_some()),
+            ("period_us", self.period_us.is_some()),
+            ("bursts", self.bursts.is_some()),
+            ("duration_us", self.duration_us.is_some()),
+        ];
+        let takes = |allowed: &[&str]| -> Result<(), ConfigError> {
+            match given.iter().find(|(n, set)| *set && !allowed.contains(n)) {
                 Some((n, _)) => Err(err(
                     key(n),
                     format!("a {} workload does not take {n}", self.kind),
@@ -260,13 +271,7 @@ impl WorkloadSpec {
         let mut jobs = Vec::new();
         let summary = match self.kind.as_str() {
             "poisson" => {
-                unused(&[
-                    ("bytes", self.bytes.is_some()),
-                    ("to", self.to.is_some()),
-                    ("fan_in", self.fan_in.is_some()),
-                    ("period_us", self.period_us.is_some()),
-                    ("bursts", self.bursts.is_some()),
-                ])?;
+                takes(&["cdf", "load", "duration_us"])?;
                 let cdf_name = self.cdf.as_deref().ok_or_else(|| {
                     err(
                         key("cdf"),
@@ -328,15 +333,7 @@ impl WorkloadSpec {
                 )
             }
             "all-to-all" => {
-                unused(&[
-                    ("cdf", self.cdf.is_some()),
-                    ("load", self.load.is_some()),
-                    ("to", self.to.is_some()),
-                    ("fan_in", self.fan_in.is_some()),
-                    ("period_us", self.period_us.is_some()),
-                    ("bursts", self.bursts.is_some()),
-                    ("duration_us", self.duration_us.is_some()),
-                ])?;
+                takes(&["bytes"])?;
                 let bytes = self
                     .bytes
                     .filter(|b| (1..=1 << 30).contains(b))
@@ -364,7 +361,14 @@ impl WorkloadSpec {
                 )
             }
             "incast-bursts" => {
-                unused(&[("cdf", self.cdf.is_some()), ("load", self.load.is_some())])?;
+                takes(&[
+                    "to",
+                    "fan_in",
+                    "bytes",
+                    "period_us",
+                    "bursts",
+                    "duration_us",
+                ])?;
                 let to = self
                     .to
                     .ok_or_else(|| err(key("to"), "give the receiving host"))?;
