@@ -17,6 +17,7 @@ pub mod bytes;
 pub mod capture;
 pub mod config;
 pub mod conformance;
+pub mod credit;
 pub mod endpoint;
 pub mod inspect;
 pub mod io;

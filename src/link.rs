@@ -22,7 +22,85 @@ pub fn wire_bits(len: usize) -> u64 {
 /// Nanoseconds from a frame's first bit (preamble) to its last (FCS) at `bits_per_sec`:
 /// when a receiver has all of it. Rounded up.
 pub fn frame_time(len: usize, bits_per_sec: u64) -> Nanos {
-    let bits = wire_bits(len) - IFG_BYTES * 8;
+    bits_time(wire_bits(len) - IFG_BYTES * 8, bits_per_sec)
+}
+
+/// How a link puts frames on the wire.
+///
+/// Every core builds RoCEv2 frames (Ethernet, IPv4, UDP, BTH, ICRC); an InfiniBand link
+/// carries the same transport packet behind a Local Route Header instead, so its wire
+/// time is that of the InfiniBand packet the frame stands for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Framing {
+    /// IEEE 802.3: the frame padded to 60 bytes, FCS, preamble and SFD, inter-frame gap.
+    #[default]
+    Ethernet,
+    /// InfiniBand: LRH (8 bytes) in place of the Ethernet, IP and UDP headers (a GRH in
+    /// place of an IPv6 header), the VCRC (2) after the ICRC, a start and an end
+    /// delimiter, and no gap. A flow-control link packet is 6 bytes and its delimiters.
+    #[serde(rename = "infiniband")]
+    InfiniBand,
+}
+
+/// Bytes of the delimiters around an InfiniBand packet on the wire: one start and one
+/// end symbol (rocelab's simplification of the physical layer's framing, which is also
+/// why no gap is counted).
+pub const IB_DELIMITER_BYTES: u64 = 2;
+/// Bytes of an InfiniBand flow-control link packet (IBA vol. 1, 7.9.4).
+pub const IB_LINK_PACKET_BYTES: u64 = 6;
+/// EtherType of the envelope the simulator carries InfiniBand link packets in: IEEE
+/// 802's Local Experimental EtherType 1 (never seen outside the simulator).
+pub const IB_LINK_PACKET_ETHERTYPE: u16 = 0x88b5;
+
+impl Framing {
+    /// Bits one frame occupies on the wire, gap or delimiters included.
+    #[inline]
+    pub fn wire_bits(self, frame: &[u8]) -> u64 {
+        match self {
+            Framing::Ethernet => wire_bits(frame.len()),
+            Framing::InfiniBand => (ib_packet_bytes(frame) + IB_DELIMITER_BYTES) * 8,
+        }
+    }
+
+    /// Nanoseconds from a frame's first bit to its last: when a receiver has all of it.
+    /// Rounded up.
+    pub fn frame_time(self, frame: &[u8], bits_per_sec: u64) -> Nanos {
+        match self {
+            Framing::Ethernet => frame_time(frame.len(), bits_per_sec),
+            Framing::InfiniBand => bits_time(self.wire_bits(frame), bits_per_sec),
+        }
+    }
+}
+
+/// The length of the InfiniBand packet a RoCEv2 frame stands for, LRH to VCRC: the
+/// frame less its Ethernet header (and 802.1Q tag), IPv4 header and UDP header, plus the
+/// LRH and the VCRC. An IPv6 header becomes a GRH of the same 40 bytes. A link-packet
+/// envelope is the link packet's 6 bytes.
+pub fn ib_packet_bytes(frame: &[u8]) -> u64 {
+    const LRH: u64 = 8;
+    const VCRC: u64 = 2;
+    const UDP: u64 = 8;
+    let len = frame.len() as u64;
+    let ethertype_at = |i: usize| {
+        frame
+            .get(i..i + 2)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let (l2, ethertype) = match ethertype_at(12) {
+        0x8100 => (18, ethertype_at(16)),
+        t => (14, t),
+    };
+    match ethertype {
+        IB_LINK_PACKET_ETHERTYPE => IB_LINK_PACKET_BYTES,
+        0x0800 => len.saturating_sub(l2 + 20 + UDP) + LRH + VCRC,
+        0x86dd => len.saturating_sub(l2 + UDP) + LRH + VCRC,
+        // Not a RoCEv2 frame: carried whole behind an LRH (raw packet).
+        _ => len.saturating_sub(l2) + LRH + VCRC,
+    }
+}
+
+fn bits_time(bits: u64, bits_per_sec: u64) -> Nanos {
     Nanos((u128::from(bits) * 1_000_000_000).div_ceil(u128::from(bits_per_sec.max(1))) as u64)
 }
 
@@ -41,14 +119,21 @@ pub struct Transmitter {
     /// Femtoseconds per bit when that is a whole number (every common rate: 1 Gb/s is
     /// 10^6, 400 Gb/s 2500), so that wire time is an integer product; 0 otherwise.
     fs_per_bit: u64,
+    framing: Framing,
     /// False when the port's transmit side is shut (tests stop an egress this way).
     pub enabled: bool,
 }
 
 impl Transmitter {
-    /// An idle transmitter at `bits_per_sec`.
+    /// An idle Ethernet transmitter at `bits_per_sec`.
     pub fn new(bits_per_sec: u64) -> Transmitter {
+        Transmitter::with_framing(bits_per_sec, Framing::Ethernet)
+    }
+
+    /// An idle transmitter at `bits_per_sec` that frames as `framing` does.
+    pub fn with_framing(bits_per_sec: u64, framing: Framing) -> Transmitter {
         Transmitter {
+            framing,
             bits_per_sec,
             busy_start: Nanos::ZERO,
             bits: 0,
@@ -67,22 +152,46 @@ impl Transmitter {
         self.bits_per_sec
     }
 
+    /// How it puts frames on the wire.
+    pub fn framing(&self) -> Framing {
+        self.framing
+    }
+
     /// The earliest time the next frame may start.
     #[inline]
     pub fn free_at(&self) -> Nanos {
         self.free_at
     }
 
-    /// Starts a frame of `len` bytes at `now` (not before [`free_at`](Self::free_at));
-    /// returns its start time.
+    /// If a frame started at `now` would run on from the frame before it (the link was
+    /// busy until a fraction of a nanosecond before `now`), when the link freed, in
+    /// picoseconds.
+    pub fn runs_on_ps(&self, now: Nanos) -> Option<u128> {
+        if self.bits == 0 || now > self.free_at {
+            return None;
+        }
+        let ps = (u128::from(self.bits) * 1_000_000_000_000) / u128::from(self.bits_per_sec);
+        Some(u128::from(self.busy_start.0) * 1000 + ps)
+    }
+
+    /// Starts `frame` at `now` (not before [`free_at`](Self::free_at)); returns its
+    /// start time.
     #[inline]
-    pub fn start(&mut self, now: Nanos, len: usize) -> Nanos {
+    pub fn start(&mut self, now: Nanos, frame: &[u8]) -> Nanos {
+        let bits = self.framing.wire_bits(frame);
+        self.start_bits(now, bits)
+    }
+
+    /// Starts a frame that occupies `bits` on the wire (its [`Framing::wire_bits`]) at
+    /// `now`; returns its start time.
+    #[inline]
+    pub fn start_bits(&mut self, now: Nanos, bits: u64) -> Nanos {
         if now > self.free_at || self.bits == 0 {
             // Idle since the last frame ended: a new busy period.
             self.busy_start = now;
             self.bits = 0;
         }
-        self.bits += wire_bits(len);
+        self.bits += bits;
         let ns = match self.bits.checked_mul(self.fs_per_bit) {
             Some(fs) if self.fs_per_bit != 0 => fs.div_ceil(1_000_000),
             _ => (u128::from(self.bits) * 1_000_000_000).div_ceil(u128::from(self.bits_per_sec))
@@ -103,7 +212,7 @@ mod tests {
         let mut now = Nanos(1000);
         // 1000 frames of 1082 bytes: (1082 + 24) × 8 = 8848 bits = 88.48 ns each.
         for _ in 0..1000 {
-            now = tx.start(now.max(tx.free_at()), 1082);
+            now = tx.start(now.max(tx.free_at()), &[0; 1082]);
         }
         assert_eq!(tx.free_at(), Nanos(1000 + 88_480));
     }

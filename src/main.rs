@@ -39,6 +39,7 @@ enum Command {
     Endpoint(cli::endpoint::Args),
     Sim(cli::sim::Args),
     Sweep(cli::sweep::Args),
+    Compare(cli::compare::Args),
     Traffic(cli::traffic::Args),
     Lab(cli::lab::Args),
 }
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         Command::Endpoint(args) => cli::endpoint::run(args),
         Command::Sim(args) => cli::sim::run(args),
         Command::Sweep(args) => cli::sweep::run(args),
+        Command::Compare(args) => cli::compare::run(args),
         Command::Traffic(args) => cli::traffic::run(args),
         Command::Lab(args) => cli::lab::run(args),
     };

@@ -11,7 +11,7 @@ use rocelab::wire::Ecn;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-const COMMANDS: [&str; 12] = [
+const COMMANDS: [&str; 13] = [
     "inspect",
     "replay",
     "config check",
@@ -20,6 +20,7 @@ const COMMANDS: [&str; 12] = [
     "endpoint",
     "sim",
     "sweep",
+    "compare",
     "traffic send",
     "traffic count",
     "lab",
@@ -78,7 +79,15 @@ fn shared_flags_have_one_name_and_one_meaning() {
     }
     // The switch's configuration: --config FILE | --preset NAME | --set KEY=VALUE wherever
     // a switch runs.
-    for c in ["replay", "conformance", "switch", "sim", "sweep", "lab"] {
+    for c in [
+        "replay",
+        "conformance",
+        "switch",
+        "sim",
+        "sweep",
+        "compare",
+        "lab",
+    ] {
         for f in ["--config", "--preset", "--set"] {
             assert!(has(c, f), "{c} lacks {f}");
         }
@@ -90,14 +99,21 @@ fn shared_flags_have_one_name_and_one_meaning() {
         assert!(text(c, "--preset").contains("sonic"), "{c}");
     }
     // A machine report: --json FILE, `-` for standard output.
-    for c in ["replay", "conformance", "switch", "endpoint", "sweep"] {
+    for c in [
+        "replay",
+        "conformance",
+        "switch",
+        "endpoint",
+        "sweep",
+        "compare",
+    ] {
         let t = text(c, "--json");
         assert!(t.contains("<FILE>") && t.contains("`-`"), "{c}: {t}");
     }
     // inspect's JSON lines go to standard output.
     assert!(text("inspect", "--json").contains("JSON"));
     // A run's bundle: --out DIR.
-    for c in ["sim", "sweep", "lab"] {
+    for c in ["sim", "sweep", "compare", "lab"] {
         assert!(
             text(c, "--out").contains("<DIR>"),
             "{c}: {}",

@@ -18,6 +18,7 @@ macro_rules! sayln {
     }};
 }
 
+pub mod compare;
 pub mod config;
 pub mod conformance;
 pub mod endpoint;

@@ -61,8 +61,17 @@ pub fn run(args: Args) -> Result<()> {
                 0 => String::new(),
                 n => format!(" ({n} variants)"),
             };
-            sayln!("{name:<14} {}{variants}", s.description);
+            let compare = if rocelab::sim::scenario::COMPARABLE.contains(&name) {
+                " [compare]"
+            } else {
+                ""
+            };
+            sayln!("{name:<14} {}{variants}{compare}", s.description);
         }
+        sayln!(
+            "\n[compare]: meant for `rocelab compare SCENARIO`, RoCEv2 against InfiniBand on \
+             the same topology and workload"
+        );
         return Ok(());
     }
     if let Some(name) = &args.show {

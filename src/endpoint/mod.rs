@@ -21,6 +21,7 @@
 
 pub mod allreduce;
 pub mod app;
+mod credit;
 pub mod dcqcn;
 pub mod fault;
 pub mod flow;
@@ -29,7 +30,7 @@ pub mod qp;
 pub mod sweep;
 
 use crate::config::endpoint::EndpointConfig;
-use crate::link::{Transmitter, wire_bits};
+use crate::link::Transmitter;
 use crate::time::Nanos;
 use crate::wire::bth::{BthRepr, Opcode};
 use crate::wire::cnp::CnpRepr;
@@ -247,6 +248,8 @@ pub struct Endpoint {
     next_qp: usize,
     out: Vec<u8>,
     ip_ident: u16,
+    /// Credit flow control, on an InfiniBand fabric (boxed: a RoCE NIC has none).
+    credit: Option<Box<credit::NicCredit>>,
 }
 
 impl Endpoint {
@@ -279,6 +282,7 @@ impl Endpoint {
             next_qp: 0,
             out: Vec::with_capacity(cfg.mtu as usize + 128),
             ip_ident: 0,
+            credit: None,
             cfg: cfg.clone(),
         }
     }
@@ -488,11 +492,16 @@ impl Endpoint {
     /// control frames never wait.
     pub fn handle_frame(&mut self, now: Nanos, frame: &[u8]) {
         self.advance_to(now);
+        if crate::credit::FcPacket::is_envelope(frame) {
+            self.receive_link_packet(now, frame);
+            return;
+        }
         let Ok(meta) = wire::parse(frame) else { return };
         if meta.is_mac_control() {
             self.receive_pause(now, frame, &meta);
             return;
         }
+        self.credit_on_receive(now, frame, self.rx_buffer.is_some());
         if let Some(rx) = &mut self.rx_buffer {
             match rx.push(now, frame) {
                 Ok(Some(fault::Pfc::Xoff)) => self.rx_buffer_xoff(now),
@@ -516,8 +525,12 @@ impl Endpoint {
         self.send_pfc(priority, quanta);
     }
 
-    /// Queues a PFC frame for `priority` with `quanta` (0: XON) ahead of everything.
+    /// Queues a PFC frame for `priority` with `quanta` (0: XON) ahead of everything
+    /// (never with credit flow control, which has no PFC).
     fn send_pfc(&mut self, priority: u8, quanta: u16) {
+        if self.credit.is_some() {
+            return;
+        }
         let pfc = MacControl::Pfc(PfcRepr::new(PrioritySet::single(priority & 7), quanta));
         let mut buf = self.spare_buffer(wire::pfc::FRAME_LEN);
         if pfc.emit(&mut buf, self.mac).is_ok() {
@@ -533,6 +546,7 @@ impl Endpoint {
     /// XOFF refresh, a pause storm's next XOFF.
     fn run_faults(&mut self, now: Nanos) {
         while let Some(frame) = self.rx_buffer.as_mut().and_then(|rx| rx.pop(now)) {
+            self.credit_on_drain(&frame);
             if let Ok(meta) = wire::parse(&frame) {
                 self.receive(now, &frame, &meta);
             }
@@ -811,15 +825,24 @@ impl Endpoint {
         if let Some(frame) = self.mac_control.pop_front() {
             return Some(self.put_on_link(now, frame));
         }
-        if let Some(i) = self
-            .control
-            .iter()
-            .position(|(p, _)| self.priority_open(*p, now))
-        {
+        if let Some(i) = self.control.iter().position(|(p, f)| {
+            self.priority_open(*p, now) && self.credit.as_ref().is_none_or(|c| c.allows(f))
+        }) {
             let (_, frame) = self.control.remove(i)?;
+            if let Some(c) = self.credit.as_mut() {
+                c.link.sent(now, c.vl(&frame), credit::blocks(&frame));
+            }
             return Some(self.put_on_link(now, frame));
         }
-        if !self.priority_open(self.data_priority, now) {
+        if let Some(c) = self.credit.as_mut() {
+            // Control frames that are held for credit wait on their VL.
+            for (_, f) in &self.control {
+                if !c.allows(f) {
+                    c.link.wait(now, c.vl(f));
+                }
+            }
+        }
+        if !self.priority_open(self.data_priority, now) || self.data_waits_for_credit() {
             return None;
         }
         let n = self.qps.len();
@@ -840,7 +863,7 @@ impl Endpoint {
     /// Starts a prepared frame (PFC, ACK, NAK, CNP) on the link at `now` and lends it
     /// out; the buffer it replaces goes back to the spares.
     fn put_on_link(&mut self, now: Nanos, frame: Vec<u8>) -> &[u8] {
-        self.link.start(now, frame.len());
+        self.link.start(now, &frame);
         self.counters.frames_sent += 1;
         let sent = std::mem::replace(&mut self.out, frame);
         if self.spare.len() < MAX_SPARE_BUFFERS {
@@ -882,6 +905,14 @@ impl Endpoint {
         self.out.resize(repr.frame_len(), 0);
         let len = repr.emit(&mut self.out).ok()?;
         self.out.truncate(len);
+        if let Some(c) = self.credit.as_mut() {
+            let (vl, blocks) = (c.vl(&self.out), credit::blocks(&self.out));
+            if !c.link.can_send(vl, blocks) {
+                c.link.wait(now, vl);
+                return None;
+            }
+            c.link.sent(now, vl, blocks);
+        }
         let payload_len = payload.len() as u64;
         if q.req.outstanding() == 0 {
             q.progress_at = now;
@@ -897,17 +928,23 @@ impl Endpoint {
         // woken at its pacer time (rounded up to the driver's nanosecond) sent on
         // schedule: the next gap runs from the schedule, not from the rounded time, or
         // every packet would lose the fraction (-0.6 % at 100 G, -8 % at 800 G). One that
-        // waited longer (idle, paused, the link busy) starts its gap now.
+        // waited for the link starts its gap when the link freed, to the picosecond (the
+        // transmitter runs the frame on from there), or a pacer at line rate would lose up
+        // to a nanosecond each time another frame (an update, a CNP) went first. One that
+        // waited longer (idle, paused) starts its gap now.
         let rate = u128::from(q.rp.rate_bps().max(1));
-        let gap_ps = (u128::from(wire_bits(len)) * 1_000_000_000_000).div_ceil(rate);
+        let gap_ps = (u128::from(self.link.framing().wire_bits(&self.out)) * 1_000_000_000_000)
+            .div_ceil(rate);
         let now_ps = u128::from(now.0) * 1000;
         let base = if q.next_send_ps + 1000 > now_ps {
             q.next_send_ps
+        } else if let Some(free_ps) = self.link.runs_on_ps(now) {
+            free_ps
         } else {
             now_ps
         };
         q.next_send_ps = base + gap_ps;
-        self.link.start(now, len);
+        self.link.start(now, &self.out);
         Some(&self.out)
     }
 
@@ -931,14 +968,20 @@ impl Endpoint {
         if let Some(t) = self.storm.as_ref().and_then(|s| s.next) {
             at(t);
         }
-        for (p, _) in &self.control {
-            at(free.max(self.priority_opens_at(*p)));
+        if let Some(t) = self.credit.as_ref().and_then(|c| c.link.next_due()) {
+            at(t);
         }
+        for (p, f) in &self.control {
+            if self.credit.as_ref().is_none_or(|c| c.allows(f)) {
+                at(free.max(self.priority_opens_at(*p)));
+            }
+        }
+        let data_waits = self.data_waits_for_credit();
         let window = u64::from(self.cfg.window_packets);
         let interval = self.cfg.dcqcn.cnp_interval();
         let rto = self.cfg.rto();
         for q in &self.qps {
-            if q.req.can_send(window) {
+            if q.req.can_send(window) && !data_waits {
                 let pacer = Nanos(q.next_send_ps.div_ceil(1000) as u64);
                 at(free
                     .max(pacer)
@@ -962,6 +1005,7 @@ impl Endpoint {
     pub fn handle_timeout(&mut self, now: Nanos) {
         self.advance_to(now);
         self.run_faults(now);
+        self.flush_credit(now);
         let interval = self.cfg.dcqcn.cnp_interval();
         let rto = self.cfg.rto();
         for qi in 0..self.qps.len() {

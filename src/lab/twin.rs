@@ -70,6 +70,7 @@ pub fn scenario(opts: &LabOptions) -> Scenario {
             delay: opts.switch.port_defaults.cable,
             loss: 0.0,
         },
+        fabric: crate::sim::fabric::Fabric::Roce,
         switch: opts.switch.clone(),
         switch_source: "the lab's switch configuration".into(),
         endpoint: opts.endpoint.clone(),

@@ -256,7 +256,7 @@ impl Fabric {
             return;
         };
         let rate = peer.tx.bits_per_sec();
-        peer.tx.start(now, pending.frame.len());
+        peer.tx.start(now, &pending.frame);
         peer.sent_frames += 1;
         peer.sent_bytes += pending.frame.len() as u64;
         let arrives = now + frame_time(pending.frame.len(), rate) + peer.cable;

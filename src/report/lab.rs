@@ -140,6 +140,7 @@ pub fn what_happened(opts: &LabOptions, out: &LabOutcome) -> String {
                 counters: h.counters,
                 paused: crate::time::Nanos(h.paused_ns),
                 faults: Default::default(),
+                credit_stalled: None,
             })
             .collect(),
         now: out.switch.now(),

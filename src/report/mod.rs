@@ -2,6 +2,7 @@
 //! the same counters as JSON.
 
 pub mod bundle;
+pub mod compare;
 pub mod counters;
 pub mod lab;
 pub mod nccl;

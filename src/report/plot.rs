@@ -737,3 +737,95 @@ fn label_at(labels: &[String], v: f64) -> String {
         String::new()
     }
 }
+
+/// Colours of the bars of a grouped bar chart, one per series.
+const BAR_COLOURS: [RGBColor; 4] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+];
+
+/// A grouped bar chart: per group (a flow, a size bucket, or one metric), a bar per
+/// series (a fabric), its value written above it; `None` draws no bar and writes "-".
+pub fn bars_svg(
+    title: &str,
+    y_desc: &str,
+    groups: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+) -> Result<String> {
+    let top = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten())
+        .copied()
+        .fold(0.0f64, f64::max);
+    let top = if top > 0.0 { top * 1.15 } else { 1.0 };
+    let ng = groups.len().max(1);
+    let ns = series.len().max(1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0.0..ng as f64, 0.0..top)
+            .map_err(plot_err)?;
+        let names = groups.to_vec();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(ng * 2 + 1)
+            .x_label_formatter(&|v| label_at(&names, *v))
+            .y_desc(y_desc)
+            .draw()
+            .map_err(plot_err)?;
+        let width = 0.8 / ns as f64;
+        for (k, (name, values)) in series.iter().enumerate() {
+            let colour = BAR_COLOURS[k % BAR_COLOURS.len()];
+            let bars = values.iter().enumerate().filter_map(|(g, v)| {
+                let x0 = g as f64 + 0.1 + k as f64 * width;
+                v.map(|v| Rectangle::new([(x0, 0.0), (x0 + width * 0.95, v)], colour.filled()))
+            });
+            chart
+                .draw_series(bars)
+                .map_err(plot_err)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled())
+                });
+            for (g, v) in values.iter().enumerate() {
+                let x = g as f64 + 0.1 + (k as f64 + 0.5) * width;
+                let text = v.map_or_else(|| "-".to_owned(), short_number);
+                let style = ("sans-serif", 13)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Center, VPos::Bottom));
+                chart
+                    .draw_series([Text::new(text, (x, v.unwrap_or(0.0) + top * 0.01), style)])
+                    .map_err(plot_err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// A value in three or four significant digits, for a label.
+fn short_number(v: f64) -> String {
+    match v.abs() {
+        a if a >= 100.0 => format!("{v:.0}"),
+        a if a >= 10.0 => format!("{v:.1}"),
+        a if a >= 1.0 => format!("{v:.2}"),
+        _ => format!("{v:.3}"),
+    }
+}

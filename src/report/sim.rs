@@ -234,6 +234,10 @@ pub fn what_happened(scenario: &Scenario, outcome: &Outcome) -> String {
                     counters: ep.counters(),
                     paused: ep.paused_time(ep.data_priority(), now),
                     faults: ep.faults(),
+                    credit_stalled: (0..crate::credit::DATA_VLS)
+                        .filter_map(|v| ep.credit_stats(v, now))
+                        .map(|c| c.credit_stalled)
+                        .reduce(|a, b| a + b),
                 }
             })
             .collect(),
@@ -340,6 +344,19 @@ pub struct Summary {
     pub delivered_gbps: f64,
     /// Time the hosts' data priority was paused by PFC, summed over the hosts, ns.
     pub host_paused_ns: u64,
+    /// Time the switches' egress queues were paused by PFC, summed over ports and
+    /// queues, ns.
+    pub switch_paused_ns: u64,
+    /// On InfiniBand: time the hosts had a packet waiting for credit, summed over hosts
+    /// and VLs, ns (0 on RoCE).
+    pub host_credit_stalled_ns: u64,
+    /// On InfiniBand: time the switches' egress queues had a packet waiting for credit,
+    /// summed over ports and VLs, ns (0 on RoCE).
+    pub switch_credit_stalled_ns: u64,
+    /// The most buffer any switch ingress port held for one lossless class (RoCE: the
+    /// PG's shared and headroom peaks added) or one VL (InfiniBand: its credit buffer),
+    /// bytes: what the fabric needed to stay lossless, per port.
+    pub ingress_peak_bytes: u64,
     /// The workload flows' FCT slowdown at p99 (all sizes), if any finished.
     pub fct_p99_slowdown: Option<f64>,
 }
@@ -371,6 +388,10 @@ pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
         storms_detected: 0,
         delivered_gbps: 0.0,
         host_paused_ns: 0,
+        switch_paused_ns: 0,
+        host_credit_stalled_ns: 0,
+        switch_credit_stalled_ns: 0,
+        ingress_peak_bytes: 0,
         fct_p99_slowdown: crate::sim::fct::buckets(&outcome.flows)
             .pop()
             .and_then(|all| all.p99),
@@ -382,6 +403,11 @@ pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
         let c = ep.counters();
         delivered += c.data_bytes_received;
         s.host_paused_ns += ep.paused_time(ep.data_priority(), now).0;
+        for vl in 0..crate::credit::DATA_VLS {
+            if let Some(c) = ep.credit_stats(vl, now) {
+                s.host_credit_stalled_ns += c.credit_stalled.0;
+            }
+        }
         s.host_pfc_sent += c.pfc_sent;
         s.cnps_sent += c.cnps_sent;
         s.retransmitted += c.retransmitted_packets;
@@ -392,6 +418,20 @@ pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
         let lossless = sw.config().lossless;
         for p in 0..sw.port_count() {
             for (k, c) in sw.counters(p).classes.iter().enumerate() {
+                s.switch_paused_ns += sw.paused_time(p, k, now).0;
+                match sw.credit_stats(p, k, now) {
+                    Some(credit) => {
+                        s.switch_credit_stalled_ns += credit.credit_stalled.0;
+                        s.ingress_peak_bytes =
+                            s.ingress_peak_bytes.max(credit.buffer_watermark_bytes);
+                    }
+                    None if lossless.contains(k as u8) => {
+                        s.ingress_peak_bytes = s
+                            .ingress_peak_bytes
+                            .max(c.pg_shared_watermark_bytes + c.pg_headroom_watermark_bytes);
+                    }
+                    None => {}
+                }
                 s.max_queue_bytes = s.max_queue_bytes.max(c.queue_watermark_bytes);
                 s.switch_pfc_sent += c.tx_pause_frames;
                 s.ce_marked += c.ecn_marked;

@@ -22,6 +22,8 @@ pub struct HostView {
     pub paused: Nanos,
     /// Its NIC's faults.
     pub faults: crate::endpoint::fault::Faults,
+    /// On InfiniBand: how long a packet of its waited for credit, over its VLs.
+    pub credit_stalled: Option<Nanos>,
 }
 
 /// What a story is told from.
@@ -70,10 +72,14 @@ fn topic(out: &mut String, title: &str, mut lines: Vec<(u64, String)>) {
 pub fn what_happened(f: &Fabric) -> String {
     let mut out = String::from("what happened\n");
     let span = f.now;
-    classification(&mut out, f);
-    pfc(&mut out, f, span);
-    ecn(&mut out, f);
-    watchdog(&mut out, f);
+    if f.switches.iter().any(|(_, s)| s.has_credit()) {
+        credit(&mut out, f, span);
+    } else {
+        classification(&mut out, f);
+        pfc(&mut out, f, span);
+        ecn(&mut out, f);
+        watchdog(&mut out, f);
+    }
     loss(&mut out, f);
     out
 }
@@ -95,6 +101,70 @@ fn classification(out: &mut String, f: &Fabric) {
     let _ = writeln!(out, "  classification (warnings):");
     for (_, m) in seen {
         let _ = writeln!(out, "    - {m}");
+    }
+}
+
+/// InfiniBand: who waited for credit, and how full the receive buffers got.
+fn credit(out: &mut String, f: &Fabric, span: Nanos) {
+    let _ = writeln!(
+        out,
+        "  InfiniBand: credit-based flow control per VL; no PFC, no ECN."
+    );
+    let mut ports = Vec::new();
+    let mut fullest: Option<(u64, String)> = None;
+    for &(name, sw) in &f.switches {
+        for p in 0..sw.port_count() {
+            let port = &sw.config().ports[p].name;
+            for vl in 0..crate::credit::DATA_VLS {
+                let Some(c) = sw.credit_stats(p, vl, f.now) else {
+                    continue;
+                };
+                if c.credit_stalled > Nanos::ZERO {
+                    ports.push((
+                        c.credit_stalled.0,
+                        format!(
+                            "{name}/{port} VL {vl} had a packet waiting for credit {} in all ({} of the run)",
+                            c.credit_stalled.human(),
+                            pct(c.credit_stalled.0 as f64, span.0 as f64)
+                        ),
+                    ));
+                }
+                if fullest
+                    .as_ref()
+                    .is_none_or(|(b, _)| c.buffer_watermark_bytes > *b)
+                {
+                    fullest = Some((c.buffer_watermark_bytes, format!("{name}/{port} VL {vl}")));
+                }
+            }
+        }
+    }
+    let hosts: Vec<(u64, String)> = f
+        .hosts
+        .iter()
+        .filter_map(|h| {
+            let t = h.credit_stalled.filter(|t| *t > Nanos::ZERO)?;
+            Some((
+                t.0,
+                format!(
+                    "{} had a packet waiting for credit {} in all ({})",
+                    h.name,
+                    t.human(),
+                    pct(t.0 as f64, span.0 as f64)
+                ),
+            ))
+        })
+        .collect();
+    if ports.is_empty() && hosts.is_empty() {
+        let _ = writeln!(out, "  credit: no sender ever waited for credit.");
+    }
+    topic(out, "credit, switch ports waiting", ports);
+    topic(out, "credit, hosts waiting", hosts);
+    if let Some((bytes, at)) = fullest.filter(|(b, _)| *b > 0) {
+        let _ = writeln!(
+            out,
+            "  buffer: the fullest receive buffer was {at}'s, {} at most.",
+            crate::bytes::human(bytes)
+        );
     }
 }
 
@@ -296,7 +366,8 @@ fn loss(out: &mut String, f: &Fabric) {
         let cfg = sw.config();
         for p in 0..sw.port_count() {
             for (c, k) in sw.counters(p).classes.iter().enumerate() {
-                if cfg.lossless.contains(c as u8) {
+                // On InfiniBand every VL is lossless, by credit.
+                if sw.has_credit() || cfg.lossless.contains(c as u8) {
                     lossless += k.dropped();
                 } else {
                     lossy += k.dropped();

@@ -68,7 +68,9 @@ impl Wire {
             // A sender that outran the link: the backlog is dropped, not the frames.
             self.tx = link::Transmitter::new(self.tx.bits_per_sec());
         }
-        let start = self.tx.start(at.max(self.tx.free_at()), len);
+        let start = self
+            .tx
+            .start_bits(at.max(self.tx.free_at()), link::wire_bits(len));
         let last_bit = start + link::frame_time(len, self.tx.bits_per_sec());
         self.last = (last_bit + self.propagation).max(self.last);
         self.last

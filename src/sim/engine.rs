@@ -4,7 +4,7 @@
 
 use crate::endpoint::app::{App, Application};
 use crate::endpoint::{Completion, Endpoint};
-use crate::link::frame_time;
+use crate::link::Framing;
 use crate::switch::Switch;
 use crate::switch::red::Rng;
 use crate::time::Nanos;
@@ -112,6 +112,7 @@ pub struct Engine {
     sent_on: Vec<Vec<u64>>,
     sample_every: Option<Nanos>,
     stats: EngineStats,
+    framing: Framing,
 }
 
 impl Engine {
@@ -131,6 +132,7 @@ impl Engine {
             sent_on: Vec::new(),
             sample_every: None,
             stats: EngineStats::default(),
+            framing: Framing::Ethernet,
         }
     }
 
@@ -172,6 +174,11 @@ impl Engine {
             delay,
             loss,
         });
+    }
+
+    /// Puts frames on every link as `framing` does (Ethernet unless set).
+    pub fn set_framing(&mut self, framing: Framing) {
+        self.framing = framing;
     }
 
     /// Loses `count` frames sent on (node, port) from its `first`-th frame (0-based) on.
@@ -362,7 +369,7 @@ impl Engine {
             self.recycle(frame);
             return;
         }
-        let arrives = self.now + frame_time(frame.len(), link.bits_per_sec) + link.delay;
+        let arrives = self.now + self.framing.frame_time(&frame, link.bits_per_sec) + link.delay;
         self.push(
             arrives,
             Kind::Deliver {

@@ -9,8 +9,10 @@
 //! gap) leaves the sender back to back at the line rate and is stored and forwarded at
 //! the line rate by each switch on the path, each link adding its propagation delay; the
 //! sender completes when the ACK of the last packet (BTH + AETH) comes back the same way.
+//! On InfiniBand the same packets go behind an LRH, with a VCRC and delimiters and no gap
+//! ([`Framing::InfiniBand`]).
 
-use crate::link::wire_bits;
+use crate::link::{Framing, wire_bits};
 use crate::time::Nanos;
 use serde::Serialize;
 
@@ -37,6 +39,25 @@ pub struct Path {
     pub mtu: usize,
     /// Bytes per WRITE message (the last one of the flow shorter).
     pub message_bytes: usize,
+    /// How the links put frames on the wire.
+    pub framing: Framing,
+}
+
+/// Bits a RoCEv2 frame of `len` bytes occupies on the wire, and the bits up to its last
+/// one (the wire bits less the gap that follows it).
+fn frame_bits(framing: Framing, len: usize) -> (f64, f64) {
+    match framing {
+        Framing::Ethernet => {
+            let bits = wire_bits(len) as f64;
+            (bits, bits - (IFG_BYTES * 8) as f64)
+        }
+        Framing::InfiniBand => {
+            let mut frame = vec![0u8; len];
+            frame[12] = 0x08;
+            let bits = framing.wire_bits(&frame) as f64;
+            (bits, bits)
+        }
+    }
 }
 
 impl Path {
@@ -63,8 +84,7 @@ impl Path {
                 in_message -= payload;
                 let len = DATA_HEADER_BYTES + if first { RETH_BYTES } else { 0 } + payload as usize;
                 first = false;
-                let bits = wire_bits(len) as f64;
-                let frame = bits - (IFG_BYTES * 8) as f64;
+                let (bits, frame) = frame_bits(self.framing, len);
                 // The sender paces packets back to back at the line rate.
                 let mut at = send_at;
                 send_at += bits * ns_per_bit;
@@ -76,10 +96,27 @@ impl Path {
                 last_arrival = at;
             }
         }
-        let ack = (wire_bits(ACK_FRAME_BYTES) as f64 - (IFG_BYTES * 8) as f64) * ns_per_bit
-            + self.delay.0 as f64;
+        let ack = frame_bits(self.framing, ACK_FRAME_BYTES).1 * ns_per_bit + self.delay.0 as f64;
         Nanos((last_arrival + hops as f64 * ack).round() as u64)
     }
+}
+
+/// The share of a link's rate that a stream of WRITE messages of `message_bytes`, cut
+/// at `mtu`, carries as payload on `framing` (the first packet of each message with a
+/// RETH; ACKs go the other way).
+pub fn payload_share(framing: Framing, message_bytes: usize, mtu: usize) -> f64 {
+    let (message, mtu) = (message_bytes.max(1), mtu.max(1));
+    let mut wire = 0.0;
+    let mut left = message;
+    let mut first = true;
+    while left > 0 {
+        let payload = left.min(mtu);
+        left -= payload;
+        let len = DATA_HEADER_BYTES + if first { RETH_BYTES } else { 0 } + payload;
+        first = false;
+        wire += frame_bits(framing, len).0;
+    }
+    message as f64 * 8.0 / wire
 }
 
 /// A size in decimal units as flow-size tables give them: 500 B, 10 KB, 1.7 MB, 1 GB.
@@ -163,6 +200,8 @@ pub struct Bucket {
     pub p95: Option<f64>,
     /// 99th percentile.
     pub p99: Option<f64>,
+    /// 99.9th percentile.
+    pub p999: Option<f64>,
     /// The largest.
     pub max: Option<f64>,
     /// Mean FCT of the finished flows, ns.
@@ -191,6 +230,7 @@ fn bucket(label: &str, min: u64, max: u64, flows: &[&FlowFct]) -> Bucket {
         p50: nearest_rank(&slow, 0.50),
         p95: nearest_rank(&slow, 0.95),
         p99: nearest_rank(&slow, 0.99),
+        p999: nearest_rank(&slow, 0.999),
         max: slow.last().copied(),
         mean_fct_ns: (!fcts.is_empty()).then(|| fcts.iter().sum::<u64>() / fcts.len() as u64),
     }
@@ -232,6 +272,7 @@ mod tests {
             delay: Nanos(1000),
             mtu: 1024,
             message_bytes: 16384,
+            framing: Framing::Ethernet,
         };
         // The frame without FCS: 58 + 16 + 100 = 174 B; with FCS and preamble 186 B to
         // its last bit (14.88 ns at 100 G), stored and forwarded: 2 × (14.88 + 1000). The
@@ -249,6 +290,7 @@ mod tests {
             delay: Nanos(1000),
             mtu: 1000,
             message_bytes: 1000,
+            framing: Framing::Ethernet,
         };
         // 1000 messages of one 1000-byte packet: each 58 + 16 + 1000 = 1074 B + 24 on the
         // wire; back to back, plus three more store-and-forwards of the last, four delays

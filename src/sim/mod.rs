@@ -1,6 +1,8 @@
 //! `rocelab sim`: switch and endpoint cores joined by links in deterministic virtual time.
 
+pub mod compare;
 pub mod engine;
+pub mod fabric;
 pub mod faults;
 pub mod fct;
 pub mod run;

@@ -255,6 +255,7 @@ pub fn flow_fcts(scenario: &Scenario, net: &Network) -> Vec<FlowFct> {
                 delay: scenario.topology.delay,
                 mtu: scenario.endpoint.mtu as usize,
                 message_bytes: super::scenario::WORKLOAD_MESSAGE_BYTES,
+                framing: scenario.fabric.framing(),
             };
             Some(FlowFct {
                 id: r.id,

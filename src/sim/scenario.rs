@@ -3,6 +3,7 @@
 //! configuration, bulk flows and a ring all-reduce sweep. Errors name the key and say
 //! what is allowed, as the switch configuration's do.
 
+use super::fabric::Fabric;
 use super::faults::{self, FaultSpec, HostFault};
 use super::topology::{self, Network};
 use super::traffic::{FlowJob, WorkloadPlan, WorkloadSpec};
@@ -34,6 +35,21 @@ pub const SCENARIOS: [(&str, &str); 14] = [
     ("ring-incast", include_str!("scenarios/ring-incast.toml")),
     ("leaf-spine", include_str!("scenarios/leaf-spine.toml")),
     ("web-search", include_str!("scenarios/web-search.toml")),
+];
+
+/// The built-in scenarios meant for `rocelab compare`: the ones that run unchanged on
+/// RoCEv2 and on InfiniBand (no NIC faults, which are PFC's; no PFC watchdog).
+pub const COMPARABLE: [&str; 10] = [
+    "incast",
+    "incast-8",
+    "incast-64",
+    "pfc-incast",
+    "victim-flow",
+    "staggered",
+    "ring",
+    "ring-incast",
+    "leaf-spine",
+    "web-search",
 ];
 
 /// The TOML text of a built-in scenario.
@@ -75,6 +91,8 @@ struct ScenarioFile {
     faults: Vec<FaultSpec>,
     #[serde(default, rename = "workload")]
     workloads: Vec<WorkloadSpec>,
+    fabric: Option<String>,
+    ib: Option<super::fabric::IbSpec>,
     /// `rocelab sweep`'s grid and seeds; `sim` runs the scenario as written.
     #[serde(default)]
     #[allow(dead_code)]
@@ -293,7 +311,11 @@ pub struct Scenario {
     pub sample: Nanos,
     /// Shape, link rate, delay and loss of the network.
     pub topology: Topology,
-    /// Every switch's configuration (ports come from the topology).
+    /// What keeps the fabric lossless: RoCEv2 (the switch configuration's PFC and ECN)
+    /// or InfiniBand credits.
+    pub fabric: Fabric,
+    /// Every switch's configuration (ports come from the topology); on InfiniBand, its
+    /// queues are the VLs and PFC and ECN are off.
     pub switch: SwitchConfig,
     /// Where it came from, in words: the preset or file, PFC or ECN off, and the keys the
     /// scenario changes (`preset sonic; ECN off; changed buffer.shared_bytes = 2097152`).
@@ -488,11 +510,15 @@ impl Scenario {
                     ("fault", value @ toml::Value::Array(_)) => {
                         table.insert(k, value);
                     }
+                    ("fabric", value @ toml::Value::String(_))
+                    | ("ib", value @ toml::Value::Table(_)) => {
+                        table.insert(k, value);
+                    }
                     (k, _) => {
                         return Err(err(
                             format!("{key}.{k}"),
-                            "a variant takes name, description, and tables switch, endpoint \
-                             and fault laid over the scenario's",
+                            "a variant takes name, description, fabric, and tables switch, \
+                             endpoint, ib and fault laid over the scenario's",
                         ));
                     }
                 }
@@ -551,6 +577,7 @@ impl Scenario {
                 hosts_per_switch,
             } => topology::ring(&self.switch, &ep, switches, hosts_per_switch, t.delay, seed),
         };
+        net.use_fabric(&self.fabric, &self.switch, t.bits_per_sec);
         for f in &self.flows {
             Flow::prepare_receiver(net.endpoint_mut(f.to), f.message_bytes);
             let (q, _) = net.connect_qp(f.from, f.to);
@@ -635,7 +662,7 @@ impl ScenarioFile {
     fn resolve(self, name: &str, dir: Option<&Path>) -> Result<Scenario, ConfigError> {
         let topology = self.topology.resolve()?;
         let hosts = topology.hosts();
-        let (switch, switch_source) = resolve_switch(self.switch, dir)?;
+        let (mut switch, mut switch_source) = resolve_switch(self.switch, dir)?;
         if self.endpoint.contains_key("link_gbps") {
             return Err(err(
                 "endpoint.link_gbps",
@@ -646,6 +673,15 @@ impl ScenarioFile {
             .map_err(|e| err("endpoint", e.message().trim_end().to_owned()))?;
         endpoint.link_gbps = topology.bits_per_sec as f64 / 1e9;
         endpoint.validate("endpoint")?;
+        let fabric = super::fabric::resolve(
+            self.fabric.as_deref(),
+            self.ib,
+            endpoint.mtu as usize + LARGEST_FRAME_OVERHEAD,
+        )?;
+        if let Fabric::Ib(ib) = &fabric {
+            switch = ib.switch_config(switch);
+            switch_source.push_str("; InfiniBand: VLs as queues, no PFC, no ECN");
+        }
 
         let mut flows = Vec::new();
         for (i, f) in self.flows.iter().enumerate() {
@@ -833,6 +869,7 @@ impl ScenarioFile {
             measure_from,
             sample,
             topology,
+            fabric,
             switch,
             switch_source,
             endpoint,
@@ -843,6 +880,10 @@ impl ScenarioFile {
         })
     }
 }
+
+/// Bytes a data frame adds to its payload at most: Ethernet 14, IPv4 20, UDP 8, BTH 12,
+/// RETH 16, ImmDt 4, ICRC 4.
+const LARGEST_FRAME_OVERHEAD: usize = 78;
 
 /// What a workload's flow costs besides its traffic: its job, record and report row.
 const JOB_BYTES: u64 = 512;
@@ -955,7 +996,8 @@ fn frames_bound(
     };
     let runs = allreduce.map_or(1, |a| a.sizes.len()) as f64;
     if let Some(d) = duration {
-        let frame_bits = crate::link::wire_bits(endpoint.mtu as usize + 78) as f64;
+        let frame_bits =
+            crate::link::wire_bits(endpoint.mtu as usize + LARGEST_FRAME_OVERHEAD) as f64;
         let per_link = topology.bits_per_sec as f64 * d.0 as f64 / 1e9 / frame_bits;
         return 2.0 * links as f64 * per_link * 2.0 * runs;
     }

@@ -74,7 +74,7 @@ impl Switch {
             return None;
         }
         if let Some(packet) = port.control.pop_front() {
-            port.tx.start(now, packet.buf.len());
+            port.tx.start(now, &packet.buf);
             if let Some(meta) = packet.meta
                 && let Ok(MacControl::Pfc(pfc)) = MacControl::parse_frame(&packet.buf, &meta)
             {
@@ -93,7 +93,11 @@ impl Switch {
             busy &= busy - 1;
             let ignore_pause = forward_stormed && port.watchdog[q].stormed;
             if ignore_pause || (port.pause_until[q] <= now && port.link_pause_until <= now) {
-                ready |= 1 << q;
+                if port.head_has_credit(q) {
+                    ready |= 1 << q;
+                } else if let Some(c) = port.credit.as_mut() {
+                    c.wait(now, q);
+                }
             }
         }
         let queues = &port.queues;
@@ -109,7 +113,11 @@ impl Switch {
             port.nonempty &= !(1 << q);
             port.sched.emptied(q);
         }
-        port.tx.start(now, len);
+        port.tx.start(now, &packet.buf);
+        if let Some(c) = port.credit.as_mut() {
+            c.sent(now, q, super::credit::frame_blocks(&packet.buf));
+            port.note_credit_wait(now, q);
+        }
         let stormed = port.watchdog[q].stormed;
         port.watchdog[q].last_progress = now;
         let c = &mut port.counters.classes[q];
@@ -142,6 +150,11 @@ impl Switch {
     /// Returns a frame's buffer charge; its ingress PG may now send XON.
     pub(super) fn release(&mut self, now: Nanos, packet: &Packet) {
         let pg = usize::from(packet.class);
+        if self.ports[packet.ingress].credit.is_some() {
+            let vl = self.classifier.queue(packet.class);
+            self.credit_release(now, packet, vl);
+            return;
+        }
         self.mmu
             .release(packet.ingress, pg, packet.buf.len() as u32);
         if self.mmu.needs_xon(packet.ingress, pg) {
@@ -197,6 +210,7 @@ impl Switch {
                     self.send_refresh(now, port, pg);
                 }
             }
+            self.flush_credit(now, port);
         }
         self.run_watchdog(now);
         self.settle();

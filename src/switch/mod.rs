@@ -27,6 +27,7 @@
 pub mod audit;
 pub mod classify;
 pub mod counters;
+mod credit;
 mod egress;
 pub mod fdb;
 pub mod mmu;
@@ -101,6 +102,8 @@ struct Port {
     /// last read it.
     pg_peak: [std::cell::Cell<u64>; CLASSES],
     counters: PortCounters,
+    /// Credit flow control per VL, on an InfiniBand fabric (boxed: a RoCE port has none).
+    credit: Option<Box<crate::credit::CreditLink>>,
 }
 
 /// A received frame: borrowed from the driver (copied if kept) or handed over.
@@ -239,6 +242,7 @@ impl Switch {
                 peak: Default::default(),
                 pg_peak: Default::default(),
                 counters: PortCounters::new(&p.name),
+                credit: None,
             })
             .collect();
         Switch {
@@ -493,7 +497,9 @@ impl Switch {
         // IEEE 802.1Q reserves 01:80:C2:00:00:00-0F for link-local protocols: never relayed.
         if dst.0[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && dst.0[5] <= 0x0f {
             self.ports[port].counters.rx_link_local_frames += 1;
-            if let Some(meta) = meta.filter(|m| m.is_mac_control()) {
+            if crate::credit::FcPacket::is_envelope(frame) {
+                self.receive_link_packet(now, port, incoming.bytes());
+            } else if let Some(meta) = meta.filter(|m| m.is_mac_control()) {
                 self.receive_mac_control(now, port, incoming.bytes(), &meta);
             }
             self.dispose(incoming);
@@ -511,7 +517,11 @@ impl Switch {
                 self.classifier.default_class()
             }
         };
-        if let Some(m) = meta.as_ref().filter(|m| m.is_roce()) {
+        let credit = self.ports[port].credit.is_some();
+        if credit {
+            // Every class is lossless by credit: nothing for the audit to find.
+            self.credit_received(port, self.classifier.queue(class), frame);
+        } else if let Some(m) = meta.as_ref().filter(|m| m.is_roce()) {
             self.audit
                 .check(m, class, self.classifier.queue(class), &self.cfg);
         }
@@ -593,7 +603,10 @@ impl Switch {
         let q = self.classifier.queue(class);
         let pg = usize::from(class);
         let len = frame.len();
-        let lossless = self.cfg.lossless.contains(class);
+        // With credit flow control the sender only sent what the ingress buffer holds:
+        // no class is dropped for lack of buffer.
+        let credit = self.ports[ingress].credit.is_some();
+        let lossless = credit || self.cfg.lossless.contains(class);
         let queue_cfg = self.cfg.queues[q];
         if len > self.ports[out].max_frame_bytes {
             self.ports[out].counters.drop(q, DropCause::Mtu, len);
@@ -632,7 +645,9 @@ impl Switch {
                 }
             }
         }
-        if !self.mmu.charge(ingress, pg, len as u32) {
+        if let Some(c) = self.ports[ingress].credit.as_mut() {
+            c.hold(q, credit::frame_blocks(frame));
+        } else if !self.mmu.charge(ingress, pg, len as u32) {
             self.ports[ingress]
                 .counters
                 .drop(pg, DropCause::IngressOverflow, len);
@@ -695,6 +710,7 @@ impl Switch {
         port.peak[q].set(port.peak[q].get().max(queue.bytes));
         let c = &mut port.counters.classes[q];
         c.queue_watermark_bytes = c.queue_watermark_bytes.max(queue.bytes);
+        port.note_credit_wait(now, q);
         self.wakes.touch(out);
         Ok(())
     }

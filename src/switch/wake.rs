@@ -174,6 +174,10 @@ impl Port {
         while busy != 0 {
             let q = busy.trailing_zeros() as usize;
             busy &= busy - 1;
+            if !self.head_has_credit(q) {
+                // It waits for the peer's flow-control packet, which touches the port.
+                continue;
+            }
             let at = if forward_stormed && self.watchdog[q].stormed {
                 Nanos::ZERO
             } else {
@@ -184,9 +188,14 @@ impl Port {
         ready.map(|r| r.max(free))
     }
 
-    /// The port's next PFC refresh, if it holds its peer in XOFF.
+    /// The port's next PFC refresh, if it holds its peer in XOFF, or its next
+    /// flow-control packet, with credit flow control.
     pub(super) fn timer_wake(&self) -> Option<Nanos> {
-        self.refresh_at.iter().flatten().min().copied()
+        let refresh = self.refresh_at.iter().flatten().min().copied();
+        match self.credit.as_ref().and_then(|c| c.next_due()) {
+            Some(fc) => Some(refresh.map_or(fc, |r| r.min(fc))),
+            None => refresh,
+        }
     }
 
     /// Whether the watchdog has something to watch on this port: a stormed queue, or a

@@ -1,0 +1,256 @@
+//! `rocelab compare`'s output: the fabric settings side by side, a metric per row, as
+//! text, JSON and one SVG per metric.
+
+use crate::sim::compare::Measured;
+use std::fmt::Write as _;
+
+/// Width of the metric column.
+const METRIC: usize = 44;
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+/// The settings side by side: one column each, one metric per row.
+pub fn table(rows: &[Measured]) -> String {
+    let width = rows
+        .iter()
+        .map(|r| r.label.len())
+        .max()
+        .unwrap_or(10)
+        .max(12);
+    let mut out = String::new();
+    let mut line = |name: &str, cell: &dyn Fn(&Measured) -> String| {
+        let _ = write!(out, "{name:<METRIC$}");
+        for r in rows {
+            let _ = write!(out, " {:>width$}", cell(r));
+        }
+        out.push('\n');
+    };
+    line("", &|r| r.label.clone());
+    line("goodput, all sending QPs (Gb/s)", &|r| {
+        format!("{:.3}", r.summary.goodput_gbps)
+    });
+    if rows.iter().any(|r| r.flows.len() > 1) {
+        line("goodput per flow, least / most (Gb/s)", &|r| {
+            let g = r.flows.iter().map(|f| f.goodput_gbps);
+            let lo = g.clone().fold(f64::INFINITY, f64::min);
+            let hi = g.fold(0.0, f64::max);
+            format!("{lo:.2} / {hi:.2}")
+        });
+        line("Jain fairness", &|r| format!("{:.3}", r.summary.jain));
+    }
+    let victims = rows.first().map_or(0, |r| r.victims.len());
+    for v in 0..victims {
+        let f = &rows[0].victims[v];
+        let fair = f
+            .fair_gbps
+            .map_or_else(String::new, |g| format!(", fair share {g:.1}"));
+        line(
+            &format!("victim h{}->h{} (Gb/s{fair})", f.from, f.to),
+            &|r| format!("{:.2}", r.victims[v].goodput_gbps),
+        );
+        if f.fair_gbps.is_some() {
+            line("  its slowdown (fair share / goodput)", &|r| {
+                let f = &r.victims[v];
+                opt(
+                    f.fair_gbps
+                        .filter(|_| f.goodput_gbps > 0.0)
+                        .map(|g| g / f.goodput_gbps),
+                    2,
+                )
+            });
+        }
+    }
+    let buckets = rows.first().map_or(0, |r| r.fct.len());
+    for b in 0..buckets {
+        let label = &rows[0].fct[b].label;
+        line(&format!("FCT slowdown p50 / p99 / p99.9, {label}"), &|r| {
+            let k = &r.fct[b];
+            format!("{} / {} / {}", opt(k.p50, 2), opt(k.p99, 2), opt(k.p999, 2))
+        });
+    }
+    let sizes = rows.first().map_or(0, |r| r.allreduce.len());
+    for i in 0..sizes {
+        let size = crate::bytes::human(rows[0].allreduce[i].size);
+        line(
+            &format!("all-reduce {size}: time (µs) / busbw (GB/s)"),
+            &|r| {
+                let a = &r.allreduce[i];
+                format!(
+                    "{} / {}",
+                    opt(a.time_ns.map(|t| t as f64 / 1e3), 1),
+                    opt(a.busbw_gbytes_per_s, 3)
+                )
+            },
+        );
+    }
+    line("deepest egress queue (KB)", &|r| {
+        format!("{:.1}", r.summary.max_queue_bytes as f64 / 1e3)
+    });
+    line("buffer held to stay lossless, per port (KB)", &|r| {
+        format!("{:.1}", r.summary.ingress_peak_bytes as f64 / 1e3)
+    });
+    line("paused by PFC, hosts / switches (ms)", &|r| {
+        format!(
+            "{} / {}",
+            ms(r.summary.host_paused_ns),
+            ms(r.summary.switch_paused_ns)
+        )
+    });
+    line("stalled for credit, hosts / switches (ms)", &|r| {
+        format!(
+            "{} / {}",
+            ms(r.summary.host_credit_stalled_ns),
+            ms(r.summary.switch_credit_stalled_ns)
+        )
+    });
+    line("PFC frames sent, switches + hosts", &|r| {
+        (r.summary.switch_pfc_sent + r.summary.host_pfc_sent).to_string()
+    });
+    line("CE marked / CNPs sent", &|r| {
+        format!("{} / {}", r.summary.ce_marked, r.summary.cnps_sent)
+    });
+    line("dropped, lossless / lossy / hosts", &|r| {
+        format!(
+            "{} / {} / {}",
+            r.summary.lossless_drops, r.summary.lossy_drops, r.summary.host_drops
+        )
+    });
+    line("retransmitted packets", &|r| {
+        r.summary.retransmitted.to_string()
+    });
+    out
+}
+
+/// One SVG per metric, the settings side by side: (file name, SVG).
+pub fn svgs(
+    scenario: &str,
+    rows: &[Measured],
+) -> Result<Vec<(String, String)>, super::plot::PlotError> {
+    use super::plot::bars_svg;
+    let series = |f: &dyn Fn(&Measured) -> Vec<Option<f64>>| -> Vec<(String, Vec<Option<f64>>)> {
+        rows.iter().map(|r| (r.label.clone(), f(r))).collect()
+    };
+    let mut out = Vec::new();
+    let mut groups: Vec<String> = vec!["all sending QPs".to_owned()];
+    if rows.first().is_some_and(|r| r.flows.len() > 1) && rows[0].flows.len() <= 16 {
+        groups.extend(
+            rows[0]
+                .flows
+                .iter()
+                .map(|f| format!("h{}->h{}", f.from, f.to)),
+        );
+    }
+    let per_flow = groups.len() > 1;
+    out.push((
+        "goodput.svg".to_owned(),
+        bars_svg(
+            &format!("{scenario}: goodput"),
+            "Gb/s",
+            &groups,
+            &series(&|r| {
+                let mut v = vec![Some(r.summary.goodput_gbps)];
+                if per_flow {
+                    v.extend(r.flows.iter().map(|f| Some(f.goodput_gbps)));
+                }
+                v
+            }),
+        )?,
+    ));
+    if rows.first().is_some_and(|r| !r.victims.is_empty()) {
+        let groups: Vec<String> = rows[0]
+            .victims
+            .iter()
+            .map(|f| format!("h{}->h{}", f.from, f.to))
+            .collect();
+        out.push((
+            "victim.svg".to_owned(),
+            bars_svg(
+                &format!("{scenario}: victim flows, goodput over their max-min fair share"),
+                "share of its fair share",
+                &groups,
+                &series(&|r| {
+                    r.victims
+                        .iter()
+                        .map(|f| f.fair_gbps.map(|g| f.goodput_gbps / g))
+                        .collect()
+                }),
+            )?,
+        ));
+    }
+    if rows.first().is_some_and(|r| !r.fct.is_empty()) {
+        let groups: Vec<String> = rows[0].fct.iter().map(|b| b.label.clone()).collect();
+        out.push((
+            "fct.svg".to_owned(),
+            bars_svg(
+                &format!("{scenario}: FCT slowdown at p99 per flow size"),
+                "slowdown, p99",
+                &groups,
+                &series(&|r| r.fct.iter().map(|b| b.p99).collect()),
+            )?,
+        ));
+    }
+    if rows.first().is_some_and(|r| !r.allreduce.is_empty()) {
+        let groups: Vec<String> = rows[0]
+            .allreduce
+            .iter()
+            .map(|a| crate::bytes::human(a.size))
+            .collect();
+        out.push((
+            "busbw.svg".to_owned(),
+            bars_svg(
+                &format!("{scenario}: all-reduce bus bandwidth per size"),
+                "busbw, GB/s",
+                &groups,
+                &series(&|r| r.allreduce.iter().map(|a| a.busbw_gbytes_per_s).collect()),
+            )?,
+        ));
+    }
+    out.push((
+        "buffer.svg".to_owned(),
+        bars_svg(
+            &format!("{scenario}: buffer held to stay lossless, per switch port"),
+            "KB",
+            &[
+                "deepest egress queue".to_owned(),
+                "ingress, one class or VL".to_owned(),
+            ],
+            &series(&|r| {
+                vec![
+                    Some(r.summary.max_queue_bytes as f64 / 1e3),
+                    Some(r.summary.ingress_peak_bytes as f64 / 1e3),
+                ]
+            }),
+        )?,
+    ));
+    out.push((
+        "stalls.svg".to_owned(),
+        bars_svg(
+            &format!("{scenario}: time paused by PFC and stalled for credit"),
+            "ms, summed over ports",
+            &[
+                "hosts paused".to_owned(),
+                "switches paused".to_owned(),
+                "hosts stalled".to_owned(),
+                "switches stalled".to_owned(),
+            ],
+            &series(&|r| {
+                let s = &r.summary;
+                [
+                    s.host_paused_ns,
+                    s.switch_paused_ns,
+                    s.host_credit_stalled_ns,
+                    s.switch_credit_stalled_ns,
+                ]
+                .map(|ns| Some(ns as f64 / 1e6))
+                .to_vec()
+            }),
+        )?,
+    ));
+    Ok(out)
+}

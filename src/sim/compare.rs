@@ -1,0 +1,346 @@
+//! `rocelab compare`: one scenario on several fabric settings (RoCEv2 with PFC, ECN and
+//! DCQCN; RoCEv2 with PFC alone; InfiniBand with credits), measured the same way so they
+//! can be set side by side: goodput per flow and in total, flow completion times, the
+//! all-reduce, the buffer each needed to stay lossless, time paused against time stalled
+//! for credit, and how a victim flow fares against its max-min fair share.
+
+use super::fabric::Fabric;
+use super::fct::{self, Bucket};
+use super::run::Outcome;
+use super::scenario::{Scenario, Shape, Topology};
+use crate::report::sim::Summary;
+use serde::Serialize;
+
+/// A fabric setting to run a scenario on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Setting {
+    /// RoCEv2 with the scenario's switch configuration: PFC, ECN, and DCQCN on.
+    Roce,
+    /// RoCEv2 with PFC alone: ECN marking and DCQCN off.
+    RocePfc,
+    /// InfiniBand: credit-based link-level flow control, no PFC, no ECN.
+    Ib,
+}
+
+impl Setting {
+    /// Every setting, in the order `compare` runs them by default.
+    pub const ALL: [Setting; 3] = [Setting::Roce, Setting::RocePfc, Setting::Ib];
+
+    /// Its name on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::Roce => "roce",
+            Setting::RocePfc => "roce-pfc",
+            Setting::Ib => "ib",
+        }
+    }
+
+    /// A column heading.
+    pub fn label(self) -> &'static str {
+        match self {
+            Setting::Roce => "RoCE PFC+ECN+DCQCN",
+            Setting::RocePfc => "RoCE PFC only",
+            Setting::Ib => "IB credits",
+        }
+    }
+
+    /// The setting named `name`.
+    pub fn parse(name: &str) -> Result<Setting, String> {
+        Setting::ALL
+            .into_iter()
+            .find(|s| s.name() == name.trim())
+            .ok_or_else(|| {
+                format!(
+                    "'{name}' is not a fabric setting: give {}",
+                    Setting::ALL.map(|s| s.name()).join(", ")
+                )
+            })
+    }
+
+    /// Lays the setting over a scenario's TOML table (its variants are dropped: the
+    /// settings are the variants).
+    pub fn apply(self, table: &mut toml::Table) {
+        table.remove("variant");
+        let section = |table: &mut toml::Table, name: &str| -> toml::Table {
+            match table.remove(name) {
+                Some(toml::Value::Table(t)) => t,
+                _ => toml::Table::new(),
+            }
+        };
+        let mut switch = section(table, "switch");
+        let mut endpoint = section(table, "endpoint");
+        let mut dcqcn = match endpoint.remove("dcqcn") {
+            Some(toml::Value::Table(t)) => t,
+            _ => toml::Table::new(),
+        };
+        match self {
+            Setting::Roce => {
+                table.insert("fabric".into(), "roce".into());
+                table.remove("ib");
+                switch.insert("pfc".into(), true.into());
+                switch.insert("ecn".into(), true.into());
+                dcqcn.insert("enabled".into(), true.into());
+            }
+            Setting::RocePfc => {
+                table.insert("fabric".into(), "roce".into());
+                table.remove("ib");
+                switch.insert("pfc".into(), true.into());
+                switch.insert("ecn".into(), false.into());
+                dcqcn.insert("enabled".into(), false.into());
+            }
+            Setting::Ib => {
+                table.insert("fabric".into(), "ib".into());
+                // No ECN on the fabric: DCQCN would have nothing to react to.
+                dcqcn.insert("enabled".into(), false.into());
+            }
+        }
+        endpoint.insert("dcqcn".into(), toml::Value::Table(dcqcn));
+        table.insert("switch".into(), toml::Value::Table(switch));
+        table.insert("endpoint".into(), toml::Value::Table(endpoint));
+    }
+}
+
+/// One bulk flow's goodput.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowRate {
+    /// Sending host.
+    pub from: usize,
+    /// Receiving host.
+    pub to: usize,
+    /// Goodput over the measured span, Gb/s.
+    pub goodput_gbps: f64,
+    /// Its max-min fair share of the links, as goodput, Gb/s (`None` on a ring).
+    pub fair_gbps: Option<f64>,
+}
+
+/// One all-reduce size.
+#[derive(Debug, Clone, Serialize)]
+pub struct AllReduceSize {
+    /// Bytes per rank.
+    pub size: u64,
+    /// Time of the whole collective, ns, if it finished.
+    pub time_ns: Option<u64>,
+    /// Bus bandwidth, GB/s, if it finished.
+    pub busbw_gbytes_per_s: Option<f64>,
+}
+
+/// One setting's run, measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measured {
+    /// The setting's name (`roce`, `roce-pfc`, `ib`).
+    pub fabric: Setting,
+    /// Its column heading.
+    pub label: String,
+    /// The switch configuration as run, in words.
+    pub switch_source: String,
+    /// What the run comes to (as `sim` summarises a variant).
+    pub summary: Summary,
+    /// Every bulk flow (`[[flow]]`), in file order.
+    pub flows: Vec<FlowRate>,
+    /// The bulk flows to hosts no other flow goes to, in a scenario where some host
+    /// receives several: the flows a congestion elsewhere can only hurt.
+    pub victims: Vec<FlowRate>,
+    /// Workload flows' slowdowns per size bucket, the last over all sizes.
+    pub fct: Vec<Bucket>,
+    /// The all-reduce sizes.
+    pub allreduce: Vec<AllReduceSize>,
+    /// Frames simulated.
+    pub frames: u64,
+}
+
+/// What `outcome`, the run of `scenario` on `setting`, comes to.
+pub fn measure(setting: Setting, scenario: &Scenario, outcome: &Outcome) -> Measured {
+    let t = &scenario.topology;
+    let pairs: Vec<(usize, usize)> = scenario.flows.iter().map(|f| (f.from, f.to)).collect();
+    let shares = fair_shares(t, &pairs);
+    let framing = scenario.fabric.framing();
+    let mtu = scenario.endpoint.mtu as usize;
+    let flows: Vec<FlowRate> = scenario
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| FlowRate {
+            from: f.from,
+            to: f.to,
+            goodput_gbps: outcome
+                .qps
+                .iter()
+                .find(|q| q.host == f.from && q.peer_host == Some(f.to))
+                .map_or(0.0, |q| q.gbps),
+            fair_gbps: shares.as_ref().map(|s| {
+                s[i] * t.bits_per_sec as f64 / 1e9
+                    * fct::payload_share(framing, f.message_bytes, mtu)
+            }),
+        })
+        .collect();
+    let receivers = |to: usize| pairs.iter().filter(|p| p.1 == to).count();
+    let incast = pairs.iter().any(|p| receivers(p.1) > 1);
+    let victims = flows
+        .iter()
+        .filter(|f| incast && receivers(f.to) == 1)
+        .cloned()
+        .collect();
+    Measured {
+        fabric: setting,
+        label: setting.label().to_owned(),
+        switch_source: scenario.switch_source.clone(),
+        summary: crate::report::sim::summary(scenario, outcome),
+        flows,
+        victims,
+        fct: fct::buckets(&outcome.flows),
+        allreduce: outcome
+            .allreduce
+            .iter()
+            .map(|r| AllReduceSize {
+                size: r.result.size,
+                time_ns: r.result.time_ns,
+                busbw_gbytes_per_s: r.result.time_ns.map(|_| r.result.busbw()),
+            })
+            .collect(),
+        frames: outcome.frames,
+    }
+}
+
+/// A link of the fair-share model: a host's uplink or downlink, or the spine stage
+/// between a leaf and the spines in one direction (ECMP assumed to spread it evenly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    Up(usize),
+    Down(usize),
+    LeafUp(usize),
+    LeafDown(usize),
+}
+
+/// Each flow's max-min fair share of the links it crosses, as a fraction of the link
+/// rate, by progressive filling; `None` for a ring (its routes are not modelled here).
+pub fn fair_shares(topology: &Topology, flows: &[(usize, usize)]) -> Option<Vec<f64>> {
+    let (per_leaf, spines) = match topology.shape {
+        Shape::Star { .. } => (usize::MAX, 1),
+        Shape::LeafSpine {
+            hosts_per_leaf,
+            spines,
+            ..
+        } => (hosts_per_leaf, spines),
+        Shape::Ring { .. } => return None,
+    };
+    let leaf = |h: usize| h.checked_div(per_leaf).unwrap_or(0);
+    let paths: Vec<Vec<Link>> = flows
+        .iter()
+        .map(|&(a, b)| {
+            if leaf(a) == leaf(b) {
+                vec![Link::Up(a), Link::Down(b)]
+            } else {
+                vec![
+                    Link::Up(a),
+                    Link::LeafUp(leaf(a)),
+                    Link::LeafDown(leaf(b)),
+                    Link::Down(b),
+                ]
+            }
+        })
+        .collect();
+    let capacity = |l: Link| match l {
+        Link::Up(_) | Link::Down(_) => 1.0,
+        Link::LeafUp(_) | Link::LeafDown(_) => spines as f64,
+    };
+    let mut share: Vec<Option<f64>> = vec![None; flows.len()];
+    loop {
+        // The bottleneck: the link whose capacity left, split among its unfixed flows,
+        // is the least.
+        let mut links: Vec<Link> = paths.iter().flatten().copied().collect();
+        links.dedup();
+        let mut best: Option<(f64, Link)> = None;
+        for l in links {
+            let users: Vec<usize> = (0..flows.len())
+                .filter(|&i| share[i].is_none() && paths[i].contains(&l))
+                .collect();
+            if users.is_empty() {
+                continue;
+            }
+            let used: f64 = (0..flows.len())
+                .filter(|&i| paths[i].contains(&l))
+                .filter_map(|i| share[i])
+                .sum();
+            let each = (capacity(l) - used).max(0.0) / users.len() as f64;
+            if best.is_none_or(|(b, _)| each < b) {
+                best = Some((each, l));
+            }
+        }
+        let Some((each, l)) = best else { break };
+        for i in 0..flows.len() {
+            if share[i].is_none() && paths[i].contains(&l) {
+                share[i] = Some(each);
+            }
+        }
+    }
+    Some(share.into_iter().map(|s| s.unwrap_or(0.0)).collect())
+}
+
+/// The fabric a setting runs, for a header line.
+pub fn describe(setting: Setting, scenario: &Scenario) -> String {
+    match (&scenario.fabric, setting) {
+        (Fabric::Ib(_), _) => scenario.fabric.describe(),
+        (Fabric::Roce, _) => format!(
+            "RoCEv2, DCQCN {}; switch: {}",
+            if scenario.endpoint.dcqcn.enabled {
+                "on"
+            } else {
+                "off"
+            },
+            scenario.switch_source
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::Nanos;
+
+    fn topology(shape: Shape) -> Topology {
+        Topology {
+            shape,
+            bits_per_sec: 100_000_000_000,
+            delay: Nanos(1000),
+            loss: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_victim_flow_gets_what_the_incast_leaves_of_the_spine_link() {
+        let t = topology(Shape::LeafSpine {
+            leaves: 2,
+            spines: 1,
+            hosts_per_leaf: 4,
+        });
+        let flows = [(0, 4), (1, 4), (5, 4), (6, 4), (2, 7)];
+        let s = fair_shares(&t, &flows).unwrap();
+        for i in 0..4 {
+            assert!((s[i] - 0.25).abs() < 1e-12, "{s:?}");
+        }
+        assert!((s[4] - 0.5).abs() < 1e-12, "{s:?}");
+    }
+
+    #[test]
+    fn an_incast_on_a_star_splits_the_receiver_s_link() {
+        let t = topology(Shape::Star { hosts: 9 });
+        let flows: Vec<(usize, usize)> = (0..8).map(|i| (i, 8)).collect();
+        let s = fair_shares(&t, &flows).unwrap();
+        assert!(s.iter().all(|&x| (x - 0.125).abs() < 1e-12), "{s:?}");
+    }
+
+    #[test]
+    fn a_setting_lays_its_keys_over_the_scenario() {
+        let mut t: toml::Table =
+            toml::from_str("[switch]\necn = false\n[[variant]]\nname = \"x\"\n").unwrap();
+        Setting::Roce.apply(&mut t);
+        assert!(!t.contains_key("variant"));
+        assert_eq!(t["switch"]["ecn"].as_bool(), Some(true));
+        Setting::Ib.apply(&mut t);
+        assert_eq!(t["fabric"].as_str(), Some("ib"));
+        assert_eq!(t["endpoint"]["dcqcn"]["enabled"].as_bool(), Some(false));
+        assert_eq!(Setting::parse("roce-pfc"), Ok(Setting::RocePfc));
+        assert!(Setting::parse("ethernet").is_err());
+    }
+}

@@ -1,0 +1,243 @@
+//! What keeps a scenario's fabric lossless: RoCEv2 on Ethernet (PFC, ECN and DCQCN as
+//! the switch configuration says) or InfiniBand (credit-based link-level flow control per
+//! VL, [`crate::credit`]). The same topology, endpoints and workloads run on either, so
+//! that `rocelab compare` can set them side by side.
+
+use super::topology::Network;
+use crate::config::{CLASSES, ConfigError, SwitchConfig, Trust};
+use crate::credit::{BLOCK_BYTES, CreditConfig, MAX_WINDOW_BLOCKS};
+use crate::link::Framing;
+use crate::switch::Switch;
+use crate::time::Nanos;
+use serde::Deserialize;
+
+/// The fabric a scenario runs on (`fabric`, with the `[ib]` table).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Fabric {
+    /// RoCEv2 over Ethernet, lossless (or not) by the switch configuration.
+    #[default]
+    Roce,
+    /// InfiniBand: credit flow control, no PFC, no ECN.
+    Ib(IbFabric),
+}
+
+/// The InfiniBand link layer, as a scenario's `[ib]` table sets it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IbFabric {
+    /// Receive buffer per VL on every port, switch or NIC, bytes.
+    pub buffer_per_vl_bytes: u64,
+    /// The least time between two flow-control packets that change a VL's limit;
+    /// `None`: the time the link takes to carry 4096 bytes ([`IbFabric::update_at`]).
+    pub update: Option<Nanos>,
+    /// The longest a VL with something to tell goes without one; `None`: the IBA's
+    /// 65,536 symbol times on one lane of a 4x link ([`IbFabric::refresh_at`]).
+    pub refresh: Option<Nanos>,
+    /// VL of each service level (the switches' traffic class).
+    pub sl_to_vl: [u8; CLASSES],
+}
+
+/// Default receive buffer per VL: the most the 12-bit credit counters can advertise.
+pub const DEFAULT_BUFFER_PER_VL_BYTES: u64 = MAX_WINDOW_BLOCKS as u64 * BLOCK_BYTES;
+/// Bytes whose wire time is the default least time between two updates of a VL's
+/// limit: one 4096-byte MTU, so that flow control costs at most 8 bytes in 4096 (0.2 %)
+/// of a link however small the packets it answers.
+pub const DEFAULT_UPDATE_BYTES: u64 = 4096;
+
+impl IbFabric {
+    /// The refresh interval on links of `bits_per_sec`: as given, or 65,536 symbol
+    /// times, a symbol being one byte on one of a 4x link's four lanes.
+    pub fn refresh_at(&self, bits_per_sec: u64) -> Nanos {
+        self.refresh.unwrap_or_else(|| {
+            Nanos(
+                (65_536u128 * 8 * 4 * 1_000_000_000).div_ceil(u128::from(bits_per_sec.max(1)))
+                    as u64,
+            )
+        })
+    }
+
+    /// The least time between two updates on links of `bits_per_sec`: as given, or the
+    /// time 4096 bytes take.
+    pub fn update_at(&self, bits_per_sec: u64) -> Nanos {
+        self.update.unwrap_or_else(|| {
+            Nanos(
+                (u128::from(DEFAULT_UPDATE_BYTES * 8) * 1_000_000_000)
+                    .div_ceil(u128::from(bits_per_sec.max(1))) as u64,
+            )
+        })
+    }
+
+    /// The per-port credit configuration on links of `bits_per_sec`.
+    pub fn credit(&self, bits_per_sec: u64) -> CreditConfig {
+        CreditConfig {
+            buffer_bytes: self.buffer_per_vl_bytes,
+            update: self.update_at(bits_per_sec),
+            refresh: self.refresh_at(bits_per_sec),
+            vls: self.sl_to_vl.iter().fold(0, |m, &vl| m | 1 << vl),
+        }
+    }
+
+    /// The switch configuration on this fabric: VLs as egress queues, no PFC, no ECN.
+    pub fn switch_config(&self, mut cfg: SwitchConfig) -> SwitchConfig {
+        cfg.tc_to_queue = self.sl_to_vl;
+        cfg.disable_pfc();
+        cfg.disable_ecn();
+        cfg
+    }
+
+    /// The VL of each DSCP, as `cfg`'s switches classify it.
+    pub fn dscp_to_vl(&self, cfg: &SwitchConfig) -> [u8; 64] {
+        std::array::from_fn(|d| {
+            let tc = match cfg.trust {
+                Trust::Dscp => cfg.dscp_to_tc[d],
+                // The simulator's frames are untagged: PCP 0.
+                Trust::Pcp => cfg.pcp_to_tc[0],
+            };
+            self.sl_to_vl[usize::from(tc & 7)]
+        })
+    }
+}
+
+/// The `[ib]` table as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct IbSpec {
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
+    buffer_per_vl_bytes: Option<u64>,
+    update_ns: Option<u64>,
+    refresh_ns: Option<u64>,
+    sl_to_vl: Option<Vec<u8>>,
+}
+
+fn err(key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        key: key.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// The fabric of a scenario: `fabric` (`"roce"` by default, or `"ib"`) and its `[ib]`
+/// table; `largest_frame` is the largest frame an endpoint sends, which one VL's buffer
+/// must hold.
+pub(super) fn resolve(
+    fabric: Option<&str>,
+    ib: Option<IbSpec>,
+    largest_frame: usize,
+) -> Result<Fabric, ConfigError> {
+    match fabric.unwrap_or("roce") {
+        "roce" => match ib {
+            Some(_) => Err(err(
+                "ib",
+                "the [ib] table sets an InfiniBand fabric: give fabric = \"ib\" too",
+            )),
+            None => Ok(Fabric::Roce),
+        },
+        "ib" => {
+            let spec = ib.unwrap_or_default();
+            let buffer = spec
+                .buffer_per_vl_bytes
+                .unwrap_or(DEFAULT_BUFFER_PER_VL_BYTES);
+            let packet =
+                crate::credit::blocks(crate::link::ib_packet_bytes(&frame_of(largest_frame)))
+                    as u64
+                    * BLOCK_BYTES;
+            if buffer / BLOCK_BYTES * BLOCK_BYTES < packet {
+                return Err(err(
+                    "ib.buffer_per_vl_bytes",
+                    format!(
+                        "{buffer} bytes hold less than one full-size packet ({packet} bytes \
+                         in 64-byte credit blocks): nothing could ever be sent"
+                    ),
+                ));
+            }
+            if buffer > DEFAULT_BUFFER_PER_VL_BYTES {
+                return Err(err(
+                    "ib.buffer_per_vl_bytes",
+                    format!(
+                        "{buffer} bytes is more than the 12-bit credit counters can \
+                         advertise: give at most {DEFAULT_BUFFER_PER_VL_BYTES} (2048 blocks)"
+                    ),
+                ));
+            }
+            if spec.refresh_ns == Some(0) {
+                return Err(err("ib.refresh_ns", "give at least 1 ns"));
+            }
+            let sl_to_vl = match spec.sl_to_vl {
+                None => std::array::from_fn(|i| i as u8),
+                Some(v) => {
+                    let table: [u8; CLASSES] = v.as_slice().try_into().map_err(|_| {
+                        err(
+                            "ib.sl_to_vl",
+                            format!("give 8 VLs, one per service level; got {}", v.len()),
+                        )
+                    })?;
+                    if let Some(bad) = table.iter().find(|&&vl| vl >= CLASSES as u8) {
+                        return Err(err(
+                            "ib.sl_to_vl",
+                            format!("VL {bad} is not a data VL: give 0-7"),
+                        ));
+                    }
+                    table
+                }
+            };
+            Ok(Fabric::Ib(IbFabric {
+                buffer_per_vl_bytes: buffer,
+                update: spec.update_ns.map(Nanos),
+                refresh: spec.refresh_ns.map(Nanos),
+                sl_to_vl,
+            }))
+        }
+        other => Err(err(
+            "fabric",
+            format!("'{other}' is not a fabric: give \"roce\" or \"ib\""),
+        )),
+    }
+}
+
+/// An IPv4 frame of `len` bytes, for its InfiniBand length.
+fn frame_of(len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len.max(14)];
+    f[12] = 0x08;
+    f
+}
+
+impl Fabric {
+    /// A short description: `RoCEv2` or `InfiniBand (128 KiB per VL, ...)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Fabric::Roce => "RoCEv2".to_owned(),
+            Fabric::Ib(ib) => format!(
+                "InfiniBand: credit flow control, {} per VL",
+                crate::bytes::human(ib.buffer_per_vl_bytes),
+            ),
+        }
+    }
+
+    /// How its links put frames on the wire.
+    pub fn framing(&self) -> Framing {
+        match self {
+            Fabric::Roce => Framing::Ethernet,
+            Fabric::Ib(_) => Framing::InfiniBand,
+        }
+    }
+}
+
+impl Network {
+    /// Runs the network on `fabric`: for InfiniBand, every link with its framing and
+    /// every port, switch or NIC, with credit flow control.
+    pub fn use_fabric(&mut self, fabric: &Fabric, switch: &SwitchConfig, bits_per_sec: u64) {
+        let Fabric::Ib(ib) = fabric else { return };
+        let credit = ib.credit(bits_per_sec);
+        let dscp_to_vl = ib.dscp_to_vl(switch);
+        self.engine.set_framing(Framing::InfiniBand);
+        for &n in &self.switches {
+            if let super::Node::Switch(s) = &mut self.engine.nodes[n] {
+                Switch::set_credit(s, credit);
+            }
+        }
+        for &n in &self.hosts {
+            if let super::Node::Host(h) = &mut self.engine.nodes[n] {
+                h.endpoint.set_credit(credit, dscp_to_vl);
+            }
+        }
+    }
+}
