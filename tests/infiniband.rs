@@ -31,7 +31,8 @@ fn ib_wire_bytes(len: usize) -> u64 {
 const MIDDLE_FRAME: usize = 14 + 20 + 8 + 12 + 4096 + 4;
 
 /// One flow from host 0 to host 1 through one switch at 100 Gb/s over 1 µs cables,
-/// `buffer` bytes of credit per VL, updates sent at once.
+/// `buffer` bytes of credit per VL, updates sent at once, the switch storing and
+/// forwarding with no latency of its own (the credit loop is then the link's alone).
 fn one_link(buffer: u64) -> String {
     format!(
         r#"
@@ -41,6 +42,8 @@ fabric = "ib"
 [ib]
 buffer_per_vl_bytes = {buffer}
 update_ns = 0
+switch_latency_ns = 0
+cut_through = false
 [topology]
 kind = "star"
 hosts = 2
@@ -381,4 +384,57 @@ fn bad_ib_tables_are_refused_with_the_key() {
     assert!(refused(ib, "sl_to_vl = [0, 1, 2, 3, 4, 5, 6, 15]").contains("VL 15"));
     assert!(refused(ib, "refresh_ns = 0").contains("ib.refresh_ns"));
     assert!(refused(ib, "credits = 5").contains("credits"));
+}
+
+/// One packet alone across a leaf-spine path (three switches, four links): cut-through
+/// switches forward once the LRH (8 bytes) is in, so the one-way latency is three header
+/// times, three switch latencies, four cables and one whole packet; store-and-forward
+/// ones wait for each whole packet. A 1-byte flow's FCT is the data's one-way latency
+/// and its ACK's.
+#[test]
+fn cut_through_latency_is_the_header_times_switch_latencies_and_cables() {
+    let rate = 100e9;
+    let (delay, latency) = (500.0, 130.0);
+    let ns = |bytes: u64| bytes as f64 * 8.0 / rate * 1e9;
+    // The data packet: 1 byte of payload behind BTH and RETH; the ACK: BTH and AETH.
+    let data = ib_wire_bytes(14 + 20 + 8 + 12 + 16 + 1 + 4);
+    let ack = ib_wire_bytes(14 + 20 + 8 + 12 + 4 + 4);
+    for cut_through in [true, false] {
+        let one_way = |packet: u64| {
+            let lead = if cut_through { ns(8) } else { ns(packet) };
+            3.0 * (lead + delay + latency) + ns(packet) + delay
+        };
+        let expected = one_way(data) + one_way(ack);
+        let text = format!(
+            "duration_ms = 5\nfabric = \"ib\"\n[ib]\nswitch_latency_ns = {latency}\ncut_through = {cut_through}\n[topology]\nkind = \"leaf-spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\nlink_gbps = 100\ndelay_ns = {delay}\n[[workload]]\nkind = \"incast-bursts\"\nhosts = [0, 3]\nto = 3\nbytes = 1\nperiod_us = 1000\nbursts = 2\n"
+        );
+        let (s, o) = outcome(&text);
+        assert_eq!(s.topology.hops(0, 3), 4);
+        // The second flow: the links have long exchanged their first credits.
+        let f = &o.flows[1];
+        let fct = f.fct().expect("finished").0 as f64;
+        // The simulator's nanoseconds: at most one up per link crossed, both ways.
+        assert!(
+            fct >= expected - 0.5 && fct <= expected + 8.0,
+            "cut-through {cut_through}: FCT {fct} ns, expected {expected:.2}"
+        );
+        assert!(
+            (f.ideal.0 as f64 - expected).abs() <= 0.5,
+            "ideal {:?}",
+            f.ideal
+        );
+    }
+    // The RoCEv2 switch stores and forwards, with its own latency (topology's): each
+    // frame whole (with FCS and preamble) at every hop.
+    let one_way = |frame: u64| 3.0 * (ns(frame + 12) + delay + latency) + ns(frame + 12) + delay;
+    let expected = one_way(14 + 20 + 8 + 12 + 16 + 1 + 4) + one_way(14 + 20 + 8 + 12 + 4 + 4);
+    let text = format!(
+        "duration_ms = 5\n[topology]\nkind = \"leaf-spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\nlink_gbps = 100\ndelay_ns = {delay}\nswitch_latency_ns = {latency}\n[[workload]]\nkind = \"incast-bursts\"\nhosts = [0, 3]\nto = 3\nbytes = 1\nperiod_us = 1000\nbursts = 2\n"
+    );
+    let (_, o) = outcome(&text);
+    let fct = o.flows[1].fct().expect("finished").0 as f64;
+    assert!(
+        fct >= expected - 0.5 && fct <= expected + 8.0,
+        "RoCEv2: FCT {fct} ns, expected {expected:.2}"
+    );
 }

@@ -69,6 +69,7 @@ pub fn scenario(opts: &LabOptions) -> Scenario {
             // The configuration's cable: what the switch's headroom is computed for.
             delay: opts.switch.port_defaults.cable,
             loss: 0.0,
+            switch_latency: Nanos::ZERO,
         },
         fabric: crate::sim::fabric::Fabric::Roce,
         switch: opts.switch.clone(),

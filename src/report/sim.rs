@@ -55,6 +55,15 @@ pub fn header(s: &Scenario) -> String {
         },
         s.seed
     );
+    if let crate::sim::fabric::Fabric::Ib(_) = s.fabric {
+        let _ = writeln!(out, "fabric: {}", s.fabric.describe());
+    } else if s.topology.switch_latency > crate::time::Nanos::ZERO {
+        let _ = writeln!(
+            out,
+            "switches store and forward with {} of latency",
+            s.topology.switch_latency.human()
+        );
+    }
     let _ = writeln!(out, "switch: {}", s.switch_source);
     for line in crate::sim::faults::describe(&s.faults, t.bits_per_sec) {
         let _ = writeln!(out, "fault: {line}");

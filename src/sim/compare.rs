@@ -282,12 +282,13 @@ pub fn describe(setting: Setting, scenario: &Scenario) -> String {
     match (&scenario.fabric, setting) {
         (Fabric::Ib(_), _) => scenario.fabric.describe(),
         (Fabric::Roce, _) => format!(
-            "RoCEv2, DCQCN {}; switch: {}",
+            "RoCEv2, DCQCN {}; switches store-and-forward, {} latency; switch: {}",
             if scenario.endpoint.dcqcn.enabled {
                 "on"
             } else {
                 "off"
             },
+            scenario.topology.switch_latency.human(),
             scenario.switch_source
         ),
     }
@@ -304,6 +305,7 @@ mod tests {
             bits_per_sec: 100_000_000_000,
             delay: Nanos(1000),
             loss: 0.0,
+            switch_latency: Nanos::ZERO,
         }
     }
 

@@ -113,6 +113,9 @@ pub struct Engine {
     sample_every: Option<Nanos>,
     stats: EngineStats,
     framing: Framing,
+    /// Per node: the header bits after which it takes a data frame in (cut-through), or
+    /// `None` for the whole frame.
+    cut_through: Vec<Option<u64>>,
 }
 
 impl Engine {
@@ -133,6 +136,7 @@ impl Engine {
             sample_every: None,
             stats: EngineStats::default(),
             framing: Framing::Ethernet,
+            cut_through: Vec::new(),
         }
     }
 
@@ -147,6 +151,7 @@ impl Engine {
         self.sent_on.push(vec![0; ports]);
         self.generation.push(0);
         self.wake_at.push(None);
+        self.cut_through.push(None);
         self.nodes.len() - 1
     }
 
@@ -179,6 +184,15 @@ impl Engine {
     /// Puts frames on every link as `framing` does (Ethernet unless set).
     pub fn set_framing(&mut self, framing: Framing) {
         self.framing = framing;
+    }
+
+    /// Hands node `node` data frames once their first `header_bits` have arrived rather
+    /// than whole (a cut-through switch); `None` for whole frames. Link-level frames
+    /// (flow-control and MAC control) always arrive whole.
+    pub fn set_cut_through(&mut self, node: usize, header_bits: Option<u64>) {
+        if let Some(c) = self.cut_through.get_mut(node) {
+            *c = header_bits;
+        }
     }
 
     /// Loses `count` frames sent on (node, port) from its `first`-th frame (0-based) on.
@@ -369,7 +383,20 @@ impl Engine {
             self.recycle(frame);
             return;
         }
-        let arrives = self.now + self.framing.frame_time(&frame, link.bits_per_sec) + link.delay;
+        let whole = self.framing.frame_time(&frame, link.bits_per_sec);
+        let lead = match self.cut_through[link.node] {
+            // Link-level frames (to 01:80:C2:00:00:0x) are the link's, not the forwarding
+            // pipeline's: whole.
+            Some(bits) if frame.get(..5) != Some(&[0x01, 0x80, 0xc2, 0x00, 0x00][..]) => {
+                let header = Nanos(
+                    (u128::from(bits) * 1_000_000_000)
+                        .div_ceil(u128::from(link.bits_per_sec.max(1))) as u64,
+                );
+                header.min(whole)
+            }
+            _ => whole,
+        };
+        let arrives = self.now + lead + link.delay;
         self.push(
             arrives,
             Kind::Deliver {

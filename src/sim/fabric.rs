@@ -3,6 +3,7 @@
 //! VL, [`crate::credit`]). The same topology, endpoints and workloads run on either, so
 //! that `rocelab compare` can set them side by side.
 
+use super::scenario::Topology;
 use super::topology::Network;
 use crate::config::{CLASSES, ConfigError, SwitchConfig, Trust};
 use crate::credit::{BLOCK_BYTES, CreditConfig, MAX_WINDOW_BLOCKS};
@@ -34,10 +35,21 @@ pub struct IbFabric {
     pub refresh: Option<Nanos>,
     /// VL of each service level (the switches' traffic class).
     pub sl_to_vl: [u8; CLASSES],
+    /// Each switch's forwarding latency: from the LRH in (cut-through) or the last bit in
+    /// (store-and-forward) to the earliest the first bit may go out.
+    pub switch_latency: Nanos,
+    /// Whether switches forward once the LRH is in rather than the whole packet.
+    pub cut_through: bool,
 }
 
 /// Default receive buffer per VL: the most the 12-bit credit counters can advertise.
 pub const DEFAULT_BUFFER_PER_VL_BYTES: u64 = MAX_WINDOW_BLOCKS as u64 * BLOCK_BYTES;
+/// Default forwarding latency of an InfiniBand switch: NVIDIA Quantum (HDR)'s published
+/// port-to-port figure.
+pub const DEFAULT_SWITCH_LATENCY: Nanos = Nanos(130);
+/// Bytes a cut-through switch needs before it forwards: the LRH, which holds the DLID.
+pub const CUT_THROUGH_HEADER_BYTES: u64 = 8;
+
 /// Bytes whose wire time is the default least time between two updates of a VL's
 /// limit: one 4096-byte MTU, so that flow control costs at most 8 bytes in 4096 (0.2 %)
 /// of a link however small the packets it answers.
@@ -106,6 +118,8 @@ pub(super) struct IbSpec {
     update_ns: Option<u64>,
     refresh_ns: Option<u64>,
     sl_to_vl: Option<Vec<u8>>,
+    switch_latency_ns: Option<u64>,
+    cut_through: Option<bool>,
 }
 
 fn err(key: &str, message: impl Into<String>) -> ConfigError {
@@ -158,6 +172,9 @@ pub(super) fn resolve(
                     ),
                 ));
             }
+            if spec.switch_latency_ns.is_some_and(|l| l > 1_000_000) {
+                return Err(err("ib.switch_latency_ns", "at most 1 ms"));
+            }
             if spec.refresh_ns == Some(0) {
                 return Err(err("ib.refresh_ns", "give at least 1 ns"));
             }
@@ -184,6 +201,8 @@ pub(super) fn resolve(
                 update: spec.update_ns.map(Nanos),
                 refresh: spec.refresh_ns.map(Nanos),
                 sl_to_vl,
+                switch_latency: spec.switch_latency_ns.map_or(DEFAULT_SWITCH_LATENCY, Nanos),
+                cut_through: spec.cut_through.unwrap_or(true),
             }))
         }
         other => Err(err(
@@ -206,8 +225,14 @@ impl Fabric {
         match self {
             Fabric::Roce => "RoCEv2".to_owned(),
             Fabric::Ib(ib) => format!(
-                "InfiniBand: credit flow control, {} per VL",
+                "InfiniBand: credit flow control, {} per VL; switches {}, {} latency",
                 crate::bytes::human(ib.buffer_per_vl_bytes),
+                if ib.cut_through {
+                    "cut-through"
+                } else {
+                    "store-and-forward"
+                },
+                ib.switch_latency.human()
             ),
         }
     }
@@ -221,17 +246,51 @@ impl Fabric {
     }
 }
 
+impl super::scenario::Scenario {
+    /// Each switch's forwarding latency on the scenario's fabric.
+    pub fn switch_latency(&self) -> Nanos {
+        match &self.fabric {
+            Fabric::Roce => self.topology.switch_latency,
+            Fabric::Ib(ib) => ib.switch_latency,
+        }
+    }
+
+    /// The header bits after which switches forward, if they cut through.
+    pub fn cut_through_bits(&self) -> Option<u64> {
+        match &self.fabric {
+            Fabric::Ib(ib) if ib.cut_through => Some(CUT_THROUGH_HEADER_BYTES * 8),
+            _ => None,
+        }
+    }
+}
+
 impl Network {
-    /// Runs the network on `fabric`: for InfiniBand, every link with its framing and
-    /// every port, switch or NIC, with credit flow control.
-    pub fn use_fabric(&mut self, fabric: &Fabric, switch: &SwitchConfig, bits_per_sec: u64) {
-        let Fabric::Ib(ib) = fabric else { return };
-        let credit = ib.credit(bits_per_sec);
+    /// Runs the network on `fabric`: the switches' forwarding latency (and, on
+    /// InfiniBand, cut-through), and for InfiniBand every link with its framing and every
+    /// port, switch or NIC, with credit flow control.
+    pub fn use_fabric(&mut self, fabric: &Fabric, switch: &SwitchConfig, topology: &Topology) {
+        let ib = match fabric {
+            Fabric::Roce => {
+                for &n in &self.switches {
+                    if let super::Node::Switch(s) = &mut self.engine.nodes[n] {
+                        s.set_forwarding_latency(topology.switch_latency);
+                    }
+                }
+                return;
+            }
+            Fabric::Ib(ib) => ib,
+        };
+        let credit = ib.credit(topology.bits_per_sec);
         let dscp_to_vl = ib.dscp_to_vl(switch);
         self.engine.set_framing(Framing::InfiniBand);
         for &n in &self.switches {
             if let super::Node::Switch(s) = &mut self.engine.nodes[n] {
                 Switch::set_credit(s, credit);
+                s.set_forwarding_latency(ib.switch_latency);
+            }
+            if ib.cut_through {
+                self.engine
+                    .set_cut_through(n, Some(CUT_THROUGH_HEADER_BYTES * 8));
             }
         }
         for &n in &self.hosts {

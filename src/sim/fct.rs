@@ -41,6 +41,11 @@ pub struct Path {
     pub message_bytes: usize,
     /// How the links put frames on the wire.
     pub framing: Framing,
+    /// Each switch's forwarding latency.
+    pub switch_latency: Nanos,
+    /// For cut-through switches, the header bits after which they forward; `None` for
+    /// store-and-forward.
+    pub cut_through_bits: Option<u64>,
 }
 
 /// Bits a RoCEv2 frame of `len` bytes occupies on the wire, and the bits up to its last
@@ -88,16 +93,34 @@ impl Path {
                 // The sender paces packets back to back at the line rate.
                 let mut at = send_at;
                 send_at += bits * ns_per_bit;
-                for f in &mut free {
+                for (k, f) in free.iter_mut().enumerate() {
                     let start = at.max(*f);
                     *f = start + bits * ns_per_bit;
-                    at = start + frame * ns_per_bit + self.delay.0 as f64;
+                    at = start + self.hop(k + 1 == hops, frame) * ns_per_bit;
                 }
                 last_arrival = at;
             }
         }
-        let ack = frame_bits(self.framing, ACK_FRAME_BYTES).1 * ns_per_bit + self.delay.0 as f64;
-        Nanos((last_arrival + hops as f64 * ack).round() as u64)
+        let ack = frame_bits(self.framing, ACK_FRAME_BYTES).1;
+        let back = (hops - 1) as f64 * self.hop(false, ack) + self.hop(true, ack);
+        Nanos((last_arrival + back * ns_per_bit).round() as u64)
+    }
+
+    /// From a frame's first bit leaving a node to when the next node may send it on (a
+    /// switch) or has it (the last node), in bit times: its `frame_bits` (or a
+    /// cut-through switch's header), the cable, and a switch's latency.
+    fn hop(&self, last: bool, frame_bits: f64) -> f64 {
+        let bits_per_ns = self.bits_per_sec.max(1) as f64 / 1e9;
+        let lead = match self.cut_through_bits {
+            Some(h) if !last => (h as f64).min(frame_bits),
+            _ => frame_bits,
+        };
+        let latency = if last {
+            0.0
+        } else {
+            self.switch_latency.0 as f64
+        };
+        lead + (self.delay.0 as f64 + latency) * bits_per_ns
     }
 }
 
@@ -273,6 +296,8 @@ mod tests {
             mtu: 1024,
             message_bytes: 16384,
             framing: Framing::Ethernet,
+            switch_latency: Nanos::ZERO,
+            cut_through_bits: None,
         };
         // The frame without FCS: 58 + 16 + 100 = 174 B; with FCS and preamble 186 B to
         // its last bit (14.88 ns at 100 G), stored and forwarded: 2 × (14.88 + 1000). The
@@ -291,6 +316,8 @@ mod tests {
             mtu: 1000,
             message_bytes: 1000,
             framing: Framing::Ethernet,
+            switch_latency: Nanos::ZERO,
+            cut_through_bits: None,
         };
         // 1000 messages of one 1000-byte packet: each 58 + 16 + 1000 = 1074 B + 24 on the
         // wire; back to back, plus three more store-and-forwards of the last, four delays

@@ -256,6 +256,8 @@ pub fn flow_fcts(scenario: &Scenario, net: &Network) -> Vec<FlowFct> {
                 mtu: scenario.endpoint.mtu as usize,
                 message_bytes: super::scenario::WORKLOAD_MESSAGE_BYTES,
                 framing: scenario.fabric.framing(),
+                switch_latency: scenario.switch_latency(),
+                cut_through_bits: scenario.cut_through_bits(),
             };
             Some(FlowFct {
                 id: r.id,

@@ -125,6 +125,8 @@ struct TopologySpec {
     delay_ns: u64,
     #[serde(default)]
     loss: f64,
+    #[serde(default)]
+    switch_latency_ns: u64,
 }
 
 fn thousand() -> u64 {
@@ -223,6 +225,9 @@ pub struct Topology {
     pub delay: Nanos,
     /// Loss probability on host links (star only).
     pub loss: f64,
+    /// On RoCEv2: each switch's forwarding latency, from a frame's last bit in to the
+    /// earliest its first bit may go out (store-and-forward). InfiniBand's is `[ib]`'s.
+    pub switch_latency: Nanos,
 }
 
 impl Topology {
@@ -577,7 +582,7 @@ impl Scenario {
                 hosts_per_switch,
             } => topology::ring(&self.switch, &ep, switches, hosts_per_switch, t.delay, seed),
         };
-        net.use_fabric(&self.fabric, &self.switch, t.bits_per_sec);
+        net.use_fabric(&self.fabric, &self.switch, t);
         for f in &self.flows {
             Flow::prepare_receiver(net.endpoint_mut(f.to), f.message_bytes);
             let (q, _) = net.connect_qp(f.from, f.to);
@@ -1260,11 +1265,15 @@ impl TopologySpec {
         if self.delay_ns > 1_000_000_000 {
             return Err(err("topology.delay_ns", "at most 1 s"));
         }
+        if self.switch_latency_ns > 1_000_000 {
+            return Err(err("topology.switch_latency_ns", "at most 1 ms"));
+        }
         let topology = Topology {
             shape,
             bits_per_sec: (self.link_gbps * 1e9).round() as u64,
             delay: Nanos(self.delay_ns),
             loss: self.loss,
+            switch_latency: Nanos(self.switch_latency_ns),
         };
         if topology.hosts() < 2 {
             return Err(err("topology", "needs at least 2 hosts"));

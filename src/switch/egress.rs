@@ -9,6 +9,16 @@ use crate::wire::pfc::MacControl;
 use crate::wire::{self, CeMark};
 
 impl Port {
+    /// When queue `q`'s head is through the forwarding pipeline (its arrival plus the
+    /// forwarding latency); `Nanos::ZERO` for an empty queue.
+    #[inline]
+    pub(super) fn head_ready_at(&self, q: usize) -> Nanos {
+        self.queues[q]
+            .frames
+            .front()
+            .map_or(Nanos::ZERO, |p| p.arrived + self.latency)
+    }
+
     /// When PFC (or an 802.3x PAUSE) from the peer stops holding queue `q`.
     pub(super) fn paused_until(&self, q: usize) -> Nanos {
         self.pause_until[q].max(self.link_pause_until)
@@ -92,7 +102,9 @@ impl Switch {
             let q = busy.trailing_zeros() as usize;
             busy &= busy - 1;
             let ignore_pause = forward_stormed && port.watchdog[q].stormed;
-            if ignore_pause || (port.pause_until[q] <= now && port.link_pause_until <= now) {
+            if (ignore_pause || (port.pause_until[q] <= now && port.link_pause_until <= now))
+                && port.head_ready_at(q) <= now
+            {
                 if port.head_has_credit(q) {
                     ready |= 1 << q;
                 } else if let Some(c) = port.credit.as_mut() {

@@ -104,6 +104,8 @@ struct Port {
     counters: PortCounters,
     /// Credit flow control per VL, on an InfiniBand fabric (boxed: a RoCE port has none).
     credit: Option<Box<crate::credit::CreditLink>>,
+    /// The forwarding latency: a frame may leave no sooner than this after it came in.
+    latency: Nanos,
 }
 
 /// A received frame: borrowed from the driver (copied if kept) or handed over.
@@ -243,6 +245,7 @@ impl Switch {
                 pg_peak: Default::default(),
                 counters: PortCounters::new(&p.name),
                 credit: None,
+                latency: Nanos::ZERO,
             })
             .collect();
         Switch {
@@ -404,6 +407,17 @@ impl Switch {
         if !ports.is_empty() {
             self.routes.insert(mac, ports);
         }
+    }
+
+    /// Holds every frame at least `latency` between its arrival and its first bit out (a
+    /// forwarding pipeline; 0, the default, forwards at once). Call before the first
+    /// frame.
+    pub fn set_forwarding_latency(&mut self, latency: Nanos) {
+        for (i, p) in self.ports.iter_mut().enumerate() {
+            p.latency = latency;
+            self.wakes.touch(i);
+        }
+        self.settle();
     }
 
     /// Shuts (`false`) or opens the transmit side of a port, as a test stops an egress.

@@ -182,7 +182,8 @@ impl Port {
                 Nanos::ZERO
             } else {
                 self.paused_until(q)
-            };
+            }
+            .max(self.head_ready_at(q));
             ready = Some(ready.map_or(at, |r| r.min(at)));
         }
         ready.map(|r| r.max(free))
