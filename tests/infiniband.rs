@@ -384,6 +384,9 @@ fn bad_ib_tables_are_refused_with_the_key() {
     assert!(refused(ib, "sl_to_vl = [0, 1, 2, 3, 4, 5, 6, 15]").contains("VL 15"));
     assert!(refused(ib, "refresh_ns = 0").contains("ib.refresh_ns"));
     assert!(refused(ib, "credits = 5").contains("credits"));
+    assert!(refused(ib, "vl_arb_low = [[9, 4]]").contains("VL 9"));
+    assert!(refused(ib, "vl_arb_low = [[1, 4]]").contains("would never be sent"));
+    assert!(refused(ib, "vl_high_limit = 256").contains("256"));
 }
 
 /// One packet alone across a leaf-spine path (three switches, four links): cut-through

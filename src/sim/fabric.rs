@@ -9,6 +9,7 @@ use crate::config::{CLASSES, ConfigError, SwitchConfig, Trust};
 use crate::credit::{BLOCK_BYTES, CreditConfig, MAX_WINDOW_BLOCKS};
 use crate::link::Framing;
 use crate::switch::Switch;
+use crate::switch::sched::VlArbConfig;
 use crate::time::Nanos;
 use serde::Deserialize;
 
@@ -40,6 +41,8 @@ pub struct IbFabric {
     pub switch_latency: Nanos,
     /// Whether switches forward once the LRH is in rather than the whole packet.
     pub cut_through: bool,
+    /// The switches' VL arbitration.
+    pub vl_arb: VlArbConfig,
 }
 
 /// Default receive buffer per VL: the most the 12-bit credit counters can advertise.
@@ -120,6 +123,9 @@ pub(super) struct IbSpec {
     sl_to_vl: Option<Vec<u8>>,
     switch_latency_ns: Option<u64>,
     cut_through: Option<bool>,
+    vl_arb_high: Option<Vec<(u8, u8)>>,
+    vl_arb_low: Option<Vec<(u8, u8)>>,
+    vl_high_limit: Option<u8>,
 }
 
 fn err(key: &str, message: impl Into<String>) -> ConfigError {
@@ -196,6 +202,41 @@ pub(super) fn resolve(
                     table
                 }
             };
+            let defaults = VlArbConfig::default();
+            let vl_arb = VlArbConfig {
+                high: spec.vl_arb_high.unwrap_or(defaults.high),
+                low: spec.vl_arb_low.unwrap_or(defaults.low),
+                high_limit: spec.vl_high_limit.unwrap_or(defaults.high_limit),
+            };
+            for (key, table) in [
+                ("ib.vl_arb_high", &vl_arb.high),
+                ("ib.vl_arb_low", &vl_arb.low),
+            ] {
+                if table.len() > 64 {
+                    return Err(err(
+                        key,
+                        format!("{} entries; a table holds at most 64", table.len()),
+                    ));
+                }
+                if let Some((vl, _)) = table.iter().find(|e| usize::from(e.0) >= CLASSES) {
+                    return Err(err(
+                        key,
+                        format!("VL {vl}: the simulator's data VLs are 0-7"),
+                    ));
+                }
+            }
+            for &vl in &sl_to_vl {
+                let weighted = |t: &[(u8, u8)]| t.iter().any(|e| e.0 == vl && e.1 > 0);
+                if !weighted(&vl_arb.high) && !weighted(&vl_arb.low) {
+                    return Err(err(
+                        "ib.vl_arb_low",
+                        format!(
+                            "VL {vl} (in ib.sl_to_vl) has no entry of nonzero weight in either \
+                             arbitration table: it would never be sent"
+                        ),
+                    ));
+                }
+            }
             Ok(Fabric::Ib(IbFabric {
                 buffer_per_vl_bytes: buffer,
                 update: spec.update_ns.map(Nanos),
@@ -203,6 +244,7 @@ pub(super) fn resolve(
                 sl_to_vl,
                 switch_latency: spec.switch_latency_ns.map_or(DEFAULT_SWITCH_LATENCY, Nanos),
                 cut_through: spec.cut_through.unwrap_or(true),
+                vl_arb,
             }))
         }
         other => Err(err(
@@ -287,6 +329,7 @@ impl Network {
             if let super::Node::Switch(s) = &mut self.engine.nodes[n] {
                 Switch::set_credit(s, credit);
                 s.set_forwarding_latency(ib.switch_latency);
+                s.set_vl_arbitration(&ib.vl_arb);
             }
             if ib.cut_through {
                 self.engine

@@ -54,6 +54,13 @@ impl Switch {
         self.settle();
     }
 
+    /// Arbitrates every port's egress queues (VLs) by the IBA's tables from now on.
+    pub fn set_vl_arbitration(&mut self, cfg: &super::sched::VlArbConfig) {
+        for port in &mut self.ports {
+            port.sched.set_vl_arbitration(cfg);
+        }
+    }
+
     /// Whether the ports run credit flow control.
     pub fn has_credit(&self) -> bool {
         self.ports.first().is_some_and(|p| p.credit.is_some())
