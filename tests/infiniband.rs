@@ -278,10 +278,11 @@ fn a_flow_alone_takes_its_ideal_fct_on_infiniband_too() {
     }
 }
 
-/// `rocelab compare` on the victim-flow scenario: every fabric in order, the victim below
-/// its fair share on all three (PFC's and credits' head-of-line blocking alike, DCQCN
-/// only partly undoing it in 20 ms), a JSON document whose keys docs/json.md lists, and
-/// an SVG per metric.
+/// `rocelab compare` on the victim-flow scenario: every fabric in order; the victim held to
+/// a third of its fair share by PFC alone and by credits alone (head-of-line blocking
+/// alike), and given much of it back by DCQCN and by IB congestion control, which stops
+/// the credit stalls; a JSON document whose keys docs/json.md lists, and an SVG per
+/// metric.
 #[test]
 fn compare_sets_the_fabrics_side_by_side_as_text_json_and_svg() {
     let dir = tempfile::tempdir().unwrap();
@@ -290,10 +291,8 @@ fn compare_sets_the_fabrics_side_by_side_as_text_json_and_svg() {
         std::process::Command::new(env!("CARGO_BIN_EXE_rocelab")).args([
             "compare",
             "victim-flow",
-            "--set",
-            "duration_ms=20",
-            "--set",
-            "measure_from_ms=5",
+            "--fabrics",
+            "roce,roce-pfc,ib,ib-cc",
             "--json",
             "-",
             "--out",
@@ -307,7 +306,32 @@ fn compare_sets_the_fabrics_side_by_side_as_text_json_and_svg() {
         .iter()
         .map(|f| f["fabric"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["roce", "roce-pfc", "ib"]);
+    assert_eq!(names, ["roce", "roce-pfc", "ib", "ib-cc"]);
+    let victim = |i: usize| fabrics[i]["victims"][0]["goodput_gbps"].as_f64().unwrap();
+    let fair = |i: usize| fabrics[i]["victims"][0]["fair_gbps"].as_f64().unwrap();
+    for (i, blocked) in [(0, false), (1, true), (2, true), (3, false)] {
+        let share = victim(i) / fair(i);
+        assert_eq!(
+            share < 0.4,
+            blocked,
+            "{}: victim at {share:.2} of its share",
+            names[i]
+        );
+    }
+    let cc = &fabrics[3]["summary"];
+    assert!(cc["ce_marked"].as_u64().unwrap() > 0);
+    assert_eq!(cc["cnps_sent"], cc["ce_marked"], "a BECN per FECN");
+    let stalled = |i: usize| {
+        let s = &fabrics[i]["summary"];
+        s["host_credit_stalled_ns"].as_u64().unwrap()
+            + s["switch_credit_stalled_ns"].as_u64().unwrap()
+    };
+    assert!(
+        stalled(3) * 100 < stalled(2),
+        "{} vs {}",
+        stalled(3),
+        stalled(2)
+    );
     for f in fabrics {
         let victim = &f["victims"][0];
         assert_eq!(
@@ -387,6 +411,13 @@ fn bad_ib_tables_are_refused_with_the_key() {
     assert!(refused(ib, "vl_arb_low = [[9, 4]]").contains("VL 9"));
     assert!(refused(ib, "vl_arb_low = [[1, 4]]").contains("would never be sent"));
     assert!(refused(ib, "vl_high_limit = 256").contains("256"));
+    assert!(refused(ib, "cc = { enabled = true, table = [[4, 1]] }").contains("shift is 0-3"));
+    assert!(
+        refused(ib, "cc = { enabled = true, ccti_limit = 200 }")
+            .contains("past the table's last index, 127")
+    );
+    assert!(refused(ib, "cc = { enabled = true, ccti_timer = 0 }").contains("ib.cc.ccti_timer"));
+    assert!(refused(ib, "cc = { enabled = true, marking = 3 }").contains("marking"));
 }
 
 /// One packet alone across a leaf-spine path (three switches, four links): cut-through

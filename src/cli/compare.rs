@@ -19,7 +19,7 @@ pub struct Args {
     #[arg(value_name = "SCENARIO")]
     scenario: String,
     /// The fabrics, in order: roce (PFC + ECN + DCQCN), roce-pfc (PFC alone), ib
-    /// (credits).
+    /// (credits), ib-cc (credits + InfiniBand congestion control).
     #[arg(
         long,
         value_name = "LIST",

@@ -28,6 +28,9 @@ pub struct ReactionPoint {
     timer_increase_since_cut: bool,
     /// CNPs that cut the rate.
     pub cuts: u64,
+    /// On InfiniBand with congestion control: the table-driven agent that takes DCQCN's
+    /// place (see [`super::ibcc`]).
+    cca: Option<Box<super::ibcc::Cca>>,
 }
 
 impl ReactionPoint {
@@ -47,11 +50,28 @@ impl ReactionPoint {
             last_cut: None,
             timer_increase_since_cut: false,
             cuts: 0,
+            cca: None,
+        }
+    }
+
+    /// A QP whose rate InfiniBand congestion control sets, from its table, instead of
+    /// DCQCN.
+    pub fn with_ib_cc(
+        cfg: DcqcnConfig,
+        line_bps: u64,
+        cc: super::ibcc::IbCcConfig,
+    ) -> ReactionPoint {
+        ReactionPoint {
+            cca: Some(Box::new(super::ibcc::Cca::new(cc))),
+            ..ReactionPoint::new(cfg, line_bps)
         }
     }
 
     /// The sending rate now, bit/s (line rate when DCQCN is off).
     pub fn rate_bps(&self) -> u64 {
+        if let Some(c) = &self.cca {
+            return c.rate_bps(self.line_bps);
+        }
         if self.cfg.enabled {
             self.rc_bps as u64
         } else {
@@ -61,7 +81,10 @@ impl ReactionPoint {
 
     /// The target rate, bit/s.
     pub fn target_bps(&self) -> u64 {
-        self.rt_bps as u64
+        match &self.cca {
+            Some(c) => c.rate_bps(self.line_bps),
+            None => self.rt_bps as u64,
+        }
     }
 
     /// Alpha at `now`: (1 − g) per whole K period since the last CNP.
@@ -73,6 +96,11 @@ impl ReactionPoint {
 
     /// A CNP for this QP arrived at `now`: cut.
     pub fn on_cnp(&mut self, now: Nanos) {
+        if let Some(c) = &mut self.cca {
+            c.on_becn(now);
+            self.cuts += 1;
+            return;
+        }
         if !self.cfg.enabled {
             return;
         }
@@ -115,7 +143,7 @@ impl ReactionPoint {
     /// `bytes` were sent at `now`: every B bytes is an increase event.
     pub fn on_sent(&mut self, bytes: u64) {
         let b = self.cfg.byte_counter_bytes;
-        if !self.cfg.enabled || b == 0 || !self.recovering() {
+        if self.cca.is_some() || !self.cfg.enabled || b == 0 || !self.recovering() {
             return;
         }
         self.bytes_since = self.bytes_since.saturating_add(bytes);
@@ -128,11 +156,18 @@ impl ReactionPoint {
 
     /// The next rate-timer event, if recovering.
     pub fn deadline(&self) -> Option<Nanos> {
-        self.rate_deadline
+        match &self.cca {
+            Some(c) => c.deadline(),
+            None => self.rate_deadline,
+        }
     }
 
     /// Runs the rate-timer events due by `now`.
     pub fn on_timeout(&mut self, now: Nanos) {
+        if let Some(c) = &mut self.cca {
+            c.on_timeout(now);
+            return;
+        }
         while let Some(t) = self.rate_deadline.filter(|&t| t <= now) {
             self.i_timer = self.i_timer.saturating_add(1);
             self.timer_increase_since_cut = true;

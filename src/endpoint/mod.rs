@@ -26,6 +26,7 @@ pub mod dcqcn;
 pub mod fault;
 pub mod flow;
 pub mod flows;
+pub mod ibcc;
 pub mod qp;
 pub mod sweep;
 
@@ -250,6 +251,8 @@ pub struct Endpoint {
     ip_ident: u16,
     /// Credit flow control, on an InfiniBand fabric (boxed: a RoCE NIC has none).
     credit: Option<Box<credit::NicCredit>>,
+    /// InfiniBand congestion control for the QPs created from now on, in place of DCQCN.
+    ib_cc: Option<ibcc::IbCcConfig>,
 }
 
 impl Endpoint {
@@ -283,6 +286,7 @@ impl Endpoint {
             out: Vec::with_capacity(cfg.mtu as usize + 128),
             ip_ident: 0,
             credit: None,
+            ib_cc: None,
             cfg: cfg.clone(),
         }
     }
@@ -357,6 +361,23 @@ impl Endpoint {
         }
     }
 
+    /// Runs InfiniBand congestion control (annex A10) on the QPs created from now on: a
+    /// CNP is a BECN that raises the QP's table index, and every FECN-marked packet (CE,
+    /// in the simulator) is answered by one. Call before creating QPs.
+    pub fn set_ib_cc(&mut self, cc: ibcc::IbCcConfig) {
+        self.ib_cc = Some(cc);
+    }
+
+    /// The least time between two CNPs of a QP: DCQCN's interval, or none on
+    /// InfiniBand, which answers every FECN.
+    fn cnp_interval(&self) -> Nanos {
+        if self.ib_cc.is_some() {
+            Nanos::ZERO
+        } else {
+            self.cfg.dcqcn.cnp_interval()
+        }
+    }
+
     /// True when a received PFC frame (or a PAUSE) holds `priority` at `now`.
     pub fn paused(&self, priority: u8, now: Nanos) -> bool {
         !self.priority_open(priority, now)
@@ -394,7 +415,12 @@ impl Endpoint {
             udp_sport: 0xc000 | (qpn as u16 & 0x3fff),
             req: Requester::new(start_psn),
             resp: Responder::new(start_psn),
-            rp: ReactionPoint::new(self.cfg.dcqcn, self.cfg.bits_per_sec()),
+            rp: match &self.ib_cc {
+                Some(cc) => {
+                    ReactionPoint::with_ib_cc(self.cfg.dcqcn, self.cfg.bits_per_sec(), cc.clone())
+                }
+                None => ReactionPoint::new(self.cfg.dcqcn, self.cfg.bits_per_sec()),
+            },
             np: NotificationPoint::new(self.cfg.dcqcn.cnp_mode),
             next_send_ps: 0,
             progress_at: Nanos::ZERO,
@@ -597,7 +623,7 @@ impl Endpoint {
         }
         if meta.ecn() == Ecn::Ce {
             self.qps[qi].counters.ce_received += 1;
-            let interval = self.cfg.dcqcn.cnp_interval();
+            let interval = self.cnp_interval();
             if self.qps[qi].np.on_ce(now, interval) {
                 self.send_cnp(qi);
             }
@@ -978,7 +1004,7 @@ impl Endpoint {
         }
         let data_waits = self.data_waits_for_credit();
         let window = u64::from(self.cfg.window_packets);
-        let interval = self.cfg.dcqcn.cnp_interval();
+        let interval = self.cnp_interval();
         let rto = self.cfg.rto();
         for q in &self.qps {
             if q.req.can_send(window) && !data_waits {
@@ -1006,7 +1032,7 @@ impl Endpoint {
         self.advance_to(now);
         self.run_faults(now);
         self.flush_credit(now);
-        let interval = self.cfg.dcqcn.cnp_interval();
+        let interval = self.cnp_interval();
         let rto = self.cfg.rto();
         for qi in 0..self.qps.len() {
             let q = &mut self.qps[qi];

@@ -159,6 +159,19 @@ fn credit(out: &mut String, f: &Fabric, span: Nanos) {
     }
     topic(out, "credit, switch ports waiting", ports);
     topic(out, "credit, hosts waiting", hosts);
+    let marked: u64 = f
+        .switches
+        .iter()
+        .flat_map(|(_, sw)| (0..sw.port_count()).map(|p| sw.counters(p)))
+        .flat_map(|c| c.classes.iter().map(|k| k.ecn_marked))
+        .sum();
+    if marked > 0 {
+        let becns: u64 = f.hosts.iter().map(|h| h.counters.cnps_sent).sum();
+        let _ = writeln!(
+            out,
+            "  congestion control: the switches marked FECN on {marked} packets; the destinations answered with {becns} BECNs (CNPs)."
+        );
+    }
     if let Some((bytes, at)) = fullest.filter(|(b, _)| *b > 0) {
         let _ = writeln!(
             out,

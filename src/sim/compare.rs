@@ -21,11 +21,13 @@ pub enum Setting {
     RocePfc,
     /// InfiniBand: credit-based link-level flow control, no PFC, no ECN.
     Ib,
+    /// InfiniBand with its congestion control (FECN, BECN, the CCT) on top of credits.
+    IbCc,
 }
 
 impl Setting {
-    /// Every setting, in the order `compare` runs them by default.
-    pub const ALL: [Setting; 3] = [Setting::Roce, Setting::RocePfc, Setting::Ib];
+    /// Every setting.
+    pub const ALL: [Setting; 4] = [Setting::Roce, Setting::RocePfc, Setting::Ib, Setting::IbCc];
 
     /// Its name on the command line and in JSON.
     pub fn name(self) -> &'static str {
@@ -33,6 +35,7 @@ impl Setting {
             Setting::Roce => "roce",
             Setting::RocePfc => "roce-pfc",
             Setting::Ib => "ib",
+            Setting::IbCc => "ib-cc",
         }
     }
 
@@ -42,6 +45,7 @@ impl Setting {
             Setting::Roce => "RoCE PFC+ECN+DCQCN",
             Setting::RocePfc => "RoCE PFC only",
             Setting::Ib => "IB credits",
+            Setting::IbCc => "IB credits + CC",
         }
     }
 
@@ -89,10 +93,22 @@ impl Setting {
                 switch.insert("ecn".into(), false.into());
                 dcqcn.insert("enabled".into(), false.into());
             }
-            Setting::Ib => {
+            Setting::Ib | Setting::IbCc => {
                 table.insert("fabric".into(), "ib".into());
-                // No ECN on the fabric: DCQCN would have nothing to react to.
+                // DCQCN does not run on InfiniBand: credits alone, or IB's own
+                // congestion control.
                 dcqcn.insert("enabled".into(), false.into());
+                let mut ib = match table.remove("ib") {
+                    Some(toml::Value::Table(t)) => t,
+                    _ => toml::Table::new(),
+                };
+                let mut cc = match ib.remove("cc") {
+                    Some(toml::Value::Table(t)) => t,
+                    _ => toml::Table::new(),
+                };
+                cc.insert("enabled".into(), (self == Setting::IbCc).into());
+                ib.insert("cc".into(), toml::Value::Table(cc));
+                table.insert("ib".into(), toml::Value::Table(ib));
             }
         }
         endpoint.insert("dcqcn".into(), toml::Value::Table(dcqcn));

@@ -7,6 +7,7 @@ use super::scenario::Topology;
 use super::topology::Network;
 use crate::config::{CLASSES, ConfigError, SwitchConfig, Trust};
 use crate::credit::{BLOCK_BYTES, CreditConfig, MAX_WINDOW_BLOCKS};
+use crate::endpoint::ibcc::{CctEntry, IbCcConfig};
 use crate::link::Framing;
 use crate::switch::Switch;
 use crate::switch::sched::VlArbConfig;
@@ -43,7 +44,25 @@ pub struct IbFabric {
     pub cut_through: bool,
     /// The switches' VL arbitration.
     pub vl_arb: VlArbConfig,
+    /// InfiniBand congestion control (annex A10), if on.
+    pub cc: Option<IbCc>,
 }
+
+/// InfiniBand congestion control: switches mark FECN above a threshold, destinations
+/// answer each mark with a BECN (a CNP), sources slow down by their table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IbCc {
+    /// An egress VL queue deeper than this marks FECN on the packets it takes in, unless
+    /// the port is a victim (it waits for credit itself).
+    pub threshold_bytes: u64,
+    /// The sources' congestion control agent.
+    pub agent: IbCcConfig,
+}
+
+/// Default FECN threshold of an egress VL queue: eight 4 KiB packets.
+pub const DEFAULT_CC_THRESHOLD_BYTES: u64 = 32 * 1024;
+/// Default CCTI timer, in the IBA's units of 1.024 µs.
+pub const DEFAULT_CCTI_TIMER_UNITS: u16 = 16;
 
 /// Default receive buffer per VL: the most the 12-bit credit counters can advertise.
 pub const DEFAULT_BUFFER_PER_VL_BYTES: u64 = MAX_WINDOW_BLOCKS as u64 * BLOCK_BYTES;
@@ -96,6 +115,19 @@ impl IbFabric {
         cfg.tc_to_queue = self.sl_to_vl;
         cfg.disable_pfc();
         cfg.disable_ecn();
+        if let Some(cc) = &self.cc {
+            // FECN (carried as CE in the simulator) on every packet a queue deeper than
+            // the threshold takes in.
+            for q in &mut cfg.queues {
+                q.ecn = Some(crate::config::RedProfile {
+                    kmin_bytes: cc.threshold_bytes,
+                    kmax_bytes: cc.threshold_bytes,
+                    pmax: 1.0,
+                    gentle: false,
+                });
+                q.mark_at = crate::config::MarkAt::Enqueue;
+            }
+        }
         cfg
     }
 
@@ -126,6 +158,85 @@ pub(super) struct IbSpec {
     vl_arb_high: Option<Vec<(u8, u8)>>,
     vl_arb_low: Option<Vec<(u8, u8)>>,
     vl_high_limit: Option<u8>,
+    cc: Option<IbCcSpec>,
+}
+
+/// The `[ib.cc]` table as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IbCcSpec {
+    #[serde(default)]
+    enabled: bool,
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
+    threshold_bytes: Option<u64>,
+    ccti_increase: Option<u16>,
+    ccti_limit: Option<u16>,
+    ccti_min: Option<u16>,
+    ccti_timer: Option<u16>,
+    table: Option<Vec<(u8, u16)>>,
+}
+
+impl IbCcSpec {
+    fn resolve(self) -> Result<Option<IbCc>, ConfigError> {
+        if !self.enabled {
+            return Ok(None);
+        }
+        let table: Vec<CctEntry> = match self.table {
+            None => IbCcConfig::default_table(),
+            Some(t) => t
+                .into_iter()
+                .map(|(shift, multiplier)| CctEntry { shift, multiplier })
+                .collect(),
+        };
+        if table.is_empty() || table.len() > 16_384 {
+            return Err(err(
+                "ib.cc.table",
+                "give 1 to 16384 [shift, multiplier] entries",
+            ));
+        }
+        if let Some(e) = table.iter().find(|e| e.shift > 3 || e.multiplier > 0x3fff) {
+            return Err(err(
+                "ib.cc.table",
+                format!(
+                    "[{}, {}]: shift is 0-3 and multiplier 0-16383 (a 16-bit entry)",
+                    e.shift, e.multiplier
+                ),
+            ));
+        }
+        let last = (table.len() - 1) as u16;
+        let ccti_limit = self.ccti_limit.unwrap_or(last);
+        if ccti_limit > last {
+            return Err(err(
+                "ib.cc.ccti_limit",
+                format!("{ccti_limit} is past the table's last index, {last}"),
+            ));
+        }
+        let ccti_min = self.ccti_min.unwrap_or(0);
+        if ccti_min > ccti_limit {
+            return Err(err("ib.cc.ccti_min", "above ccti_limit"));
+        }
+        let timer = self.ccti_timer.unwrap_or(DEFAULT_CCTI_TIMER_UNITS);
+        if timer == 0 {
+            return Err(err(
+                "ib.cc.ccti_timer",
+                "give at least 1 (units of 1.024 µs)",
+            ));
+        }
+        let threshold_bytes = self.threshold_bytes.unwrap_or(DEFAULT_CC_THRESHOLD_BYTES);
+        if threshold_bytes == 0 {
+            return Err(err("ib.cc.threshold_bytes", "give at least 1 byte"));
+        }
+        Ok(Some(IbCc {
+            threshold_bytes,
+            agent: IbCcConfig {
+                ccti_increase: self.ccti_increase.unwrap_or(1),
+                ccti_limit,
+                ccti_min,
+                ccti_timer: Nanos(u64::from(timer) * 1024),
+                table,
+            },
+        }))
+    }
 }
 
 fn err(key: &str, message: impl Into<String>) -> ConfigError {
@@ -245,6 +356,7 @@ pub(super) fn resolve(
                 switch_latency: spec.switch_latency_ns.map_or(DEFAULT_SWITCH_LATENCY, Nanos),
                 cut_through: spec.cut_through.unwrap_or(true),
                 vl_arb,
+                cc: spec.cc.unwrap_or_default().resolve()?,
             }))
         }
         other => Err(err(
@@ -267,8 +379,17 @@ impl Fabric {
         match self {
             Fabric::Roce => "RoCEv2".to_owned(),
             Fabric::Ib(ib) => format!(
-                "InfiniBand: credit flow control, {} per VL; switches {}, {} latency",
+                "InfiniBand: credit flow control, {} per VL; {}switches {}, {} latency",
                 crate::bytes::human(ib.buffer_per_vl_bytes),
+                match &ib.cc {
+                    Some(cc) => format!(
+                        "congestion control (FECN above {}, CCTI +{} per BECN, -1 per {}); ",
+                        crate::bytes::human(cc.threshold_bytes),
+                        cc.agent.ccti_increase,
+                        cc.agent.ccti_timer.human()
+                    ),
+                    None => String::new(),
+                },
                 if ib.cut_through {
                     "cut-through"
                 } else {
@@ -339,6 +460,9 @@ impl Network {
         for &n in &self.hosts {
             if let super::Node::Host(h) = &mut self.engine.nodes[n] {
                 h.endpoint.set_credit(credit, dscp_to_vl);
+                if let Some(cc) = &ib.cc {
+                    h.endpoint.set_ib_cc(cc.agent.clone());
+                }
             }
         }
     }

@@ -646,7 +646,11 @@ impl Switch {
         }
         let ecn = meta.map_or(Ecn::NotEct, |m| m.ecn());
         let mut mark = None;
-        if let (Some(profile), MarkAt::Enqueue) = (queue_cfg.ecn, queue_cfg.mark_at) {
+        // On InfiniBand a port that waits for credit is a victim of congestion further on,
+        // not its root: it marks no FECN (the IBA's default Victim_Mask).
+        let victim = port.credit.as_ref().is_some_and(|c| c.waiting(q));
+        if let (Some(profile), MarkAt::Enqueue, false) = (queue_cfg.ecn, queue_cfg.mark_at, victim)
+        {
             let decision = red::decide(&profile, depth, &mut self.rng);
             if decision.hit {
                 if ecn.is_ect() {
