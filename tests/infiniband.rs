@@ -472,3 +472,27 @@ fn cut_through_latency_is_the_header_times_switch_latencies_and_cables() {
         "RoCEv2: FCT {fct} ns, expected {expected:.2}"
     );
 }
+
+/// Ring all-reduce on InfiniBand: every size right, and every rank's every step timed
+/// (the jitter `compare` reports), on either fabric.
+#[test]
+fn ring_allreduce_is_right_on_infiniband_and_its_steps_are_timed() {
+    for fabric in ["roce", "ib"] {
+        let s = Scenario::load_edited("ring", |t| {
+            rocelab::config::set_key(t, &format!("fabric=\"{fabric}\""))?;
+            rocelab::config::set_key(t, "allreduce.max_bytes=\"1M\"")
+        })
+        .unwrap();
+        let o = run(&s).unwrap();
+        assert_eq!(o.allreduce.len(), 8, "8 KB to 1 MB");
+        for row in &o.allreduce {
+            assert_eq!(row.result.wrong, Some(0), "{fabric} {}", row.result.size);
+            let st = row.steps;
+            // 4 ranks, 2 (N - 1) steps each.
+            assert_eq!(st.count, 4 * 6, "{fabric} {}", row.result.size);
+            assert!(st.min_ns > 0 && st.min_ns <= st.p50_ns && st.p50_ns <= st.p99_ns);
+            assert!(st.p99_ns <= st.max_ns);
+            assert!(st.max_ns <= row.result.time_ns.unwrap());
+        }
+    }
+}

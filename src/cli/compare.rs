@@ -46,8 +46,8 @@ pub struct Args {
     /// Write the comparison as JSON here (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Write compare.json and one SVG per metric (goodput, victim, fct, busbw, buffer,
-    /// stalls) here.
+    /// Write compare.json and one SVG per metric (goodput, victim, fct, busbw, steps,
+    /// buffer, stalls) here.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }

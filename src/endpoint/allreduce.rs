@@ -201,6 +201,9 @@ pub struct RingAllReduce {
     start_at: Nanos,
     started: Option<Nanos>,
     finished: Option<Nanos>,
+    /// Per step: pieces still to arrive, and when its last one did.
+    step_left: Vec<usize>,
+    step_done: Vec<Option<Nanos>>,
 }
 
 impl RingAllReduce {
@@ -268,12 +271,17 @@ impl RingAllReduce {
             start_at: Nanos::ZERO,
             started: None,
             finished: None,
+            step_left: Vec::new(),
+            step_done: Vec::new(),
         };
         let prev = (rank + ranks.max(1) - 1) % ranks.max(1);
         for s in 0..run.steps_or_zero() {
             run.to_send += run.pieces(run.chunk_sent_by(rank, s));
-            run.to_receive += run.pieces(run.chunk_sent_by(prev, s));
+            let pieces = run.pieces(run.chunk_sent_by(prev, s));
+            run.to_receive += pieces;
+            run.step_left.push(pieces);
         }
+        run.step_done = vec![None; run.step_left.len()];
         // Send buffers with their pages mapped now, as many as a window holds in flight:
         // a first touch of fresh pages in the middle of a run costs milliseconds of idle
         // link.
@@ -393,6 +401,24 @@ impl RingAllReduce {
 
     fn steps(&self) -> usize {
         2 * (self.ranks - 1)
+    }
+
+    /// How long each of its 2(N − 1) steps took at this rank: from the end of the step
+    /// before (the first: from its start) to the arrival of the step's last piece, ns, for
+    /// the steps that completed. The steps overlap (a piece goes on as soon as it is
+    /// reduced), so these are the intervals between step completions, which a slow link
+    /// or a pause stretches.
+    pub fn step_times(&self) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.step_done.len());
+        let mut last = self.started;
+        for done in &self.step_done {
+            let (Some(from), Some(to)) = (last, *done) else {
+                break;
+            };
+            out.push(to.saturating_sub(from).0);
+            last = Some(to.max(from));
+        }
+        out
     }
 
     /// Steps, 0 for a single rank.
@@ -551,6 +577,12 @@ impl Application for RingAllReduce {
                     return;
                 }
                 let (s, piece) = (((imm >> 12) & 0x1fff) as usize, (imm & 0xfff) as usize);
+                if let Some(left) = self.step_left.get_mut(s) {
+                    *left = left.saturating_sub(1);
+                    if *left == 0 {
+                        self.step_done[s] = Some(now);
+                    }
+                }
                 self.work.push_back(Work {
                     reduce: (s < self.ranks - 1).then_some(s),
                     send: (s + 1 < self.steps()).then_some(s + 1),

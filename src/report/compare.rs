@@ -17,19 +17,9 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 
 /// The settings side by side: one column each, one metric per row.
 pub fn table(rows: &[Measured]) -> String {
-    let width = rows
-        .iter()
-        .map(|r| r.label.len())
-        .max()
-        .unwrap_or(10)
-        .max(12);
-    let mut out = String::new();
+    let mut lines: Vec<(String, Vec<String>)> = Vec::new();
     let mut line = |name: &str, cell: &dyn Fn(&Measured) -> String| {
-        let _ = write!(out, "{name:<METRIC$}");
-        for r in rows {
-            let _ = write!(out, " {:>width$}", cell(r));
-        }
-        out.push('\n');
+        lines.push((name.to_owned(), rows.iter().map(cell).collect()));
     };
     line("", &|r| r.label.clone());
     line("goodput, all sending QPs (Gb/s)", &|r| {
@@ -88,6 +78,19 @@ pub fn table(rows: &[Measured]) -> String {
                 )
             },
         );
+        line("  its step times p50 / p99 / max (µs)", &|r| {
+            let st = &r.allreduce[i].steps;
+            if st.count == 0 {
+                return "-".to_owned();
+            }
+            let us = |ns: u64| ns as f64 / 1e3;
+            format!(
+                "{:.1} / {:.1} / {:.1}",
+                us(st.p50_ns),
+                us(st.p99_ns),
+                us(st.max_ns)
+            )
+        });
     }
     line("deepest egress queue (KB)", &|r| {
         format!("{:.1}", r.summary.max_queue_bytes as f64 / 1e3)
@@ -124,6 +127,25 @@ pub fn table(rows: &[Measured]) -> String {
     line("retransmitted packets", &|r| {
         r.summary.retransmitted.to_string()
     });
+    // Every column as wide as its widest cell.
+    let widths: Vec<usize> = (0..rows.len())
+        .map(|i| {
+            lines
+                .iter()
+                .map(|(_, cells)| cells[i].chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(12)
+        })
+        .collect();
+    let mut out = String::new();
+    for (name, cells) in &lines {
+        let _ = write!(out, "{name:<METRIC$}");
+        for (cell, &w) in cells.iter().zip(&widths) {
+            let _ = write!(out, " {cell:>w$}");
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -196,6 +218,28 @@ pub fn svgs(
         ));
     }
     if rows.first().is_some_and(|r| !r.allreduce.is_empty()) {
+        let groups: Vec<String> = rows[0]
+            .allreduce
+            .iter()
+            .map(|a| crate::bytes::human(a.size))
+            .collect();
+        out.push((
+            "steps.svg".to_owned(),
+            bars_svg(
+                &format!("{scenario}: all-reduce step time spread (p99 / p50) per size"),
+                "p99 / p50 of step times",
+                &groups,
+                &series(&|r| {
+                    r.allreduce
+                        .iter()
+                        .map(|a| {
+                            (a.steps.p50_ns > 0)
+                                .then(|| a.steps.p99_ns as f64 / a.steps.p50_ns as f64)
+                        })
+                        .collect()
+                }),
+            )?,
+        ));
         let groups: Vec<String> = rows[0]
             .allreduce
             .iter()

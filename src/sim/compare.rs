@@ -139,6 +139,8 @@ pub struct AllReduceSize {
     pub time_ns: Option<u64>,
     /// Bus bandwidth, GB/s, if it finished.
     pub busbw_gbytes_per_s: Option<f64>,
+    /// The spread of its step times over every rank: the jitter.
+    pub steps: super::run::StepSpread,
 }
 
 /// One setting's run, measured.
@@ -212,6 +214,7 @@ pub fn measure(setting: Setting, scenario: &Scenario, outcome: &Outcome) -> Meas
                 size: r.result.size,
                 time_ns: r.result.time_ns,
                 busbw_gbytes_per_s: r.result.time_ns.map(|_| r.result.busbw()),
+                steps: r.steps,
             })
             .collect(),
         frames: outcome.frames,

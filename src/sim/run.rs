@@ -46,6 +46,43 @@ pub struct AllReduceRow {
     /// What the fabric counted while it ran.
     #[serde(flatten)]
     pub fabric: FabricCounts,
+    /// How long its ring steps took, over every rank: their spread is the jitter.
+    pub steps: StepSpread,
+}
+
+/// The spread of an all-reduce's step times over every rank and step (see
+/// [`RingAllReduce::step_times`](crate::endpoint::allreduce::RingAllReduce::step_times)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct StepSpread {
+    /// Steps that completed.
+    pub count: usize,
+    /// The shortest, median, 99th percentile (nearest rank) and longest, ns; 0 without
+    /// steps.
+    pub min_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Longest.
+    pub max_ns: u64,
+}
+
+impl StepSpread {
+    /// The spread of `times`, ns.
+    pub fn of(mut times: Vec<u64>) -> StepSpread {
+        times.sort_unstable();
+        let at = |q: f64| {
+            let rank = ((q * times.len() as f64).ceil() as usize).clamp(1, times.len().max(1));
+            times.get(rank - 1).copied().unwrap_or(0)
+        };
+        StepSpread {
+            count: times.len(),
+            min_ns: times.first().copied().unwrap_or(0),
+            p50_ns: at(0.5),
+            p99_ns: at(0.99),
+            max_ns: times.last().copied().unwrap_or(0),
+        }
+    }
 }
 
 /// What a scenario run gives.
@@ -361,7 +398,15 @@ fn allreduce_row(net: &Network, ranks: &[usize], size: u64, before: &FabricCount
             .map_or_else(|| RankResult::missing(size), |r| r.result(net.endpoint(h)))
     });
     let now = FabricCounts::of(net);
+    let steps = StepSpread::of(
+        ranks
+            .iter()
+            .filter_map(|&h| allreduce_rank(net, h))
+            .flat_map(|r| r.step_times())
+            .collect(),
+    );
     AllReduceRow {
+        steps,
         result: AllReduceResult::over_ranks(size, parts),
         fabric: FabricCounts {
             cnps_sent: now.cnps_sent - before.cnps_sent,
