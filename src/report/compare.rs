@@ -22,8 +22,16 @@ pub fn table(rows: &[Measured]) -> String {
         lines.push((name.to_owned(), rows.iter().map(cell).collect()));
     };
     line("", &|r| r.label.clone());
-    line("goodput, all sending QPs (Gb/s)", &|r| {
-        format!("{:.3}", r.summary.goodput_gbps)
+    if rows
+        .iter()
+        .any(|r| !r.flows.is_empty() || !r.allreduce.is_empty())
+    {
+        line("goodput, all sending QPs (Gb/s)", &|r| {
+            format!("{:.3}", r.summary.goodput_gbps)
+        });
+    }
+    line("payload delivered over the run (Gb/s)", &|r| {
+        format!("{:.3}", r.summary.delivered_gbps)
     });
     if rows.iter().any(|r| r.flows.len() > 1) {
         line("goodput per flow, least / most (Gb/s)", &|r| {
@@ -159,7 +167,16 @@ pub fn svgs(
         rows.iter().map(|r| (r.label.clone(), f(r))).collect()
     };
     let mut out = Vec::new();
-    let mut groups: Vec<String> = vec!["all sending QPs".to_owned()];
+    // Bulk flows and all-reduce have QPs measured over the scenario's span; workloads
+    // only what was delivered over the run.
+    let qps = rows
+        .iter()
+        .any(|r| !r.flows.is_empty() || !r.allreduce.is_empty());
+    let mut groups: Vec<String> = vec![if qps {
+        "all sending QPs".to_owned()
+    } else {
+        "payload delivered".to_owned()
+    }];
     if rows.first().is_some_and(|r| r.flows.len() > 1) && rows[0].flows.len() <= 16 {
         groups.extend(
             rows[0]
@@ -176,7 +193,11 @@ pub fn svgs(
             "Gb/s",
             &groups,
             &series(&|r| {
-                let mut v = vec![Some(r.summary.goodput_gbps)];
+                let mut v = vec![Some(if qps {
+                    r.summary.goodput_gbps
+                } else {
+                    r.summary.delivered_gbps
+                })];
                 if per_flow {
                     v.extend(r.flows.iter().map(|f| Some(f.goodput_gbps)));
                 }

@@ -378,7 +378,8 @@ pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
             .variant
             .clone()
             .unwrap_or_else(|| scenario.name.clone()),
-        goodput_gbps: outcome.qps.iter().map(|q| q.gbps).sum(),
+        // A fold from +0: an empty f64 sum is -0, which prints as "-0.000".
+        goodput_gbps: outcome.qps.iter().map(|q| q.gbps).fold(0.0, |a, b| a + b),
         jain: jain(&outcome.qps.iter().map(|q| q.gbps).collect::<Vec<_>>()),
         busbw_gbytes_per_s: outcome
             .allreduce
