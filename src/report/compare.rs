@@ -245,6 +245,15 @@ pub fn svgs(
             .map(|a| crate::bytes::human(a.size))
             .collect();
         out.push((
+            "busbw.svg".to_owned(),
+            bars_svg(
+                &format!("{scenario}: all-reduce bus bandwidth per size"),
+                "busbw, GB/s",
+                &groups,
+                &series(&|r| r.allreduce.iter().map(|a| a.busbw_gbytes_per_s).collect()),
+            )?,
+        ));
+        out.push((
             "steps.svg".to_owned(),
             bars_svg(
                 &format!("{scenario}: all-reduce step time spread (p99 / p50) per size"),
@@ -259,20 +268,6 @@ pub fn svgs(
                         })
                         .collect()
                 }),
-            )?,
-        ));
-        let groups: Vec<String> = rows[0]
-            .allreduce
-            .iter()
-            .map(|a| crate::bytes::human(a.size))
-            .collect();
-        out.push((
-            "busbw.svg".to_owned(),
-            bars_svg(
-                &format!("{scenario}: all-reduce bus bandwidth per size"),
-                "busbw, GB/s",
-                &groups,
-                &series(&|r| r.allreduce.iter().map(|a| a.busbw_gbytes_per_s).collect()),
             )?,
         ));
     }
