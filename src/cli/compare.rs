@@ -156,9 +156,8 @@ fn run_all(scenarios: &[(Setting, Scenario)], jobs: usize) -> Result<Vec<Measure
                         .with_context(|| format!("{} on {}", s.name, setting.name()));
                     if let Ok(m) = &result {
                         sayln!(
-                            "{:<20} ran {} in {:.1} s of wall time ({} frames)",
+                            "{:<20} done in {:.1} s of wall time ({} frames simulated)",
                             setting.label(),
-                            s.duration.human(),
                             started.elapsed().as_secs_f64(),
                             m.frames
                         );
