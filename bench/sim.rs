@@ -9,6 +9,8 @@
 //!   timed: the regime the DCQCN checks run in.
 //! - `incast_64to1_40g_5ms`: the same with 64 senders (65 ports): the per-frame cost
 //!   should not grow with the port count.
+//! - `incast_2to1_40g_5ms_ib`: the 2:1 incast on InfiniBand (`fabric = "ib"`: credits,
+//!   cut-through, flow-control packets as frames of their own).
 //! - `web_search_128_leaf_spine_1ms`: the built-in `web-search` scenario (Poisson
 //!   web-search flows at 50 % load on 128 hosts, 8 leaves and 4 spines at 100 Gb/s), its
 //!   first millisecond.
@@ -31,7 +33,16 @@ const SPAN: Nanos = Nanos(5_000_000);
 /// The built-in 2:1 incast with `senders` senders instead of 2 (same links, switch and
 /// DCQCN), warmed up.
 fn warmed_incast(senders: usize) -> Network {
-    let mut s = Scenario::load("incast").expect("built-in scenario");
+    warmed_incast_on(senders, "roce")
+}
+
+/// [`warmed_incast`] on `fabric` (`"roce"` or `"ib"`).
+fn warmed_incast_on(senders: usize, fabric: &str) -> Network {
+    let mut s = Scenario::load_edited("incast", |t| {
+        t.insert("fabric".into(), fabric.into());
+        Ok(())
+    })
+    .expect("built-in scenario");
     s.topology.shape = Shape::Star { hosts: senders + 1 };
     let flow = s.flows[0];
     s.flows = (0..senders)
@@ -55,8 +66,8 @@ fn ring() -> Network {
     net
 }
 
-fn incast_frames(senders: usize) -> u64 {
-    let mut net = warmed_incast(senders);
+fn incast_frames(senders: usize, fabric: &str) -> u64 {
+    let mut net = warmed_incast_on(senders, fabric);
     let before = net.engine.stats().frames_delivered;
     net.engine.run(WARM + SPAN).unwrap();
     net.engine.stats().frames_delivered - before
@@ -91,7 +102,7 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10);
 
     for senders in [2, 64] {
-        group.throughput(Throughput::Elements(incast_frames(senders)));
+        group.throughput(Throughput::Elements(incast_frames(senders, "roce")));
         group.bench_function(format!("incast_{senders}to1_40g_5ms"), |b| {
             b.iter_batched(
                 || warmed_incast(senders),
@@ -103,6 +114,18 @@ fn bench(c: &mut Criterion) {
             )
         });
     }
+
+    group.throughput(Throughput::Elements(incast_frames(2, "ib")));
+    group.bench_function("incast_2to1_40g_5ms_ib", |b| {
+        b.iter_batched(
+            || warmed_incast_on(2, "ib"),
+            |mut net| {
+                net.engine.run(WARM + SPAN).unwrap();
+                net
+            },
+            BatchSize::PerIteration,
+        )
+    });
 
     group.throughput(Throughput::Elements(web_search_frames()));
     group.bench_function("web_search_128_leaf_spine_1ms", |b| {
