@@ -200,11 +200,6 @@ impl CreditLink {
         }
     }
 
-    /// The configuration it was built with.
-    pub fn config(&self) -> &CreditConfig {
-        &self.cfg
-    }
-
     /// The limit this port advertises for `vl` now: what it received plus what it has
     /// free, at most 2048 blocks ahead.
     fn limit(&self, vl: usize) -> u16 {
@@ -356,11 +351,6 @@ impl CreditLink {
             fc_sent: l.fc_sent,
             fc_received: l.fc_received,
         }
-    }
-
-    /// Blocks held in `vl`'s receive buffer now.
-    pub fn held_blocks(&self, vl: usize) -> u32 {
-        self.lanes[vl & 7].held
     }
 }
 

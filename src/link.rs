@@ -78,9 +78,6 @@ impl Framing {
 /// LRH and the VCRC. An IPv6 header becomes a GRH of the same 40 bytes. A link-packet
 /// envelope is the link packet's 6 bytes.
 pub fn ib_packet_bytes(frame: &[u8]) -> u64 {
-    const LRH: u64 = 8;
-    const VCRC: u64 = 2;
-    const UDP: u64 = 8;
     let len = frame.len() as u64;
     let ethertype_at = |i: usize| {
         frame
@@ -99,6 +96,19 @@ pub fn ib_packet_bytes(frame: &[u8]) -> u64 {
         _ => len.saturating_sub(l2) + LRH + VCRC,
     }
 }
+
+/// [`ib_packet_bytes`] of an untagged RoCEv2 IPv4 frame of `len` bytes (what the
+/// simulator's endpoints send), without the frame.
+pub fn ib_packet_bytes_ipv4(len: usize) -> u64 {
+    (len as u64).saturating_sub(14 + 20 + UDP) + LRH + VCRC
+}
+
+/// Bytes of an InfiniBand Local Route Header.
+const LRH: u64 = 8;
+/// Bytes of an InfiniBand variant CRC.
+const VCRC: u64 = 2;
+/// Bytes of a UDP header.
+const UDP: u64 = 8;
 
 fn bits_time(bits: u64, bits_per_sec: u64) -> Nanos {
     Nanos((u128::from(bits) * 1_000_000_000).div_ceil(u128::from(bits_per_sec.max(1))) as u64)
@@ -215,6 +225,38 @@ mod tests {
             now = tx.start(now.max(tx.free_at()), &[0; 1082]);
         }
         assert_eq!(tx.free_at(), Nanos(1000 + 88_480));
+    }
+
+    #[test]
+    fn an_infiniband_packet_is_the_frame_with_an_lrh_for_its_ethernet_ip_and_udp_headers() {
+        let frame = |ethertype: [u8; 2], tagged: bool, len: usize| {
+            let mut f = vec![0u8; len];
+            if tagged {
+                f[12..14].copy_from_slice(&[0x81, 0x00]);
+                f[16..18].copy_from_slice(&ethertype);
+            } else {
+                f[12..14].copy_from_slice(&ethertype);
+            }
+            f
+        };
+        // A 4 KiB WRITE middle: 14 + 20 + 8 + 12 + 4096 + 4 = 4154 bytes; as IB, LRH 8 +
+        // BTH 12 + 4096 + ICRC 4 + VCRC 2 = 4122.
+        assert_eq!(ib_packet_bytes(&frame([0x08, 0x00], false, 4154)), 4122);
+        assert_eq!(ib_packet_bytes_ipv4(4154), 4122);
+        // Tagged: the 4-byte tag goes too.
+        assert_eq!(ib_packet_bytes(&frame([0x08, 0x00], true, 4158)), 4122);
+        // IPv6: its 40-byte header becomes a GRH of the same size.
+        assert_eq!(
+            ib_packet_bytes(&frame([0x86, 0xdd], false, 4174)),
+            4122 + 40
+        );
+        // On the wire, two delimiters and no gap: 4124 bytes at 100 Gb/s is 329.92 ns.
+        let f = frame([0x08, 0x00], false, 4154);
+        assert_eq!(Framing::InfiniBand.wire_bits(&f), 4124 * 8);
+        assert_eq!(
+            Framing::InfiniBand.frame_time(&f, 100_000_000_000),
+            Nanos(330)
+        );
     }
 
     #[test]

@@ -4,8 +4,6 @@
 
 mod common;
 
-use rocelab::credit::{BLOCK_BYTES, blocks};
-use rocelab::link::ib_packet_bytes;
 use rocelab::sim::run::{Outcome, run};
 use rocelab::sim::scenario::Scenario;
 
@@ -19,11 +17,22 @@ fn outcome(text: &str) -> (Scenario, Outcome) {
     (s, o)
 }
 
-/// Bytes on the wire of an InfiniBand packet standing for a RoCEv2 frame of `len`.
+/// The InfiniBand packet (LRH to VCRC) standing for an untagged RoCEv2 IPv4 frame of
+/// `len` bytes: the Ethernet (14), IPv4 (20) and UDP (8) headers give way to an LRH (8);
+/// BTH, payload and ICRC stay; a VCRC (2) follows (IBA vol. 1, 7.7).
+fn ib_packet(len: usize) -> u64 {
+    (len - 14 - 20 - 8 + 8 + 2) as u64
+}
+
+/// Its bytes on the wire: the packet and a start and an end delimiter, no gap (the
+/// simulator's framing, docs/infiniband.md).
 fn ib_wire_bytes(len: usize) -> u64 {
-    let mut f = vec![0u8; len];
-    f[12] = 0x08;
-    ib_packet_bytes(&f) + rocelab::link::IB_DELIMITER_BYTES
+    ib_packet(len) + 2
+}
+
+/// Credit blocks of 64 bytes (IBA vol. 1, 7.9.4.1) a packet takes.
+fn blocks_of(len: usize) -> u64 {
+    ib_packet(len).div_ceil(64)
 }
 
 /// A middle packet of a WRITE with a 4096-byte MTU: Ethernet 14, IPv4 20, UDP 8, BTH 12,
@@ -71,14 +80,10 @@ fn one_link_sustains_the_lesser_of_line_rate_and_credit_over_round_trip() {
     // forwards it at once (its egress is idle) and frees its blocks, and the update
     // crosses back.
     let round_trip = packet_ns + delay + fc_ns + delay;
-    let per_packet = u64::from(blocks(ib_packet_bytes(&{
-        let mut f = vec![0u8; MIDDLE_FRAME];
-        f[12] = 0x08;
-        f
-    })));
+    let per_packet = blocks_of(MIDDLE_FRAME);
     let line = 4096.0 * 8.0 / (ib_wire_bytes(MIDDLE_FRAME) as f64 * 8.0 / rate) / 1e9;
     for buffer in [8192u64, 16384, 32768, 65536, 131072] {
-        let window = buffer / BLOCK_BYTES / per_packet;
+        let window = buffer / 64 / per_packet;
         let credit = window as f64 * 4096.0 * 8.0 / round_trip;
         let expected = line.min(credit);
         let (_, o) = outcome(&one_link(buffer));

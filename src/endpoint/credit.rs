@@ -62,12 +62,6 @@ impl Endpoint {
         self.credit.as_ref().map(|c| c.link.stats(vl, now))
     }
 
-    /// The VL data packets go on, with credit flow control.
-    pub fn data_vl(&self) -> Option<usize> {
-        let c = self.credit.as_ref()?;
-        Some(usize::from(c.dscp_to_vl[usize::from(self.cfg.dscp & 63)]))
-    }
-
     /// Whether data waits for credit (until the peer's next flow-control packet).
     pub(super) fn data_waits_for_credit(&self) -> bool {
         self.credit.as_ref().is_some_and(|c| {

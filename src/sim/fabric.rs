@@ -267,10 +267,9 @@ pub(super) fn resolve(
             let buffer = spec
                 .buffer_per_vl_bytes
                 .unwrap_or(DEFAULT_BUFFER_PER_VL_BYTES);
-            let packet =
-                crate::credit::blocks(crate::link::ib_packet_bytes(&frame_of(largest_frame)))
-                    as u64
-                    * BLOCK_BYTES;
+            let packet = crate::credit::blocks(crate::link::ib_packet_bytes_ipv4(largest_frame))
+                as u64
+                * BLOCK_BYTES;
             if buffer / BLOCK_BYTES * BLOCK_BYTES < packet {
                 return Err(err(
                     "ib.buffer_per_vl_bytes",
@@ -364,13 +363,6 @@ pub(super) fn resolve(
             format!("'{other}' is not a fabric: give \"roce\" or \"ib\""),
         )),
     }
-}
-
-/// An IPv4 frame of `len` bytes, for its InfiniBand length.
-fn frame_of(len: usize) -> Vec<u8> {
-    let mut f = vec![0u8; len.max(14)];
-    f[12] = 0x08;
-    f
 }
 
 impl Fabric {

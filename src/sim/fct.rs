@@ -57,9 +57,8 @@ fn frame_bits(framing: Framing, len: usize) -> (f64, f64) {
             (bits, bits - (IFG_BYTES * 8) as f64)
         }
         Framing::InfiniBand => {
-            let mut frame = vec![0u8; len];
-            frame[12] = 0x08;
-            let bits = framing.wire_bits(&frame) as f64;
+            let bits = ((crate::link::ib_packet_bytes_ipv4(len) + crate::link::IB_DELIMITER_BYTES)
+                * 8) as f64;
             (bits, bits)
         }
     }
