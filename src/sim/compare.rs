@@ -65,47 +65,32 @@ impl Setting {
     /// Lays the setting over a scenario's TOML table (its variants are dropped: the
     /// settings are the variants).
     pub fn apply(self, table: &mut toml::Table) {
-        table.remove("variant");
-        let section = |table: &mut toml::Table, name: &str| -> toml::Table {
+        /// The subtable `name` of `table`, taken out (empty if it had none).
+        fn take(table: &mut toml::Table, name: &str) -> toml::Table {
             match table.remove(name) {
                 Some(toml::Value::Table(t)) => t,
                 _ => toml::Table::new(),
             }
-        };
-        let mut switch = section(table, "switch");
-        let mut endpoint = section(table, "endpoint");
-        let mut dcqcn = match endpoint.remove("dcqcn") {
-            Some(toml::Value::Table(t)) => t,
-            _ => toml::Table::new(),
-        };
+        }
+        table.remove("variant");
+        let mut switch = take(table, "switch");
+        let mut endpoint = take(table, "endpoint");
+        let mut dcqcn = take(&mut endpoint, "dcqcn");
+        let mut ib = take(table, "ib");
         match self {
-            Setting::Roce => {
+            Setting::Roce | Setting::RocePfc => {
+                let ecn = self == Setting::Roce;
                 table.insert("fabric".into(), "roce".into());
-                table.remove("ib");
                 switch.insert("pfc".into(), true.into());
-                switch.insert("ecn".into(), true.into());
-                dcqcn.insert("enabled".into(), true.into());
-            }
-            Setting::RocePfc => {
-                table.insert("fabric".into(), "roce".into());
-                table.remove("ib");
-                switch.insert("pfc".into(), true.into());
-                switch.insert("ecn".into(), false.into());
-                dcqcn.insert("enabled".into(), false.into());
+                switch.insert("ecn".into(), ecn.into());
+                dcqcn.insert("enabled".into(), ecn.into());
             }
             Setting::Ib | Setting::IbCc => {
                 table.insert("fabric".into(), "ib".into());
                 // DCQCN does not run on InfiniBand: credits alone, or IB's own
                 // congestion control.
                 dcqcn.insert("enabled".into(), false.into());
-                let mut ib = match table.remove("ib") {
-                    Some(toml::Value::Table(t)) => t,
-                    _ => toml::Table::new(),
-                };
-                let mut cc = match ib.remove("cc") {
-                    Some(toml::Value::Table(t)) => t,
-                    _ => toml::Table::new(),
-                };
+                let mut cc = take(&mut ib, "cc");
                 cc.insert("enabled".into(), (self == Setting::IbCc).into());
                 ib.insert("cc".into(), toml::Value::Table(cc));
                 table.insert("ib".into(), toml::Value::Table(ib));
