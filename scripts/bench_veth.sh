@@ -14,6 +14,9 @@
 #
 # Usage (as root): scripts/bench_veth.sh [SECONDS_PER_RUN] [ROUNDS]
 #   SENDER_THREADS=N (default 2): sockets/threads of the C sender.
+#   FORWARDERS="bridge mmap ..." (default: bridge pnet mmap mmap2): which to run, of bridge,
+#   pnet, mmap (rocelab switch, one thread) and mmap2 (rocelab switch --cores 0,1: two
+#   threads, one receiving on each port, both forwarding through the one switch core).
 # Prints, per frame size and forwarder, the offered rate (sender) and the delivered rate
 # (counter in B), medians over rounds, and delivered / bridge-delivered -- the ratio only
 # when the sender offered at least 1.3x what the bridge delivers (else "bounded by the
@@ -116,9 +119,11 @@ start_forwarder() {
             ip link set "$SA" master "$BR"
             ip link set "$SB" master "$BR"
             ip link set "$BR" up ;;
-        pnet|mmap)
-            "$BIN" switch --preset default --port p0="$SA" --port p1="$SB" --io "$1" \
-                --interval 0 >/dev/null 2>&1 &
+        pnet|mmap|mmap2)
+            local io=$1 cores=()
+            [ "$1" = mmap2 ] && io=mmap cores=(--cores 0,1)
+            "$BIN" switch --preset default --port p0="$SA" --port p1="$SB" --io "$io" \
+                "${cores[@]}" --interval 0 >/dev/null 2>&1 &
             SWITCH_PID=$!
             sleep 0.5 ;;
     esac
@@ -158,7 +163,13 @@ print(round(s["sent"] / s["seconds"]), round(c["roce"] / s["seconds"]))' "$snd" 
     echo "round $round  $size B  $fwd: offered/delivered pps $line" >&2
 }
 
-FORWARDERS=(direct bridge pnet mmap)
+read -r -a CHOSEN <<< "${FORWARDERS:-bridge pnet mmap mmap2}"
+for f in "${CHOSEN[@]}"; do
+    case $f in bridge|pnet|mmap|mmap2) ;; *) echo "bench_veth.sh: unknown forwarder $f" >&2; exit 1 ;; esac
+done
+[ "$(nproc)" -ge 2 ] || CHOSEN=("${CHOSEN[@]/mmap2}")
+FORWARDERS=(direct bridge)
+for f in "${CHOSEN[@]}"; do [ -n "$f" ] && [ "$f" != bridge ] && FORWARDERS+=("$f"); done
 SIZES=(64 1082)
 for size in "${SIZES[@]}"; do
     for round in $(seq "$ROUNDS"); do
@@ -179,7 +190,7 @@ med = {k: (statistics.median(o for o, _ in v), statistics.median(d for _, d in v
        for k, v in runs.items()}
 sizes = sorted({s for s, _ in runs})
 names = {'bridge': 'Linux kernel bridge', 'pnet': 'rocelab switch --io pnet',
-         'mmap': 'rocelab switch --io mmap'}
+         'mmap': 'rocelab switch --io mmap', 'mmap2': '... --io mmap --cores 0,1'}
 print(f"\nveth forwarding, {secs} s per run, {rounds} rounds (medians); sender: C, "
       f"{threads} AF_PACKET sockets, sendmmsg x64, qdisc bypass; sizes without FCS")
 print("\nsender alone (A -> direct veth pair -> B, no forwarder):")
@@ -195,7 +206,7 @@ print(f"{'frame':>7}  {'forwarder':<26} {'offered pps':>12} {'delivered pps':>14
 bridge_short = []
 for size in sizes:
     base = med[(size, 'bridge')][1]
-    for fwd in ('bridge', 'pnet', 'mmap'):
+    for fwd in [f for f in ('bridge', 'pnet', 'mmap', 'mmap2') if (size, f) in med]:
         o, d, per = med[(size, fwd)]
         ratio = f"{d / base:.2f}" if o >= 1.3 * base else "bounded by the sender"
         if fwd == 'bridge' and o < 1.3 * base:

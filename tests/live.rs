@@ -278,6 +278,9 @@ fn ping_and_a_tcp_transfer_cross_the_switch() {
     );
 }
 
+/// The switch on two threads (`--cores 0,1`: p0 and p2 received on one, p1 on the
+/// other), so that every rank's frames cross from one thread's port to the other's and
+/// back: the all-reduce is right, nothing arrives out of order, and both threads forwarded.
 #[test]
 fn three_ranks_allreduce_through_the_live_switch() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -286,12 +289,16 @@ fn three_ranks_allreduce_through_the_live_switch() {
     }
     let lab = Lab::new("ar", 3);
     let config = switch_config(&lab, 1.0, &[]);
-    let sw = lab.switch(&config, &[]);
+    let stats = lab.path("stats.json");
+    let sw = lab.switch(
+        &config,
+        &["--cores", "0,1", "--json", stats.to_str().unwrap()],
+    );
     let start = unix_ms_in(800);
-    let report0 = lab.path("rank0.json");
+    let reports: Vec<PathBuf> = (0..3).map(|i| lab.path(&format!("rank{i}.json"))).collect();
     let ranks: Vec<Child> = (0..3)
         .map(|i| {
-            let mut args = vec![
+            let args = vec![
                 "--rate",
                 "1",
                 "-b",
@@ -304,10 +311,9 @@ fn three_ranks_allreduce_through_the_live_switch() {
                 &start,
                 "--limit",
                 "30",
+                "--json",
+                reports[i].to_str().unwrap(),
             ];
-            if i == 0 {
-                args.extend(["--json", report0.to_str().unwrap()]);
-            }
             lab.endpoint(i, &args)
         })
         .collect();
@@ -329,14 +335,43 @@ fn three_ranks_allreduce_through_the_live_switch() {
             );
         }
     }
-    stop(sw);
+    let out = stop(sw);
     // The rows as JSON, with keys docs/json.md lists.
-    let report = json(&report0);
+    let report = json(&reports[0]);
     assert_eq!(report["allreduce"].as_array().map(Vec::len), Some(3));
     assert_eq!(
         common::undocumented_keys("endpoint", &report),
         Vec::<String>::new()
     );
+    // Each port's frames left in the order the switch released them, whichever thread
+    // sent them: go-back-N would have discarded any that passed another.
+    for (i, path) in reports.iter().enumerate() {
+        let c = &json(path)["counters"];
+        for key in [
+            "out_of_order_received",
+            "retransmitted_packets",
+            "naks_sent",
+        ] {
+            assert_eq!(c[key], 0, "rank {i} {key}: {c}");
+        }
+    }
+    let stats = json(&stats);
+    let threads = stats["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 2, "{stats}");
+    assert_eq!(threads[0]["ports"], serde_json::json!(["p0", "p2"]));
+    assert_eq!(threads[1]["ports"], serde_json::json!(["p1"]));
+    for t in threads {
+        assert!(
+            t["frames"].as_u64() > Some(100),
+            "each thread forwarded: {t}"
+        );
+    }
+    assert_eq!(
+        common::undocumented_keys("switch", &stats),
+        Vec::<String>::new()
+    );
+    let text = text(&out.stdout);
+    assert!(text.contains("threads: p0+p2 busy"), "{text}");
 }
 
 /// Starts tshark in namespace `i` on its veth, writing to `file`, for `secs` seconds.

@@ -1,12 +1,15 @@
 //! `rocelab endpoint`: one RoCEv2 endpoint live on an interface.
 
-use super::{JsonReport, LiveArgs, SweepArgs, interface_mac, load_endpoint_config, seconds};
+use super::{
+    JsonReport, LiveArgs, SweepArgs, checked_cores, interface_mac, load_endpoint_config, seconds,
+};
 use anyhow::{Context, Result};
 use rocelab::config::endpoint::EndpointConfig;
 use rocelab::endpoint::app::{App, Application as _};
 use rocelab::endpoint::flow::Flow;
 use rocelab::endpoint::sweep::{AllReduceResult, Gather, Sweep};
 use rocelab::report::nccl;
+use rocelab::runtime::CoreList;
 use rocelab::runtime::{self, endpoint as live};
 use rocelab::time::Nanos;
 use std::path::PathBuf;
@@ -81,6 +84,10 @@ pub struct Args {
     linger: f64,
     #[command(flatten)]
     live: LiveArgs,
+    /// CPU core to pin to, e.g. 2: one thread runs the endpoint and its port, to
+    /// completion, on the first core listed.
+    #[arg(long)]
+    cores: Option<CoreList>,
     /// Write what happened as JSON (`-`: standard output, the text then going to
     /// standard error).
     #[arg(long = "json", alias = "report", value_name = "FILE")]
@@ -156,7 +163,7 @@ pub fn run(args: Args) -> Result<()> {
         cfg: cfg.clone(),
         iface: args.iface.clone(),
         backend: args.live.backend,
-        cores: args.live.cores()?,
+        cores: checked_cores(args.cores.as_ref())?,
         run: live::RunOptions {
             busy_poll: args.live.busy_poll,
             limit: Some(seconds("--limit", args.limit)?),

@@ -132,22 +132,16 @@ pub struct LiveArgs {
     /// tags) or pnet (pnet's channel, a system call per frame).
     #[arg(long = "io", value_enum, default_value_t = Backend::Mmap)]
     pub backend: Backend,
-    /// CPU core to pin to, e.g. 2: one thread runs the core and all its ports, to
-    /// completion, on the first core listed.
-    #[arg(long)]
-    pub cores: Option<CoreList>,
     /// Spin while waiting instead of sleeping (lower latency, a whole core busy).
     #[arg(long)]
     pub busy_poll: bool,
 }
 
-impl LiveArgs {
-    /// The core list, checked against this machine.
-    pub fn cores(&self) -> Result<CoreList> {
-        let cores = self.cores.clone().unwrap_or_default();
-        cores.check().context("--cores")?;
-        Ok(cores)
-    }
+/// A `--cores` list, checked against this machine (none given: empty, no pinning).
+pub fn checked_cores(cores: Option<&CoreList>) -> Result<CoreList> {
+    let cores = cores.cloned().unwrap_or_default();
+    cores.check().context("--cores")?;
+    Ok(cores)
 }
 
 /// How the switch counters are printed (`--counters`).

@@ -1,9 +1,12 @@
 //! `rocelab switch`: the software switch live between network interfaces.
 
-use super::{Counters, JsonReport, LiveArgs, Preset, SwitchConfigArgs, key_value, seconds};
+use super::{
+    Counters, JsonReport, LiveArgs, Preset, SwitchConfigArgs, checked_cores, key_value, seconds,
+};
 use anyhow::Result;
 use rocelab::config::Trust;
 use rocelab::io::Backend;
+use rocelab::runtime::CoreList;
 use rocelab::runtime::{self, switch::SwitchOptions};
 use std::io;
 use std::path::PathBuf;
@@ -19,6 +22,12 @@ pub struct Args {
     ports: Vec<String>,
     #[command(flatten)]
     live: LiveArgs,
+    /// CPU cores to run on, e.g. 0,1 or 0-3: a thread pinned to each, run to completion.
+    /// Thread k receives on ports k, k + n, k + 2n, ... of the n threads and forwards
+    /// through the one shared switch core, sending on any port itself. At most one thread
+    /// per port. Default: one thread for everything, not pinned.
+    #[arg(long)]
+    cores: Option<CoreList>,
     /// Stop after this many seconds (default: run until Ctrl-C or SIGTERM).
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
@@ -74,7 +83,7 @@ pub fn run(args: Args) -> Result<()> {
         config,
         ifaces,
         backend: args.live.backend,
-        cores: args.live.cores()?,
+        cores: checked_cores(args.cores.as_ref())?,
         busy_poll: args.live.busy_poll,
         duration: args
             .duration
@@ -84,8 +93,10 @@ pub fn run(args: Args) -> Result<()> {
         metrics: args.metrics,
     };
     let stop = runtime::stop_on_signals()?;
+    let threads = runtime::switch::thread_count(&opts.cores, opts.ifaces.len());
+    let owner = runtime::switch::port_threads(opts.ifaces.len(), threads);
     eprintln!(
-        "rocelab switch: {} ports ({}), {:?} backend; Ctrl-C stops",
+        "rocelab switch: {} ports ({}), {:?} backend, {}; Ctrl-C stops",
         opts.ifaces.len(),
         names
             .iter()
@@ -93,7 +104,8 @@ pub fn run(args: Args) -> Result<()> {
             .map(|(n, i)| format!("{n}={i}"))
             .collect::<Vec<_>>()
             .join(", "),
-        opts.backend
+        opts.backend,
+        thread_plan(&opts.cores, &names, &owner, threads),
     );
     let outcome = runtime::switch::run(&opts, &stop, &mut io::stdout())?;
     sayln!(
@@ -106,6 +118,7 @@ pub fn run(args: Args) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    sayln!("{}", thread_summary(&outcome, &names));
     let cut: Vec<String> = names
         .iter()
         .zip(&outcome.kernel)
@@ -135,6 +148,8 @@ pub fn run(args: Args) -> Result<()> {
                 "elapsed_s": outcome.elapsed.as_secs_f64(),
                 "ports": rocelab::report::ports(&outcome.switch),
                 "kernel": kernel,
+                "threads": threads_json(&outcome, &names),
+                "behind": outcome.behind,
                 "config": rocelab::report::configs(Some(outcome.switch.config()), None),
             }),
         ))?;
@@ -143,4 +158,70 @@ pub fn run(args: Args) -> Result<()> {
         Some(e) => Err(anyhow::Error::new(e).context("stopped")),
         None => Ok(()),
     }
+}
+
+/// "one thread (not pinned)", or "2 threads: core 0 receives p0, p2; core 1 receives p1".
+fn thread_plan(cores: &CoreList, names: &[&str], owner: &[usize], threads: usize) -> String {
+    if threads == 1 {
+        return match cores.0.first() {
+            Some(c) => format!("one thread on core {c}"),
+            None => "one thread (not pinned)".to_owned(),
+        };
+    }
+    let each: Vec<String> = (0..threads)
+        .map(|t| {
+            let ports: Vec<&str> = (0..owner.len())
+                .filter(|&p| owner[p] == t)
+                .map(|p| names[p])
+                .collect();
+            format!("core {} receives {}", cores.0[t], ports.join(", "))
+        })
+        .collect();
+    format!("{threads} threads: {}", each.join("; "))
+}
+
+/// How the threads fared: each one's busy share and the frames it took late, and the
+/// frames that entered behind another thread's.
+fn thread_summary(outcome: &runtime::switch::SwitchOutcome, names: &[&str]) -> String {
+    let each: Vec<String> = outcome
+        .threads
+        .iter()
+        .zip(&outcome.thread_ports)
+        .map(|(t, ports)| {
+            let ports: Vec<&str> = ports.iter().map(|&p| names[p]).collect();
+            format!(
+                "{} busy {:.0} %, {} frames, {:.1} % late",
+                ports.join("+"),
+                t.busy() * 100.0,
+                t.frames,
+                t.late() * 100.0
+            )
+        })
+        .collect();
+    let mut line = format!("threads: {}", each.join("; "));
+    if outcome.threads.len() > 1 {
+        line += &format!(
+            "; {} frames entered behind another thread's (by up to {:.1} µs)",
+            outcome.behind.frames,
+            outcome.behind.max_ns as f64 / 1e3
+        );
+    }
+    line
+}
+
+/// The threads for `--json`: ports, busy share, frames, late frames.
+fn threads_json(outcome: &runtime::switch::SwitchOutcome, names: &[&str]) -> serde_json::Value {
+    outcome
+        .threads
+        .iter()
+        .zip(&outcome.thread_ports)
+        .map(|(t, ports)| {
+            serde_json::json!({
+                "ports": ports.iter().map(|&p| names[p]).collect::<Vec<_>>(),
+                "busy": t.busy(),
+                "frames": t.frames,
+                "late_frames": t.late_frames,
+            })
+        })
+        .collect()
 }

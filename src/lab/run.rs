@@ -303,7 +303,8 @@ pub fn run(
             .map(|name| net.name(&format!("s{name}")))
             .collect(),
         backend: opts.backend,
-        cores: opts.cores.clone(),
+        // One thread for the switch: the hosts' thread has the next core.
+        cores: CoreList(opts.cores.0.iter().take(1).copied().collect()),
         busy_poll: false,
         duration: None,
         interval: None,
@@ -436,7 +437,7 @@ pub fn run(
         interrupted,
         prefix,
         start_ns: start.0,
-        switch_thread: sw_out.thread,
+        switch_thread: sw_out.threads.first().copied().unwrap_or_default(),
         hosts_thread,
         into_r0,
     })

@@ -74,6 +74,9 @@ pub enum RuntimeError {
         "frame size {0}: give 62 or more, with (size - 58) a multiple of 4 (e.g. 62, 66, 1082)"
     )]
     FrameSize(usize),
+    /// A thread of the run panicked (a bug: its message went to standard error).
+    #[error("a {0} thread panicked")]
+    ThreadPanicked(&'static str),
 }
 
 /// A peers file that cannot be used.

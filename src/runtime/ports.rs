@@ -1,15 +1,23 @@
 //! The ports of one run-to-completion thread and the loop that drives its cores. The
-//! thread owns the ports' sockets and one or more cores (the switch, or endpoints): it
-//! waits on every socket at once, takes what arrived with the kernel's receive times, hands
-//! each frame to its core at that time, runs the cores' timers and transmissions at their
-//! own times, in time order, and sends what they release in batches. No frame crosses a
-//! thread on the way.
+//! thread owns the ports' receive sockets and one or more cores (the switch, or
+//! endpoints): it waits on every socket at once, takes what arrived with the kernel's
+//! receive times, hands each frame to its core at that time, runs the cores' timers and
+//! transmissions at their own times, in time order, and sends what they release in
+//! batches. No frame crosses a thread on the way.
+//!
+//! A port's transmit side is a [`TxLane`]: its socket and the frames the kernel has not
+//! taken yet, behind a lock of its own. One thread's ports hold every lane they send on,
+//! so that a switch split over several threads ([`Ports::split`]) sends each frame from
+//! the thread that forwarded it, on any port, with no hand-off: the thread appends to the
+//! lane while it holds the switch (in the order the switch released the frames) and
+//! offers the lane to the kernel after letting the switch go.
 
 use super::{Clock, PortError};
 use crate::io::{self, Backend, FrameRx, FrameTx, KernelStats, Pool, RxFrame};
 use crate::link;
 use crate::time::Nanos;
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Frames read from a port at a time.
@@ -77,17 +85,50 @@ impl Wire {
     }
 }
 
-struct Port {
+/// The receive side of a port, owned by one thread.
+struct RxPort {
+    /// The port's number among all ports (the cores' numbering).
+    port: usize,
     name: String,
     rx: Box<dyn FrameRx>,
-    tx: Box<dyn FrameTx>,
     wire: Option<Wire>,
     /// The latest receive time handed out: a port's frames never pass each other.
     last_at: Nanos,
-    /// Frames released by the core that the kernel has not taken yet (a busy device).
+}
+
+/// The transmit side of a port: its socket and its backlog, shared by every thread that
+/// sends on the port.
+pub struct TxLane {
+    name: String,
+    queue: Mutex<TxQueue>,
+}
+
+struct TxQueue {
+    tx: Box<dyn FrameTx>,
+    /// Frames released by a core that the kernel has not taken yet, in the order they were
+    /// released (a busy device, or frames appended while another thread sends).
     pending: VecDeque<Vec<u8>>,
     /// Frames given up from a full backlog.
     overflow: u64,
+}
+
+impl TxLane {
+    fn new(name: &str, tx: Box<dyn FrameTx>) -> Arc<TxLane> {
+        Arc::new(TxLane {
+            name: name.to_owned(),
+            queue: Mutex::new(TxQueue {
+                tx,
+                pending: VecDeque::new(),
+                overflow: 0,
+            }),
+        })
+    }
+
+    /// The lane, locked. A thread that panicked while sending left nothing half-done that
+    /// matters here (frames are whole or not yet offered): the lock is taken over.
+    fn lock(&self) -> MutexGuard<'_, TxQueue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Maps the kernel's receive times (CLOCK_REALTIME) onto the run's clock.
@@ -136,24 +177,33 @@ fn realtime_ns() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// The ports of one thread, their frame buffers and their send backlogs.
+/// The ports of one thread: the receive sides it owns, the transmit lanes of every port
+/// it may send on, its frame buffers.
 pub struct Ports {
-    ports: Vec<Port>,
+    rx: Vec<RxPort>,
+    /// Every port's lane, by port number.
+    tx: Vec<Arc<TxLane>>,
     pollfds: Vec<libc::pollfd>,
     pool: Pool,
+    buffer: usize,
     received: Vec<RxFrame>,
     stamps: Option<StampClock>,
+    /// Lanes this thread appended to and has not seen empty since (each once).
+    unsent: Vec<usize>,
 }
 
 impl Ports {
     /// No ports yet; frame buffers of `buffer` bytes.
     pub fn new(buffer: usize) -> Ports {
         Ports {
-            ports: Vec::new(),
+            rx: Vec::new(),
+            tx: Vec::new(),
             pollfds: Vec::new(),
             pool: Pool::new(2048, buffer),
+            buffer,
             received: Vec::with_capacity(RX_BATCH),
             stamps: None,
+            unsent: Vec::new(),
         }
     }
 
@@ -165,17 +215,55 @@ impl Ports {
     }
 
     fn add(&mut self, iface: &str, rx: Box<dyn FrameRx>, tx: Box<dyn FrameTx>) -> usize {
+        let port = self.tx.len();
         self.pollfds.push(io::readable(rx.fd()));
-        self.ports.push(Port {
+        self.rx.push(RxPort {
+            port,
             name: iface.to_owned(),
             rx,
-            tx,
             wire: None,
             last_at: Nanos::ZERO,
-            pending: VecDeque::new(),
-            overflow: 0,
         });
-        self.ports.len() - 1
+        self.tx.push(TxLane::new(iface, tx));
+        port
+    }
+
+    /// The receive side of port `port`, if this thread owns it.
+    fn rx_port(&mut self, port: usize) -> Option<&mut RxPort> {
+        self.rx.iter_mut().find(|p| p.port == port)
+    }
+
+    /// Splits the ports over `threads` threads: thread `owner[p]` receives on port `p`;
+    /// every thread may send on every port. Each part has buffers of its own.
+    pub fn split(self, owner: &[usize], threads: usize) -> Vec<Ports> {
+        assert_eq!(owner.len(), self.tx.len(), "one owner per port");
+        let mut parts: Vec<Ports> = (0..threads)
+            .map(|_| {
+                let mut p = Ports::new(self.buffer);
+                p.tx = self.tx.clone();
+                p
+            })
+            .collect();
+        for rx in self.rx {
+            let part = &mut parts[owner[rx.port]];
+            part.pollfds.push(io::readable(rx.rx.fd()));
+            part.rx.push(rx);
+        }
+        parts
+    }
+
+    /// Puts parts made by [`Ports::split`] back together.
+    pub fn join(parts: Vec<Ports>) -> Ports {
+        let mut parts = parts.into_iter();
+        let Some(mut all) = parts.next() else {
+            return Ports::new(0);
+        };
+        for part in parts {
+            all.rx.extend(part.rx);
+        }
+        all.rx.sort_by_key(|p| p.port);
+        all.pollfds = all.rx.iter().map(|p| io::readable(p.rx.fd())).collect();
+        all
     }
 
     /// Port `port` stands for a link of `bits_per_sec` with a one-way `propagation` delay.
@@ -185,7 +273,7 @@ impl Ports {
     /// a store-and-forward switch or a NIC sees it. On a real NIC the wire did that
     /// already, and this does nothing.
     pub fn emulate_link(&mut self, port: usize, bits_per_sec: u64, propagation: Nanos) {
-        let p = &mut self.ports[port];
+        let Some(p) = self.rx_port(port) else { return };
         if p.rx.instant_link() {
             p.wire = Some(Wire {
                 tx: link::Transmitter::new(bits_per_sec),
@@ -239,23 +327,26 @@ impl Ports {
     }
 
     /// Closes every port, all at once (closing a packet socket also waits for an RCU
-    /// grace period).
+    /// grace period). A lane another part still holds closes with that part.
     pub fn close(self) {
         std::thread::scope(|scope| {
-            for p in self.ports {
+            for p in self.rx {
                 scope.spawn(move || drop(p));
+            }
+            for lane in self.tx {
+                scope.spawn(move || drop(lane));
             }
         });
     }
 
-    /// How many ports.
+    /// How many ports (every port this thread may send on).
     pub fn len(&self) -> usize {
-        self.ports.len()
+        self.tx.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.ports.is_empty()
+        self.tx.is_empty()
     }
 
     /// An empty frame buffer.
@@ -268,37 +359,54 @@ impl Ports {
         self.pool.put(buf);
     }
 
-    /// Queues `frame` to leave on `port` at the next [`Ports::flush`].
+    /// Queues `frame` to leave on `port` at the next [`Ports::flush`]. Frames leave a port
+    /// in the order they were queued, whichever thread queued them.
     pub fn send(&mut self, port: usize, frame: Vec<u8>) {
-        let p = &mut self.ports[port];
-        if p.pending.len() >= TX_BACKLOG
-            && let Some(old) = p.pending.pop_front()
+        let mut lane = self.tx[port].lock();
+        if lane.pending.len() >= TX_BACKLOG
+            && let Some(old) = lane.pending.pop_front()
         {
-            p.overflow += 1;
+            lane.overflow += 1;
             self.pool.put(old);
         }
-        p.pending.push_back(frame);
+        lane.pending.push_back(frame);
+        drop(lane);
+        if !self.unsent.contains(&port) {
+            self.unsent.push(port);
+        }
     }
 
-    /// Offers every port's queued frames to the kernel; what a busy device does not take
-    /// now stays queued, in order.
+    /// Offers the queued frames of every port this thread queued on to the kernel (and
+    /// whatever other threads queued there meanwhile, in order); what a busy device does
+    /// not take now stays queued.
     pub fn flush(&mut self) -> Result<usize, PortError> {
         let mut sent = 0;
-        for p in &mut self.ports {
-            while !p.pending.is_empty() {
-                let batch = p.pending.make_contiguous();
-                let done = p.tx.transmit(batch).map_err(|cause| PortError {
-                    port: p.name.clone(),
-                    action: "send",
-                    cause,
-                })?;
-                for buf in p.pending.drain(..done) {
+        let mut k = 0;
+        while k < self.unsent.len() {
+            let lane = &self.tx[self.unsent[k]];
+            let mut q = lane.lock();
+            while !q.pending.is_empty() {
+                let TxQueue { tx, pending, .. } = &mut *q;
+                let done = tx
+                    .transmit(pending.make_contiguous())
+                    .map_err(|cause| PortError {
+                        port: lane.name.clone(),
+                        action: "send",
+                        cause,
+                    })?;
+                for buf in pending.drain(..done) {
                     self.pool.put(buf);
                 }
                 sent += done;
                 if done == 0 {
                     break;
                 }
+            }
+            if q.pending.is_empty() {
+                drop(q);
+                self.unsent.swap_remove(k);
+            } else {
+                k += 1;
             }
         }
         Ok(sent)
@@ -316,15 +424,15 @@ impl Ports {
         // A deadline is spun for at the end; a retry of the send backlog is slept for.
         let deadline = wake;
         let mut wake = wake;
-        if self.ports.iter().any(|p| !p.pending.is_empty()) {
+        if !self.unsent.is_empty() {
             wake = wake.min(Instant::now() + TX_RETRY);
         }
         // Rings can be looked at without a system call: a spin does that, and asks the
         // kernel only now and then (a socket error shows there).
-        let peekable = self.ports.iter().all(|p| p.rx.peek().is_some());
+        let peekable = self.rx.iter().all(|p| p.rx.peek().is_some());
         // A ring with a frame waiting needs no system call at all (a busy port's rounds
         // follow each other without one); a socket error shows once the frames stop.
-        if peekable && self.ports.iter().any(|p| p.rx.peek() == Some(true)) {
+        if peekable && self.rx.iter().any(|p| p.rx.peek() == Some(true)) {
             return Ok(());
         }
         let mut spins = 0u32;
@@ -333,7 +441,7 @@ impl Ports {
             let spin = busy || now < spin_until || deadline <= now + SPIN_BEFORE_DEADLINE;
             if spin && peekable && !spins.is_multiple_of(64) {
                 spins += 1;
-                if self.ports.iter().any(|p| p.rx.peek() == Some(true)) {
+                if self.rx.iter().any(|p| p.rx.peek() == Some(true)) {
                     return Ok(());
                 }
                 if now >= wake {
@@ -370,7 +478,7 @@ impl Ports {
     /// A port whose socket reports an error (its interface went down or away) fails.
     fn check_errors(&self) -> Result<(), PortError> {
         let bad = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
-        for (p, f) in self.ports.iter().zip(&self.pollfds) {
+        for (p, f) in self.rx.iter().zip(&self.pollfds) {
             if f.revents & bad != 0
                 && let Some(cause) = io::socket_error(f.fd)
             {
@@ -398,7 +506,7 @@ impl Ports {
             stamps.sync(clock);
         }
         let stamps = *stamps;
-        for (k, p) in self.ports.iter_mut().enumerate() {
+        for p in &mut self.rx {
             // Everything waiting, not one batch: frames left behind would enter after the
             // core had moved past their time (a ring holds a few thousand at most).
             for _ in 0..MAX_BATCHES {
@@ -420,7 +528,7 @@ impl Ports {
                         at = w.carry(at, f.data.len());
                     }
                     out.push(Arrival {
-                        port: k,
+                        port: p.port,
                         at,
                         frame: f.data,
                     });
@@ -433,17 +541,18 @@ impl Ports {
         Ok(())
     }
 
-    /// Each port's kernel statistics (receive counts, and frames the kernel refused to
-    /// send or a full backlog gave up).
+    /// Each port's kernel statistics (receive counts of the ports this thread receives
+    /// on, and frames the kernel refused to send or a full backlog gave up), by port.
     pub fn kernel_stats(&mut self) -> Vec<KernelStats> {
-        self.ports
-            .iter_mut()
-            .map(|p| {
-                let mut s = p.rx.kernel_stats();
-                s.tx_refused = p.tx.refused() + p.overflow;
-                s
-            })
-            .collect()
+        let mut stats = vec![KernelStats::default(); self.tx.len()];
+        for p in &mut self.rx {
+            stats[p.port] = p.rx.kernel_stats();
+        }
+        for (s, lane) in stats.iter_mut().zip(&self.tx) {
+            let q = lane.lock();
+            s.tx_refused = q.tx.refused() + q.overflow;
+        }
+        stats
     }
 }
 

@@ -1,5 +1,13 @@
-//! `rocelab switch`: the switch core live between network interfaces, on one pinned
-//! thread that owns every port (see [`super::ports`]).
+//! `rocelab switch`: the switch core live between network interfaces, on pinned
+//! run-to-completion threads (see [`super::ports`]).
+//!
+//! One thread per core listed: thread `k` receives on ports `k`, `k + n`, `k + 2n`, ...
+//! Every thread forwards what it receives through the one switch core (one shared buffer,
+//! one MMU, one set of PFC states, as in a shared-memory switch) and sends each frame the
+//! switch releases itself, on whichever port it leaves by: no frame is handed to another
+//! thread. The threads take the switch in turn, a frame or a timer at a time; a frame
+//! whose kernel time is before what another thread last handed the switch enters at the
+//! switch's time (counted in [`Behind`]). With one core, one thread does everything.
 
 use super::metrics;
 use super::ports::{Core, Driver, Ports, ThreadStats};
@@ -11,8 +19,8 @@ use crate::switch::Switch;
 use crate::time::Nanos;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How to run.
@@ -24,7 +32,7 @@ pub struct SwitchOptions {
     pub ifaces: Vec<String>,
     /// `mmap` (a TPACKET_V2 ring and `sendmmsg` batches) or `pnet`.
     pub backend: Backend,
-    /// Cores to pin to (empty: no pinning).
+    /// Cores to run on: a thread pinned to each (empty: one thread, not pinned).
     pub cores: CoreList,
     /// Spin instead of sleeping.
     pub busy_poll: bool,
@@ -47,8 +55,59 @@ pub struct SwitchOutcome {
     pub elapsed: Duration,
     /// A port's fatal error, if that is what stopped it.
     pub error: Option<PortError>,
-    /// How its thread fared.
-    pub thread: ThreadStats,
+    /// How each thread fared, in thread order.
+    pub threads: Vec<ThreadStats>,
+    /// The ports each thread received on, in thread order.
+    pub thread_ports: Vec<Vec<usize>>,
+    /// Frames that entered after another thread's later frame.
+    pub behind: Behind,
+}
+
+/// Frames one thread handed the switch after another thread had handed it a frame with a
+/// later time: they enter at the switch's time (time never goes back in the core), a
+/// little after their kernel time. With one thread there are none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Behind {
+    /// How many.
+    pub frames: u64,
+    /// The longest any waited past its kernel time, ns.
+    pub max_ns: u64,
+}
+
+impl Behind {
+    fn add(&mut self, other: Behind) {
+        self.frames += other.frames;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+}
+
+/// Thread `k` of `n` receives on ports `k`, `k + n`, ...: the owner of each of `ports`.
+pub fn port_threads(ports: usize, threads: usize) -> Vec<usize> {
+    (0..ports).map(|p| p % threads.max(1)).collect()
+}
+
+/// How many threads a switch of `ports` ports runs on `cores`: one per core, no more than
+/// one per port, at least one.
+pub fn thread_count(cores: &CoreList, ports: usize) -> usize {
+    cores.0.len().min(ports).max(1)
+}
+
+/// One thread's hold on the shared switch: the core its [`Driver`] runs.
+struct SwitchThread {
+    switch: Arc<Mutex<Switch>>,
+    behind: Behind,
+}
+
+impl SwitchThread {
+    fn lock(&self) -> MutexGuard<'_, Switch> {
+        hold(&self.switch)
+    }
+}
+
+/// The switch. A thread that panicked holding it stops the run (its join reports the
+/// panic); the others carry on until then.
+fn hold(switch: &Mutex<Switch>) -> MutexGuard<'_, Switch> {
+    switch.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Largest frame the ports must carry: the configured MTU plus the Ethernet header and a
@@ -90,16 +149,48 @@ pub fn run_sampled(
         .metrics
         .map(|addr| metrics::serve(addr, Arc::clone(stop)))
         .transpose()?;
-    // One thread runs the switch and all its ports, to completion.
+    let threads = thread_count(&opts.cores, ports.len());
+    let owner = port_threads(ports.len(), threads);
+    let thread_ports: Vec<Vec<usize>> = (0..threads)
+        .map(|t| (0..owner.len()).filter(|&p| owner[p] == t).collect())
+        .collect();
+    let switch = Arc::new(Mutex::new(Switch::new(&opts.config)));
+    let clock = Clock::start();
+    let mut parts = ports.split(&owner, threads).into_iter();
+    let mut driver = Driver::new(
+        vec![SwitchThread {
+            switch: Arc::clone(&switch),
+            behind: Behind::default(),
+        }],
+        parts.next().expect("one part per thread"),
+        vec![0; owner.len()],
+        clock,
+    );
+    // The other threads stop with this one (also when it returns early), or stop it when
+    // a port of theirs fails.
+    let workers_stop = Arc::new(AtomicBool::new(false));
+    let stop_workers = RaiseOnDrop(&workers_stop);
+    let workers: Vec<_> = parts
+        .enumerate()
+        .map(|(k, part)| {
+            let t = k + 1;
+            let core = SwitchThread {
+                switch: Arc::clone(&switch),
+                behind: Behind::default(),
+            };
+            let driver = Driver::new(vec![core], part, vec![0; owner.len()], clock);
+            let (cores, busy, stop) = (
+                opts.cores.clone(),
+                opts.busy_poll,
+                Arc::clone(&workers_stop),
+            );
+            std::thread::Builder::new()
+                .name(format!("switch-{t}"))
+                .spawn(move || worker(t, driver, &cores, busy, &stop))
+        })
+        .collect::<Result<_, _>>()?;
     opts.cores.pin(0);
     super::precise_timers();
-    let owner = vec![0; ports.len()];
-    let mut driver = Driver::new(
-        vec![Switch::new(&opts.config)],
-        ports,
-        owner,
-        Clock::start(),
-    );
     let started = Instant::now();
     let start_unix_secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -108,12 +199,12 @@ pub fn run_sampled(
     let mut next_line = opts.interval.map(|i| started + i);
     let mut next_snapshot = started;
     let mut next_sample = started;
-    let mut last_totals = Totals::of(&driver.cores[0]);
+    let mut last_totals = Totals::of(&hold(&switch));
     let mut last_line = started;
     let mut error = None;
 
     loop {
-        if stopped(stop) || end.is_some_and(|e| Instant::now() >= e) {
+        if stopped(stop) || stopped(&workers_stop) || end.is_some_and(|e| Instant::now() >= e) {
             break;
         }
         // Sleep until a frame comes, the switch's next deadline, or a housekeeping time.
@@ -136,17 +227,24 @@ pub fn run_sampled(
                 break;
             }
         };
-        let switch = &driver.cores[0];
         let now_i = Instant::now();
+        let due = |t: Option<Instant>| t.is_some_and(|t| now_i >= t);
+        if !(due(next_line)
+            || (sampler.is_some() && now_i >= next_sample)
+            || (snapshot.is_some() && now_i >= next_snapshot))
+        {
+            continue;
+        }
+        let switch = driver.cores[0].lock();
         if let (Some(interval), Some(t)) = (opts.interval, next_line)
             && now_i >= t
         {
-            let totals = Totals::of(switch);
+            let totals = Totals::of(&switch);
             let _ = writeln!(
                 out,
                 "{}",
                 summary_line(
-                    switch,
+                    &switch,
                     &last_totals,
                     &totals,
                     now_i - started,
@@ -161,44 +259,118 @@ pub fn run_sampled(
         if let Some(s) = sampler.as_mut()
             && now_i >= next_sample
         {
-            (s.call)(now_i - started, switch);
+            (s.call)(now_i - started, &switch);
             next_sample = now_i + s.every;
         }
         if let Some(snap) = &snapshot
             && now_i >= next_snapshot
         {
-            snap.set(metrics::render(switch, now, start_unix_secs));
+            snap.set(metrics::render(&switch, now, start_unix_secs));
             next_snapshot = now_i + Duration::from_millis(250);
         }
     }
+    drop(stop_workers);
     let elapsed = started.elapsed();
-    let (mut cores, mut ports, thread) = driver.into_parts();
+    let (cores, ports, thread) = driver.into_parts();
+    let mut behind = cores.iter().fold(Behind::default(), |mut b, c| {
+        b.add(c.behind);
+        b
+    });
+    let mut threads = vec![thread];
+    let mut parts = vec![ports];
+    for w in workers {
+        let done = w
+            .join()
+            .map_err(|_| RuntimeError::ThreadPanicked("switch"))?;
+        behind.add(done.behind);
+        threads.push(done.stats);
+        parts.push(done.ports);
+        error = error.or(done.error);
+    }
+    drop(cores);
+    let mut ports = Ports::join(parts);
     let kernel = ports.kernel_stats();
     ports.close();
-    let switch = cores.pop().expect("the driver holds the switch");
+    let switch = Arc::try_unwrap(switch)
+        .map_err(|_| RuntimeError::ThreadPanicked("switch"))?
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
     Ok(SwitchOutcome {
         switch,
         kernel,
         elapsed,
         error,
-        thread,
+        threads,
+        thread_ports,
+        behind,
     })
+}
+
+/// Raises its flag when dropped.
+struct RaiseOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for RaiseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What a worker thread gives back.
+struct WorkerDone {
+    ports: Ports,
+    stats: ThreadStats,
+    behind: Behind,
+    error: Option<PortError>,
+}
+
+/// Thread `t` (not the first) of a switch on several cores: its ports, until `stop`. A
+/// failing port raises `stop`, which stops the others.
+fn worker(
+    t: usize,
+    mut driver: Driver<SwitchThread>,
+    cores: &CoreList,
+    busy: bool,
+    stop: &AtomicBool,
+) -> WorkerDone {
+    cores.pin(t);
+    super::precise_timers();
+    let mut error = None;
+    while !stopped(stop) {
+        if let Err(e) = driver.round(Instant::now() + Duration::from_millis(50), busy) {
+            error = Some(e);
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+    let (cores, ports, stats) = driver.into_parts();
+    WorkerDone {
+        ports,
+        stats,
+        behind: cores.first().map(|c| c.behind).unwrap_or_default(),
+        error,
+    }
 }
 
 /// How far back the switch's thread replays a stall (see [`Core::catch_up`]).
 const SWITCH_CATCH_UP: Nanos = Nanos(50_000_000);
 
-impl Core for Switch {
+impl Core for SwitchThread {
+    /// The switch's next deadline, whatever port it is for: every change to the switch is
+    /// made by some thread, which then waits for the deadline it left, so every deadline
+    /// is kept by at least one thread.
     fn deadline(&self) -> Option<Nanos> {
-        self.poll_timeout()
+        self.lock().poll_timeout()
     }
 
     fn run_at(&mut self, t: Nanos, ports: &mut Ports) -> usize {
-        if self.poll_timeout().is_some_and(|d| d <= t) {
-            self.handle_timeout(t);
+        let mut sw = self.lock();
+        let t = t.max(sw.now());
+        if sw.poll_timeout().is_some_and(|d| d <= t) {
+            sw.handle_timeout(t);
         }
         let mut sent = 0;
-        while let Some((port, buf)) = self.poll_transmit_owned(t) {
+        // Queued on their lanes while the switch is held: a port's frames leave in the
+        // order the switch released them, whichever thread sends them.
+        while let Some((port, buf)) = sw.poll_transmit_owned(t) {
             ports.send(port, buf);
             sent += 1;
         }
@@ -206,7 +378,13 @@ impl Core for Switch {
     }
 
     fn arrive(&mut self, t: Nanos, port: usize, frame: Vec<u8>, _: &mut Ports) {
-        self.handle_owned_frame(t, port, frame);
+        let mut sw = hold(&self.switch);
+        let now = sw.now();
+        if t < now {
+            self.behind.frames += 1;
+            self.behind.max_ns = self.behind.max_ns.max((now - t).0);
+        }
+        sw.handle_owned_frame(t.max(now), port, frame);
     }
 
     /// Up to 50 ms: after a stall of its thread, every frame is taken at the time it came.
@@ -287,4 +465,24 @@ fn summary_line(sw: &Switch, last: &Totals, now: &Totals, at: Duration, span: Du
         now.marked - last.marked,
         now.dropped - last.dropped,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_are_dealt_to_threads_in_turn() {
+        assert_eq!(port_threads(5, 2), [0, 1, 0, 1, 0]);
+        assert_eq!(port_threads(3, 1), [0, 0, 0]);
+        assert_eq!(port_threads(2, 0), [0, 0], "no threads asked: one");
+    }
+
+    #[test]
+    fn one_thread_per_core_and_no_more_than_one_per_port() {
+        assert_eq!(thread_count(&CoreList(vec![]), 4), 1, "not pinned: one");
+        assert_eq!(thread_count(&CoreList(vec![0, 1]), 4), 2);
+        assert_eq!(thread_count(&CoreList(vec![0, 1, 2, 3]), 2), 2);
+        assert_eq!(thread_count(&CoreList(vec![3]), 0), 1);
+    }
 }
