@@ -210,3 +210,98 @@ mod tests {
         assert_eq!(Nanos::from_micros(55).to_string(), "0.000055000");
     }
 }
+
+/// The deadlines of many items (a switch's ports, an endpoint's QPs), at most one each,
+/// kept so that the earliest is found without looking at every item: a heap whose
+/// entries go stale when an item's deadline moves, skipped when they reach the top. The
+/// cost of a change or a lookup does not grow with the number of items.
+#[derive(Debug, Clone, Default)]
+pub struct Deadlines {
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(Nanos, usize)>>,
+    at: Vec<Option<Nanos>>,
+}
+
+impl Deadlines {
+    /// Item `item`'s deadline is now `at` (`None`: it has none).
+    pub fn set(&mut self, item: usize, at: Option<Nanos>) {
+        if item >= self.at.len() {
+            self.at.resize(item + 1, None);
+        }
+        if self.at[item] != at {
+            self.at[item] = at;
+            if let Some(t) = at {
+                self.heap.push(std::cmp::Reverse((t, item)));
+            }
+        }
+        self.trim();
+    }
+
+    /// Item `item`'s deadline.
+    pub fn get(&self, item: usize) -> Option<Nanos> {
+        self.at.get(item).copied().flatten()
+    }
+
+    /// The earliest deadline of any item.
+    pub fn first(&self) -> Option<Nanos> {
+        self.heap.peek().map(|r| r.0.0)
+    }
+
+    /// An item whose deadline is at or before `now`, earliest first (then lowest index);
+    /// its deadline is cleared.
+    pub fn pop_due(&mut self, now: Nanos) -> Option<usize> {
+        let &std::cmp::Reverse((t, item)) = self.heap.peek()?;
+        if t > now {
+            return None;
+        }
+        self.heap.pop();
+        self.at[item] = None;
+        self.trim();
+        Some(item)
+    }
+
+    /// Drops stale entries from the top, so that [`first`](Self::first) is exact.
+    fn trim(&mut self) {
+        while let Some(&std::cmp::Reverse((t, item))) = self.heap.peek() {
+            if self.at[item] == Some(t) {
+                break;
+            }
+            self.heap.pop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    use super::*;
+
+    #[test]
+    fn the_first_deadline_follows_every_change() {
+        let mut d = Deadlines::default();
+        assert_eq!(d.first(), None);
+        d.set(3, Some(Nanos(30)));
+        d.set(1, Some(Nanos(10)));
+        d.set(2, Some(Nanos(20)));
+        assert_eq!(d.first(), Some(Nanos(10)));
+        d.set(1, Some(Nanos(40)));
+        assert_eq!(d.first(), Some(Nanos(20)));
+        d.set(2, None);
+        assert_eq!(d.first(), Some(Nanos(30)));
+        assert_eq!(d.get(2), None);
+        assert_eq!(d.get(9), None);
+        assert_eq!(d.pop_due(Nanos(29)), None);
+        assert_eq!(d.pop_due(Nanos(50)), Some(3));
+        assert_eq!(d.pop_due(Nanos(50)), Some(1));
+        assert_eq!(d.pop_due(Nanos(50)), None);
+        assert_eq!(d.first(), None);
+    }
+
+    #[test]
+    fn items_due_together_come_lowest_index_first() {
+        let mut d = Deadlines::default();
+        for item in [5, 0, 3] {
+            d.set(item, Some(Nanos(7)));
+        }
+        let due: Vec<usize> = std::iter::from_fn(|| d.pop_due(Nanos(7))).collect();
+        assert_eq!(due, [0, 3, 5]);
+    }
+}

@@ -32,7 +32,7 @@ pub mod sweep;
 
 use crate::config::endpoint::EndpointConfig;
 use crate::link::Transmitter;
-use crate::time::Nanos;
+use crate::time::{Deadlines, Nanos};
 use crate::wire::bth::{BthRepr, Opcode};
 use crate::wire::cnp::CnpRepr;
 use crate::wire::pfc::{MacControl, PfcRepr, PrioritySet, pause_duration};
@@ -253,6 +253,18 @@ pub struct Endpoint {
     credit: Option<Box<credit::NicCredit>>,
     /// InfiniBand congestion control for the QPs created from now on, in place of DCQCN.
     ib_cc: Option<ibcc::IbCcConfig>,
+    /// Each QP's pacer time while it has a packet its window allows, and its timers
+    /// (DCQCN, the deferred CNP, retransmission), kept up to date as QPs change: the next
+    /// deadline and the QPs due are found without looking at every QP, so an endpoint with
+    /// many QPs (a receiver of a 64:1 incast) costs no more per frame than one with one.
+    /// Every entry point that changes a QP touches it and settles before it returns.
+    pacers: Deadlines,
+    timers: Deadlines,
+    /// QPs changed since the last settle (`touched[q]`: whether q is in `dirty`).
+    dirty: Vec<usize>,
+    touched: Vec<bool>,
+    /// The QPs whose timers came due, kept between timeouts.
+    due: Vec<usize>,
 }
 
 impl Endpoint {
@@ -287,7 +299,53 @@ impl Endpoint {
             ip_ident: 0,
             credit: None,
             ib_cc: None,
+            pacers: Deadlines::default(),
+            timers: Deadlines::default(),
+            dirty: Vec::new(),
+            touched: Vec::new(),
+            due: Vec::new(),
             cfg: cfg.clone(),
+        }
+    }
+
+    /// QP `qi` changed: its deadlines are recomputed at the next [`settle`](Self::settle).
+    #[inline]
+    fn touch(&mut self, qi: usize) {
+        if qi >= self.touched.len() {
+            self.touched.resize(qi + 1, false);
+        }
+        if !self.touched[qi] {
+            self.touched[qi] = true;
+            self.dirty.push(qi);
+        }
+    }
+
+    /// Recomputes the touched QPs' deadlines: the last step of every entry point that
+    /// changes a QP.
+    fn settle(&mut self) {
+        if self.dirty.is_empty() {
+            return;
+        }
+        let window = u64::from(self.cfg.window_packets);
+        let interval = self.cnp_interval();
+        let rto = self.cfg.rto();
+        for qi in self.dirty.drain(..) {
+            self.touched[qi] = false;
+            let q = &self.qps[qi];
+            let pacer = q
+                .req
+                .can_send(window)
+                .then(|| Nanos(q.next_send_ps.div_ceil(1000) as u64));
+            let timer = [
+                q.rp.deadline(),
+                q.np.deadline(interval),
+                (q.req.outstanding() > 0).then(|| q.rto_deadline(rto)),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            self.pacers.set(qi, pacer);
+            self.timers.set(qi, timer);
         }
     }
 
@@ -366,6 +424,11 @@ impl Endpoint {
     /// in the simulator) is answered by one. Call before creating QPs.
     pub fn set_ib_cc(&mut self, cc: ibcc::IbCcConfig) {
         self.ib_cc = Some(cc);
+        // The CNP interval changed: every QP's deferred CNP with it.
+        for qi in 0..self.qps.len() {
+            self.touch(qi);
+        }
+        self.settle();
     }
 
     /// The least time between two CNPs of a QP: DCQCN's interval, or none on
@@ -427,6 +490,8 @@ impl Endpoint {
             counters: QpCounters::default(),
         });
         self.by_qpn.insert(qpn, index);
+        self.touch(index);
+        self.settle();
         index
     }
 
@@ -491,6 +556,8 @@ impl Endpoint {
     pub fn post_write(&mut self, qp: usize, wr: SendWr) {
         let mtu = self.cfg.mtu as usize;
         self.qps[qp].req.post(wr, mtu);
+        self.touch(qp);
+        self.settle();
     }
 
     /// Records the driver's `now` (time must not go backwards).
@@ -517,6 +584,11 @@ impl Endpoint {
     /// has drained ([`handle_timeout`](Self::handle_timeout) takes it from there); MAC
     /// control frames never wait.
     pub fn handle_frame(&mut self, now: Nanos, frame: &[u8]) {
+        self.take_frame(now, frame);
+        self.settle();
+    }
+
+    fn take_frame(&mut self, now: Nanos, frame: &[u8]) {
         self.advance_to(now);
         if crate::credit::FcPacket::is_envelope(frame) {
             self.receive_link_packet(now, frame);
@@ -615,6 +687,7 @@ impl Endpoint {
         let Some(&qi) = self.by_qpn.get(&pkt.bth.dest_qp) else {
             return;
         };
+        self.touch(qi);
         let opcode = pkt.bth.opcode;
         if opcode.is_cnp() {
             self.qps[qi].counters.cnps_received += 1;
@@ -871,6 +944,11 @@ impl Endpoint {
         if !self.priority_open(self.data_priority, now) || self.data_waits_for_credit() {
             return None;
         }
+        // No QP is ready (the common case of a receiver): no need to look at each.
+        debug_assert!(self.dirty.is_empty(), "settled at the last entry point");
+        if self.pacers.first().is_none_or(|t| t > now) {
+            return None;
+        }
         let n = self.qps.len();
         let window = u64::from(self.cfg.window_packets);
         let now_ps = u128::from(now.0) * 1000;
@@ -970,13 +1048,36 @@ impl Endpoint {
             now_ps
         };
         q.next_send_ps = base + gap_ps;
+        self.touch(qi);
+        self.settle();
         self.link.start(now, &self.out);
         Some(&self.out)
     }
 
-    /// When to call again; `None` when there is nothing to do until a frame arrives.
+    /// When to call again; `None` when there is nothing to do until a frame arrives. Its
+    /// cost does not grow with the number of QPs.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Nanos> {
+        let mut next = self.link_deadline();
+        let mut at = |t: Nanos| next = Some(next.map_or(t, |n| n.min(t)));
+        if !self.data_waits_for_credit()
+            && let Some(pacer) = self.pacers.first()
+        {
+            at(self
+                .link
+                .free_at()
+                .max(pacer)
+                .max(self.priority_opens_at(self.data_priority)));
+        }
+        if let Some(t) = self.timers.first() {
+            at(t);
+        }
+        debug_assert_eq!(next, self.poll_timeout_by_scan(), "the QPs' deadlines");
+        next
+    }
+
+    /// The deadlines that are not a QP's: PFC and control frames, faults, credit updates.
+    fn link_deadline(&self) -> Option<Nanos> {
         let mut next: Option<Nanos> = None;
         let mut at = |t: Nanos| next = Some(next.map_or(t, |n| n.min(t)));
         let free = self.link.free_at();
@@ -1002,6 +1103,15 @@ impl Endpoint {
                 at(free.max(self.priority_opens_at(*p)));
             }
         }
+        next
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) by looking at every QP: what the kept
+    /// deadlines must give.
+    fn poll_timeout_by_scan(&self) -> Option<Nanos> {
+        let mut next = self.link_deadline();
+        let mut at = |t: Nanos| next = Some(next.map_or(t, |n| n.min(t)));
+        let free = self.link.free_at();
         let data_waits = self.data_waits_for_credit();
         let window = u64::from(self.cfg.window_packets);
         let interval = self.cnp_interval();
@@ -1032,9 +1142,20 @@ impl Endpoint {
         self.advance_to(now);
         self.run_faults(now);
         self.flush_credit(now);
+        // Frames a slow receiver drained may have changed QPs: their deadlines first.
+        self.settle();
         let interval = self.cnp_interval();
         let rto = self.cfg.rto();
-        for qi in 0..self.qps.len() {
+        // The QPs whose timers came due, in QP order (as a scan of every QP takes them):
+        // the others have nothing to run.
+        let mut due = std::mem::take(&mut self.due);
+        due.clear();
+        while let Some(qi) = self.timers.pop_due(now) {
+            due.push(qi);
+        }
+        due.sort_unstable();
+        for &qi in &due {
+            self.touch(qi);
             let q = &mut self.qps[qi];
             q.rp.on_timeout(now);
             if q.req.outstanding() > 0 && q.rto_deadline(rto) <= now {
@@ -1046,6 +1167,8 @@ impl Endpoint {
                 self.send_cnp(qi);
             }
         }
+        self.due = due;
+        self.settle();
     }
 }
 

@@ -309,9 +309,11 @@ impl Engine {
         Ok(Step::Idle)
     }
 
-    fn recycle(&mut self, mut frame: Vec<u8>) {
+    /// Keeps a delivered frame's buffer for a host to send into. Its bytes stay: the host
+    /// overwrites them ([`Endpoint::poll_transmit_into`]), and a buffer of the right
+    /// length already needs no zeroing.
+    fn recycle(&mut self, frame: Vec<u8>) {
         if self.pool.len() < 4096 {
-            frame.clear();
             self.pool.push(frame);
         }
     }
@@ -332,11 +334,16 @@ impl Engine {
         loop {
             let out = match &mut self.nodes[n] {
                 Node::Switch(s) => s.poll_transmit_owned(now),
-                Node::Host(h) => h.endpoint.poll_transmit(now).map(|f| {
+                Node::Host(h) => {
+                    // The frame is built in the buffer handed over: no copy.
                     let mut buf = self.pool.pop().unwrap_or_default();
-                    buf.extend_from_slice(f);
-                    (0, buf)
-                }),
+                    if h.endpoint.poll_transmit_into(now, &mut buf) {
+                        Some((0, buf))
+                    } else {
+                        self.pool.push(buf);
+                        None
+                    }
+                }
             };
             let Some((port, buf)) = out else { break };
             self.send(n, port, buf);
