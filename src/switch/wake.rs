@@ -13,22 +13,8 @@
 //! [`Switch::poll_timeout`]: super::Switch::poll_timeout
 
 use super::Port;
-use crate::time::Nanos;
+use crate::time::{Deadlines, Nanos};
 use crate::wire::PrioritySet;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-/// A port's deadlines as last computed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct PortWake {
-    /// When it may next transmit (a control frame, or a data queue's ready head).
-    tx: Option<Nanos>,
-    /// Its next PFC refresh.
-    timer: Option<Nanos>,
-    /// Whether the watchdog must poll for it (a stormed queue, or a paused lossless queue
-    /// holding frames).
-    watchdog: bool,
-}
 
 /// What the deadlines depend on besides the ports.
 #[derive(Debug, Clone, Copy)]
@@ -44,9 +30,13 @@ pub(super) struct Rules {
 /// The ports' deadlines: see the module documentation.
 #[derive(Debug, Default)]
 pub(super) struct Wakes {
-    tx: BinaryHeap<Reverse<(Nanos, usize)>>,
-    timers: BinaryHeap<Reverse<(Nanos, usize)>>,
-    at: Vec<PortWake>,
+    /// When each port may next transmit (a control frame, or a data queue's ready head).
+    tx: Deadlines,
+    /// Each port's next PFC refresh or flow-control packet.
+    timers: Deadlines,
+    /// Whether the watchdog must poll for each port (a stormed queue, or a paused lossless
+    /// queue holding frames).
+    watchdog: Vec<bool>,
     /// Ports touched since the last settle, each once (`touched[p]` says whether it is in).
     dirty: Vec<usize>,
     touched: Vec<bool>,
@@ -58,7 +48,7 @@ impl Wakes {
     /// Deadlines for `ports` ports, all idle.
     pub fn new(ports: usize) -> Wakes {
         Wakes {
-            at: vec![PortWake::default(); ports],
+            watchdog: vec![false; ports],
             touched: vec![false; ports],
             ..Wakes::default()
         }
@@ -75,86 +65,34 @@ impl Wakes {
         }
     }
 
-    /// Recomputes the touched ports' deadlines and drops stale entries from the heaps'
-    /// tops, so that [`next`](Self::next) is exact.
+    /// Recomputes the touched ports' deadlines, so that [`next`](Self::next) is exact.
     pub fn settle(&mut self, ports: &[Port], rules: Rules) {
         for port in self.dirty.drain(..) {
             self.touched[port] = false;
             let p = &ports[port];
-            let new = PortWake {
-                tx: p.tx_wake(rules.forward_stormed),
-                timer: p.timer_wake(),
-                watchdog: rules.watchdog && p.wants_watchdog(rules.lossless),
-            };
-            let old = std::mem::replace(&mut self.at[port], new);
-            if new.tx != old.tx
-                && let Some(t) = new.tx
-            {
-                self.tx.push(Reverse((t, port)));
-            }
-            if new.timer != old.timer
-                && let Some(t) = new.timer
-            {
-                self.timers.push(Reverse((t, port)));
-            }
-            self.watchdog_ports =
-                self.watchdog_ports + usize::from(new.watchdog) - usize::from(old.watchdog);
+            self.tx.set(port, p.tx_wake(rules.forward_stormed));
+            self.timers.set(port, p.timer_wake());
+            let watchdog = rules.watchdog && p.wants_watchdog(rules.lossless);
+            let old = std::mem::replace(&mut self.watchdog[port], watchdog);
+            self.watchdog_ports = self.watchdog_ports + usize::from(watchdog) - usize::from(old);
         }
-        let at = &self.at;
-        trim(&mut self.tx, |t, p| at[p].tx == Some(t));
-        trim(&mut self.timers, |t, p| at[p].timer == Some(t));
     }
 
     /// The earliest transmit and timer deadlines, and whether the watchdog must poll.
     pub fn next(&self) -> (Option<Nanos>, Option<Nanos>, bool) {
-        let top = |h: &BinaryHeap<Reverse<(Nanos, usize)>>| h.peek().map(|Reverse((t, _))| *t);
-        (top(&self.tx), top(&self.timers), self.watchdog_ports > 0)
+        (self.tx.first(), self.timers.first(), self.watchdog_ports > 0)
     }
 
     /// A port free to transmit at `now`, earliest deadline first (then lowest index). It
     /// is touched: whatever it does next, its deadline is recomputed at the next settle.
     pub fn pop_tx_due(&mut self, now: Nanos) -> Option<usize> {
-        pop_due(&mut self.tx, now, |t, p| self.at[p].tx == Some(t)).inspect(|&p| {
-            self.at[p].tx = None;
-            self.touch(p);
-        })
+        self.tx.pop_due(now).inspect(|&p| self.touch(p))
     }
 
     /// A port with a refresh timer due at `now`, touched as [`pop_tx_due`](Self::pop_tx_due)'s.
     pub fn pop_timer_due(&mut self, now: Nanos) -> Option<usize> {
-        pop_due(&mut self.timers, now, |t, p| self.at[p].timer == Some(t)).inspect(|&p| {
-            self.at[p].timer = None;
-            self.touch(p);
-        })
+        self.timers.pop_due(now).inspect(|&p| self.touch(p))
     }
-}
-
-/// Pops stale entries off the top of `heap`.
-fn trim(heap: &mut BinaryHeap<Reverse<(Nanos, usize)>>, valid: impl Fn(Nanos, usize) -> bool) {
-    while let Some(&Reverse((t, p))) = heap.peek() {
-        if valid(t, p) {
-            break;
-        }
-        heap.pop();
-    }
-}
-
-/// Pops the first valid entry of `heap` due at `now`, if there is one.
-fn pop_due(
-    heap: &mut BinaryHeap<Reverse<(Nanos, usize)>>,
-    now: Nanos,
-    valid: impl Fn(Nanos, usize) -> bool,
-) -> Option<usize> {
-    while let Some(&Reverse((t, p))) = heap.peek() {
-        if t > now {
-            return None;
-        }
-        heap.pop();
-        if valid(t, p) {
-            return Some(p);
-        }
-    }
-    None
 }
 
 impl Port {
