@@ -92,22 +92,42 @@ pub fn thread_count(cores: &CoreList, ports: usize) -> usize {
     cores.0.len().min(ports).max(1)
 }
 
+/// The switch the threads share, and which of them keeps its deadlines.
+struct Shared {
+    switch: Switch,
+    /// The thread that last handed the switch a frame or ran it: it waits for the
+    /// switch's next deadline, whatever port that is for, and the others do not, so that
+    /// a deadline wakes one thread rather than all of them. Whoever changes the switch
+    /// becomes the keeper and then computes its wait, so every deadline is kept.
+    keeper: usize,
+}
+
 /// One thread's hold on the shared switch: the core its [`Driver`] runs.
 struct SwitchThread {
-    switch: Arc<Mutex<Switch>>,
+    shared: Arc<Mutex<Shared>>,
+    /// This thread's number.
+    me: usize,
     behind: Behind,
 }
 
 impl SwitchThread {
-    fn lock(&self) -> MutexGuard<'_, Switch> {
-        hold(&self.switch)
+    fn new(shared: &Arc<Mutex<Shared>>, me: usize) -> SwitchThread {
+        SwitchThread {
+            shared: Arc::clone(shared),
+            me,
+            behind: Behind::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        hold(&self.shared)
     }
 }
 
 /// The switch. A thread that panicked holding it stops the run (its join reports the
 /// panic); the others carry on until then.
-fn hold(switch: &Mutex<Switch>) -> MutexGuard<'_, Switch> {
-    switch.lock().unwrap_or_else(|e| e.into_inner())
+fn hold(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Largest frame the ports must carry: the configured MTU plus the Ethernet header and a
@@ -154,14 +174,14 @@ pub fn run_sampled(
     let thread_ports: Vec<Vec<usize>> = (0..threads)
         .map(|t| (0..owner.len()).filter(|&p| owner[p] == t).collect())
         .collect();
-    let switch = Arc::new(Mutex::new(Switch::new(&opts.config)));
+    let shared = Arc::new(Mutex::new(Shared {
+        switch: Switch::new(&opts.config),
+        keeper: 0,
+    }));
     let clock = Clock::start();
     let mut parts = ports.split(&owner, threads).into_iter();
     let mut driver = Driver::new(
-        vec![SwitchThread {
-            switch: Arc::clone(&switch),
-            behind: Behind::default(),
-        }],
+        vec![SwitchThread::new(&shared, 0)],
         parts.next().expect("one part per thread"),
         vec![0; owner.len()],
         clock,
@@ -174,10 +194,7 @@ pub fn run_sampled(
         .enumerate()
         .map(|(k, part)| {
             let t = k + 1;
-            let core = SwitchThread {
-                switch: Arc::clone(&switch),
-                behind: Behind::default(),
-            };
+            let core = SwitchThread::new(&shared, t);
             let driver = Driver::new(vec![core], part, vec![0; owner.len()], clock);
             let (cores, busy, stop) = (
                 opts.cores.clone(),
@@ -199,7 +216,7 @@ pub fn run_sampled(
     let mut next_line = opts.interval.map(|i| started + i);
     let mut next_snapshot = started;
     let mut next_sample = started;
-    let mut last_totals = Totals::of(&hold(&switch));
+    let mut last_totals = Totals::of(&hold(&shared).switch);
     let mut last_line = started;
     let mut error = None;
 
@@ -235,16 +252,17 @@ pub fn run_sampled(
         {
             continue;
         }
-        let switch = driver.cores[0].lock();
+        let held = driver.cores[0].lock();
+        let switch = &held.switch;
         if let (Some(interval), Some(t)) = (opts.interval, next_line)
             && now_i >= t
         {
-            let totals = Totals::of(&switch);
+            let totals = Totals::of(switch);
             let _ = writeln!(
                 out,
                 "{}",
                 summary_line(
-                    &switch,
+                    switch,
                     &last_totals,
                     &totals,
                     now_i - started,
@@ -259,13 +277,13 @@ pub fn run_sampled(
         if let Some(s) = sampler.as_mut()
             && now_i >= next_sample
         {
-            (s.call)(now_i - started, &switch);
+            (s.call)(now_i - started, switch);
             next_sample = now_i + s.every;
         }
         if let Some(snap) = &snapshot
             && now_i >= next_snapshot
         {
-            snap.set(metrics::render(&switch, now, start_unix_secs));
+            snap.set(metrics::render(switch, now, start_unix_secs));
             next_snapshot = now_i + Duration::from_millis(250);
         }
     }
@@ -291,10 +309,11 @@ pub fn run_sampled(
     let mut ports = Ports::join(parts);
     let kernel = ports.kernel_stats();
     ports.close();
-    let switch = Arc::try_unwrap(switch)
+    let switch = Arc::try_unwrap(shared)
         .map_err(|_| RuntimeError::ThreadPanicked("switch"))?
         .into_inner()
-        .unwrap_or_else(|e| e.into_inner());
+        .unwrap_or_else(|e| e.into_inner())
+        .switch;
     Ok(SwitchOutcome {
         switch,
         kernel,
@@ -354,15 +373,26 @@ fn worker(
 const SWITCH_CATCH_UP: Nanos = Nanos(50_000_000);
 
 impl Core for SwitchThread {
-    /// The switch's next deadline, whatever port it is for: every change to the switch is
-    /// made by some thread, which then waits for the deadline it left, so every deadline
-    /// is kept by at least one thread.
+    /// The switch's next deadline, whatever port it is for, for the keeper (see
+    /// [`Shared::keeper`]); none for the other threads, which wake for their frames.
     fn deadline(&self) -> Option<Nanos> {
-        self.lock().poll_timeout()
+        let held = self.lock();
+        (held.keeper == self.me)
+            .then(|| held.switch.poll_timeout())
+            .flatten()
+    }
+
+    /// The switch's next deadline for every thread: one about to hand the switch a frame
+    /// first runs what fell due before it, each at its own time, whoever keeps the
+    /// deadlines.
+    fn timer(&self) -> Option<Nanos> {
+        self.lock().switch.poll_timeout()
     }
 
     fn run_at(&mut self, t: Nanos, ports: &mut Ports) -> usize {
-        let mut sw = self.lock();
+        let mut held = self.lock();
+        held.keeper = self.me;
+        let sw = &mut held.switch;
         let t = t.max(sw.now());
         if sw.poll_timeout().is_some_and(|d| d <= t) {
             sw.handle_timeout(t);
@@ -378,7 +408,9 @@ impl Core for SwitchThread {
     }
 
     fn arrive(&mut self, t: Nanos, port: usize, frame: Vec<u8>, _: &mut Ports) {
-        let mut sw = hold(&self.switch);
+        let mut held = hold(&self.shared);
+        held.keeper = self.me;
+        let sw = &mut held.switch;
         let now = sw.now();
         if t < now {
             self.behind.frames += 1;

@@ -80,7 +80,11 @@ impl Wakes {
 
     /// The earliest transmit and timer deadlines, and whether the watchdog must poll.
     pub fn next(&self) -> (Option<Nanos>, Option<Nanos>, bool) {
-        (self.tx.first(), self.timers.first(), self.watchdog_ports > 0)
+        (
+            self.tx.first(),
+            self.timers.first(),
+            self.watchdog_ports > 0,
+        )
     }
 
     /// A port free to transmit at `now`, earliest deadline first (then lowest index). It
