@@ -232,8 +232,8 @@ impl Deadlines {
             if let Some(t) = at {
                 self.heap.push(std::cmp::Reverse((t, item)));
             }
+            self.trim();
         }
-        self.trim();
     }
 
     /// Item `item`'s deadline.
