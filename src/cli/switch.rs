@@ -201,8 +201,9 @@ fn thread_summary(outcome: &runtime::switch::SwitchOutcome, names: &[&str]) -> S
     let mut line = format!("threads: {}", each.join("; "));
     if outcome.threads.len() > 1 {
         line += &format!(
-            "; {} frames entered behind another thread's (by up to {:.1} µs)",
+            "; {} frame{} entered behind another thread's (by up to {:.1} µs)",
             outcome.behind.frames,
+            if outcome.behind.frames == 1 { "" } else { "s" },
             outcome.behind.max_ns as f64 / 1e3
         );
     }

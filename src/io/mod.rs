@@ -88,6 +88,30 @@ impl Pool {
             self.free.push(buf);
         }
     }
+
+    /// Evens this pool out against `shared`, a store the pools of several threads use
+    /// (buffers received by one thread may be sent, and given back, by another): above
+    /// three quarters full it leaves the excess over half there; under an eighth it
+    /// takes enough back to be half full, if the store has them. Returns whether it moved
+    /// any.
+    pub fn balance(&mut self, shared: &mut Vec<Vec<u8>>) -> bool {
+        let half = self.count / 2;
+        if self.free.len() > self.count * 3 / 4 {
+            shared.extend(self.free.drain(half..));
+            true
+        } else if self.free.len() < self.count / 8 && !shared.is_empty() {
+            let want = (half - self.free.len()).min(shared.len());
+            self.free.extend(shared.drain(shared.len() - want..));
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether [`balance`](Self::balance) would move buffers.
+    pub fn unbalanced(&self) -> bool {
+        self.free.len() > self.count * 3 / 4 || self.free.len() < self.count / 8
+    }
 }
 
 /// A received frame.
@@ -433,4 +457,40 @@ fn with_vlan(frame: &[u8], tci: u16, tpid: u16, out: &mut Vec<u8>) {
     out.extend_from_slice(&tpid.to_be_bytes());
     out.extend_from_slice(&tci.to_be_bytes());
     out.extend_from_slice(&frame[12..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pools_of_two_threads_even_out_through_the_shared_store() {
+        let mut shared = Vec::new();
+        let mut sender = Pool::new(64, 16);
+        let mut receiver = Pool::new(64, 16);
+        // Half the sender's buffers are out (frames it received and sent).
+        let own: Vec<Vec<u8>> = (0..32).map(|_| sender.get()).collect();
+        assert!(!sender.unbalanced());
+        // The receiver hands 30 frames over to the sender, which sends them and gives
+        // their buffers back to its own pool.
+        let handed: Vec<Vec<u8>> = (0..30).map(|_| receiver.get()).collect();
+        assert!(!receiver.unbalanced(), "34 of 64 left");
+        for buf in handed {
+            sender.put(buf);
+        }
+        assert!(sender.unbalanced(), "62 of 64");
+        assert!(sender.balance(&mut shared));
+        assert_eq!(
+            (sender.free.len(), shared.len()),
+            (32, 30),
+            "the excess over half"
+        );
+        // The receiver, running low, takes them back rather than allocating.
+        let more: Vec<Vec<u8>> = (0..30).map(|_| receiver.get()).collect();
+        assert!(receiver.unbalanced(), "4 of 64 left");
+        assert!(receiver.balance(&mut shared));
+        assert_eq!((receiver.free.len(), shared.len()), (32, 2));
+        assert!(!sender.balance(&mut shared), "nothing to move");
+        drop((own, more));
+    }
 }

@@ -190,6 +190,9 @@ pub struct Ports {
     stamps: Option<StampClock>,
     /// Lanes this thread appended to and has not seen empty since (each once).
     unsent: Vec<usize>,
+    /// Spare buffers the parts of a split share, so that a thread that receives more
+    /// frames than it sends does not allocate while one that sends more frees.
+    spares: Option<Arc<Mutex<Vec<Vec<u8>>>>>,
 }
 
 impl Ports {
@@ -204,6 +207,18 @@ impl Ports {
             received: Vec::with_capacity(RX_BATCH),
             stamps: None,
             unsent: Vec::new(),
+            spares: None,
+        }
+    }
+
+    /// Evens the pool out against the other parts' (see [`Pool::balance`]): a lock taken
+    /// only when the pool is nearly empty or nearly full.
+    fn balance(&mut self) {
+        if let Some(spares) = &self.spares
+            && self.pool.unbalanced()
+        {
+            let mut spares = spares.lock().unwrap_or_else(|e| e.into_inner());
+            self.pool.balance(&mut spares);
         }
     }
 
@@ -237,10 +252,12 @@ impl Ports {
     /// every thread may send on every port. Each part has buffers of its own.
     pub fn split(self, owner: &[usize], threads: usize) -> Vec<Ports> {
         assert_eq!(owner.len(), self.tx.len(), "one owner per port");
+        let spares = (threads > 1).then(|| Arc::new(Mutex::new(Vec::new())));
         let mut parts: Vec<Ports> = (0..threads)
             .map(|_| {
                 let mut p = Ports::new(self.buffer);
                 p.tx = self.tx.clone();
+                p.spares = spares.clone();
                 p
             })
             .collect();
@@ -409,6 +426,7 @@ impl Ports {
                 k += 1;
             }
         }
+        self.balance();
         Ok(sent)
     }
 
@@ -506,6 +524,7 @@ impl Ports {
             stamps.sync(clock);
         }
         let stamps = *stamps;
+        self.balance();
         for p in &mut self.rx {
             // Everything waiting, not one batch: frames left behind would enter after the
             // core had moved past their time (a ring holds a few thousand at most).

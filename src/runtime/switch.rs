@@ -254,22 +254,19 @@ pub fn run_sampled(
         }
         let held = driver.cores[0].lock();
         let switch = &held.switch;
+        // Written once the switch is let go: a slow terminal holds up no thread.
+        let mut line = None;
         if let (Some(interval), Some(t)) = (opts.interval, next_line)
             && now_i >= t
         {
             let totals = Totals::of(switch);
-            let _ = writeln!(
-                out,
-                "{}",
-                summary_line(
-                    switch,
-                    &last_totals,
-                    &totals,
-                    now_i - started,
-                    now_i - last_line
-                )
-            );
-            let _ = out.flush();
+            line = Some(summary_line(
+                switch,
+                &last_totals,
+                &totals,
+                now_i - started,
+                now_i - last_line,
+            ));
             last_totals = totals;
             last_line = now_i;
             next_line = Some(t + interval);
@@ -283,8 +280,15 @@ pub fn run_sampled(
         if let Some(snap) = &snapshot
             && now_i >= next_snapshot
         {
+            // Another thread may have moved the switch past this thread's time.
+            let now = now.max(switch.now());
             snap.set(metrics::render(switch, now, start_unix_secs));
             next_snapshot = now_i + Duration::from_millis(250);
+        }
+        drop(held);
+        if let Some(line) = line {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
         }
     }
     drop(stop_workers);
@@ -296,14 +300,21 @@ pub fn run_sampled(
     });
     let mut threads = vec![thread];
     let mut parts = vec![ports];
+    let mut panicked = false;
+    // Every worker is joined, whatever the others did.
     for w in workers {
-        let done = w
-            .join()
-            .map_err(|_| RuntimeError::ThreadPanicked("switch"))?;
-        behind.add(done.behind);
-        threads.push(done.stats);
-        parts.push(done.ports);
-        error = error.or(done.error);
+        match w.join() {
+            Ok(done) => {
+                behind.add(done.behind);
+                threads.push(done.stats);
+                parts.push(done.ports);
+                error = error.or(done.error);
+            }
+            Err(_) => panicked = true,
+        }
+    }
+    if panicked {
+        return Err(RuntimeError::ThreadPanicked("switch"));
     }
     drop(cores);
     let mut ports = Ports::join(parts);
@@ -351,6 +362,8 @@ fn worker(
     busy: bool,
     stop: &AtomicBool,
 ) -> WorkerDone {
+    // A panic here stops the others too, as the end of the loop does.
+    let _stop_all = RaiseOnDrop(stop);
     cores.pin(t);
     super::precise_timers();
     let mut error = None;
