@@ -34,6 +34,8 @@ const LOOKAHEAD: Nanos = Nanos(2_000);
 const WIRE_SLACK: Nanos = Nanos(1_000_000);
 /// Frames a busy port holds for the kernel before the oldest are given up.
 const TX_BACKLOG: usize = 16_384;
+/// Most frames offered to the kernel at a time (what one `sendmmsg` takes).
+const TX_BATCH: usize = 1024;
 /// How soon a thread with frames the kernel did not take yet offers them again.
 const TX_RETRY: Duration = Duration::from_micros(20);
 /// A thread that had work spins this long for more before it sleeps: the next frame of a
@@ -104,7 +106,11 @@ pub struct TxLane {
 }
 
 struct TxQueue {
-    tx: Box<dyn FrameTx>,
+    /// The socket; `None` while a thread sends on it, outside the lock, so that a thread
+    /// appending frames (holding the switch) never waits for a system call. The sender
+    /// takes what was appended meanwhile before it puts the socket back: one sender at a
+    /// time, frames in order.
+    tx: Option<Box<dyn FrameTx>>,
     /// Frames released by a core that the kernel has not taken yet, in the order they were
     /// released (a busy device, or frames appended while another thread sends).
     pending: VecDeque<Vec<u8>>,
@@ -117,7 +123,7 @@ impl TxLane {
         Arc::new(TxLane {
             name: name.to_owned(),
             queue: Mutex::new(TxQueue {
-                tx,
+                tx: Some(tx),
                 pending: VecDeque::new(),
                 overflow: 0,
             }),
@@ -190,6 +196,8 @@ pub struct Ports {
     stamps: Option<StampClock>,
     /// Lanes this thread appended to and has not seen empty since (each once).
     unsent: Vec<usize>,
+    /// Frames being offered to the kernel, taken from a lane (kept between sends).
+    batch: Vec<Vec<u8>>,
     /// Spare buffers the parts of a split share, so that a thread that receives more
     /// frames than it sends does not allocate while one that sends more frees.
     spares: Option<Arc<Mutex<Vec<Vec<u8>>>>>,
@@ -207,6 +215,7 @@ impl Ports {
             received: Vec::with_capacity(RX_BATCH),
             stamps: None,
             unsent: Vec::new(),
+            batch: Vec::new(),
             spares: None,
         }
     }
@@ -400,34 +409,58 @@ impl Ports {
         let mut sent = 0;
         let mut k = 0;
         while k < self.unsent.len() {
-            let lane = &self.tx[self.unsent[k]];
-            let mut q = lane.lock();
-            while !q.pending.is_empty() {
-                let TxQueue { tx, pending, .. } = &mut *q;
-                let done = tx
-                    .transmit(pending.make_contiguous())
-                    .map_err(|cause| PortError {
-                        port: lane.name.clone(),
-                        action: "send",
-                        cause,
-                    })?;
-                for buf in pending.drain(..done) {
-                    self.pool.put(buf);
-                }
-                sent += done;
-                if done == 0 {
-                    break;
-                }
-            }
-            if q.pending.is_empty() {
-                drop(q);
-                self.unsent.swap_remove(k);
-            } else {
+            let lane = Arc::clone(&self.tx[self.unsent[k]]);
+            let (done, busy) = self.flush_lane(&lane)?;
+            sent += done;
+            if busy {
                 k += 1;
+            } else {
+                self.unsent.swap_remove(k);
             }
         }
         self.balance();
         Ok(sent)
+    }
+
+    /// Sends what waits on `lane`, unless another thread is sending on it (it takes what
+    /// waits before it lets the socket go). Returns how many frames went, and whether the
+    /// device was busy (frames left to offer again).
+    fn flush_lane(&mut self, lane: &TxLane) -> Result<(usize, bool), PortError> {
+        let mut sent = 0;
+        loop {
+            let mut q = lane.lock();
+            if q.pending.is_empty() {
+                return Ok((sent, false));
+            }
+            let Some(mut tx) = q.tx.take() else {
+                // Another thread is sending: it takes these too.
+                return Ok((sent, false));
+            };
+            let take = q.pending.len().min(TX_BATCH);
+            self.batch.extend(q.pending.drain(..take));
+            drop(q);
+            let result = tx.transmit(&self.batch);
+            let mut q = lane.lock();
+            q.tx = Some(tx);
+            let done = *result.as_ref().unwrap_or(&0);
+            // What did not go goes back ahead of what was appended meanwhile.
+            for buf in self.batch.drain(done..).rev() {
+                q.pending.push_front(buf);
+            }
+            drop(q);
+            for buf in self.batch.drain(..) {
+                self.pool.put(buf);
+            }
+            sent += done;
+            let busy = result.map_err(|cause| PortError {
+                port: lane.name.clone(),
+                action: "send",
+                cause,
+            })? == 0;
+            if busy {
+                return Ok((sent, true));
+            }
+        }
     }
 
     /// Waits until a frame arrives on any port or `wake` comes: spinning when `busy`, or
@@ -569,7 +602,7 @@ impl Ports {
         }
         for (s, lane) in stats.iter_mut().zip(&self.tx) {
             let q = lane.lock();
-            s.tx_refused = q.tx.refused() + q.overflow;
+            s.tx_refused = q.tx.as_ref().map_or(0, |tx| tx.refused()) + q.overflow;
         }
         stats
     }
