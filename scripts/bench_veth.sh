@@ -17,6 +17,10 @@
 #   FORWARDERS="bridge mmap ..." (default: bridge pnet mmap mmap2): which to run, of bridge,
 #   pnet, mmap (rocelab switch, one thread) and mmap2 (rocelab switch --cores 0,1: two
 #   threads, one receiving on each port, both forwarding through the one switch core).
+#   BIDIR=1: a sender in each namespace, A -> B and B -> A at once (each with
+#   SENDER_THREADS threads), and a counter in each; offered and delivered are the sums. Frames
+#   then enter the forwarder on both ports, as a switch on several threads needs to show
+#   what a second thread adds (on a machine with CPUs to spare for it).
 # Prints, per frame size and forwarder, the offered rate (sender) and the delivered rate
 # (counter in B), medians over rounds, and delivered / bridge-delivered -- the ratio only
 # when the sender offered at least 1.3x what the bridge delivers (else "bounded by the
@@ -46,10 +50,14 @@ NF=/proc/sys/net/bridge/bridge-nf-call-iptables
 NF_OLD=""
 SWITCH_PID=""
 COUNTER_PID=""
+BACK_PID=""
+SENDB_PID=""
 
 cleanup() {
     [ -n "$SWITCH_PID" ] && kill "$SWITCH_PID" 2>/dev/null && wait "$SWITCH_PID" 2>/dev/null || true
     [ -n "$COUNTER_PID" ] && kill "$COUNTER_PID" 2>/dev/null && wait "$COUNTER_PID" 2>/dev/null || true
+    [ -n "$BACK_PID" ] && kill "$BACK_PID" 2>/dev/null && wait "$BACK_PID" 2>/dev/null || true
+    [ -n "$SENDB_PID" ] && kill "$SENDB_PID" 2>/dev/null && wait "$SENDB_PID" 2>/dev/null || true
     ip link del "$BR" 2>/dev/null || true
     ip link del "$SA" 2>/dev/null || true
     ip link del "$SB" 2>/dev/null || true
@@ -83,10 +91,15 @@ MAC_B=$(ip netns exec "$NSB" cat /sys/class/net/"$HB"/address)
 if [ -e "$NF" ]; then NF_OLD=$(cat "$NF"); echo 0 > "$NF"; fi
 
 # The frames: what `rocelab traffic send` builds (MACs of A's and B's forwarded interfaces,
-# 198.18.0.1 -> 198.18.0.2, DSCP 26, ICRC valid), captured off the direct pair in B.
-capture_frame() {    # SIZE FILE
+# 198.18.0.1 -> 198.18.0.2, DSCP 26, ICRC valid), captured off the direct pair in B; with
+# BIDIR=1 also B's frames to A (198.18.0.2 -> 198.18.0.1), captured in A.
+capture_frame() {    # SIZE FILE [reverse]
     local size=$1 file=$2 cap
-    ip netns exec "$NSB" python3 - "$DB" "$file" <<'EOF' &
+    local from=$NSA to=$NSB out=$DA in=$DB dst=$MAC_B src=$MAC_A sip=198.18.0.1 dip=198.18.0.2
+    if [ "${3:-}" = reverse ]; then
+        from=$NSB to=$NSA out=$DB in=$DA dst=$MAC_A src=$MAC_B sip=198.18.0.2 dip=198.18.0.1
+    fi
+    ip netns exec "$to" python3 - "$in" "$file" <<'EOF' &
 import socket, sys
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
 s.bind((sys.argv[1], 0))
@@ -103,13 +116,19 @@ while True:
 EOF
     cap=$!
     sleep 0.3
-    ip netns exec "$NSA" "$BIN" traffic send --iface "$DA" --dst-mac "$MAC_B" --src-mac "$MAC_A" \
-        --size "$size" --count 3 --duration 1 >/dev/null
+    ip netns exec "$from" "$BIN" traffic send --iface "$out" --dst-mac "$dst" --src-mac "$src" \
+        --src-ip "$sip" --dst-ip "$dip" --size "$size" --count 3 --duration 1 >/dev/null
     wait "$cap" || { echo "bench_veth.sh: could not capture a $size B frame from rocelab traffic send" >&2; exit 1; }
 }
+BIDIR=${BIDIR:-0}
 capture_frame 62 "$TMP/frame64"
 printf '\0\0' >> "$TMP/frame64"         # 62 B RoCE packet + 2 B Ethernet padding = 64 B
 capture_frame 1082 "$TMP/frame1082"
+if [ "$BIDIR" = 1 ]; then
+    capture_frame 62 "$TMP/back64" reverse
+    printf '\0\0' >> "$TMP/back64"
+    capture_frame 1082 "$TMP/back1082" reverse
+fi
 
 start_forwarder() {
     case $1 in
@@ -137,28 +156,45 @@ stop_forwarder() {
     esac
 }
 
-# One run (in this shell, so cleanup sees the PIDs): A sends for SECS seconds; appends
-# "SIZE FORWARDER OFFERED DELIVERED" to $RES, in pps (frames the sender's sockets took / its
-# seconds, RoCE frames counted in B / the same seconds).
+# One run (in this shell, so cleanup sees the PIDs): A sends for SECS seconds (and B too
+# with BIDIR=1); appends "SIZE FORWARDER OFFERED DELIVERED" to $RES, in pps (frames the
+# senders' sockets took / their seconds, RoCE frames counted at the far ends / the same
+# seconds).
 RES=$TMP/results
 run_once() {
-    local fwd=$1 size=$2 round=$3 out snd tx rx line
+    local fwd=$1 size=$2 round=$3 out back snd sndb tx rx line
     tx=$HA rx=$HB
     [ "$fwd" = direct ] && tx=$DA rx=$DB
     start_forwarder "$fwd"
-    out=$(mktemp -p "$TMP")
+    out=$(mktemp -p "$TMP") back=$(mktemp -p "$TMP") sndb=$(mktemp -p "$TMP")
     ip netns exec "$NSB" "$BIN" traffic count --iface "$rx" --duration $((SECS + 2)) > "$out" &
     COUNTER_PID=$!
+    if [ "$BIDIR" = 1 ]; then
+        ip netns exec "$NSA" "$BIN" traffic count --iface "$tx" --duration $((SECS + 2)) > "$back" &
+        BACK_PID=$!
+    fi
     sleep 0.3
+    if [ "$BIDIR" = 1 ]; then
+        ip netns exec "$NSB" "$SENDER" "$rx" "$TMP/back$size" "$SECS" "$THREADS" > "$sndb" &
+        SENDB_PID=$!
+    fi
     snd=$(ip netns exec "$NSA" "$SENDER" "$tx" "$TMP/frame$size" "$SECS" "$THREADS")
+    if [ "$BIDIR" = 1 ]; then
+        wait "$SENDB_PID"; SENDB_PID=""
+        wait "$BACK_PID"; BACK_PID=""
+    fi
     wait "$COUNTER_PID"
     COUNTER_PID=""
     stop_forwarder "$fwd"
     line=$(python3 -c '
 import json, sys
 s = json.loads(sys.argv[1]); c = json.load(open(sys.argv[2]))
-print(round(s["sent"] / s["seconds"]), round(c["roce"] / s["seconds"]))' "$snd" "$out")
-    rm -f "$out"
+sent, got = s["sent"], c["roce"]
+if sys.argv[3] == "1":
+    sb = json.load(open(sys.argv[4])); cb = json.load(open(sys.argv[5]))
+    sent += sb["sent"]; got += cb["roce"]
+print(round(sent / s["seconds"]), round(got / s["seconds"]))' "$snd" "$out" "$BIDIR" "$sndb" "$back")
+    rm -f "$out" "$back" "$sndb"
     echo "$size $fwd $line" >> "$RES"
     echo "round $round  $size B  $fwd: offered/delivered pps $line" >&2
 }
@@ -179,9 +215,9 @@ for size in "${SIZES[@]}"; do
     done
 done
 
-python3 - "$RES" "$(nproc)" "$THREADS" "$SECS" "$ROUNDS" "$(( $(date +%s) - T0 ))" <<'EOF'
+python3 - "$RES" "$(nproc)" "$THREADS" "$SECS" "$ROUNDS" "$(( $(date +%s) - T0 ))" "$BIDIR" <<'EOF'
 import statistics, sys
-res, cpus, threads, secs, rounds, took = sys.argv[1], int(sys.argv[2]), *sys.argv[3:]
+res, cpus, threads, secs, rounds, took, bidir = sys.argv[1], int(sys.argv[2]), *sys.argv[3:]
 runs = {}
 for line in open(res):
     size, fwd, off, dl = line.split()
@@ -193,7 +229,10 @@ names = {'bridge': 'Linux kernel bridge', 'pnet': 'rocelab switch --io pnet',
          'mmap': 'rocelab switch --io mmap', 'mmap2': '... --io mmap --cores 0,1'}
 print(f"\nveth forwarding, {secs} s per run, {rounds} rounds (medians); sender: C, "
       f"{threads} AF_PACKET sockets, sendmmsg x64, qdisc bypass; sizes without FCS")
-print("\nsender alone (A -> direct veth pair -> B, no forwarder):")
+if bidir == "1":
+    print("both ways at once (BIDIR=1): a sender and a counter in each namespace; rates are sums")
+print("\nsender alone (A -> direct veth pair -> B, no forwarder):" if bidir != "1"
+      else "\nsenders alone (A <-> direct veth pair <-> B, no forwarder):")
 for size in sizes:
     o, d, _ = med[(size, 'direct')]
     b = med[(size, 'bridge')][1]
