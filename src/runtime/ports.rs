@@ -409,8 +409,8 @@ impl Ports {
         let mut sent = 0;
         let mut k = 0;
         while k < self.unsent.len() {
-            let lane = Arc::clone(&self.tx[self.unsent[k]]);
-            let (done, busy) = self.flush_lane(&lane)?;
+            let lane = &self.tx[self.unsent[k]];
+            let (done, busy) = flush_lane(lane, &mut self.batch, &mut self.pool)?;
             sent += done;
             if busy {
                 k += 1;
@@ -420,47 +420,6 @@ impl Ports {
         }
         self.balance();
         Ok(sent)
-    }
-
-    /// Sends what waits on `lane`, unless another thread is sending on it (it takes what
-    /// waits before it lets the socket go). Returns how many frames went, and whether the
-    /// device was busy (frames left to offer again).
-    fn flush_lane(&mut self, lane: &TxLane) -> Result<(usize, bool), PortError> {
-        let mut sent = 0;
-        loop {
-            let mut q = lane.lock();
-            if q.pending.is_empty() {
-                return Ok((sent, false));
-            }
-            let Some(mut tx) = q.tx.take() else {
-                // Another thread is sending: it takes these too.
-                return Ok((sent, false));
-            };
-            let take = q.pending.len().min(TX_BATCH);
-            self.batch.extend(q.pending.drain(..take));
-            drop(q);
-            let result = tx.transmit(&self.batch);
-            let mut q = lane.lock();
-            q.tx = Some(tx);
-            let done = *result.as_ref().unwrap_or(&0);
-            // What did not go goes back ahead of what was appended meanwhile.
-            for buf in self.batch.drain(done..).rev() {
-                q.pending.push_front(buf);
-            }
-            drop(q);
-            for buf in self.batch.drain(..) {
-                self.pool.put(buf);
-            }
-            sent += done;
-            let busy = result.map_err(|cause| PortError {
-                port: lane.name.clone(),
-                action: "send",
-                cause,
-            })? == 0;
-            if busy {
-                return Ok((sent, true));
-            }
-        }
     }
 
     /// Waits until a frame arrives on any port or `wake` comes: spinning when `busy`, or
@@ -605,6 +564,51 @@ impl Ports {
             s.tx_refused = q.tx.as_ref().map_or(0, |tx| tx.refused()) + q.overflow;
         }
         stats
+    }
+}
+
+/// Sends what waits on `lane`, unless another thread is sending on it (it takes what
+/// waits before it lets the socket go). Returns how many frames went, and whether the
+/// device was busy (frames left to offer again).
+fn flush_lane(
+    lane: &TxLane,
+    batch: &mut Vec<Vec<u8>>,
+    pool: &mut Pool,
+) -> Result<(usize, bool), PortError> {
+    let mut sent = 0;
+    loop {
+        let mut q = lane.lock();
+        if q.pending.is_empty() {
+            return Ok((sent, false));
+        }
+        let Some(mut tx) = q.tx.take() else {
+            // Another thread is sending: it takes these too.
+            return Ok((sent, false));
+        };
+        let take = q.pending.len().min(TX_BATCH);
+        batch.extend(q.pending.drain(..take));
+        drop(q);
+        let result = tx.transmit(batch);
+        let mut q = lane.lock();
+        q.tx = Some(tx);
+        let done = *result.as_ref().unwrap_or(&0);
+        // What did not go goes back ahead of what was appended meanwhile.
+        for buf in batch.drain(done..).rev() {
+            q.pending.push_front(buf);
+        }
+        drop(q);
+        for buf in batch.drain(..) {
+            pool.put(buf);
+        }
+        sent += done;
+        let busy = result.map_err(|cause| PortError {
+            port: lane.name.clone(),
+            action: "send",
+            cause,
+        })? == 0;
+        if busy {
+            return Ok((sent, true));
+        }
     }
 }
 
