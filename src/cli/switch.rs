@@ -94,7 +94,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let stop = runtime::stop_on_signals()?;
     let threads = runtime::switch::thread_count(&opts.cores, opts.ifaces.len());
-    let owner = runtime::switch::port_threads(opts.ifaces.len(), threads);
+    let ports_of = runtime::switch::threads_ports(opts.ifaces.len(), threads);
     eprintln!(
         "rocelab switch: {} ports ({}), {:?} backend, {}; Ctrl-C stops",
         opts.ifaces.len(),
@@ -105,7 +105,7 @@ pub fn run(args: Args) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", "),
         opts.backend,
-        thread_plan(&opts.cores, &names, &owner, threads),
+        thread_plan(&opts.cores, &names, &ports_of),
     );
     let outcome = runtime::switch::run(&opts, &stop, &mut io::stdout())?;
     sayln!(
@@ -161,20 +161,20 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// "one thread (not pinned)", or "2 threads: core 0 receives p0, p2; core 1 receives p1".
-fn thread_plan(cores: &CoreList, names: &[&str], owner: &[usize], threads: usize) -> String {
+fn thread_plan(cores: &CoreList, names: &[&str], ports_of: &[Vec<usize>]) -> String {
+    let threads = ports_of.len();
     if threads == 1 {
         return match cores.0.first() {
             Some(c) => format!("one thread on core {c}"),
             None => "one thread (not pinned)".to_owned(),
         };
     }
-    let each: Vec<String> = (0..threads)
-        .map(|t| {
-            let ports: Vec<&str> = (0..owner.len())
-                .filter(|&p| owner[p] == t)
-                .map(|p| names[p])
-                .collect();
-            format!("core {} receives {}", cores.0[t], ports.join(", "))
+    let each: Vec<String> = ports_of
+        .iter()
+        .zip(&cores.0)
+        .map(|(ports, core)| {
+            let ports: Vec<&str> = ports.iter().map(|&p| names[p]).collect();
+            format!("core {core} receives {}", ports.join(", "))
         })
         .collect();
     format!("{threads} threads: {}", each.join("; "))

@@ -352,20 +352,8 @@ impl Endpoint {
         for qi in self.dirty.drain(..) {
             self.touched[qi] = false;
             let q = &self.qps[qi];
-            let pacer = q
-                .req
-                .can_send(window)
-                .then(|| Nanos(q.next_send_ps.div_ceil(1000) as u64));
-            let timer = [
-                q.rp.deadline(),
-                q.np.deadline(interval),
-                (q.req.outstanding() > 0).then(|| q.rto_deadline(rto)),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            self.pacers.set(qi, pacer);
-            self.timers.set(qi, timer);
+            self.pacers.set(qi, q.pacer_at(window));
+            self.timers.set(qi, q.timer_at(interval, rto));
         }
     }
 
@@ -1094,17 +1082,22 @@ impl Endpoint {
         if !self.data_waits_for_credit()
             && let Some(pacer) = self.pacers.first()
         {
-            at(self
-                .link
-                .free_at()
-                .max(pacer)
-                .max(self.priority_opens_at(self.data_priority)));
+            at(self.data_may_go_at(pacer));
         }
         if let Some(t) = self.timers.first() {
             at(t);
         }
         debug_assert_eq!(next, self.poll_timeout_by_scan(), "the QPs' deadlines");
         next
+    }
+
+    /// When a data packet whose pacer allows it at `pacer` may go: once the link is free
+    /// and the data priority is not paused.
+    fn data_may_go_at(&self, pacer: Nanos) -> Nanos {
+        self.link
+            .free_at()
+            .max(pacer)
+            .max(self.priority_opens_at(self.data_priority))
     }
 
     /// The deadlines that are not a QP's: PFC and control frames, faults, credit updates.
@@ -1142,26 +1135,16 @@ impl Endpoint {
     fn poll_timeout_by_scan(&self) -> Option<Nanos> {
         let mut next = self.link_deadline();
         let mut at = |t: Nanos| next = Some(next.map_or(t, |n| n.min(t)));
-        let free = self.link.free_at();
         let data_waits = self.data_waits_for_credit();
         let window = u64::from(self.cfg.window_packets);
         let interval = self.cnp_interval();
         let rto = self.cfg.rto();
         for q in &self.qps {
-            if q.req.can_send(window) && !data_waits {
-                let pacer = Nanos(q.next_send_ps.div_ceil(1000) as u64);
-                at(free
-                    .max(pacer)
-                    .max(self.priority_opens_at(self.data_priority)));
+            if let Some(pacer) = q.pacer_at(window).filter(|_| !data_waits) {
+                at(self.data_may_go_at(pacer));
             }
-            if let Some(t) = q.rp.deadline() {
+            if let Some(t) = q.timer_at(interval, rto) {
                 at(t);
-            }
-            if let Some(t) = q.np.deadline(interval) {
-                at(t);
-            }
-            if q.req.outstanding() > 0 {
-                at(q.rto_deadline(rto));
             }
         }
         next
@@ -1210,6 +1193,25 @@ impl Endpoint {
 impl Qp {
     fn rto_deadline(&self, rto: Nanos) -> Nanos {
         self.progress_at + rto
+    }
+
+    /// When its pacer lets its next packet go, to the nanosecond, if its window allows one.
+    fn pacer_at(&self, window: u64) -> Option<Nanos> {
+        self.req
+            .can_send(window)
+            .then(|| Nanos(self.next_send_ps.div_ceil(1000) as u64))
+    }
+
+    /// Its earliest timer: DCQCN's rate timer, the deferred CNP, retransmission.
+    fn timer_at(&self, interval: Nanos, rto: Nanos) -> Option<Nanos> {
+        [
+            self.rp.deadline(),
+            self.np.deadline(interval),
+            (self.req.outstanding() > 0).then(|| self.rto_deadline(rto)),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }
 

@@ -86,6 +86,14 @@ pub fn port_threads(ports: usize, threads: usize) -> Vec<usize> {
     (0..ports).map(|p| p % threads.max(1)).collect()
 }
 
+/// The ports each of `threads` threads receives on, as [`port_threads`] deals them.
+pub fn threads_ports(ports: usize, threads: usize) -> Vec<Vec<usize>> {
+    let owner = port_threads(ports, threads);
+    (0..threads.max(1))
+        .map(|t| (0..ports).filter(|&p| owner[p] == t).collect())
+        .collect()
+}
+
 /// How many threads a switch of `ports` ports runs on `cores`: one per core, no more than
 /// one per port, at least one.
 pub fn thread_count(cores: &CoreList, ports: usize) -> usize {
@@ -171,9 +179,7 @@ pub fn run_sampled(
         .transpose()?;
     let threads = thread_count(&opts.cores, ports.len());
     let owner = port_threads(ports.len(), threads);
-    let thread_ports: Vec<Vec<usize>> = (0..threads)
-        .map(|t| (0..owner.len()).filter(|&p| owner[p] == t).collect())
-        .collect();
+    let thread_ports = threads_ports(ports.len(), threads);
     let shared = Arc::new(Mutex::new(Shared {
         switch: Switch::new(&opts.config),
         keeper: 0,
@@ -521,6 +527,7 @@ mod tests {
         assert_eq!(port_threads(5, 2), [0, 1, 0, 1, 0]);
         assert_eq!(port_threads(3, 1), [0, 0, 0]);
         assert_eq!(port_threads(2, 0), [0, 0], "no threads asked: one");
+        assert_eq!(threads_ports(5, 2), [vec![0, 2, 4], vec![1, 3]]);
     }
 
     #[test]
