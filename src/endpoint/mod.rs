@@ -1204,14 +1204,12 @@ impl Qp {
 
     /// Its earliest timer: DCQCN's rate timer, the deferred CNP, retransmission.
     fn timer_at(&self, interval: Nanos, rto: Nanos) -> Option<Nanos> {
-        [
-            self.rp.deadline(),
-            self.np.deadline(interval),
-            (self.req.outstanding() > 0).then(|| self.rto_deadline(rto)),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let earlier = |a: Option<Nanos>, b: Option<Nanos>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let rto = (self.req.outstanding() > 0).then(|| self.rto_deadline(rto));
+        earlier(earlier(self.rp.deadline(), self.np.deadline(interval)), rto)
     }
 }
 
