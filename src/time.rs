@@ -223,17 +223,24 @@ pub struct Deadlines {
 
 impl Deadlines {
     /// Item `item`'s deadline is now `at` (`None`: it has none).
+    #[inline]
     pub fn set(&mut self, item: usize, at: Option<Nanos>) {
+        match self.at.get(item) {
+            Some(&old) if old == at => {}
+            _ => self.change(item, at),
+        }
+    }
+
+    /// [`set`](Self::set) when the deadline moves.
+    fn change(&mut self, item: usize, at: Option<Nanos>) {
         if item >= self.at.len() {
             self.at.resize(item + 1, None);
         }
-        if self.at[item] != at {
-            self.at[item] = at;
-            if let Some(t) = at {
-                self.heap.push(std::cmp::Reverse((t, item)));
-            }
-            self.trim();
+        self.at[item] = at;
+        if let Some(t) = at {
+            self.heap.push(std::cmp::Reverse((t, item)));
         }
+        self.trim();
     }
 
     /// Item `item`'s deadline.

@@ -88,8 +88,12 @@ struct Port {
     pause_until: [Nanos; CLASSES],
     /// Paused by a received 802.3x PAUSE until then (all data queues).
     link_pause_until: Nanos,
-    /// Per PG of this port as an ingress: when to refresh the XOFF it holds.
+    /// Per PG of this port as an ingress: when to refresh the XOFF it holds (set through
+    /// [`set_refresh`](Port::set_refresh)).
     refresh_at: [Option<Nanos>; CLASSES],
+    /// The PGs with a `refresh_at`: most ports hold no XOFF, and their timer deadline is
+    /// then found without looking at every PG.
+    refreshing: u8,
     watchdog: [QueueWatchdog; CLASSES],
     /// Per queue: time paused by received PFC.
     paused: [crate::time::Span; CLASSES],
@@ -238,6 +242,7 @@ impl Switch {
                 pause_until: [Nanos::ZERO; CLASSES],
                 link_pause_until: Nanos::ZERO,
                 refresh_at: [None; CLASSES],
+                refreshing: 0,
                 watchdog: Default::default(),
                 paused: Default::default(),
                 xoff_held: Default::default(),
@@ -543,7 +548,10 @@ impl Switch {
         c.rx_frames += 1;
         c.rx_bytes += frame.len() as u64;
         let lookup = self.fdb.learn_and_lookup(now, port, src, dst);
-        let lookup = match self.routes.get(&dst) {
+        let route = (!self.routes.is_empty())
+            .then(|| self.routes.get(&dst))
+            .flatten();
+        let lookup = match route {
             Some(group) => {
                 let out = group[ecmp_index(frame, meta.as_ref(), group.len())];
                 if out == port {
@@ -712,7 +720,8 @@ impl Switch {
         }
         let port = &mut self.ports[out];
         let queue = &mut port.queues[q];
-        if queue.frames.is_empty() {
+        let new_head = queue.frames.is_empty();
+        if new_head {
             port.watchdog[q].last_progress = now;
             port.nonempty |= 1 << q;
         }
@@ -729,7 +738,11 @@ impl Switch {
         let c = &mut port.counters.classes[q];
         c.queue_watermark_bytes = c.queue_watermark_bytes.max(queue.bytes);
         port.note_credit_wait(now, q);
-        self.wakes.touch(out);
+        // A frame behind a head changes none of the port's deadlines (they depend on the
+        // heads, which queues hold frames, and credit): only a new head touches the port.
+        if new_head || port.credit.is_some() {
+            self.wakes.touch(out);
+        }
         Ok(())
     }
 }

@@ -84,7 +84,8 @@ impl Switch {
             quanta,
         };
         self.queue_pfc(now, port, pg, quanta, Some(note));
-        self.ports[port].refresh_at[pg] = Some(now + self.refresh_interval(port));
+        let at = now + self.refresh_interval(port);
+        self.ports[port].set_refresh(pg, Some(at));
     }
 
     /// A paused PG drained to its XON point: resume the peer (time 0).
@@ -97,13 +98,13 @@ impl Switch {
             threshold_bytes: self.mmu.xon_threshold(pg),
         };
         self.queue_pfc(now, port, pg, 0, Some(note));
-        self.ports[port].refresh_at[pg] = None;
+        self.ports[port].set_refresh(pg, None);
     }
 
     /// XOFF still holds: re-send the pause before the peer's copy of it runs out.
     pub(super) fn send_refresh(&mut self, now: Nanos, port: usize, pg: usize) {
         if !self.mmu.pg(port, pg).xoff {
-            self.ports[port].refresh_at[pg] = None;
+            self.ports[port].set_refresh(pg, None);
             self.wakes.touch(port);
             return;
         }
@@ -114,7 +115,8 @@ impl Switch {
             quanta,
         };
         self.queue_pfc(now, port, pg, quanta, Some(note));
-        self.ports[port].refresh_at[pg] = Some(now + self.refresh_interval(port));
+        let at = now + self.refresh_interval(port);
+        self.ports[port].set_refresh(pg, Some(at));
     }
 
     /// A PFC or PAUSE frame arrived on `port`: pause (or resume) its egress queues for

@@ -134,21 +134,43 @@ impl Port {
     /// The port's next PFC refresh, if it holds its peer in XOFF, or its next
     /// flow-control packet, with credit flow control.
     pub(super) fn timer_wake(&self) -> Option<Nanos> {
-        let refresh = self.refresh_at.iter().flatten().min().copied();
+        let refresh = if self.refreshing == 0 {
+            None
+        } else {
+            self.refresh_at.iter().flatten().min().copied()
+        };
         match self.credit.as_ref().and_then(|c| c.next_due()) {
             Some(fc) => Some(refresh.map_or(fc, |r| r.min(fc))),
             None => refresh,
         }
     }
 
+    /// PG `pg`'s next XOFF refresh is at `at` (`None`: it holds no XOFF).
+    pub(super) fn set_refresh(&mut self, pg: usize, at: Option<Nanos>) {
+        self.refresh_at[pg] = at;
+        let bit = 1 << pg;
+        if at.is_some() {
+            self.refreshing |= bit;
+        } else {
+            self.refreshing &= !bit;
+        }
+    }
+
     /// Whether the watchdog has something to watch on this port: a stormed queue, or a
     /// lossless queue holding frames that is paused past its last progress.
     pub(super) fn wants_watchdog(&self, lossless: PrioritySet) -> bool {
-        self.watchdog.iter().any(|w| w.stormed)
-            || (0..self.queues.len()).any(|q| {
-                lossless.contains(q as u8)
-                    && !self.queues[q].frames.is_empty()
-                    && self.paused_until(q) > self.watchdog[q].last_progress
-            })
+        if self.watchdog.iter().any(|w| w.stormed) {
+            return true;
+        }
+        // The lossless queues holding frames, by their bits.
+        let mut held = self.nonempty & lossless.0;
+        while held != 0 {
+            let q = held.trailing_zeros() as usize;
+            held &= held - 1;
+            if self.paused_until(q) > self.watchdog[q].last_progress {
+                return true;
+            }
+        }
+        false
     }
 }
