@@ -51,7 +51,7 @@ pub struct LinkEnd {
     pub loss: f64,
 }
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug)]
 enum Kind {
     /// A frame arrives, whole, at a node's port.
     Deliver {
@@ -65,11 +65,14 @@ enum Kind {
     Sample,
 }
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Event {
+/// An event's place in the queue: its time, then the order it was pushed in (ties run
+/// first in, first out). Its [`Kind`] waits in the engine's slab at `slot`, so the heap
+/// moves these 24 bytes around rather than the event (a frame's buffer, its node and port).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
     time: Nanos,
     seq: u64,
-    kind: Kind,
+    slot: u32,
 }
 
 /// What the engine did.
@@ -100,8 +103,12 @@ pub struct Engine {
     /// Every node, indexed as [`Engine::add`] returned them.
     pub nodes: Vec<Node>,
     links: Vec<Vec<Option<LinkEnd>>>,
-    heap: BinaryHeap<Reverse<Event>>,
+    heap: BinaryHeap<Reverse<Key>>,
     seq: u64,
+    /// The queued events' kinds, by [`Key::slot`]; a free slot holds `Kind::Sample`.
+    slab: Vec<Kind>,
+    /// Slots free for the next event.
+    free: Vec<u32>,
     generation: Vec<u64>,
     wake_at: Vec<Option<Nanos>>,
     now: Nanos,
@@ -126,6 +133,8 @@ impl Engine {
             links: Vec::new(),
             heap: BinaryHeap::new(),
             seq: 0,
+            slab: Vec::new(),
+            free: Vec::new(),
             generation: Vec::new(),
             wake_at: Vec::new(),
             now: Nanos::ZERO,
@@ -220,10 +229,20 @@ impl Engine {
 
     fn push(&mut self, time: Nanos, kind: Kind) {
         self.seq += 1;
-        self.heap.push(Reverse(Event {
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slab[slot as usize] = kind;
+                slot
+            }
+            None => {
+                self.slab.push(kind);
+                u32::try_from(self.slab.len() - 1).expect("fewer than 2^32 events queued")
+            }
+        };
+        self.heap.push(Reverse(Key {
             time,
             seq: self.seq,
-            kind,
+            slot,
         }));
     }
 
@@ -244,20 +263,22 @@ impl Engine {
     /// each sample time with `Step::Sampled`, so the caller can read the nodes.
     pub fn run(&mut self, until: Nanos) -> Result<Step, Stalled> {
         let mut same_instant = 0u32;
-        while let Some(Reverse(ev)) = self.heap.pop() {
-            if ev.time > until {
-                self.heap.push(Reverse(ev));
+        while let Some(&Reverse(key)) = self.heap.peek() {
+            if key.time > until {
                 self.now = until;
                 return Ok(Step::Until);
             }
-            same_instant = if ev.time == self.now {
+            self.heap.pop();
+            let kind = std::mem::replace(&mut self.slab[key.slot as usize], Kind::Sample);
+            self.free.push(key.slot);
+            same_instant = if key.time == self.now {
                 same_instant + 1
             } else {
                 0
             };
-            self.now = ev.time;
+            self.now = key.time;
             self.stats.events += 1;
-            match ev.kind {
+            match kind {
                 Kind::Deliver { node, port, frame } => {
                     self.stats.frames_delivered += 1;
                     match &mut self.nodes[node] {
