@@ -103,7 +103,7 @@ impl Opcode {
     pub const CNP: Opcode = Opcode(0x81);
 
     /// The transport service, from bits 7-5 (0xC0-0xFF: vendor-defined).
-    pub fn transport(self) -> Transport {
+    pub const fn transport(self) -> Transport {
         match self.0 >> 5 {
             0 => Transport::Rc,
             1 => Transport::Uc,
@@ -115,13 +115,13 @@ impl Opcode {
         }
     }
 
-    fn operation(self) -> u8 {
+    const fn operation(self) -> u8 {
         self.0 & 0x1f
     }
 
     /// True when IBA defines this opcode (RoCEv2 adds 0x81, CNP; IBA 1.5 adds RC FLUSH
     /// and ATOMIC WRITE).
-    pub fn is_defined(self) -> bool {
+    pub const fn is_defined(self) -> bool {
         let op = self.operation();
         match self.transport() {
             Transport::Rc => op <= 0x14 || matches!(op, 0x16 | 0x17 | 0x1c | 0x1d),

@@ -51,15 +51,45 @@ pub struct Layout {
     pub ieth: bool,
 }
 
+/// [`Layout::of`] every opcode, worked out at compile time.
+static LAYOUTS: [Layout; 256] = {
+    let mut table = [Layout::NONE; 256];
+    let mut op = 0;
+    while op < 256 {
+        table[op] = Layout::compute(Opcode(op as u8));
+        op += 1;
+    }
+    table
+};
+
 impl Layout {
+    /// No extended headers.
+    pub const NONE: Layout = Layout {
+        rdeth: false,
+        deth: false,
+        xrceth: false,
+        feth: false,
+        reth: false,
+        atomic_eth: false,
+        aeth: false,
+        atomic_ack_eth: false,
+        immdt: false,
+        ieth: false,
+    };
+
     /// The layout IBA defines for `opcode`; no extended headers for undefined opcodes.
+    #[inline]
     pub fn of(opcode: Opcode) -> Layout {
+        LAYOUTS[usize::from(opcode.0)]
+    }
+
+    /// [`of`](Self::of), from the IBA's tables.
+    const fn compute(opcode: Opcode) -> Layout {
         if !opcode.is_defined() {
-            return Layout::default();
+            return Layout::NONE;
         }
         let op = opcode.0 & 0x1f;
-        let transport = opcode.transport();
-        let is_request = !(0x0d..=0x12).contains(&op);
+        let is_request = !(op >= 0x0d && op <= 0x12);
         let mut l = Layout {
             immdt: matches!(op, 0x03 | 0x05 | 0x09 | 0x0b),
             reth: matches!(op, 0x06 | 0x0a | 0x0b | 0x0c | 0x1c | 0x1d),
@@ -68,16 +98,16 @@ impl Layout {
             atomic_ack_eth: op == 0x12,
             atomic_eth: matches!(op, 0x13 | 0x14),
             ieth: matches!(op, 0x16 | 0x17),
-            ..Layout::default()
+            ..Layout::NONE
         };
-        match transport {
+        match opcode.transport() {
             Transport::Ud => l.deth = true,
             Transport::Rd => {
                 l.rdeth = true;
                 l.deth = is_request;
             }
             Transport::Xrc => l.xrceth = is_request,
-            Transport::Cnp => l = Layout::default(),
+            Transport::Cnp => l = Layout::NONE,
             Transport::Rc | Transport::Uc | Transport::Vendor => {}
         }
         l
