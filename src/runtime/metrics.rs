@@ -341,6 +341,7 @@ pub fn render(sw: &Switch, now: Nanos, start_unix_secs: f64) -> String {
         );
         for (p, port) in names.iter().enumerate() {
             for (q, h) in sw.counters(p).sojourn_ns.iter().enumerate() {
+                let h = h.histogram();
                 let qs = q.to_string();
                 for (ns, le) in SOJOURN_BUCKETS {
                     let n = h.count_between(0, ns);

@@ -136,7 +136,7 @@ impl Switch {
         c.tx_frames += 1;
         c.tx_bytes += len as u64;
         c.tx_during_storm += u64::from(stormed);
-        let _ = port.counters.sojourn_ns[q].record(now.saturating_sub(packet.arrived).0.max(1));
+        port.counters.sojourn_ns[q].record(now.saturating_sub(packet.arrived).0);
         let queue_cfg = self.cfg.queues[q];
         if let (Some(profile), MarkAt::Dequeue, Some(meta)) =
             (queue_cfg.ecn, queue_cfg.mark_at, packet.meta)
