@@ -214,7 +214,9 @@ mod tests {
 /// The deadlines of many items (a switch's ports, an endpoint's QPs), at most one each,
 /// kept so that the earliest is found without looking at every item: a heap whose
 /// entries go stale when an item's deadline moves, skipped when they reach the top. The
-/// cost of a change or a lookup does not grow with the number of items.
+/// cost of a change or a lookup does not grow with the number of items. Up to
+/// [`SCANNED`](Self::SCANNED) items there is no heap: looking at each costs less than
+/// keeping it (a two-port switch moves a port's deadline with every frame).
 #[derive(Debug, Clone, Default)]
 pub struct Deadlines {
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(Nanos, usize)>>,
@@ -222,21 +224,38 @@ pub struct Deadlines {
 }
 
 impl Deadlines {
+    /// Most items looked at one by one, without the heap.
+    pub const SCANNED: usize = 8;
+
     /// Item `item`'s deadline is now `at` (`None`: it has none).
     #[inline]
     pub fn set(&mut self, item: usize, at: Option<Nanos>) {
-        match self.at.get(item) {
-            Some(&old) if old == at => {}
+        let scanned = self.at.len() <= Self::SCANNED;
+        match self.at.get_mut(item) {
+            Some(old) if *old == at => {}
+            Some(old) if scanned => *old = at,
             _ => self.change(item, at),
         }
     }
 
-    /// [`set`](Self::set) when the deadline moves.
+    /// [`set`](Self::set) when the deadline moves and the heap may need to know.
     fn change(&mut self, item: usize, at: Option<Nanos>) {
         if item >= self.at.len() {
+            let scanned = self.at.len() <= Self::SCANNED;
             self.at.resize(item + 1, None);
+            if scanned && self.at.len() > Self::SCANNED {
+                // Past the scanned size: the heap takes over every deadline.
+                for (i, t) in self.at.iter().enumerate() {
+                    if let Some(t) = *t {
+                        self.heap.push(std::cmp::Reverse((t, i)));
+                    }
+                }
+            }
         }
         self.at[item] = at;
+        if self.at.len() <= Self::SCANNED {
+            return;
+        }
         if let Some(t) = at {
             self.heap.push(std::cmp::Reverse((t, item)));
         }
@@ -250,12 +269,25 @@ impl Deadlines {
 
     /// The earliest deadline of any item.
     pub fn first(&self) -> Option<Nanos> {
+        if self.at.len() <= Self::SCANNED {
+            return self.at.iter().flatten().min().copied();
+        }
         self.heap.peek().map(|r| r.0.0)
     }
 
     /// An item whose deadline is at or before `now`, earliest first (then lowest index);
     /// its deadline is cleared.
     pub fn pop_due(&mut self, now: Nanos) -> Option<usize> {
+        if self.at.len() <= Self::SCANNED {
+            let (item, _) = self
+                .at
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| t.filter(|&t| t <= now).map(|t| (i, t)))
+                .min_by_key(|&(i, t)| (t, i))?;
+            self.at[item] = None;
+            return Some(item);
+        }
         let &std::cmp::Reverse((t, item)) = self.heap.peek()?;
         if t > now {
             return None;
@@ -300,6 +332,45 @@ mod deadline_tests {
         assert_eq!(d.pop_due(Nanos(50)), Some(1));
         assert_eq!(d.pop_due(Nanos(50)), None);
         assert_eq!(d.first(), None);
+    }
+
+    #[test]
+    fn past_the_scanned_size_the_heap_keeps_every_deadline() {
+        let mut d = Deadlines::default();
+        let mut model: Vec<Option<Nanos>> = Vec::new();
+        let mut x = 12345u64;
+        for step in 0..2_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Items grow past SCANNED partway through.
+            let items = if step < 500 { 6 } else { 40 };
+            let item = (x >> 33) as usize % items;
+            let at = (!(x >> 20).is_multiple_of(4)).then_some(Nanos((x >> 40) % 1000));
+            d.set(item, at);
+            if model.len() <= item {
+                model.resize(item + 1, None);
+            }
+            model[item] = at;
+            assert_eq!(
+                d.first(),
+                model.iter().flatten().min().copied(),
+                "step {step}"
+            );
+            if step.is_multiple_of(7) {
+                let now = Nanos((x >> 12) % 1000);
+                let want = model
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, t)| t.filter(|&t| t <= now).map(|t| (t, i)))
+                    .min()
+                    .map(|(_, i)| i);
+                assert_eq!(d.pop_due(now), want, "step {step}");
+                if let Some(i) = want {
+                    model[i] = None;
+                }
+            }
+        }
     }
 
     #[test]
