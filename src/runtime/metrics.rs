@@ -339,9 +339,18 @@ pub fn render(sw: &Switch, now: Nanos, start_unix_secs: f64) -> String {
             out,
             "# HELP rocelab_{name} Time from a frame's arrival to the start of its transmission (HDR histogram, 2 significant digits).\n# TYPE rocelab_{name} histogram"
         );
+        // Most queues carry nothing: they share one empty histogram rather than each
+        // building its own, under the switch's lock.
+        let empty = crate::switch::SojournHistogram::default().histogram();
         for (p, port) in names.iter().enumerate() {
-            for (q, h) in sw.counters(p).sojourn_ns.iter().enumerate() {
-                let h = h.histogram();
+            for (q, s) in sw.counters(p).sojourn_ns.iter().enumerate() {
+                let built;
+                let h = if s.is_empty() {
+                    &empty
+                } else {
+                    built = s.histogram();
+                    &built
+                };
                 let qs = q.to_string();
                 for (ns, le) in SOJOURN_BUCKETS {
                     let n = h.count_between(0, ns);

@@ -137,8 +137,12 @@ impl PortCounters {
 
     /// Sojourn percentiles of queue `q` (p50, p99, max), ns; `None` if it sent nothing.
     pub fn sojourn_summary(&self, q: usize) -> Option<(u64, u64, u64)> {
-        let h = self.sojourn_ns[q].histogram();
-        (!h.is_empty()).then(|| (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.max()))
+        let s = &self.sojourn_ns[q];
+        if s.is_empty() {
+            return None;
+        }
+        let h = s.histogram();
+        Some((h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.max()))
     }
 }
 
@@ -151,6 +155,8 @@ impl PortCounters {
 #[derive(Debug, Clone)]
 pub struct SojournHistogram {
     counts: Vec<u64>,
+    /// Times counted.
+    total: u64,
 }
 
 impl SojournHistogram {
@@ -166,6 +172,17 @@ impl SojournHistogram {
     pub fn record(&mut self, ns: u64) {
         let i = Self::index(ns.min(Self::HIGHEST_NS));
         self.counts[i] += 1;
+        self.total += 1;
+    }
+
+    /// How many times were counted.
+    pub fn len(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
     }
 
     /// Bucket `b` holds values below 2^(SUB_BITS + b) in sub-buckets of 2^b (bucket 0 all
@@ -202,6 +219,7 @@ impl Default for SojournHistogram {
     fn default() -> SojournHistogram {
         SojournHistogram {
             counts: vec![0; Self::index(Self::HIGHEST_NS) + 1],
+            total: 0,
         }
     }
 }
@@ -245,6 +263,7 @@ mod tests {
                 .expect("in range");
         }
         let h = ours.histogram();
+        assert_eq!(ours.len(), theirs.len());
         assert_eq!(h.len(), theirs.len());
         assert_eq!(h.max(), theirs.max());
         assert_eq!(h.min_nz(), theirs.min_nz());

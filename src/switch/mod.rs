@@ -37,7 +37,7 @@ pub mod red;
 pub mod sched;
 mod wake;
 
-pub use counters::{ClassCounters, DropCause, PortCounters};
+pub use counters::{ClassCounters, DropCause, PortCounters, SojournHistogram};
 pub use note::Note;
 
 use crate::config::{CLASSES, MarkAt, SwitchConfig};
