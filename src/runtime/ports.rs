@@ -34,6 +34,9 @@ const LOOKAHEAD: Nanos = Nanos(2_000);
 const WIRE_SLACK: Nanos = Nanos(1_000_000);
 /// Frames a busy port holds for the kernel before the oldest are given up.
 const TX_BACKLOG: usize = 16_384;
+/// Frame buffers each set of ports (each part of a split) keeps, allocated up front.
+const POOL_BUFFERS: usize = 2048;
+
 /// Most frames offered to the kernel at a time (what one `sendmmsg` takes).
 const TX_BATCH: usize = 1024;
 /// How soon a thread with frames the kernel did not take yet offers them again.
@@ -203,14 +206,48 @@ pub struct Ports {
     spares: Option<Arc<Mutex<Vec<Vec<u8>>>>>,
 }
 
+/// One interface's sockets, open and waiting to become a port of a set
+/// ([`Ports::from_opened`]): a driver can open them early, on a thread of its own.
+pub struct Opened {
+    iface: String,
+    rx: Box<dyn FrameRx>,
+    tx: Box<dyn FrameTx>,
+}
+
+impl Opened {
+    /// Opens interface `iface` (in the calling thread's network namespace, where its
+    /// sockets then stay) for frames up to `mtu` bytes.
+    pub fn open(backend: Backend, iface: &str, mtu: usize) -> std::io::Result<Opened> {
+        let (rx, tx) = io::open(backend, iface, mtu)?;
+        Ok(Opened {
+            iface: iface.to_owned(),
+            rx,
+            tx,
+        })
+    }
+
+    /// What the thread that opened an interface gave back.
+    pub fn join(
+        opener: std::thread::ScopedJoinHandle<'_, std::io::Result<Opened>>,
+    ) -> std::io::Result<Opened> {
+        opener
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("opening a port panicked")))
+    }
+}
+
 impl Ports {
     /// No ports yet; frame buffers of `buffer` bytes.
     pub fn new(buffer: usize) -> Ports {
+        Ports::with_pool(buffer, Pool::new(POOL_BUFFERS, buffer))
+    }
+
+    fn with_pool(buffer: usize, pool: Pool) -> Ports {
         Ports {
             rx: Vec::new(),
             tx: Vec::new(),
             pollfds: Vec::new(),
-            pool: Pool::new(2048, buffer),
+            pool,
             buffer,
             received: Vec::with_capacity(RX_BATCH),
             stamps: None,
@@ -262,15 +299,28 @@ impl Ports {
     pub fn split(self, owner: &[usize], threads: usize) -> Vec<Ports> {
         assert_eq!(owner.len(), self.tx.len(), "one owner per port");
         let spares = (threads > 1).then(|| Arc::new(Mutex::new(Vec::new())));
+        let Ports {
+            rx,
+            tx,
+            pool,
+            buffer,
+            ..
+        } = self;
+        // The first part keeps the buffers already mapped (tens of MB); the others map
+        // their own.
+        let mut mapped = Some(pool);
         let mut parts: Vec<Ports> = (0..threads)
             .map(|_| {
-                let mut p = Ports::new(self.buffer);
-                p.tx = self.tx.clone();
+                let pool = mapped
+                    .take()
+                    .unwrap_or_else(|| Pool::new(POOL_BUFFERS, buffer));
+                let mut p = Ports::with_pool(buffer, pool);
+                p.tx = tx.clone();
                 p.spares = spares.clone();
                 p
             })
             .collect();
-        for rx in self.rx {
+        for rx in rx {
             let part = &mut parts[owner[rx.port]];
             part.pollfds.push(io::readable(rx.rx.fd()));
             part.rx.push(rx);
@@ -317,39 +367,52 @@ impl Ports {
     /// Opens every interface, ports 0, 1, ..., all at once: each on a short-lived thread
     /// of its own that first calls `prepare(k)` (the lab enters the host's namespace
     /// there). Setting up a packet socket's ring waits for an RCU grace period in the
-    /// kernel (tens of ms); side by side, the waits overlap.
+    /// kernel (about 8 ms here, whatever the ring's size); side by side, the waits overlap.
     pub fn open_all_with(
         backend: Backend,
         ifaces: &[String],
         mtu: usize,
         prepare: &(dyn Fn(usize) -> std::io::Result<()> + Sync),
     ) -> std::io::Result<Ports> {
-        type Opened = std::io::Result<(Box<dyn FrameRx>, Box<dyn FrameTx>)>;
-        let opened: Vec<Opened> = std::thread::scope(|scope| {
+        let opened: Vec<std::io::Result<Opened>> = std::thread::scope(|scope| {
             let openers: Vec<_> = ifaces
                 .iter()
                 .enumerate()
                 .map(|(k, iface)| {
-                    scope.spawn(move || -> Opened {
+                    scope.spawn(move || {
                         prepare(k)?;
-                        io::open(backend, iface, mtu)
+                        Opened::open(backend, iface, mtu)
                     })
                 })
                 .collect();
-            openers
-                .into_iter()
-                .map(|t| {
-                    t.join()
-                        .unwrap_or_else(|_| Err(std::io::Error::other("opening a port panicked")))
-                })
-                .collect()
+            openers.into_iter().map(Opened::join).collect()
         });
-        let mut ports = Ports::new(mtu + 64);
-        for (iface, o) in ifaces.iter().zip(opened) {
-            let (rx, tx) = o?;
-            ports.add(iface, rx, tx);
+        Ok(Ports::from_opened(
+            mtu,
+            opened.into_iter().collect::<std::io::Result<_>>()?,
+        ))
+    }
+
+    /// Ports 0, 1, ... from interfaces opened beforehand, in that order, for frames up
+    /// to `mtu` bytes.
+    pub fn from_opened(mtu: usize, opened: Vec<Opened>) -> Ports {
+        let mut ports = Ports::for_frames(mtu);
+        for o in opened {
+            ports.adopt(o);
         }
-        Ok(ports)
+        ports
+    }
+
+    /// No ports yet, for frames up to `mtu` bytes: its buffers allocated and mapped now
+    /// (tens of MB, so a driver may make the set on a thread of its own while it opens
+    /// the interfaces).
+    pub fn for_frames(mtu: usize) -> Ports {
+        Ports::new(mtu + 64)
+    }
+
+    /// Makes an interface opened beforehand the next port; returns its number.
+    pub fn adopt(&mut self, opened: Opened) -> usize {
+        self.add(&opened.iface, opened.rx, opened.tx)
     }
 
     /// Closes every port, all at once (closing a packet socket also waits for an RCU

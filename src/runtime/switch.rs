@@ -140,7 +140,7 @@ fn hold(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 
 /// Largest frame the ports must carry: the configured MTU plus the Ethernet header and a
 /// VLAN tag.
-fn frame_mtu(cfg: &SwitchConfig) -> usize {
+pub fn frame_mtu(cfg: &SwitchConfig) -> usize {
     cfg.ports.iter().map(|p| p.mtu).max().unwrap_or(9216) as usize + 18
 }
 
@@ -167,9 +167,21 @@ pub fn run_sampled(
     opts: &SwitchOptions,
     stop: &Arc<AtomicBool>,
     out: &mut dyn Write,
+    sampler: Option<Sampler<'_, Switch>>,
+) -> Result<SwitchOutcome, RuntimeError> {
+    let ports = Ports::open_all(opts.backend, &opts.ifaces, frame_mtu(&opts.config))?;
+    run_sampled_on(ports, opts, stop, out, sampler)
+}
+
+/// As [`run_sampled`], on `ports` opened beforehand (`opts.ifaces`, in that order, for
+/// frames up to [`frame_mtu`]).
+pub fn run_sampled_on(
+    mut ports: Ports,
+    opts: &SwitchOptions,
+    stop: &Arc<AtomicBool>,
+    out: &mut dyn Write,
     mut sampler: Option<Sampler<'_, Switch>>,
 ) -> Result<SwitchOutcome, RuntimeError> {
-    let mut ports = Ports::open_all(opts.backend, &opts.ifaces, frame_mtu(&opts.config))?;
     for (k, p) in opts.config.ports.iter().enumerate().take(ports.len()) {
         ports.emulate_link(k, p.bits_per_sec, p.cable);
     }
