@@ -145,6 +145,22 @@ impl Netns {
         cidr: Option<&str>,
         mtu: u32,
     ) -> io::Result<()> {
+        self.veth_pair(root_end, ns, ns_end, mac, mtu)?;
+        self.configure(root_end, ns, ns_end, cidr)
+    }
+
+    /// The first half of [`veth`](Self::veth): the pair exists with its `mtu`, `ns_end`
+    /// in namespace `ns` with `mac`, both ends up (a packet socket bound to an interface
+    /// that is down reports "network is down"), no address yet, offloads still on.
+    /// Sockets can be opened on them from here on.
+    pub fn veth_pair(
+        &mut self,
+        root_end: &str,
+        ns: &str,
+        ns_end: &str,
+        mac: Option<&str>,
+        mtu: u32,
+    ) -> io::Result<()> {
         let (root_end, ns_end) = (self.name(root_end), self.name(ns_end));
         if root_end.len() > 15 || ns_end.len() > 15 {
             return Err(io::Error::new(
@@ -153,23 +169,36 @@ impl Netns {
             ));
         }
         let mtu = mtu.to_string();
-        ip_ok(&[
+        let mut add = vec![
             "link", "add", &root_end, "mtu", &mtu, "type", "veth", "peer", "name", &ns_end, "mtu",
             &mtu,
-        ])?;
+        ];
+        if let Some(mac) = mac {
+            add.extend(["address", mac]);
+        }
+        ip_ok(&add)?;
         self.links.push(root_end.clone());
         // The alias marks the pair as rocelab's for `remove_stale`.
         ip_ok(&["link", "set", &root_end, "alias", ALIAS])?;
         ip_ok(&["link", "set", &ns_end, "alias", ALIAS])?;
         ip_ok(&["link", "set", &ns_end, "netns", ns])?;
-        if let Some(mac) = mac {
-            ip_ok(&["-n", ns, "link", "set", &ns_end, "address", mac])?;
-        }
+        ip_ok(&["-n", ns, "link", "set", &ns_end, "up"])?;
+        ip_ok(&["link", "set", &root_end, "up"])
+    }
+
+    /// The second half of [`veth`](Self::veth), on a pair [`veth_pair`](Self::veth_pair)
+    /// made: `ns_end`'s address `cidr`, offloads off on both ends.
+    pub fn configure(
+        &mut self,
+        root_end: &str,
+        ns: &str,
+        ns_end: &str,
+        cidr: Option<&str>,
+    ) -> io::Result<()> {
+        let (root_end, ns_end) = (self.name(root_end), self.name(ns_end));
         if let Some(cidr) = cidr {
             ip_ok(&["-n", ns, "addr", "add", cidr, "dev", &ns_end])?;
         }
-        ip_ok(&["-n", ns, "link", "set", &ns_end, "up"])?;
-        ip_ok(&["link", "set", &root_end, "up"])?;
         offloads_off(None, &root_end)?;
         offloads_off(Some(ns), &ns_end)?;
         Ok(())

@@ -17,7 +17,7 @@ use crate::endpoint::sweep::{AllReduceResult, Gather, RankResult, Sweep};
 use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
 use crate::runtime::endpoint::{self as live, EndpointSampler, PeerSpec, RunOptions};
-use crate::runtime::ports::{Ports, ThreadStats};
+use crate::runtime::ports::{Opened, Ports, ThreadStats};
 use crate::runtime::switch::{Sampler, SwitchOptions};
 use crate::runtime::{CoreList, PortError, RuntimeError, stopped};
 use crate::series::{HostRecorder, Series, SwitchRecorder, Track};
@@ -266,23 +266,6 @@ pub fn run(
         .map(|i| Work::new(i, &names[i], &peers, opts))
         .collect();
 
-    let mut net = Netns::new()?;
-    let prefix = net.name("");
-    let mtu = opts.switch.port_defaults.mtu.min(9000);
-    let mut namespaces = Vec::new();
-    for (i, name) in names.iter().enumerate() {
-        let ns = net.namespace(name)?;
-        let mac = mac(i).to_string();
-        net.veth(
-            &format!("s{name}"),
-            &ns,
-            &format!("h{name}"),
-            Some(&mac),
-            Some(&format!("{}/24", ip(i))),
-            mtu,
-        )?;
-        namespaces.push(ns);
-    }
     let mut switch_cfg = opts.switch.clone();
     switch_cfg.ports = names
         .iter()
@@ -292,8 +275,10 @@ pub fn run(
             p
         })
         .collect();
-    // The lab's clock reads 0 now: the namespaces are up.
-    let t0 = Instant::now();
+    let mut net = Netns::new()?;
+    let prefix = net.name("");
+    let (t0, socket_open, switch_ports, host_ports) =
+        build_network(&mut net, &names, &switch_cfg, opts)?;
     let switch_stop = Arc::new(AtomicBool::new(false));
     let hosts_stop = Arc::new(AtomicBool::new(false));
     let sw_opts = SwitchOptions {
@@ -317,6 +302,7 @@ pub fn run(
         let stop = Arc::clone(&switch_stop);
         let rec_cfg = switch_cfg.clone();
         let ready = Arc::clone(&switch_ready);
+        let ports = switch_ports;
         std::thread::Builder::new()
             .name("lab-switch".into())
             .spawn(move || {
@@ -329,7 +315,8 @@ pub fn run(
                     every,
                     call: &mut call,
                 };
-                let out = crate::runtime::switch::run_sampled(
+                let out = crate::runtime::switch::run_sampled_on(
+                    ports,
                     &sw_opts,
                     &stop,
                     &mut std::io::sink(),
@@ -340,11 +327,6 @@ pub fn run(
     };
     let status = Arc::new(HostsStatus::new(n));
     let hosts_thread = {
-        let ifaces: Vec<String> = names
-            .iter()
-            .map(|name| net.name(&format!("h{name}")))
-            .collect();
-        let namespaces = namespaces.clone();
         let opts = opts.clone();
         let stop = Arc::clone(&hosts_stop);
         let status = Arc::clone(&status);
@@ -352,8 +334,16 @@ pub fn run(
         std::thread::Builder::new()
             .name("lab-hosts".into())
             .spawn(move || -> HostsResult {
-                let ports = open_host_ports(&namespaces, &ifaces, &opts)?;
-                hosts(work, ports, &opts, t0, &ready, &status, &stop)
+                hosts(
+                    work,
+                    host_ports,
+                    &opts,
+                    t0,
+                    socket_open,
+                    &ready,
+                    &status,
+                    &stop,
+                )
             })?
     };
 
@@ -549,35 +539,99 @@ impl Work {
 /// The hosts' sockets, each opened inside its namespace (all at once), and the UDP 4791
 /// claims that keep each namespace's IP stack quiet. The calling thread ends up in the
 /// last namespace.
-fn open_host_ports(
-    namespaces: &[String],
-    ifaces: &[String],
+/// The hosts' ports, and the UDP port 4791 of each host's namespace, held so that its
+/// kernel does not answer RoCE frames with ICMP port unreachable.
+type HostPorts = (Ports, Vec<Option<std::net::UdpSocket>>);
+
+/// Builds a namespace and a veth pair to the switch for every host, and opens each
+/// pair's two sockets (the switch's end in this namespace, the host's in its own) on
+/// threads of their own as soon as the pair is up, before the rest is configured: setting
+/// up a packet socket's ring waits for a kernel grace period (about 8 ms), and these waits
+/// overlap the configuring of the namespaces (tens of ms of `ip` per host); so does
+/// mapping the two sets' frame buffers (tens of MB). Returns when the namespaces were up
+/// (the lab's clock reads 0 then), when every socket was open after that (0 if before),
+/// the switch's ports and the hosts'.
+fn build_network(
+    net: &mut Netns,
+    names: &[String],
+    switch_cfg: &SwitchConfig,
     opts: &LabOptions,
-) -> Result<(Ports, Vec<Option<std::net::UdpSocket>>), LabError> {
-    let frame = opts.endpoint.mtu as usize + 128;
-    let ports = Ports::open_all_with(opts.backend, ifaces, frame, &|k| {
-        super::netns::enter(&namespaces[k])
-    })?;
-    let mut claims = Vec::new();
-    for ns in namespaces {
-        super::netns::enter(ns)?;
-        claims.push(live::claim_roce_port());
-    }
-    Ok((ports, claims))
+) -> Result<(Instant, Nanos, Ports, HostPorts), LabError> {
+    let mtu = opts.switch.port_defaults.mtu.min(9000);
+    let switch_frame = crate::runtime::switch::frame_mtu(switch_cfg);
+    let host_frame = opts.endpoint.mtu as usize + 128;
+    let backend = opts.backend;
+    type HostSide = std::io::Result<(Opened, Option<std::net::UdpSocket>)>;
+    std::thread::scope(|scope| {
+        let switch_set = scope.spawn(move || Ports::for_frames(switch_frame));
+        let host_set = scope.spawn(move || Ports::for_frames(host_frame));
+        let mut openers = Vec::new();
+        let mut namespaces = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let ns = net.namespace(name)?;
+            let mac = mac(i).to_string();
+            net.veth_pair(
+                &format!("s{name}"),
+                &ns,
+                &format!("h{name}"),
+                Some(&mac),
+                mtu,
+            )?;
+            namespaces.push(ns.clone());
+            let (switch_end, host_end) =
+                (net.name(&format!("s{name}")), net.name(&format!("h{name}")));
+            // This thread is in the root namespace, and so are the threads it starts.
+            let switch_side = scope.spawn(move || Opened::open(backend, &switch_end, switch_frame));
+            let host_side = scope.spawn(move || -> HostSide {
+                super::netns::enter(&ns)?;
+                Ok((
+                    Opened::open(backend, &host_end, host_frame)?,
+                    live::claim_roce_port(),
+                ))
+            });
+            openers.push((switch_side, host_side));
+        }
+        for (i, (name, ns)) in names.iter().zip(&namespaces).enumerate() {
+            net.configure(
+                &format!("s{name}"),
+                ns,
+                &format!("h{name}"),
+                Some(&format!("{}/24", ip(i))),
+            )?;
+        }
+        // The lab's clock reads 0 now: the namespaces are up.
+        let t0 = Instant::now();
+        let set = |t: std::thread::ScopedJoinHandle<'_, Ports>| {
+            t.join()
+                .map_err(|_| std::io::Error::other("mapping the frame buffers panicked"))
+        };
+        let (mut switch_ports, mut host_ports) = (set(switch_set)?, set(host_set)?);
+        let mut claims = Vec::new();
+        for (switch_side, host_side) in openers {
+            switch_ports.adopt(Opened::join(switch_side)?);
+            let (port, claim) = host_side
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("opening a port panicked")))?;
+            host_ports.adopt(port);
+            claims.push(claim);
+        }
+        Ok((t0, since(t0), switch_ports, (host_ports, claims)))
+    })
 }
 
-/// The hosts' thread, once their sockets are open: waits for the switch, starts every
-/// host now, and runs them all.
+/// The hosts' thread, given their sockets (open at `socket_open` on the lab's clock):
+/// waits for the switch, starts every host now, and runs them all.
+#[allow(clippy::too_many_arguments)]
 fn hosts(
     work: Vec<Work>,
-    (ports, _claims): (Ports, Vec<Option<std::net::UdpSocket>>),
+    (ports, _claims): HostPorts,
     opts: &LabOptions,
     t0: Instant,
+    socket_open: Nanos,
     switch_ready: &AtomicBool,
     status: &HostsStatus,
     stop: &Arc<AtomicBool>,
 ) -> HostsResult {
-    let socket_open = since(t0);
     let waited = Instant::now();
     while !switch_ready.load(Ordering::Acquire)
         && !stopped(stop)
