@@ -554,8 +554,14 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
         .flat_map(|(what, v)| common::undocumented_keys(what, v))
         .collect();
     assert_eq!(undocumented, Vec::<String>::new(), "not in docs/json.md");
-    assert!(class_sum(&report, 3, "tx_pause_frames") > 0, "PFC fired");
-    assert!(class_sum(&report, 3, "ce_marked") > 0, "CE marked");
+    assert!(
+        class_sum(&report, 3, "tx_pause_frames") > 0,
+        "PFC fired: {context}"
+    );
+    assert!(
+        class_sum(&report, 3, "ce_marked") > 0,
+        "CE marked: {context}"
+    );
     assert_eq!(class_sum(&report, 3, "dropped_ingress_overflow"), 0);
     assert_eq!(class_sum(&report, 3, "dropped_tail"), 0);
     // What tshark saw in the namespaces: PFC frames and CNPs at the senders, CE-marked
