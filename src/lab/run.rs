@@ -536,9 +536,6 @@ impl Work {
     }
 }
 
-/// The hosts' sockets, each opened inside its namespace (all at once), and the UDP 4791
-/// claims that keep each namespace's IP stack quiet. The calling thread ends up in the
-/// last namespace.
 /// The hosts' ports, and the UDP port 4791 of each host's namespace, held so that its
 /// kernel does not answer RoCE frames with ICMP port unreachable.
 type HostPorts = (Ports, Vec<Option<std::net::UdpSocket>>);
