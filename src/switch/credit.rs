@@ -7,7 +7,7 @@
 //! queue whose head has no credit on its egress port's VL waits, as a paused queue does,
 //! and its port wakes again when the peer's flow-control packet arrives.
 
-use super::{Packet, Port, Switch};
+use super::{Entry, Port, Switch};
 use crate::credit::{self, CreditConfig, CreditLink, FcPacket, LaneStats};
 use crate::link::{Framing, Transmitter, ib_packet_bytes};
 use crate::time::Nanos;
@@ -23,7 +23,7 @@ impl Port {
     #[inline]
     pub(super) fn head_has_credit(&self, q: usize) -> bool {
         match (&self.credit, self.queues[q].frames.front()) {
-            (Some(c), Some(p)) => c.can_send(q, frame_blocks(&p.buf)),
+            (Some(c), Some(e)) => c.can_send(q, e.blocks),
             _ => true,
         }
     }
@@ -82,7 +82,7 @@ impl Switch {
         c.on_fc(now, fc);
         let q = usize::from(fc.vl & 7);
         if let Some(head) = p.queues[q].frames.front() {
-            c.resume_if_ready(now, q, frame_blocks(&head.buf));
+            c.resume_if_ready(now, q, head.blocks);
         }
         self.flush_credit(now, port);
     }
@@ -103,25 +103,23 @@ impl Switch {
             .as_mut()
             .and_then(|c| c.take_due(now))
         {
-            let mut buf = self.pool.pop().unwrap_or_default();
-            fc.emit_frame(mac, &mut buf);
-            self.ports[port].control.push_back(Packet {
-                buf,
-                meta: None,
-                ingress: port,
-                class: fc.vl,
+            let slot = self.packets.insert(port, fc.vl, None);
+            fc.emit_frame(mac, &mut self.packets.get_mut(slot).buf);
+            self.ports[port].control.push_back(Entry {
                 arrived: now,
-                note: None,
+                slot,
+                blocks: 0,
             });
         }
         self.wakes.touch(port);
     }
 
-    /// A frame holding buffer on its ingress port's VL `vl` left: the credit comes back.
-    pub(super) fn credit_release(&mut self, now: Nanos, packet: &Packet, vl: usize) {
-        if let Some(c) = self.ports[packet.ingress].credit.as_mut() {
-            c.free(vl, frame_blocks(&packet.buf));
-            self.flush_credit(now, packet.ingress);
+    /// A frame of `blocks` holding buffer on VL `vl` of its ingress port left: the credit
+    /// comes back.
+    pub(super) fn credit_release(&mut self, now: Nanos, ingress: usize, blocks: u16, vl: usize) {
+        if let Some(c) = self.ports[ingress].credit.as_mut() {
+            c.free(vl, blocks);
+            self.flush_credit(now, ingress);
         }
     }
 }

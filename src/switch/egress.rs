@@ -2,7 +2,7 @@
 //! timers (when to call again, PFC refresh, watchdog polls).
 
 use super::{Note, red};
-use super::{Packet, Port, Switch, Transmit};
+use super::{Port, Switch, Transmit};
 use crate::config::MarkAt;
 use crate::time::Nanos;
 use crate::wire::pfc::MacControl;
@@ -16,7 +16,7 @@ impl Port {
         self.queues[q]
             .frames
             .front()
-            .map_or(Nanos::ZERO, |p| p.arrived + self.latency)
+            .map_or(Nanos::ZERO, |e| e.arrived + self.latency)
     }
 
     /// When PFC (or an 802.3x PAUSE) from the peer stops holding queue `q`.
@@ -36,14 +36,14 @@ impl Switch {
     pub fn poll_transmit(&mut self, now: Nanos) -> Option<Transmit<'_>> {
         self.advance_to(now);
         self.recycle_last();
-        let (port, packet) = self.next_packet(now)?;
-        let note = packet.note.as_deref().copied();
-        let packet = self.last_tx.insert(packet);
+        let (port, slot) = self.next_packet(now)?;
+        self.last_tx = Some(slot);
+        let packet = self.packets.get(slot);
         Some(Transmit {
             port,
             time: now,
             frame: &packet.buf,
-            note,
+            note: packet.note.as_deref(),
         })
     }
 
@@ -55,12 +55,12 @@ impl Switch {
         self.advance_to(now);
         self.recycle_last();
         self.next_packet(now)
-            .map(|(port, packet)| (port, packet.buf))
+            .map(|(port, slot)| (port, self.packets.take(slot)))
     }
 
     /// The next frame to leave at `now`: from the port whose transmit deadline is the
     /// earliest (the lowest-numbered among equals), if that deadline has come.
-    fn next_packet(&mut self, now: Nanos) -> Option<(usize, Packet)> {
+    fn next_packet(&mut self, now: Nanos) -> Option<(usize, u32)> {
         self.anchor(now);
         while let Some(port) = self.wakes.pop_tx_due(now) {
             let packet = self.dequeue(now, port);
@@ -73,9 +73,10 @@ impl Switch {
         None
     }
 
-    /// Takes the next frame of `port` if its transmitter is free at `now`.
-    fn dequeue(&mut self, now: Nanos, port_index: usize) -> Option<Packet> {
+    /// Takes the next frame of `port` if its transmitter is free at `now`: its slot.
+    fn dequeue(&mut self, now: Nanos, port_index: usize) -> Option<u32> {
         let forward_stormed = self.forward_stormed();
+        let packets = &mut self.packets;
         let port = &mut self.ports[port_index];
         if !port.tx.enabled
             || port.tx.free_at() > now
@@ -83,7 +84,8 @@ impl Switch {
         {
             return None;
         }
-        if let Some(packet) = port.control.pop_front() {
+        if let Some(entry) = port.control.pop_front() {
+            let packet = packets.get(entry.slot);
             port.tx.start(now, &packet.buf);
             if let Some(meta) = packet.meta
                 && let Ok(MacControl::Pfc(pfc)) = MacControl::parse_frame(&packet.buf, &meta)
@@ -94,7 +96,7 @@ impl Switch {
                     c.tx_xon_frames += u64::from(pfc.quanta[usize::from(p)] == 0);
                 }
             }
-            return Some(packet);
+            return Some(entry.slot);
         }
         let mut ready = 0u8;
         let mut busy = port.nonempty;
@@ -114,10 +116,14 @@ impl Switch {
         }
         let queues = &port.queues;
         let q = port.sched.pick(ready, |q| {
-            queues[q].frames.front().map_or(0, |p| p.buf.len() as u64)
+            queues[q]
+                .frames
+                .front()
+                .map_or(0, |e| packets.get(e.slot).buf.len() as u64)
         })?;
         let queue = &mut port.queues[q];
-        let mut packet = queue.frames.pop_front()?;
+        let entry = queue.frames.pop_front()?;
+        let packet = packets.get_mut(entry.slot);
         let len = packet.buf.len();
         queue.bytes -= len as u64;
         let depth_after = queue.bytes;
@@ -136,7 +142,7 @@ impl Switch {
         c.tx_frames += 1;
         c.tx_bytes += len as u64;
         c.tx_during_storm += u64::from(stormed);
-        port.counters.sojourn_ns[q].record(now.saturating_sub(packet.arrived).0);
+        port.counters.sojourn_ns[q].record(now.saturating_sub(entry.arrived).0);
         let queue_cfg = self.cfg.queues[q];
         if let (Some(profile), MarkAt::Dequeue, Some(meta)) =
             (queue_cfg.ecn, queue_cfg.mark_at, packet.meta)
@@ -155,22 +161,24 @@ impl Switch {
                 }
             }
         }
-        self.release(now, &packet);
-        Some(packet)
+        self.release(now, entry.slot);
+        Some(entry.slot)
     }
 
-    /// Returns a frame's buffer charge; its ingress PG may now send XON.
-    pub(super) fn release(&mut self, now: Nanos, packet: &Packet) {
-        let pg = usize::from(packet.class);
-        if self.ports[packet.ingress].credit.is_some() {
-            let vl = self.classifier.queue(packet.class);
-            self.credit_release(now, packet, vl);
+    /// Returns the buffer charge of the frame in `slot`; its ingress PG may now send XON.
+    pub(super) fn release(&mut self, now: Nanos, slot: u32) {
+        let packet = self.packets.get(slot);
+        let (ingress, class, len) = (packet.ingress, packet.class, packet.buf.len());
+        let pg = usize::from(class);
+        if self.ports[ingress].credit.is_some() {
+            let vl = self.classifier.queue(class);
+            let blocks = super::credit::frame_blocks(&packet.buf);
+            self.credit_release(now, ingress, blocks, vl);
             return;
         }
-        self.mmu
-            .release(packet.ingress, pg, packet.buf.len() as u32);
-        if self.mmu.needs_xon(packet.ingress, pg) {
-            self.send_xon(now, packet.ingress, pg);
+        self.mmu.release(ingress, pg, len as u32);
+        if self.mmu.needs_xon(ingress, pg) {
+            self.send_xon(now, ingress, pg);
         }
     }
 

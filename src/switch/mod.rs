@@ -32,6 +32,7 @@ mod egress;
 pub mod fdb;
 pub mod mmu;
 pub mod note;
+mod packets;
 pub mod pfc;
 pub mod red;
 pub mod sched;
@@ -47,27 +48,16 @@ use crate::wire::{self, CeMark, Ecn, FrameMeta, MacAddr};
 use classify::Classifier;
 use fdb::{Fdb, Lookup};
 use mmu::Mmu;
+use packets::{Entry, Packets};
 use pfc::QueueWatchdog;
 use red::Rng;
 use sched::Scheduler;
 use std::collections::VecDeque;
 
-/// A frame held by the switch.
-#[derive(Debug)]
-struct Packet {
-    buf: Vec<u8>,
-    meta: Option<FrameMeta>,
-    ingress: usize,
-    class: u8,
-    arrived: Nanos,
-    /// Boxed: notes exist only with `set_explain`, and a small packet moves faster.
-    note: Option<Box<Note>>,
-}
-
 /// One egress queue.
 #[derive(Debug, Default)]
 struct Queue {
-    frames: VecDeque<Packet>,
+    frames: VecDeque<Entry>,
     bytes: u64,
 }
 
@@ -79,7 +69,7 @@ struct Port {
     /// The largest frame (without FCS) the port takes or sends: MTU + 18.
     max_frame_bytes: usize,
     /// PFC frames the switch generated, sent ahead of all data and never paused.
-    control: VecDeque<Packet>,
+    control: VecDeque<Entry>,
     queues: [Queue; CLASSES],
     /// Bit q set: queue q holds frames.
     nonempty: u8,
@@ -156,7 +146,7 @@ pub struct Transmit<'a> {
     /// The frame, without FCS.
     pub frame: &'a [u8],
     /// Why the switch changed or created it (with [`Switch::set_explain`]).
-    pub note: Option<Note>,
+    pub note: Option<&'a Note>,
 }
 
 /// The software switch: one I/O-free core, driven as the module documentation states.
@@ -170,9 +160,11 @@ pub struct Switch {
     mmu: Mmu,
     rng: Rng,
     ports: Vec<Port>,
-    pool: Vec<Vec<u8>>,
-    /// The frame handed out by the last `poll_transmit`, recycled on the next call.
-    last_tx: Option<Packet>,
+    /// The frames held, and the buffers for the next ones.
+    packets: Packets,
+    /// The slot of the frame handed out by the last `poll_transmit`, freed on the next
+    /// call.
+    last_tx: Option<u32>,
     /// When each port next needs the switch.
     wakes: wake::Wakes,
     explain: bool,
@@ -219,9 +211,6 @@ fn ecmp_index(frame: &[u8], meta: Option<&FrameMeta>, members: usize) -> usize {
     ((h.finish() >> 32) % members as u64) as usize
 }
 
-/// Buffers kept for reuse; beyond this, freed ones are dropped.
-const POOL_MAX: usize = 1 << 16;
-
 impl Switch {
     /// A switch with the ports of `cfg`, all queues empty.
     pub fn new(cfg: &SwitchConfig) -> Switch {
@@ -260,7 +249,7 @@ impl Switch {
             mmu: Mmu::new(cfg),
             rng: Rng::new(cfg.seed),
             ports,
-            pool: Vec::new(),
+            packets: Packets::default(),
             last_tx: None,
             wakes: wake::Wakes::new(cfg.ports.len()),
             explain: false,
@@ -453,23 +442,10 @@ impl Switch {
         self.watchdog_anchor.get_or_insert(now);
     }
 
-    fn recycle(&mut self, mut buf: Vec<u8>) {
-        if self.pool.len() < POOL_MAX {
-            buf.clear();
-            self.pool.push(buf);
-        }
-    }
-
     fn recycle_last(&mut self) {
-        if let Some(p) = self.last_tx.take() {
-            self.recycle(p.buf);
+        if let Some(slot) = self.last_tx.take() {
+            self.packets.remove(slot);
         }
-    }
-
-    fn buffer_with(&mut self, frame: &[u8]) -> Vec<u8> {
-        let mut buf = self.pool.pop().unwrap_or_default();
-        buf.extend_from_slice(frame);
-        buf
     }
 
     /// A frame arrives, fully received, on `port` at `now`; the switch copies it into one
@@ -499,7 +475,7 @@ impl Switch {
     /// An empty buffer from the switch's pool, to receive a frame into.
     pub fn take_buffer(&mut self) -> Vec<u8> {
         self.recycle_last();
-        self.pool.pop().unwrap_or_default()
+        self.packets.buffer()
     }
 
     fn receive(&mut self, now: Nanos, port: usize, incoming: Incoming<'_>) -> RxOutcome {
@@ -512,7 +488,7 @@ impl Switch {
         }
         let dst = MacAddr(frame[..6].try_into().unwrap_or_default());
         let src = MacAddr(frame[6..12].try_into().unwrap_or_default());
-        let meta = wire::parse(frame).ok();
+        let meta = wire::parse_meta(frame);
         // IEEE 802.1Q reserves 01:80:C2:00:00:00-0F for link-local protocols: never relayed.
         if dst.0[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && dst.0[5] <= 0x0f {
             self.ports[port].counters.rx_link_local_frames += 1;
@@ -606,7 +582,7 @@ impl Switch {
     /// Returns an owned buffer the switch does not keep to the pool.
     fn dispose(&mut self, incoming: Incoming<'_>) {
         if let Incoming::Owned(buf) = incoming {
-            self.recycle(buf);
+            self.packets.recycle(buf);
         }
     }
 
@@ -699,17 +675,22 @@ impl Switch {
         if self.mmu.needs_xoff(ingress, pg) {
             self.send_xoff(now, ingress, pg);
         }
-        let mut buf = match incoming {
-            Incoming::Owned(buf) => buf,
-            Incoming::Borrowed(frame) => self.buffer_with(frame),
+        let blocks = if self.ports[out].credit.is_some() {
+            credit::frame_blocks(frame)
+        } else {
+            0
         };
-        let mut note = None;
+        let slot = match incoming {
+            Incoming::Owned(buf) => self.packets.insert_owned(ingress, class, meta, buf),
+            Incoming::Borrowed(frame) => self.packets.insert_copy(ingress, class, meta, frame),
+        };
+        let packet = self.packets.get_mut(slot);
         if let (Some((profile, probability)), Some(meta)) = (mark, meta)
-            && wire::mark_ce(&mut buf, &meta) == CeMark::Marked
+            && wire::mark_ce(&mut packet.buf, &meta) == CeMark::Marked
         {
             self.ports[out].counters.classes[q].ecn_marked += 1;
             if self.explain {
-                note = Some(Box::new(Note::CeMarked {
+                packet.note = Some(Box::new(Note::CeMarked {
                     queue: q as u8,
                     depth_bytes: depth,
                     kmin_bytes: profile.kmin_bytes,
@@ -726,13 +707,10 @@ impl Switch {
             port.nonempty |= 1 << q;
         }
         queue.bytes += len as u64;
-        queue.frames.push_back(Packet {
-            buf,
-            meta,
-            ingress,
-            class,
+        queue.frames.push_back(Entry {
             arrived: now,
-            note,
+            slot,
+            blocks,
         });
         port.peak[q].set(port.peak[q].get().max(queue.bytes));
         let c = &mut port.counters.classes[q];

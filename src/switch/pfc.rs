@@ -2,7 +2,7 @@
 //! while it holds, XON when it drains), honouring the PFC and PAUSE frames the switch
 //! receives, and the PFC watchdog that breaks pause storms.
 
-use super::{DropCause, Note, Packet, Switch};
+use super::{DropCause, Entry, Note, Switch};
 use crate::config::WatchdogAction;
 use crate::time::Nanos;
 use crate::wire::pfc::{MacControl, PfcRepr, PrioritySet, pause_duration};
@@ -43,23 +43,20 @@ impl Switch {
 
     fn queue_pfc(&mut self, now: Nanos, port: usize, pg: usize, quanta: u16, note: Option<Note>) {
         let pfc = MacControl::Pfc(PfcRepr::new(PrioritySet::single(pg as u8), quanta));
-        let mut buf = self.pool.pop().unwrap_or_default();
-        buf.resize(wire::pfc::FRAME_LEN, 0);
+        let mac = self.ports[port].mac;
+        let explain = self.explain;
+        let slot = self.packets.insert(port, pg as u8, None);
+        let packet = self.packets.get_mut(slot);
+        packet.buf.resize(wire::pfc::FRAME_LEN, 0);
         // The buffer has room for the frame: emit cannot fail.
-        let _ = pfc.emit(&mut buf, self.ports[port].mac);
-        let meta = wire::parse(&buf).ok();
+        let _ = pfc.emit(&mut packet.buf, mac);
+        packet.meta = wire::parse_meta(&packet.buf);
+        packet.note = note.filter(|_| explain).map(Box::new);
         self.wakes.touch(port);
-        self.ports[port].control.push_back(Packet {
-            buf,
-            meta,
-            ingress: port,
-            class: pg as u8,
+        self.ports[port].control.push_back(Entry {
             arrived: now,
-            note: if self.explain {
-                note.map(Box::new)
-            } else {
-                None
-            },
+            slot,
+            blocks: 0,
         });
     }
 
@@ -239,22 +236,27 @@ impl Switch {
         self.ports[port].queues[q].bytes = 0;
         self.ports[port].nonempty &= !(1 << q);
         self.ports[port].sched.emptied(q);
-        for packet in frames {
+        for entry in frames {
+            let packet = self.packets.get_mut(entry.slot);
+            let (ingress, class) = (packet.ingress, packet.class);
+            // Out of its slot while the record (which borrows the switch) reads it.
+            let buf = std::mem::take(&mut packet.buf);
             self.ports[port]
                 .counters
-                .drop(q, DropCause::Watchdog, packet.buf.len());
+                .drop(q, DropCause::Watchdog, buf.len());
             self.record_drop(
                 now,
                 port,
-                packet.ingress,
-                packet.class,
+                ingress,
+                class,
                 q,
                 port,
                 DropCause::Watchdog,
-                &packet.buf,
+                &buf,
             );
-            self.release(now, &packet);
-            self.recycle(packet.buf);
+            self.packets.get_mut(entry.slot).buf = buf;
+            self.release(now, entry.slot);
+            self.packets.remove(entry.slot);
         }
     }
 }

@@ -26,7 +26,7 @@ pub use ecn::{CeMark, Ecn, mark_ce};
 pub use ethernet::{EthernetFrame, EthernetRepr, MacAddr, VlanTag, ethertype};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
-pub use meta::{FrameMeta, MetaFlags, parse};
+pub use meta::{FrameMeta, MetaFlags, parse, parse_meta};
 pub use pfc::{MacControl, PfcRepr, PrioritySet};
 pub use roce::{IpRepr, RocePacket, RoceRepr};
 pub use udp::{ROCEV2_PORT, UdpDatagram};

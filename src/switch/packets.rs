@@ -1,0 +1,141 @@
+//! The frames the switch holds, each in a slot that stays put while the queues pass a
+//! small [`Entry`] around.
+//!
+//! Queues of whole packets moved each frame twice: built on the stack and copied into
+//! the queue, then popped and copied out to the caller. Each copy read back, in wide
+//! loads, what narrow stores had just written; the CPU cannot forward those from its
+//! store buffer and waits for the stores to reach the cache. That stall, on every frame,
+//! was about a sixth of the switch core's time (`perf annotate` of the `switch` bench).
+//! Here a packet's fields are written once, where they stay, and a queue holds 16 bytes
+//! per frame. A free slot keeps its buffer's allocation for the next frame: the slots are
+//! the switch's buffer pool.
+
+use super::Note;
+use crate::time::Nanos;
+use crate::wire::FrameMeta;
+
+/// A frame held by the switch.
+#[derive(Debug, Default)]
+pub(super) struct Packet {
+    pub buf: Vec<u8>,
+    pub meta: Option<FrameMeta>,
+    pub ingress: usize,
+    pub class: u8,
+    /// Boxed: notes exist only with `set_explain`.
+    pub note: Option<Box<Note>>,
+}
+
+/// A queued frame: its slot, and what the port's deadlines need of it without looking
+/// into the slot.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Entry {
+    pub arrived: Nanos,
+    pub slot: u32,
+    /// Its credit blocks on an InfiniBand port (0 on others).
+    pub blocks: u16,
+}
+
+/// Buffers kept for reuse beyond those of the free slots (handed in by a driver, as
+/// owned frames, in place of a slot's own); beyond this, freed ones are dropped.
+const SPARE_MAX: usize = 1 << 16;
+
+/// The slots: see the module documentation.
+#[derive(Debug, Default)]
+pub(super) struct Packets {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+    /// Buffers not in any slot.
+    spare: Vec<Vec<u8>>,
+}
+
+impl Packets {
+    /// A free slot, its fields set and its buffer empty (with its old capacity).
+    #[inline]
+    pub fn insert(&mut self, ingress: usize, class: u8, meta: Option<FrameMeta>) -> u32 {
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(Packet::default());
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 frames held")
+            }
+        };
+        let p = &mut self.slots[slot as usize];
+        p.buf.clear();
+        p.meta = meta;
+        p.ingress = ingress;
+        p.class = class;
+        p.note = None;
+        slot
+    }
+
+    /// A slot holding a copy of `frame`.
+    #[inline]
+    pub fn insert_copy(
+        &mut self,
+        ingress: usize,
+        class: u8,
+        meta: Option<FrameMeta>,
+        frame: &[u8],
+    ) -> u32 {
+        let slot = self.insert(ingress, class, meta);
+        self.slots[slot as usize].buf.extend_from_slice(frame);
+        slot
+    }
+
+    /// A slot holding `buf` itself; the slot's own buffer becomes a spare.
+    pub fn insert_owned(
+        &mut self,
+        ingress: usize,
+        class: u8,
+        meta: Option<FrameMeta>,
+        buf: Vec<u8>,
+    ) -> u32 {
+        let slot = self.insert(ingress, class, meta);
+        let old = std::mem::replace(&mut self.slots[slot as usize].buf, buf);
+        self.recycle(old);
+        slot
+    }
+
+    #[inline]
+    pub fn get(&self, slot: u32) -> &Packet {
+        &self.slots[slot as usize]
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, slot: u32) -> &mut Packet {
+        &mut self.slots[slot as usize]
+    }
+
+    /// Frees `slot`, which keeps its buffer for the next frame.
+    #[inline]
+    pub fn remove(&mut self, slot: u32) {
+        self.slots[slot as usize].note = None;
+        self.free.push(slot);
+    }
+
+    /// Frees `slot` and hands its buffer over.
+    pub fn take(&mut self, slot: u32) -> Vec<u8> {
+        let buf = std::mem::take(&mut self.slots[slot as usize].buf);
+        self.remove(slot);
+        buf
+    }
+
+    /// An empty buffer: a spare, or a free slot's, or a new one.
+    pub fn buffer(&mut self) -> Vec<u8> {
+        if let Some(buf) = self.spare.pop() {
+            return buf;
+        }
+        match self.free.last() {
+            Some(&slot) => std::mem::take(&mut self.slots[slot as usize].buf),
+            None => Vec::new(),
+        }
+    }
+
+    /// Keeps `buf` for reuse, if it holds an allocation and there is room.
+    pub fn recycle(&mut self, mut buf: Vec<u8>) {
+        if buf.capacity() > 0 && self.spare.len() < SPARE_MAX {
+            buf.clear();
+            self.spare.push(buf);
+        }
+    }
+}
