@@ -9,6 +9,10 @@
 //! checksum patched), "red_draws" Kmin 0, Kmax 1 MB, Pmax 1 (a random draw per frame),
 //! "no_ecn" no RED. "no_ecn_deep_queue" keeps 100 frames (108 KB) queued: the buffers no
 //! longer fit the L1 cache, and the difference is the cost of touching them.
+//!
+//! For scale, in the same run: `etherparse_parse` is etherparse's `SlicedPacket::from_ethernet`
+//! of the same frame (headers only, no switching), and `copy_frame` copies it into a reused
+//! buffer (the one copy the switch core makes of every borrowed frame).
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rocelab::config::SwitchConfig;
@@ -116,6 +120,18 @@ fn through_the_core(c: &mut Criterion) {
         });
         assert_eq!(sw.queue_frames(1, 3), standing, "{name}: steady state");
     }
+    let data = frame(1, 2);
+    group.bench_function(BenchmarkId::new("scale", "etherparse_parse"), |b| {
+        b.iter(|| etherparse::SlicedPacket::from_ethernet(black_box(&data)).is_ok())
+    });
+    let mut buf = Vec::with_capacity(data.len());
+    group.bench_function(BenchmarkId::new("scale", "copy_frame"), |b| {
+        b.iter(|| {
+            buf.clear();
+            buf.extend_from_slice(black_box(&data));
+            black_box(buf.len())
+        })
+    });
     group.finish();
 }
 

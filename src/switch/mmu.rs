@@ -13,7 +13,8 @@
 
 use crate::config::{CLASSES, PgConfig, QueueLimit, SwitchConfig, XoffRule};
 
-/// Occupancy and PFC state of one ingress priority group.
+/// Occupancy and PFC state of one ingress priority group. Its watermarks are the
+/// ingress port's counters' ([`ClassCounters`](super::ClassCounters)).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PgState {
     /// Reserve bytes in use.
@@ -24,10 +25,6 @@ pub struct PgState {
     pub headroom: u64,
     /// XOFF has been sent and not yet lifted by XON.
     pub xoff: bool,
-    /// Highest shared use seen.
-    pub watermark_shared: u64,
-    /// Highest headroom use seen.
-    pub watermark_headroom: u64,
 }
 
 /// The buffer of the whole switch.
@@ -166,8 +163,6 @@ impl Mmu {
         state.reserve += reserve;
         state.shared += shared;
         state.headroom += headroom;
-        state.watermark_shared = state.watermark_shared.max(state.shared);
-        state.watermark_headroom = state.watermark_headroom.max(state.headroom);
         self.shared_used += shared;
         true
     }

@@ -85,6 +85,9 @@ struct Port {
     /// then found without looking at every PG.
     refreshing: u8,
     watchdog: [QueueWatchdog; CLASSES],
+    /// Bit q: the watchdog holds queue q as stormed (`watchdog[q].stormed`, as bits for
+    /// the deadline check after every frame; set through [`Port::set_stormed`]).
+    stormed: u8,
     /// Per queue: time paused by received PFC.
     paused: [crate::time::Span; CLASSES],
     /// Per PG of this port as an ingress: time it held its peer in XOFF.
@@ -233,6 +236,7 @@ impl Switch {
                 refresh_at: [None; CLASSES],
                 refreshing: 0,
                 watchdog: Default::default(),
+                stormed: 0,
                 paused: Default::default(),
                 xoff_held: Default::default(),
                 peak: Default::default(),
@@ -433,6 +437,7 @@ impl Switch {
     }
 
     /// Brings the ports' deadlines up to date: the last step of every entry point.
+    #[inline]
     fn settle(&mut self) {
         let rules = self.wake_rules();
         self.wakes.settle(&self.ports, rules);

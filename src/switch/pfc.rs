@@ -19,6 +19,19 @@ pub struct QueueWatchdog {
     pub last_pause_rx: Nanos,
 }
 
+impl super::Port {
+    /// Holds queue `q` as stormed, or no longer.
+    pub(super) fn set_stormed(&mut self, q: usize, stormed: bool) {
+        self.watchdog[q].stormed = stormed;
+        let bit = 1 << q;
+        if stormed {
+            self.stormed |= bit;
+        } else {
+            self.stormed &= !bit;
+        }
+    }
+}
+
 /// A storm the watchdog detected: on which queue, when, and when it restored it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StormRecord {
@@ -195,7 +208,7 @@ impl Switch {
                 let w = p.watchdog[q];
                 if w.stormed {
                     if tick.saturating_sub(w.last_pause_rx) >= wd.restoration {
-                        p.watchdog[q].stormed = false;
+                        p.set_stormed(q, false);
                         p.counters.classes[q].storms_restored += 1;
                         if let Some(s) = self
                             .storms
@@ -211,7 +224,7 @@ impl Switch {
                 let paused = p.paused_until(q) > tick;
                 let waiting = !p.queues[q].frames.is_empty();
                 if paused && waiting && tick.saturating_sub(w.last_progress) >= wd.detection {
-                    p.watchdog[q].stormed = true;
+                    p.set_stormed(q, true);
                     p.counters.classes[q].storms_detected += 1;
                     if self.storms.len() < MAX_STORM_RECORDS {
                         self.storms.push(StormRecord {

@@ -66,7 +66,15 @@ impl Wakes {
     }
 
     /// Recomputes the touched ports' deadlines, so that [`next`](Self::next) is exact.
+    /// Inlined for the common case of nothing touched (a frame queued behind a head).
+    #[inline]
     pub fn settle(&mut self, ports: &[Port], rules: Rules) {
+        if !self.dirty.is_empty() {
+            self.settle_touched(ports, rules);
+        }
+    }
+
+    fn settle_touched(&mut self, ports: &[Port], rules: Rules) {
         for port in self.dirty.drain(..) {
             self.touched[port] = false;
             let p = &ports[port];
@@ -159,7 +167,7 @@ impl Port {
     /// Whether the watchdog has something to watch on this port: a stormed queue, or a
     /// lossless queue holding frames that is paused past its last progress.
     pub(super) fn wants_watchdog(&self, lossless: PrioritySet) -> bool {
-        if self.watchdog.iter().any(|w| w.stormed) {
+        if self.stormed != 0 {
             return true;
         }
         // The lossless queues holding frames, by their bits.
