@@ -272,8 +272,9 @@ pub struct Endpoint {
     touched: Vec<bool>,
     /// The QPs whose timers came due, kept between timeouts.
     due: Vec<usize>,
-    /// Whether received frames' ICRC is checked ([`set_icrc_check`](Self::set_icrc_check)).
-    check_icrc: bool,
+    /// Whether frames sent carry an ICRC and received ones have theirs checked
+    /// ([`set_icrc`](Self::set_icrc)).
+    icrc: bool,
     /// The configuration's retransmission timeout and DCQCN CNP interval, converted from
     /// µs once: every deadline upkeep needs them.
     rto: Nanos,
@@ -317,7 +318,7 @@ impl Endpoint {
             dirty: Vec::new(),
             touched: Vec::new(),
             due: Vec::new(),
-            check_icrc: true,
+            icrc: true,
             rto: cfg.rto(),
             dcqcn_cnp_interval: cfg.dcqcn.cnp_interval(),
             cfg: cfg.clone(),
@@ -399,13 +400,15 @@ impl Endpoint {
         c
     }
 
-    /// Whether the ICRC of every RoCE frame received is checked (the default): a frame
-    /// with a bad one is dropped and counted in `icrc_errors`. A simulator whose frames only
-    /// ever come from these cores, which never alter the bytes the ICRC covers, may turn
-    /// the check off and save a CRC over every frame; rocelab's does so in release builds
-    /// only, so that the test suite still checks every frame it simulates.
-    pub fn set_icrc_check(&mut self, check: bool) {
-        self.check_icrc = check;
+    /// Whether RoCE frames carry an ICRC (the default): every frame sent gets one, and
+    /// every frame received has its checked (a bad one is dropped and counted in
+    /// `icrc_errors`). Off, frames leave with a zero ICRC and none is checked: for a
+    /// simulator whose frames only ever go between these cores, which never alter the
+    /// bytes the ICRC covers and nothing outside reads. That saves two CRCs over every
+    /// frame; rocelab's simulator does so in release builds only, so that the test suite
+    /// still computes and checks the ICRC of every frame it simulates.
+    pub fn set_icrc(&mut self, enabled: bool) {
+        self.icrc = enabled;
     }
 
     /// Gives the NIC `faults` (a healthy NIC has none). Call before the first frame.
@@ -711,7 +714,7 @@ impl Endpoint {
         if !meta.is_roce() || frame.get(..6) != Some(&self.mac.0[..]) {
             return;
         }
-        if self.check_icrc && icrc::verify(frame, &meta) != Some(true) {
+        if self.icrc && icrc::verify(frame, &meta) != Some(true) {
             self.counters.icrc_errors += 1;
             return;
         }
@@ -896,7 +899,7 @@ impl Endpoint {
             payload: &[],
         };
         let mut buf = self.spare_buffer(repr.frame_len());
-        if repr.emit(&mut buf).is_ok() {
+        if emit_roce(&repr, &mut buf, self.icrc).is_ok() {
             self.counters.acks_sent += u64::from(syndrome == SYNDROME_ACK);
             self.control.push_back((self.data_priority, buf));
         } else {
@@ -918,7 +921,7 @@ impl Endpoint {
         }
         .to_roce();
         let mut buf = self.spare_buffer(cnp.frame_len());
-        if cnp.emit(&mut buf).is_ok() {
+        if emit_roce(&cnp, &mut buf, self.icrc).is_ok() {
             self.qps[qi].counters.cnps_sent += 1;
             self.control.push_back((self.cnp_priority, buf));
         } else {
@@ -1041,7 +1044,7 @@ impl Endpoint {
             payload,
         };
         self.out.resize(repr.frame_len(), 0);
-        let len = repr.emit(&mut self.out).ok()?;
+        let len = emit_roce(&repr, &mut self.out, self.icrc).ok()?;
         self.out.truncate(len);
         if let Some(c) = self.credit.as_mut() {
             let (vl, blocks) = (c.vl(&self.out), credit::blocks(&self.out));
@@ -1255,5 +1258,15 @@ impl crate::series::EndpointProbe for Endpoint {
     fn pauses_received(&self) -> u64 {
         // Endpoint-wide counts only: no need to sum the QPs.
         self.counters.pauses_received + self.counters.link_pauses_received
+    }
+}
+
+/// Writes `repr` into `buf`, with its ICRC or (`icrc` false, see [`Endpoint::set_icrc`])
+/// without.
+fn emit_roce(repr: &RoceRepr, buf: &mut [u8], icrc: bool) -> Result<usize, wire::BuildError> {
+    if icrc {
+        repr.emit(buf)
+    } else {
+        repr.emit_without_icrc(buf)
     }
 }

@@ -157,9 +157,10 @@ impl Engine {
         let ports = match &mut node {
             Node::Switch(s) => s.port_count(),
             Node::Host(h) => {
-                // Nothing here alters the bytes an ICRC covers: release builds save the
-                // CRC of every frame received; debug builds (the tests) check each one.
-                h.endpoint.set_icrc_check(cfg!(debug_assertions));
+                // Nothing here alters the bytes an ICRC covers, and no frame leaves the
+                // simulation: release builds save the CRC of every frame sent and
+                // received; debug builds (the tests) compute and check each one.
+                h.endpoint.set_icrc(cfg!(debug_assertions));
                 1
             }
         };

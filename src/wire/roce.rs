@@ -138,6 +138,17 @@ impl RoceRepr<'_> {
 
     /// Writes the frame into the start of `buf`; returns its length.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, BuildError> {
+        self.emit_with(buf, true)
+    }
+
+    /// [`emit`](Self::emit) with the ICRC left zero: for frames that only ever reach
+    /// cores that do not check it (a simulation's), which saves a CRC over the frame.
+    pub fn emit_without_icrc(&self, buf: &mut [u8]) -> Result<usize, BuildError> {
+        self.emit_with(buf, false)
+    }
+
+    #[inline]
+    fn emit_with(&self, buf: &mut [u8], icrc: bool) -> Result<usize, BuildError> {
         self.ext.check_for(self.bth.opcode)?;
         let frame_len = self.frame_len();
         if buf.len() < frame_len {
@@ -188,6 +199,9 @@ impl RoceRepr<'_> {
         frame[at..at + self.payload.len()].copy_from_slice(self.payload);
         at += self.payload.len();
         frame[at..].fill(0); // pad bytes, ICRC placeholder, Ethernet padding
+        if !icrc {
+            return Ok(frame_len);
+        }
         let l3 = self.eth_header_len();
         let l4 = l3 + self.ip.header_len();
         let icrc_at = l4 + udp_len - ICRC_LEN;
@@ -260,6 +274,13 @@ mod tests {
         assert_eq!(pkt.ext, repr.ext);
         let ip = ipv4::Ipv4Packet::new_checked(&frame[14..]).unwrap();
         assert!(ip.verify_checksum());
+        // Without the ICRC: the same bytes but for a zero ICRC.
+        let mut bare = [0xffu8; 256];
+        assert_eq!(repr.emit_without_icrc(&mut bare).unwrap(), n);
+        let at = meta.icrc_offset();
+        assert_eq!(bare[..at], frame[..at]);
+        assert_eq!(bare[at..n], [0; 4]);
+        assert_ne!(frame[at..n], [0; 4]);
     }
 
     #[test]
