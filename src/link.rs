@@ -111,7 +111,13 @@ const VCRC: u64 = 2;
 const UDP: u64 = 8;
 
 fn bits_time(bits: u64, bits_per_sec: u64) -> Nanos {
-    Nanos((u128::from(bits) * 1_000_000_000).div_ceil(u128::from(bits_per_sec.max(1))) as u64)
+    let rate = bits_per_sec.max(1);
+    // In 64 bits whenever it fits (any frame): a 128-bit division is a library call, on
+    // every frame the simulator puts on a link.
+    match bits.checked_mul(1_000_000_000) {
+        Some(n) => Nanos(n.div_ceil(rate)),
+        None => Nanos((u128::from(bits) * 1_000_000_000).div_ceil(u128::from(rate)) as u64),
+    }
 }
 
 /// A port's transmitter: when it is free again, at the emulated rate, exactly.
@@ -215,6 +221,41 @@ impl Transmitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bits_time_is_the_128_bit_quotient_rounded_up_on_both_sides_of_its_fast_path() {
+        let exact = |bits: u64, rate: u64| {
+            Nanos((u128::from(bits) * 1_000_000_000).div_ceil(u128::from(rate.max(1))) as u64)
+        };
+        let edge = u64::MAX / 1_000_000_000;
+        for bits in [
+            0,
+            1,
+            672,
+            8848,
+            72_000,
+            edge - 1,
+            edge,
+            edge + 1,
+            u64::MAX / 2,
+        ] {
+            for rate in [
+                0,
+                1,
+                3,
+                1_000_000_000,
+                25_000_000_000,
+                400_000_000_000,
+                7_777_777_777,
+            ] {
+                assert_eq!(
+                    bits_time(bits, rate),
+                    exact(bits, rate),
+                    "{bits} bits at {rate}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn wire_time_at_100g_is_exact_over_a_long_burst() {

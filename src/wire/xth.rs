@@ -282,6 +282,10 @@ impl ExtHeaders {
 
     /// Parses the headers `layout` names from the start of `b` (the bytes after the BTH,
     /// ICRC excluded); `offset` is where `b` starts in the frame, for error messages.
+    /// Inlined, so that the headers are built where the caller keeps them: built out of
+    /// line and moved, they were read back with wide loads right after the narrow stores
+    /// that wrote them, a store-forwarding stall on every frame an endpoint receives.
+    #[inline(always)]
     pub fn parse(layout: Layout, b: &[u8], offset: usize) -> Result<ExtHeaders, ParseError> {
         let len = layout.len();
         if b.len() < len {
