@@ -1,15 +1,14 @@
-//! The discrete-event engine: a heap of timed events with stable tie-breaking, switch and
+//! The discrete-event engine: a queue of timed events with stable tie-breaking, switch and
 //! endpoint cores as nodes, and links of given rate, propagation delay and loss between
 //! their ports. Nothing reads a clock: a run is a function of its inputs and seed.
 
+use super::queue::{EventQueue, QueueKey};
 use crate::endpoint::app::{App, Application};
 use crate::endpoint::{Completion, Endpoint};
 use crate::link::Framing;
 use crate::switch::Switch;
 use crate::switch::red::Rng;
 use crate::time::Nanos;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// A host: an endpoint and the work it runs.
 pub struct Host {
@@ -65,18 +64,12 @@ enum Kind {
     Sample,
 }
 
-/// An event's place in the queue: its time, then the order it was pushed in (ties run
-/// first in, first out). Its [`Kind`] waits in the engine's slab at `slot`, so the heap
-/// moves these 24 bytes around rather than the event (a frame's buffer, its node and port).
-/// Three whole words: a 4-byte slot left padding that the heap's moves read back as part
-/// of an 8-byte load right after the 4-byte store, which the CPU cannot forward (a stall
-/// on every push).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Key {
-    time: Nanos,
-    seq: u64,
-    slot: u64,
-}
+// An event's place in the queue is a `QueueKey`: its time, then the order it was pushed
+// in (ties run first in, first out). Its `Kind` waits in the engine's slab at the key's
+// slot, so the queue moves these 24 bytes around rather than the event (a frame's buffer,
+// its node and port). Three whole words: a 4-byte slot left padding that the queue's moves
+// read back as part of an 8-byte load right after the 4-byte store, which the CPU cannot
+// forward (a stall on every push).
 
 /// What the engine did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -106,9 +99,9 @@ pub struct Engine {
     /// Every node, indexed as [`Engine::add`] returned them.
     pub nodes: Vec<Node>,
     links: Vec<Vec<Option<LinkEnd>>>,
-    heap: BinaryHeap<Reverse<Key>>,
+    queue: EventQueue,
     seq: u64,
-    /// The queued events' kinds, by [`Key::slot`]; a free slot holds `Kind::Sample`.
+    /// The queued events' kinds, by their keys' slots; a free slot holds `Kind::Sample`.
     slab: Vec<Kind>,
     /// Slots free for the next event.
     free: Vec<u64>,
@@ -134,7 +127,7 @@ impl Engine {
         Engine {
             nodes: Vec::new(),
             links: Vec::new(),
-            heap: BinaryHeap::new(),
+            queue: EventQueue::default(),
             seq: 0,
             slab: Vec::new(),
             free: Vec::new(),
@@ -251,11 +244,11 @@ impl Engine {
                 (self.slab.len() - 1) as u64
             }
         };
-        self.heap.push(Reverse(Key {
-            time,
+        self.queue.push(QueueKey {
+            time: time.0,
             seq: self.seq,
             slot,
-        }));
+        });
     }
 
     /// Starts every host's application at the current time and schedules every node.
@@ -275,20 +268,21 @@ impl Engine {
     /// each sample time with `Step::Sampled`, so the caller can read the nodes.
     pub fn run(&mut self, until: Nanos) -> Result<Step, Stalled> {
         let mut same_instant = 0u32;
-        while let Some(&Reverse(key)) = self.heap.peek() {
-            if key.time > until {
+        while let Some(&key) = self.queue.peek() {
+            let time = Nanos(key.time);
+            if time > until {
                 self.now = until;
                 return Ok(Step::Until);
             }
-            self.heap.pop();
+            self.queue.pop();
             let kind = std::mem::replace(&mut self.slab[key.slot as usize], Kind::Sample);
             self.free.push(key.slot);
-            same_instant = if key.time == self.now {
+            same_instant = if time == self.now {
                 same_instant + 1
             } else {
                 0
             };
-            self.now = key.time;
+            self.now = time;
             self.stats.events += 1;
             match kind {
                 Kind::Deliver { node, port, frame } => {

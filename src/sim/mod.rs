@@ -5,6 +5,7 @@ pub mod engine;
 pub mod fabric;
 pub mod faults;
 pub mod fct;
+mod queue;
 pub mod run;
 pub mod scenario;
 pub mod series;
