@@ -109,7 +109,10 @@ pub struct Engine {
     wake_at: Vec<Option<Nanos>>,
     now: Nanos,
     rng: Rng,
+    /// Buffers of delivered frames, for hosts to send into.
     pool: Vec<Vec<u8>>,
+    /// The longest frame sent so far: the pool keeps only buffers that hold it.
+    largest_frame: usize,
     /// Burst losses: (node, port, first frame index, count) of frames sent on that port.
     bursts: Vec<(usize, usize, u64, u64)>,
     sent_on: Vec<Vec<u64>>,
@@ -136,6 +139,7 @@ impl Engine {
             now: Nanos::ZERO,
             rng: Rng::new(seed ^ 0x5eed_1234_abcd),
             pool: Vec::new(),
+            largest_frame: 0,
             bursts: Vec::new(),
             sent_on: Vec::new(),
             sample_every: None,
@@ -339,8 +343,13 @@ impl Engine {
     /// Keeps a delivered frame's buffer for a host to send into. Its bytes stay: the host
     /// overwrites them ([`Endpoint::poll_transmit_into`]), and a buffer of the right
     /// length already needs no zeroing.
+    ///
+    /// A buffer too small for the longest frame sent so far (an ACK's, a CNP's) is freed
+    /// instead: a host handed it would grow it for its next data frame, an allocation on
+    /// a fifth of the frames of a 64:1 incast. Once every buffer in circulation is large
+    /// enough, none is freed.
     fn recycle(&mut self, frame: Vec<u8>) {
-        if self.pool.len() < 4096 {
+        if self.pool.len() < 4096 && frame.capacity() >= self.largest_frame {
             self.pool.push(frame);
         }
     }
@@ -402,6 +411,7 @@ impl Engine {
     }
 
     fn send(&mut self, node: usize, port: usize, frame: Vec<u8>) {
+        self.largest_frame = self.largest_frame.max(frame.len());
         let index = self.sent_on[node][port];
         self.sent_on[node][port] += 1;
         let Some(link) = self.links[node][port] else {
