@@ -111,12 +111,18 @@ const VCRC: u64 = 2;
 const UDP: u64 = 8;
 
 fn bits_time(bits: u64, bits_per_sec: u64) -> Nanos {
-    let rate = bits_per_sec.max(1);
-    // In 64 bits whenever it fits (any frame): a 128-bit division is a library call, on
-    // every frame the simulator puts on a link.
-    match bits.checked_mul(1_000_000_000) {
-        Some(n) => Nanos(n.div_ceil(rate)),
-        None => Nanos((u128::from(bits) * 1_000_000_000).div_ceil(u128::from(rate)) as u64),
+    Nanos(scaled_div_ceil(bits, 1_000_000_000, bits_per_sec) as u64)
+}
+
+/// `ceil(x × scale / divisor)` (a divisor of 0 taken as 1), exact: in 64 bits whenever the
+/// product fits (a frame's bits in ns or ps always do), since a 128-bit division is a
+/// library call, and the cores compute a wire time for every frame.
+#[inline]
+pub fn scaled_div_ceil(x: u64, scale: u64, divisor: u64) -> u128 {
+    let divisor = divisor.max(1);
+    match x.checked_mul(scale) {
+        Some(n) => u128::from(n.div_ceil(divisor)),
+        None => (u128::from(x) * u128::from(scale)).div_ceil(u128::from(divisor)),
     }
 }
 
@@ -223,17 +229,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bits_time_is_the_128_bit_quotient_rounded_up_on_both_sides_of_its_fast_path() {
+    fn wire_times_are_the_128_bit_quotient_rounded_up_on_both_sides_of_the_fast_path() {
         let exact = |bits: u64, rate: u64| {
             Nanos((u128::from(bits) * 1_000_000_000).div_ceil(u128::from(rate.max(1))) as u64)
         };
+        let ps = |bits: u64, rate: u64| {
+            (u128::from(bits) * 1_000_000_000_000).div_ceil(u128::from(rate.max(1)))
+        };
         let edge = u64::MAX / 1_000_000_000;
+        let edge_ps = u64::MAX / 1_000_000_000_000;
         for bits in [
             0,
             1,
             672,
             8848,
             72_000,
+            edge_ps - 1,
+            edge_ps,
+            edge_ps + 1,
             edge - 1,
             edge,
             edge + 1,
@@ -252,6 +265,11 @@ mod tests {
                     bits_time(bits, rate),
                     exact(bits, rate),
                     "{bits} bits at {rate}"
+                );
+                assert_eq!(
+                    scaled_div_ceil(bits, 1_000_000_000_000, rate),
+                    ps(bits, rate),
+                    "{bits} bits at {rate}, in ps"
                 );
             }
         }

@@ -1073,9 +1073,8 @@ impl Endpoint {
         // transmitter runs the frame on from there), or a pacer at line rate would lose up
         // to a nanosecond each time another frame (an update, a CNP) went first. One that
         // waited longer (idle, paused) starts its gap now.
-        let rate = u128::from(q.rp.rate_bps().max(1));
-        let gap_ps = (u128::from(self.link.framing().wire_bits(&self.out)) * 1_000_000_000_000)
-            .div_ceil(rate);
+        let bits = self.link.framing().wire_bits(&self.out);
+        let gap_ps = crate::link::scaled_div_ceil(bits, 1_000_000_000_000, q.rp.rate_bps());
         let now_ps = u128::from(now.0) * 1000;
         let base = if q.next_send_ps + 1000 > now_ps {
             q.next_send_ps
