@@ -64,13 +64,6 @@ enum Kind {
     Sample,
 }
 
-// An event's place in the queue is a `QueueKey`: its time, then the order it was pushed
-// in (ties run first in, first out). Its `Kind` waits in the engine's slab at the key's
-// slot, so the queue moves these 24 bytes around rather than the event (a frame's buffer,
-// its node and port). Three whole words: a 4-byte slot left padding that the queue's moves
-// read back as part of an 8-byte load right after the 4-byte store, which the CPU cannot
-// forward (a stall on every push).
-
 /// What the engine did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EngineStats {

@@ -6,15 +6,18 @@
 //! two cache lines. The order is the same as a binary heap's: by time, then by the order
 //! of pushing ([`QueueKey::seq`], unique), so runs stay deterministic.
 
-/// An event's place in the queue: ordered by `time`, then `seq`; `slot` is its payload.
+/// An event's place in the queue: ordered by `time`, then `seq`. The event itself (a
+/// frame's buffer with its node and port, a node's wake-up) waits in the engine's slab at
+/// `slot`, so the queue moves these 24 bytes rather than the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueueKey {
     /// When the event happens, ns.
     pub time: u64,
     /// The order it was pushed in: unique, so that ties are first in, first out.
     pub seq: u64,
-    /// Where the event waits (the engine's slab index). A whole word: see
-    /// [`Engine`](super::engine::Engine)'s key.
+    /// Where the event waits. A whole word: a 4-byte slot left padding, which the queue's
+    /// moves read back as part of an 8-byte load right after the 4-byte store that wrote
+    /// the slot, and the CPU cannot forward that (a stall on every push).
     pub slot: u64,
 }
 
