@@ -327,8 +327,8 @@ impl RingAllReduce {
         self.work.front().map(|w| w.since)
     }
 
-    /// Does up to [`SLICE_BYTES`] of the queued work at `now`; posts each step's send as
-    /// its chunk is complete.
+    /// Does up to 32 KiB (`SLICE_BYTES`) of the queued work at `now`; posts each step's
+    /// send as its chunk is complete.
     pub fn run_work(&mut self, now: Nanos, ep: &mut Endpoint) {
         let mut budget = SLICE_BYTES;
         while budget > 0 {

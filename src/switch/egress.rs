@@ -184,7 +184,8 @@ impl Switch {
 
     /// When to call [`poll_transmit`](Self::poll_transmit) or
     /// [`handle_timeout`](Self::handle_timeout) next; `None` when the switch is idle. Its
-    /// cost does not grow with the number of ports (see [`wake`](super::wake)).
+    /// cost does not grow with the number of ports: each port's deadlines are kept up to date
+    /// as it changes, not found by a scan.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Nanos> {
         let (tx, timer, watchdog) = self.wakes.next();
