@@ -8,7 +8,9 @@
 //! was about a sixth of the switch core's time (`perf annotate` of the `switch` bench).
 //! Here a packet's fields are written once, where they stay, and a queue holds 16 bytes
 //! per frame. A free slot keeps its buffer's allocation for the next frame: the slots are
-//! the switch's buffer pool.
+//! the switch's buffer pool. They are never given back, so the switch keeps the memory
+//! of the most frames it ever held at once (bounded by its buffer: the MMU admits no
+//! more) until it is dropped.
 
 use super::Note;
 use crate::time::Nanos;
