@@ -631,7 +631,11 @@ impl Endpoint {
             self.receive_link_packet(now, frame);
             return;
         }
-        let Ok(meta) = wire::parse(frame) else { return };
+        // `parse_meta`, not `parse(..).ok()`: the meta is built where it stays (no copy of
+        // it read back right after its narrow stores, a store-forwarding stall per frame).
+        let Some(meta) = wire::parse_meta(frame) else {
+            return;
+        };
         if meta.is_mac_control() {
             self.receive_pause(now, frame, &meta);
             return;
@@ -682,7 +686,7 @@ impl Endpoint {
     fn run_faults(&mut self, now: Nanos) {
         while let Some(frame) = self.rx_buffer.as_mut().and_then(|rx| rx.pop(now)) {
             self.credit_on_drain(&frame);
-            if let Ok(meta) = wire::parse(&frame) {
+            if let Some(meta) = wire::parse_meta(&frame) {
                 self.receive(now, &frame, &meta);
             }
             if let Some(rx) = &mut self.rx_buffer {
@@ -710,15 +714,14 @@ impl Endpoint {
 
     /// A frame, parsed, reaches the NIC's receive logic at `now`.
     fn receive(&mut self, now: Nanos, frame: &[u8], meta: &wire::FrameMeta) {
-        let meta = *meta;
         if !meta.is_roce() || frame.get(..6) != Some(&self.mac.0[..]) {
             return;
         }
-        if self.icrc && icrc::verify(frame, &meta) != Some(true) {
+        if self.icrc && icrc::verify(frame, meta) != Some(true) {
             self.counters.icrc_errors += 1;
             return;
         }
-        let Ok(Some(pkt)) = RocePacket::parse(frame, &meta) else {
+        let Ok(Some(pkt)) = RocePacket::parse(frame, meta) else {
             return;
         };
         let Some(&qi) = self.by_qpn.get(&pkt.bth.dest_qp) else {

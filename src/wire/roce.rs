@@ -11,7 +11,7 @@ use super::icrc::{self, ICRC_LEN};
 use super::ipv4::{self, Ipv4Repr};
 use super::ipv6::{self, Ipv6Repr};
 use super::meta::FrameMeta;
-use super::xth::ExtHeaders;
+use super::xth::{ExtHeaders, Layout};
 use super::{BuildError, Field, Layer, ParseError, udp};
 
 /// The transport part of a RoCEv2 frame, decoded.
@@ -46,9 +46,8 @@ impl<'a> RocePacket<'a> {
         };
         let bth = BthRepr::parse(&Bth::new_checked(bth_bytes)?);
         let after_bth = &bth_bytes[bth::HEADER_LEN..];
-        let layout = bth.opcode.layout();
-        let ext = ExtHeaders::parse(layout, after_bth, bth_at + bth::HEADER_LEN)?;
-        let padded = &after_bth[layout.len()..];
+        let ext = ExtHeaders::parse_for(bth.opcode, after_bth, bth_at + bth::HEADER_LEN)?;
+        let padded = &after_bth[Layout::len_of(bth.opcode)..];
         let pad = usize::from(bth.pad_count);
         if padded.len() < pad {
             return Err(super::invalid(Field::BthPadCount, pad));
@@ -122,7 +121,13 @@ impl RoceRepr<'_> {
     }
 
     fn udp_payload_len(&self) -> usize {
-        bth::HEADER_LEN + self.ext.layout().len() + self.payload.len() + self.pad_count() + ICRC_LEN
+        self.udp_payload_len_with(self.ext.layout().len())
+    }
+
+    /// [`udp_payload_len`](Self::udp_payload_len) with the extended headers' length known.
+    #[inline]
+    fn udp_payload_len_with(&self, ext_len: usize) -> usize {
+        bth::HEADER_LEN + ext_len + self.payload.len() + self.pad_count() + ICRC_LEN
     }
 
     fn eth_header_len(&self) -> usize {
@@ -131,8 +136,12 @@ impl RoceRepr<'_> {
 
     /// Length of the frame `emit` writes (at least the 60-byte Ethernet minimum).
     pub fn frame_len(&self) -> usize {
-        let len =
-            self.eth_header_len() + self.ip.header_len() + udp::HEADER_LEN + self.udp_payload_len();
+        self.frame_len_with(self.udp_payload_len())
+    }
+
+    #[inline]
+    fn frame_len_with(&self, udp_payload_len: usize) -> usize {
+        let len = self.eth_header_len() + self.ip.header_len() + udp::HEADER_LEN + udp_payload_len;
         len.max(MIN_FRAME_LEN)
     }
 
@@ -150,14 +159,16 @@ impl RoceRepr<'_> {
     #[inline]
     fn emit_with(&self, buf: &mut [u8], icrc: bool) -> Result<usize, BuildError> {
         self.ext.check_for(self.bth.opcode)?;
-        let frame_len = self.frame_len();
+        // The headers are the opcode's (just checked): their length is the table's.
+        let ext_len = Layout::len_of(self.bth.opcode);
+        let udp_len = udp::HEADER_LEN + self.udp_payload_len_with(ext_len);
+        let frame_len = self.frame_len_with(udp_len - udp::HEADER_LEN);
         if buf.len() < frame_len {
             return Err(BuildError::BufferTooSmall {
                 needed: frame_len,
                 available: buf.len(),
             });
         }
-        let udp_len = udp::HEADER_LEN + self.udp_payload_len();
         let ip_payload_len = match self.ip {
             IpRepr::V4(_) => udp_len + ipv4::HEADER_LEN,
             IpRepr::V6(_) => udp_len,
@@ -195,10 +206,18 @@ impl RoceRepr<'_> {
             ..self.bth
         };
         at += bth.emit(&mut frame[at..])?;
-        at += self.ext.emit(&mut frame[at..])?;
+        if ext_len > 0 {
+            // The frame has room for them: its length counted them.
+            at += self.ext.put(&mut frame[at..]);
+        }
         frame[at..at + self.payload.len()].copy_from_slice(self.payload);
         at += self.payload.len();
-        frame[at..].fill(0); // pad bytes, ICRC placeholder, Ethernet padding
+        // Pad bytes, ICRC placeholder, Ethernet padding: most often the ICRC alone, four
+        // bytes stored at once rather than a call to memset.
+        match <&mut [u8; ICRC_LEN]>::try_from(&mut frame[at..]) {
+            Ok(tail) => *tail = [0; ICRC_LEN],
+            Err(_) => frame[at..].fill(0),
+        }
         if !icrc {
             return Ok(frame_len);
         }
