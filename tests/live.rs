@@ -468,7 +468,10 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
         ],
     );
     std::thread::sleep(Duration::from_millis(300));
-    let start = unix_ms_in(500);
+    // Both senders start at this time. A sender whose process comes up later (a loaded
+    // machine running the rest of the suite) starts late, and two 32 ms transfers more than
+    // 32 ms apart make no incast (no PFC, no CE): the time leaves them a wide margin.
+    let start = unix_ms_in(2_000);
     let bytes = "4000000";
     let senders: Vec<Child> = (0..2)
         .map(|i| {
@@ -500,8 +503,19 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     let r = stop(receiver);
     stop(sw);
     let receiver_counters = json(&report2)["counters"].clone();
+    let warnings: String = outs
+        .iter()
+        .flat_map(|o| {
+            text(&o.stderr)
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|l| l.starts_with("warning"))
+        .collect::<Vec<_>>()
+        .join("\n");
     let context = format!(
-        "receiver: {receiver_counters}\nswitch: {}",
+        "senders' warnings: {warnings}\nreceiver: {receiver_counters}\nswitch: {}",
         std::fs::read_to_string(&stats).unwrap_or_default()
     );
     // The switch's own losses must be zero (checked below). The kernel can still drop

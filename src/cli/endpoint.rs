@@ -130,6 +130,13 @@ pub fn run(args: Args) -> Result<()> {
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)?
                 .as_millis() as u64;
+            if ms < now_ms {
+                // The other ranks may be running already: this one joins late.
+                eprintln!(
+                    "warning: --start-at {ms} was {} ms ago when this endpoint was ready: starting now",
+                    now_ms - ms
+                );
+            }
             Nanos(ms.saturating_sub(now_ms).saturating_mul(1_000_000))
         }
         None => Nanos::ZERO,
