@@ -716,12 +716,24 @@ fn hosts(
     let thread = outs.first().map(|o| o.thread).unwrap_or_default();
     // Incast: the whole run is the window.
     let r0_end = outs.first().map(|o| received_per_peer(&o.endpoint, o.end));
-    let (from, to) = if timed {
-        (window_start.unwrap_or_default(), window_end)
-    } else {
-        (Vec::new(), r0_end)
+    let whole_run = |end: &Option<Vec<(Ipv4Addr, u64)>>| {
+        end.as_ref()
+            .map_or_else(Vec::new, |to| inflows(to, &[], &names))
     };
-    let into_r0 = to.map_or_else(Vec::new, |to| inflows(&to, &from, &names));
+    let into_r0 = if timed {
+        let window = window_end.map_or_else(Vec::new, |to| {
+            inflows(&to, &window_start.unwrap_or_default(), &names)
+        });
+        if window.is_empty() {
+            // r0's sampler saw the largest size start and end at once (its thread ran
+            // late on a loaded machine): the whole run stands in for the span it missed.
+            whole_run(&r0_end)
+        } else {
+            window
+        }
+    } else {
+        whole_run(&r0_end)
+    };
     let mut tracks = Vec::new();
     for r in recorders {
         tracks.extend(r.finish());
