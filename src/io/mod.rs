@@ -4,9 +4,9 @@
 //! [`Pool`] (no allocation per frame once the pool is warm), each with the kernel's
 //! receive time. Two backends, chosen with `--io`:
 //!
-//! - [`Backend::Pnet`], the portable default: pnet's AF_PACKET channel, its read buffer
-//!   sized to the MTU (pnet's 4 KiB default silently truncates jumbo frames), one frame
-//!   per call; the receive time comes from SIOCGSTAMPNS;
+//! - [`Backend::Pnet`], the portable default: pnet's AF_PACKET channel sends, one frame
+//!   per call; frames are received with one `recvmsg` each on the same socket, straight
+//!   into a pool buffer with the kernel's receive time (SO_TIMESTAMPNS);
 //! - [`Backend::Mmap`], the fast Linux one: a PACKET_MMAP TPACKET_V2 receive ring (every
 //!   frame is handed over as soon as it lands, with its time; a busy port is read without
 //!   a system call) and `sendmmsg` batches with PACKET_QDISC_BYPASS.
@@ -25,7 +25,7 @@ use std::time::Duration;
 /// Which socket layer moves the frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
-    /// pnet's AF_PACKET channel.
+    /// pnet's AF_PACKET channel to send, `recvmsg` on its socket to receive.
     Pnet,
     /// AF_PACKET with a TPACKET_V2 receive ring and `sendmmsg`.
     Mmap,

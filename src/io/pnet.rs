@@ -1,13 +1,16 @@
-//! The portable backend: pnet's AF_PACKET channel on a socket we open ourselves (so that it
-//! ignores outgoing frames), read buffer sized to the MTU, never blocking (the caller
-//! polls the socket); each frame's receive time comes from SIOCGSTAMPNS. pnet reads with `recvfrom`,
-//! which does not see the 802.1Q tag the kernel moved into the packet's metadata: frames
-//! arrive untagged (use the mmap backend where tags matter).
+//! The portable backend: pnet's AF_PACKET channel sends, on a socket we open ourselves (so
+//! that it ignores outgoing frames), never blocking (the caller polls the socket). Frames
+//! are received on the same socket with one `recvmsg` each, straight into a pool buffer,
+//! with the kernel's receive time (SO_TIMESTAMPNS) in the same call: pnet's receiver
+//! reads with `recvfrom` into its own buffer, which would need a copy and an ioctl
+//! (SIOCGSTAMPNS) per frame besides. Like `recvfrom`, `recvmsg` does not see the 802.1Q
+//! tag the kernel moved into the packet's metadata: frames arrive untagged (use the mmap
+//! backend where tags matter).
 
 use super::{
     FrameRx, FrameTx, KernelStats, Pool, RxFrame, device_busy, packet_socket, port_gone, read_stats,
 };
-use pnet_datalink::{Channel, Config, DataLinkReceiver, DataLinkSender};
+use pnet_datalink::{Channel, Config, DataLinkSender};
 use std::io;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
@@ -25,10 +28,11 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
     let socket = packet_socket()?;
     super::set_buffer(&socket, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, 8 << 20);
     super::set_buffer(&socket, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, 8 << 20);
-    // pnet takes the descriptor over (and closes it); a duplicate keeps the statistics
-    // and the receive times. This first read turns the socket's timestamps on.
+    // Every frame received carries its receive time.
+    super::set_int(&socket, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
+    // pnet takes the descriptor over (and closes it when its sender goes); a duplicate
+    // receives, and reads the statistics.
     let fd = socket.try_clone()?;
-    let _ = last_stamp(&fd);
     let veth = super::is_veth(&fd, ifname);
     let config = Config {
         // Room for the largest frame plus a VLAN tag: pnet truncates silently otherwise.
@@ -41,9 +45,9 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
         ..Config::default()
     };
     match pnet_datalink::channel(&iface, config) {
-        Ok(Channel::Ethernet(tx, rx)) => Ok((
+        // pnet's receiver goes unused (see the module documentation).
+        Ok(Channel::Ethernet(tx, _)) => Ok((
             Box::new(PnetRx {
-                rx,
                 buffer: mtu + 64,
                 fd,
                 stats: KernelStats::default(),
@@ -59,28 +63,36 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
 }
 
 struct PnetRx {
-    rx: Box<dyn DataLinkReceiver>,
-    /// The read buffer's size, bytes.
+    /// The largest frame taken, bytes: the MTU and headers, with room to spare.
     buffer: usize,
-    /// The same socket, for its statistics and its receive times.
+    /// The socket, a duplicate of the sender's descriptor.
     fd: OwnedFd,
     stats: KernelStats,
     veth: bool,
 }
 
-/// SIOCGSTAMPNS: the receive time of the last frame read from a socket, as a timespec.
-/// (0x8907 is the original request, whose timespec has the platform's `time_t`: 64 bits on
-/// the 64-bit Linux targets rocelab builds for; the `_NEW` request exists for 32-bit ones.)
-const SIOCGSTAMPNS: libc::c_ulong = 0x8907;
+/// Room for one control message holding a timespec (CMSG_SPACE(16) is 32 on 64-bit
+/// Linux), aligned as a `cmsghdr`.
+type Control = [u64; 8];
 
-/// The receive time of the last frame read from `fd`, ns since the Unix epoch. The first
-/// call turns the socket's timestamps on (and has none to give).
-fn last_stamp(fd: &OwnedFd) -> Option<u64> {
-    // SAFETY: an all-zero timespec is valid; the ioctl fills it.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: SIOCGSTAMPNS writes one timespec to the pointer given.
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), SIOCGSTAMPNS as _, &mut ts) };
-    (r == 0 && ts.tv_sec > 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+/// The receive time in the control messages of `msg`, ns since the Unix epoch.
+fn stamp_of(msg: &libc::msghdr) -> Option<u64> {
+    // SAFETY: `msg` was filled by recvmsg, so its control buffer holds well-formed
+    // messages up to `msg_controllen`; the CMSG macros only walk them.
+    let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(msg) };
+    while !cmsg.is_null() {
+        // SAFETY: a non-null header CMSG_FIRSTHDR / CMSG_NXTHDR returned lies in the buffer.
+        let header = unsafe { &*cmsg };
+        if header.cmsg_level == libc::SOL_SOCKET && header.cmsg_type == libc::SCM_TIMESTAMPNS {
+            // SAFETY: SCM_TIMESTAMPNS data is one timespec; it may be unaligned.
+            let ts: libc::timespec =
+                unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
+            return (ts.tv_sec > 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+        }
+        // SAFETY: as CMSG_FIRSTHDR.
+        cmsg = unsafe { libc::CMSG_NXTHDR(msg, cmsg) };
+    }
+    None
 }
 
 impl FrameRx for PnetRx {
@@ -96,31 +108,57 @@ impl FrameRx for PnetRx {
     ) -> io::Result<usize> {
         let mut got = 0;
         while got < max {
-            match self.rx.next() {
-                // recvfrom cuts a frame at the read buffer's size without saying so; the
-                // buffer is 64 bytes above the largest valid frame, so a full one was cut.
-                Ok(frame) if frame.len() >= self.buffer => self.stats.truncated += 1,
-                Ok(frame) => {
-                    let mut data = pool.get();
-                    data.extend_from_slice(frame);
-                    out.push(RxFrame {
-                        data,
-                        stamp: last_stamp(&self.fd),
-                    });
-                    got += 1;
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::TimedOut
-                            | io::ErrorKind::WouldBlock
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
+            let mut data = pool.get();
+            data.clear();
+            data.reserve(self.buffer);
+            let mut iov = libc::iovec {
+                iov_base: data.as_mut_ptr().cast(),
+                iov_len: self.buffer,
+            };
+            let mut control: Control = [0; 8];
+            // SAFETY: an all-zero msghdr is valid; the pointers are set below.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = std::mem::size_of::<Control>() as _;
+            // SAFETY: `msg` points at `iov` (`self.buffer` bytes of `data`'s capacity,
+            // reserved above) and at `control`, all of which outlive the call.
+            // MSG_TRUNC: the frame's whole length is returned even when it was cut.
+            let n = unsafe {
+                libc::recvmsg(
+                    self.fd.as_raw_fd(),
+                    &mut msg,
+                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                )
+            };
+            if n < 0 {
+                pool.put(data);
+                let e = io::Error::last_os_error();
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) {
                     break;
                 }
-                Err(e) => return Err(e),
+                return Err(e);
             }
+            let len = n as usize;
+            // The buffer is 64 bytes above the largest valid frame: one that filled it
+            // was cut, or too large.
+            if len >= self.buffer || msg.msg_flags & libc::MSG_TRUNC != 0 {
+                self.stats.truncated += 1;
+                pool.put(data);
+                continue;
+            }
+            // SAFETY: the kernel wrote `len` bytes (fewer than `self.buffer`, which the
+            // vector's capacity holds) at its start.
+            unsafe { data.set_len(len) };
+            out.push(RxFrame {
+                data,
+                stamp: stamp_of(&msg),
+            });
+            got += 1;
         }
         Ok(got)
     }
