@@ -335,65 +335,39 @@ impl ExtHeaders {
                 offset + b.len(),
             ));
         }
-        // Header by header, in wire order: a frame carries one or two, and each absent
-        // one costs a predicted branch.
-        let mut h = ExtHeaders::default();
         let mut at = 0;
-        if layout.rdeth {
-            h.rdeth = Some(be24(array(b, at + 1)));
-            at += RDETH_LEN;
-        }
-        if layout.deth {
-            h.deth = Some(Deth {
-                qkey: be32(b, at),
-                src_qp: be24(array(b, at + 5)),
-            });
-            at += DETH_LEN;
-        }
-        if layout.xrceth {
-            h.xrceth = Some(be24(array(b, at + 1)));
-            at += XRCETH_LEN;
-        }
-        if layout.feth {
-            h.feth = Some(be32(b, at));
-            at += FETH_LEN;
-        }
-        if layout.reth {
-            h.reth = Some(Reth {
-                va: be64(b, at),
-                rkey: be32(b, at + 8),
-                dma_len: be32(b, at + 12),
-            });
-            at += RETH_LEN;
-        }
-        if layout.atomic_eth {
-            h.atomic_eth = Some(AtomicEth {
-                va: be64(b, at),
-                rkey: be32(b, at + 8),
-                swap_add: be64(b, at + 12),
-                compare: be64(b, at + 20),
-            });
-            at += ATOMIC_ETH_LEN;
-        }
-        if layout.aeth {
-            h.aeth = Some(Aeth {
-                syndrome: b[at],
-                msn: be24(array(b, at + 1)),
-            });
-            at += AETH_LEN;
-        }
-        if layout.atomic_ack_eth {
-            h.atomic_ack_eth = Some(be64(b, at));
-            at += ATOMIC_ACK_ETH_LEN;
-        }
-        if layout.immdt {
-            h.immdt = Some(be32(b, at));
-            at += IMMDT_LEN;
-        }
-        if layout.ieth {
-            h.ieth = Some(be32(b, at));
-        }
-        Ok(h)
+        let mut take = |present: bool, n: usize| {
+            let start = at;
+            at += if present { n } else { 0 };
+            present.then_some(start)
+        };
+        Ok(ExtHeaders {
+            rdeth: take(layout.rdeth, RDETH_LEN).map(|i| be24(array(b, i + 1))),
+            deth: take(layout.deth, DETH_LEN).map(|i| Deth {
+                qkey: be32(b, i),
+                src_qp: be24(array(b, i + 5)),
+            }),
+            xrceth: take(layout.xrceth, XRCETH_LEN).map(|i| be24(array(b, i + 1))),
+            feth: take(layout.feth, FETH_LEN).map(|i| be32(b, i)),
+            reth: take(layout.reth, RETH_LEN).map(|i| Reth {
+                va: be64(b, i),
+                rkey: be32(b, i + 8),
+                dma_len: be32(b, i + 12),
+            }),
+            atomic_eth: take(layout.atomic_eth, ATOMIC_ETH_LEN).map(|i| AtomicEth {
+                va: be64(b, i),
+                rkey: be32(b, i + 8),
+                swap_add: be64(b, i + 12),
+                compare: be64(b, i + 20),
+            }),
+            aeth: take(layout.aeth, AETH_LEN).map(|i| Aeth {
+                syndrome: b[i],
+                msn: be24(array(b, i + 1)),
+            }),
+            atomic_ack_eth: take(layout.atomic_ack_eth, ATOMIC_ACK_ETH_LEN).map(|i| be64(b, i)),
+            immdt: take(layout.immdt, IMMDT_LEN).map(|i| be32(b, i)),
+            ieth: take(layout.ieth, IETH_LEN).map(|i| be32(b, i)),
+        })
     }
 
     /// Checks that these headers are exactly what `opcode` carries.
