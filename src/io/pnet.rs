@@ -35,7 +35,8 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
     let fd = socket.try_clone()?;
     let veth = super::is_veth(&fd, ifname);
     let config = Config {
-        // Room for the largest frame plus a VLAN tag: pnet truncates silently otherwise.
+        // pnet's buffers, room for the largest frame plus a VLAN tag (it truncates
+        // silently otherwise); its receiver, and so its read buffer, goes unused.
         read_buffer_size: mtu + 64,
         write_buffer_size: mtu + 64,
         // Never block: the run-to-completion thread waits on all its ports at once.
