@@ -511,19 +511,13 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     let r = stop(receiver);
     stop(sw);
     let receiver_counters = json(&report2)["counters"].clone();
-    let warnings: String = outs
-        .iter()
-        .flat_map(|o| {
-            text(&o.stderr)
-                .lines()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
+    let senders_stderr: String = outs.iter().map(|o| text(&o.stderr)).collect();
+    let warnings: Vec<&str> = senders_stderr
+        .lines()
         .filter(|l| l.starts_with("warning"))
-        .collect::<Vec<_>>()
-        .join("\n");
+        .collect();
     let context = format!(
-        "senders' warnings: {warnings}\nreceiver: {receiver_counters}\nswitch: {}",
+        "senders' warnings: {warnings:?}\nreceiver: {receiver_counters}\nswitch: {}",
         std::fs::read_to_string(&stats).unwrap_or_default()
     );
     // The switch's own losses must be zero (checked below). The kernel can still drop
@@ -781,7 +775,8 @@ fn a_frame_larger_than_the_port_mtu_is_counted_not_forwarded_cut() {
     let lab = Lab::new("mt", 2);
     // Ports of MTU 1500 (read buffer 1582 bytes) on veths of MTU 9000.
     let config = switch_config(&lab, 1.0, &[("mtu = 9216", "mtu = 1500")]);
-    // Each backend finds out in its own way: the ring's slot says, recvmsg says MSG_TRUNC.
+    // Each backend finds out in its own way: the ring's slot gives the whole length, and
+    // so does recvmsg asked with MSG_TRUNC.
     for backend in ["mmap", "pnet"] {
         too_large_on(&lab, &config, backend);
     }

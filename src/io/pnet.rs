@@ -125,7 +125,8 @@ impl FrameRx for PnetRx {
             msg.msg_controllen = std::mem::size_of::<Control>() as _;
             // SAFETY: `msg` points at `iov` (`self.buffer` bytes of `data`'s capacity,
             // reserved above) and at `control`, all of which outlive the call.
-            // MSG_TRUNC: the frame's whole length is returned even when it was cut.
+            // MSG_TRUNC: the frame's whole length is returned even when it was cut, so
+            // a cut frame is one at least as long as the buffer.
             let n = unsafe {
                 libc::recvmsg(
                     self.fd.as_raw_fd(),
@@ -147,7 +148,7 @@ impl FrameRx for PnetRx {
             let len = n as usize;
             // The buffer is 64 bytes above the largest valid frame: one that filled it
             // was cut, or too large.
-            if len >= self.buffer || msg.msg_flags & libc::MSG_TRUNC != 0 {
+            if len >= self.buffer {
                 self.stats.truncated += 1;
                 pool.put(data);
                 continue;

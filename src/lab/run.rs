@@ -716,24 +716,15 @@ fn hosts(
     let thread = outs.first().map(|o| o.thread).unwrap_or_default();
     // Incast: the whole run is the window.
     let r0_end = outs.first().map(|o| received_per_peer(&o.endpoint, o.end));
-    let whole_run = |end: &Option<Vec<(Ipv4Addr, u64)>>| {
-        end.as_ref()
-            .map_or_else(Vec::new, |to| inflows(to, &[], &names))
+    let whole_run = r0_end.map_or_else(Vec::new, |to| inflows(&to, &[], &names));
+    let window = match (timed, window_end) {
+        (true, Some(to)) => inflows(&to, &window_start.unwrap_or_default(), &names),
+        _ => Vec::new(),
     };
-    let into_r0 = if timed {
-        let window = window_end.map_or_else(Vec::new, |to| {
-            inflows(&to, &window_start.unwrap_or_default(), &names)
-        });
-        if window.is_empty() {
-            // r0's sampler saw the largest size start and end at once (its thread ran
-            // late on a loaded machine): the whole run stands in for the span it missed.
-            whole_run(&r0_end)
-        } else {
-            window
-        }
-    } else {
-        whole_run(&r0_end)
-    };
+    // Empty for an incast, and when r0's sampler saw the largest size start and end at
+    // once or never saw it end (its thread ran late on a loaded machine): the whole run
+    // stands in for the span it missed.
+    let into_r0 = if window.is_empty() { whole_run } else { window };
     let mut tracks = Vec::new();
     for r in recorders {
         tracks.extend(r.finish());
