@@ -185,6 +185,58 @@ fn pause_duration_is_exact_at_1_25_and_100_gbps() {
     }
 }
 
+/// A live switch's thread that ran late takes the frames that waited in the kernel at
+/// their arrival times, but its XOFF leaves only when the thread runs: past a full
+/// headroom, a frame that arrived before the pause left is held (counted as
+/// `late_pause_frames`), since its sender would still have it had the pause left on
+/// time; a frame that arrived after the pause left is an ingress-overflow drop, as ever.
+/// XON waits until the held bytes have left too.
+#[test]
+fn frames_sent_before_a_late_pause_left_are_held_not_dropped() {
+    let mut d = Driver::new(&config(STATIC, 2));
+    d.learn_hosts();
+    d.sw.set_tx_enabled(1, false);
+    let l = L as u64;
+    let drop_point = (RESERVE + XOFF + headroom()) / l;
+    // The thread wakes 1 ms after the first of these frames arrived: nothing it sends
+    // leaves before then.
+    let stalled_until = d.now + Nanos(1_000_000);
+    d.sw.set_release_floor(stalled_until);
+    let late = 5;
+    for psn in 0..drop_point + late {
+        d.rx(0, &lossless(psn as u32));
+        d.now += Nanos(100);
+    }
+    assert!(d.now < stalled_until);
+    let c = &d.sw.counters(0).classes[3];
+    assert_eq!((c.dropped(), c.late_pause_frames), (0, late));
+    let pg = d.sw.pg_state(0, 3);
+    assert_eq!(pg.late, late * l);
+    assert_eq!(pg.reserve + pg.shared + pg.headroom, drop_point * l);
+    // Once the pause has left, a frame past the full headroom is dropped.
+    d.run_until(stalled_until);
+    d.rx(0, &lossless(0));
+    let c = &d.sw.counters(0).classes[3];
+    assert_eq!((c.dropped_ingress_overflow, c.late_pause_frames), (1, late));
+    // Draining: the held bytes leave first, and XON goes with the k-th departure, the
+    // first after which what is left fits (reserve + xon), as without them.
+    let t0 = d.now;
+    d.sw.set_tx_enabled(1, true);
+    d.run_for(Nanos(1_000_000));
+    let pfcs = d.pfc_sent(0);
+    let xons: Vec<_> = pfcs.iter().filter(|(_, p)| p.quanta[3] == 0).collect();
+    assert_eq!(xons.len(), 1, "one XON: {pfcs:?}");
+    let n = drop_point + late;
+    let k = n - (RESERVE + XON) / l;
+    assert_eq!(
+        xons[0].0,
+        Nanos(t0.0 + bits_to_ns((k - 1) * wire_bits(L), RATE))
+    );
+    let pg = d.sw.pg_state(0, 3);
+    assert_eq!((pg.late, pg.headroom), (0, 0));
+    assert_eq!(d.sw.queue_frames(1, 3), 0);
+}
+
 /// While XOFF holds, the pause is refreshed every refresh_quanta × 512 bit times.
 #[test]
 fn xoff_is_refreshed_while_congested() {

@@ -253,6 +253,7 @@ pub fn run(args: Args) -> Result<()> {
         serde_json::json!({
             "rank": args.rank, "mode": args.mode.name(), "done": outcome.app.done(),
             "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
+            "thread": outcome.thread,
             "config": rocelab::report::configs(None, Some(&cfg)),
         }),
     ))?;

@@ -190,11 +190,12 @@ fn thread_summary(outcome: &runtime::switch::SwitchOutcome, names: &[&str]) -> S
         .map(|(t, ports)| {
             let ports: Vec<&str> = ports.iter().map(|&p| names[p]).collect();
             format!(
-                "{} busy {:.0} %, {} frames, {:.1} % late",
+                "{} busy {:.0} %, {} frames, {:.1} % late, stalled up to {:.1} ms",
                 ports.join("+"),
                 t.busy() * 100.0,
                 t.frames,
-                t.late() * 100.0
+                t.late() * 100.0,
+                t.max_lag_ns as f64 / 1e6
             )
         })
         .collect();
@@ -222,6 +223,7 @@ fn threads_json(outcome: &runtime::switch::SwitchOutcome, names: &[&str]) -> ser
                 "busy": t.busy(),
                 "frames": t.frames,
                 "late_frames": t.late_frames,
+                "max_lag_ns": t.max_lag_ns,
             })
         })
         .collect()

@@ -136,7 +136,7 @@ pub fn render(sw: &Switch, now: Nanos, start_unix_secs: f64) -> String {
         }
     };
     type Field = fn(&crate::switch::ClassCounters) -> u64;
-    let simple: [(&str, &str, &str, &str, Field); 5] = [
+    let simple: [(&str, &str, &str, &str, Field); 6] = [
         (
             "received_frames_total",
             "counter",
@@ -171,6 +171,13 @@ pub fn render(sw: &Switch, now: Nanos, start_unix_secs: f64) -> String {
             "queue",
             "Frames the egress queue marked CE.",
             |c| c.ecn_marked,
+        ),
+        (
+            "late_pause_frames_total",
+            "counter",
+            "priority",
+            "Frames the lossless priority group held past its full headroom because they arrived before its pause left (the switch's thread ran late).",
+            |c| c.late_pause_frames,
         ),
     ];
     for (name, kind, dim, help, field) in simple {

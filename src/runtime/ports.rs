@@ -690,6 +690,11 @@ pub struct ThreadStats {
     /// the kernel while the thread was stalled or behind, and entered at the window's
     /// start.
     pub late_frames: u64,
+    /// The longest a frame waited between its arrival (the kernel's receive time) and
+    /// the round that took it, ns: how long the thread was stalled at worst. Whatever its
+    /// core released in that round (a pause frame, say) left that much later than its
+    /// time.
+    pub max_lag_ns: u64,
 }
 
 impl ThreadStats {
@@ -740,6 +745,10 @@ pub trait Core {
     fn timer(&self) -> Option<Nanos> {
         self.deadline()
     }
+
+    /// A round starts at `now`: what the core releases in it leaves no earlier, whatever
+    /// earlier time the frames it takes in the round carry.
+    fn round_starts(&mut self, _now: Nanos) {}
 }
 
 /// Cores, the ports they own, and the latest time each has seen.
@@ -819,7 +828,8 @@ impl<C: Core> Driver<C> {
         let woke = Instant::now();
         let now = self.clock.now();
         // How far back each core may go this round.
-        for (c, core) in self.cores.iter().enumerate() {
+        for (c, core) in self.cores.iter_mut().enumerate() {
+            core.round_starts(now);
             self.oldest[c] = Nanos(now.0.saturating_sub(core.catch_up().0));
             self.floor[c] = self.last[c].max(self.oldest[c]);
         }
@@ -843,6 +853,7 @@ impl<C: Core> Driver<C> {
         for a in arrivals.drain(..) {
             let c = self.owner[a.port];
             self.stats.frames += 1;
+            self.stats.max_lag_ns = self.stats.max_lag_ns.max(now.0.saturating_sub(a.at.0));
             if a.at < self.oldest[c] {
                 self.stats.late_frames += 1;
             }

@@ -454,6 +454,13 @@ impl Core for SwitchThread {
     fn catch_up(&self) -> Nanos {
         SWITCH_CATCH_UP
     }
+
+    /// A pause the switch sends while its thread catches up leaves late: the switch keeps
+    /// what that let its peers send past a full headroom (see
+    /// [`Switch::set_release_floor`]).
+    fn round_starts(&mut self, now: Nanos) {
+        self.lock().switch.set_release_floor(now);
+    }
 }
 
 /// Counter sums over every port and class.

@@ -65,6 +65,10 @@ pub struct ClassCounters {
     pub pg_shared_watermark_bytes: u64,
     /// Highest PG headroom use, bytes.
     pub pg_headroom_watermark_bytes: u64,
+    /// Frames this lossless PG held past its full headroom because they arrived before
+    /// its pause left: a live switch's thread ran late, and a real peer would still have
+    /// held them. Not drops; always 0 in the simulator.
+    pub late_pause_frames: u64,
     /// PFC storms the watchdog detected on this queue.
     pub storms_detected: u64,
     /// Storms it restored.

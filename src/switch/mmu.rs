@@ -23,6 +23,9 @@ pub struct PgState {
     pub shared: u64,
     /// Headroom bytes in use.
     pub headroom: u64,
+    /// Bytes held past the headroom because they arrived before the PG's pause could
+    /// leave ([`Mmu::charge_late`]): a live switch's thread that ran late.
+    pub late: u64,
     /// XOFF has been sent and not yet lifted by XON.
     pub xoff: bool,
 }
@@ -167,12 +170,24 @@ impl Mmu {
         true
     }
 
-    /// Returns `len` departing bytes of `pg` on `port`: headroom first, then shared, then
-    /// reserve.
+    /// Holds `len` bytes of a lossless `pg` of `port` past its full headroom: bytes that
+    /// arrived before the PG's pause could leave. A real switch's peer would still have
+    /// them (it would have seen the pause in time); a live switch whose thread ran late
+    /// let the peer send them, and keeps them rather than dropping frames the network it
+    /// emulates would never have received.
+    pub fn charge_late(&mut self, port: usize, pg: usize, len: u32) {
+        self.pgs[port][pg].late += u64::from(len);
+    }
+
+    /// Returns `len` departing bytes of `pg` on `port`: late bytes first, then headroom,
+    /// then shared, then reserve.
     #[inline]
     pub fn release(&mut self, port: usize, pg: usize, len: u32) {
         let state = &mut self.pgs[port][pg];
         let mut rest = u64::from(len);
+        let late = rest.min(state.late);
+        state.late -= late;
+        rest -= late;
         let headroom = rest.min(state.headroom);
         state.headroom -= headroom;
         rest -= headroom;
@@ -197,7 +212,7 @@ impl Mmu {
     #[inline]
     pub fn needs_xon(&self, port: usize, pg: usize) -> bool {
         let s = &self.pgs[port][pg];
-        s.xoff && s.headroom == 0 && s.shared <= self.xon_threshold(pg)
+        s.xoff && s.headroom == 0 && s.late == 0 && s.shared <= self.xon_threshold(pg)
     }
 
     /// Records that XOFF was sent (`true`) or lifted (`false`).

@@ -92,6 +92,10 @@ struct Port {
     paused: [crate::time::Span; CLASSES],
     /// Per PG of this port as an ingress: time it held its peer in XOFF.
     xoff_held: [crate::time::Span; CLASSES],
+    /// Per PG of this port as an ingress: the earliest its latest XOFF or refresh could
+    /// leave (its time, or later after a live thread's stall, see
+    /// [`Switch::set_release_floor`]).
+    pause_left: [Nanos; CLASSES],
     /// Per queue: the deepest it was since a time-series recorder last read it (a
     /// `Cell`: reading starts the next interval, through the read-only probe).
     peak: [std::cell::Cell<u64>; CLASSES],
@@ -184,6 +188,9 @@ pub struct Switch {
     audit: audit::Audit,
     /// The first drop of each (port, class, cause), explained.
     drops: Vec<audit::DropRecord>,
+    /// Nothing the switch releases now reaches a wire before this (see
+    /// [`Switch::set_release_floor`]).
+    release_floor: Nanos,
 }
 
 /// Picks an ECMP member: a hash of the IP addresses and UDP ports (of the MACs for other
@@ -239,6 +246,7 @@ impl Switch {
                 stormed: 0,
                 paused: Default::default(),
                 xoff_held: Default::default(),
+                pause_left: [Nanos::ZERO; CLASSES],
                 peak: Default::default(),
                 pg_peak: Default::default(),
                 counters: PortCounters::new(&p.name),
@@ -263,6 +271,7 @@ impl Switch {
             storms: Vec::new(),
             audit: audit::Audit::default(),
             drops: Vec::new(),
+            release_floor: Nanos::ZERO,
             cfg: cfg.clone(),
         }
     }
@@ -334,6 +343,16 @@ impl Switch {
     /// The latest time a driver passed in.
     pub fn now(&self) -> Nanos {
         self.clock.get()
+    }
+
+    /// Tells the switch that nothing it releases from now on reaches a wire before `at`:
+    /// a live driver's thread catching up after a stall hands it frames at their arrival
+    /// times, earlier than `at`, and what it sends then (a PFC pause) leaves late. A
+    /// lossless PG whose headroom is full then keeps a frame that arrived before its
+    /// pause left, counted in `late_pause_frames`: its sender would have held it had the
+    /// pause left on time. A simulator never calls this.
+    pub fn set_release_floor(&mut self, at: Nanos) {
+        self.release_floor = self.release_floor.max(at);
     }
 
     /// The validated configuration the switch was built with.
@@ -655,22 +674,29 @@ impl Switch {
         if let Some(c) = self.ports[ingress].credit.as_mut() {
             c.hold(q, credit::frame_blocks(frame));
         } else if !self.mmu.charge(ingress, pg, len as u32) {
-            self.ports[ingress]
-                .counters
-                .drop(pg, DropCause::IngressOverflow, len);
-            self.record_drop(
-                now,
-                ingress,
-                ingress,
-                class,
-                q,
-                out,
-                DropCause::IngressOverflow,
-                frame,
-            );
-            self.dispose(incoming);
-            return Err(DropCause::IngressOverflow);
-        };
+            if lossless && self.mmu.pg(ingress, pg).xoff && now < self.ports[ingress].pause_left[pg]
+            {
+                // Sent before its sender could see the pause that left late.
+                self.mmu.charge_late(ingress, pg, len as u32);
+                self.ports[ingress].counters.classes[pg].late_pause_frames += 1;
+            } else {
+                self.ports[ingress]
+                    .counters
+                    .drop(pg, DropCause::IngressOverflow, len);
+                self.record_drop(
+                    now,
+                    ingress,
+                    ingress,
+                    class,
+                    q,
+                    out,
+                    DropCause::IngressOverflow,
+                    frame,
+                );
+                self.dispose(incoming);
+                return Err(DropCause::IngressOverflow);
+            }
+        }
         let state = self.mmu.pg(ingress, pg);
         let peak = &self.ports[ingress].pg_peak[pg];
         peak.set(peak.get().max(state.shared));
