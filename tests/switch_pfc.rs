@@ -235,6 +235,19 @@ fn frames_sent_before_a_late_pause_left_are_held_not_dropped() {
     let pg = d.sw.pg_state(0, 3);
     assert_eq!((pg.late, pg.headroom), (0, 0));
     assert_eq!(d.sw.queue_frames(1, 3), 0);
+    // The story says so, apart from the one drop.
+    let story = rocelab::report::story::what_happened(&rocelab::report::story::Fabric {
+        switches: vec![("sw", &d.sw)],
+        hosts: Vec::new(),
+        now: d.now,
+        series: None,
+        line_bps: RATE,
+    });
+    assert!(story.contains("lost 1 frames"), "{story}");
+    assert!(
+        story.contains("held 5 frames past full headrooms"),
+        "{story}"
+    );
 }
 
 /// While XOFF holds, the pause is refreshed every refresh_quanta × 512 bit times.

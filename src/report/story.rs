@@ -372,6 +372,7 @@ fn watchdog(out: &mut String, f: &Fabric) {
 
 fn loss(out: &mut String, f: &Fabric) {
     let mut lossless = 0u64;
+    let mut late = 0u64;
     let mut lossy = 0u64;
     let mut lossy_causes = [0u64; 3];
     let mut explained = Vec::new();
@@ -382,6 +383,7 @@ fn loss(out: &mut String, f: &Fabric) {
                 // On InfiniBand every VL is lossless, by credit.
                 if sw.has_credit() || cfg.lossless.contains(c as u8) {
                     lossless += k.dropped();
+                    late += k.late_pause_frames;
                 } else {
                     lossy += k.dropped();
                     lossy_causes[0] += k.dropped_tail;
@@ -422,6 +424,12 @@ fn loss(out: &mut String, f: &Fabric) {
         let _ = writeln!(
             out,
             "  loss: the lossless class lost {lossless} frames in the switches."
+        );
+    }
+    if late > 0 {
+        let _ = writeln!(
+            out,
+            "  the live switch's thread ran late: its pauses left after their time, and it held {late} frames past full headrooms that their senders would otherwise have held (not drops; the machine could not keep up)."
         );
     }
     if lossy > 0 {
