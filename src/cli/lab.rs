@@ -73,8 +73,8 @@ pub struct Args {
     /// `sim --out`; `--report` is the older name).
     #[arg(long = "out", visible_alias = "report", value_name = "DIR")]
     report: Option<PathBuf>,
-    /// Socket backend: mmap (a receive ring and batched sends) or pnet (a system call
-    /// per frame).
+    /// Socket backend: mmap (a receive ring and batched sends) or pnet (pnet's channel,
+    /// a system call per frame sent).
     #[arg(long = "io", value_enum, default_value_t = Backend::Mmap)]
     backend: Backend,
     /// CPU cores for the two threads, e.g. 0,1: the switch's on the first, the hosts' on

@@ -129,7 +129,7 @@ impl SweepArgs {
 #[derive(clap::Args, Debug)]
 pub struct LiveArgs {
     /// Socket backend: mmap (a TPACKET_V2 receive ring and batched sendmmsg; sees 802.1Q
-    /// tags) or pnet (pnet's channel, a system call per frame).
+    /// tags) or pnet (pnet's channel, a system call per frame sent).
     #[arg(long = "io", value_enum, default_value_t = Backend::Mmap)]
     pub backend: Backend,
     /// Spin while waiting instead of sleeping (lower latency, a whole core busy).

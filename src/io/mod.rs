@@ -4,8 +4,8 @@
 //! [`Pool`] (no allocation per frame once the pool is warm), each with the kernel's
 //! receive time. Two backends, chosen with `--io`:
 //!
-//! - [`Backend::Pnet`], the portable default: pnet's AF_PACKET channel sends, one frame
-//!   per call; frames are received with one `recvmsg` each on the same socket, straight
+//! - [`Backend::Pnet`], the portable one: pnet's AF_PACKET channel sends, one frame per
+//!   call; frames are received on the same socket in batches (`recvmmsg`), each straight
 //!   into a pool buffer with the kernel's receive time (SO_TIMESTAMPNS);
 //! - [`Backend::Mmap`], the fast Linux one: a PACKET_MMAP TPACKET_V2 receive ring (every
 //!   frame is handed over as soon as it lands, with its time; a busy port is read without
@@ -25,7 +25,7 @@ use std::time::Duration;
 /// Which socket layer moves the frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
-    /// pnet's AF_PACKET channel to send, `recvmsg` on its socket to receive.
+    /// pnet's AF_PACKET channel to send, `recvmmsg` batches on its socket to receive.
     Pnet,
     /// AF_PACKET with a TPACKET_V2 receive ring and `sendmmsg`.
     Mmap,

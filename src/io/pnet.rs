@@ -1,11 +1,11 @@
 //! The portable backend: pnet's AF_PACKET channel sends, on a socket we open ourselves (so
 //! that it ignores outgoing frames), never blocking (the caller polls the socket). Frames
-//! are received on the same socket with one `recvmsg` each, straight into a pool buffer,
-//! with the kernel's receive time (SO_TIMESTAMPNS) in the same call: pnet's receiver
-//! reads with `recvfrom` into its own buffer, which would need a copy and an ioctl
-//! (SIOCGSTAMPNS) per frame besides. Like `recvfrom`, `recvmsg` does not see the 802.1Q
-//! tag the kernel moved into the packet's metadata: frames arrive untagged (use the mmap
-//! backend where tags matter).
+//! are received on the same socket in batches, with one `recvmmsg` for up to 64, each
+//! straight into a pool buffer and with the kernel's receive time (SO_TIMESTAMPNS) in
+//! the same call: pnet's receiver reads with `recvfrom` into its own buffer, which would
+//! need a system call, a copy and an ioctl (SIOCGSTAMPNS) per frame. Like `recvfrom`,
+//! `recvmmsg` does not see the 802.1Q tag the kernel moved into the packet's metadata:
+//! frames arrive untagged (use the mmap backend where tags matter).
 
 use super::{
     FrameRx, FrameTx, KernelStats, Pool, RxFrame, device_busy, packet_socket, port_gone, read_stats,
@@ -50,6 +50,7 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
         Ok(Channel::Ethernet(tx, _)) => Ok((
             Box::new(PnetRx {
                 buffer: mtu + 64,
+                bufs: Vec::with_capacity(RX_BATCH),
                 fd,
                 stats: KernelStats::default(),
                 veth,
@@ -63,9 +64,14 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
     }
 }
 
+/// Most frames one `recvmmsg` takes.
+const RX_BATCH: usize = 64;
+
 struct PnetRx {
     /// The largest frame taken, bytes: the MTU and headers, with room to spare.
     buffer: usize,
+    /// Empty buffers from the pool, kept for the next batch.
+    bufs: Vec<Vec<u8>>,
     /// The socket, a duplicate of the sender's descriptor.
     fd: OwnedFd,
     stats: KernelStats,
@@ -109,33 +115,43 @@ impl FrameRx for PnetRx {
     ) -> io::Result<usize> {
         let mut got = 0;
         while got < max {
-            let mut data = pool.get();
-            data.clear();
-            data.reserve(self.buffer);
-            let mut iov = libc::iovec {
-                iov_base: data.as_mut_ptr().cast(),
-                iov_len: self.buffer,
-            };
-            let mut control: Control = [0; 8];
-            // SAFETY: an all-zero msghdr is valid; the pointers are set below.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = std::mem::size_of::<Control>() as _;
-            // SAFETY: `msg` points at `iov` (`self.buffer` bytes of `data`'s capacity,
-            // reserved above) and at `control`, all of which outlive the call.
-            // MSG_TRUNC: the frame's whole length is returned even when it was cut, so
-            // a cut frame is one at least as long as the buffer.
-            let n = unsafe {
-                libc::recvmsg(
+            let n = (max - got).min(RX_BATCH);
+            while self.bufs.len() < n {
+                let mut data = pool.get();
+                data.clear();
+                data.reserve(self.buffer);
+                self.bufs.push(data);
+            }
+            // SAFETY (both): all-zero iovecs and mmsghdrs are valid; the pointers are set
+            // below.
+            let mut iovs: [libc::iovec; RX_BATCH] = unsafe { std::mem::zeroed() };
+            let mut msgs: [libc::mmsghdr; RX_BATCH] = unsafe { std::mem::zeroed() };
+            let mut controls: [Control; RX_BATCH] = [[0; 8]; RX_BATCH];
+            for (k, data) in self.bufs[..n].iter_mut().enumerate() {
+                iovs[k] = libc::iovec {
+                    iov_base: data.as_mut_ptr().cast(),
+                    iov_len: self.buffer,
+                };
+                let msg = &mut msgs[k].msg_hdr;
+                msg.msg_iov = &mut iovs[k];
+                msg.msg_iovlen = 1;
+                msg.msg_control = controls[k].as_mut_ptr().cast();
+                msg.msg_controllen = std::mem::size_of::<Control>() as _;
+            }
+            // SAFETY: each of the first `n` headers points at its iovec (`self.buffer`
+            // bytes of a buffer's capacity, reserved above) and its control buffer, all
+            // of which outlive the call. MSG_TRUNC: each frame's whole length is returned
+            // even when it was cut, so a cut frame is one at least as long as the buffer.
+            let r = unsafe {
+                libc::recvmmsg(
                     self.fd.as_raw_fd(),
-                    &mut msg,
+                    msgs.as_mut_ptr(),
+                    n as libc::c_uint,
                     libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                    std::ptr::null_mut(),
                 )
             };
-            if n < 0 {
-                pool.put(data);
+            if r < 0 {
                 let e = io::Error::last_os_error();
                 if matches!(
                     e.kind(),
@@ -145,22 +161,28 @@ impl FrameRx for PnetRx {
                 }
                 return Err(e);
             }
-            let len = n as usize;
-            // The buffer is 64 bytes above the largest valid frame: one that filled it
-            // was cut, or too large.
-            if len >= self.buffer {
-                self.stats.truncated += 1;
-                pool.put(data);
-                continue;
+            let r = r as usize;
+            for (k, mut data) in self.bufs.drain(..r).enumerate() {
+                let len = msgs[k].msg_len as usize;
+                // The buffer is 64 bytes above the largest valid frame: one that filled
+                // it was cut, or too large.
+                if len >= self.buffer {
+                    self.stats.truncated += 1;
+                    pool.put(data);
+                    continue;
+                }
+                // SAFETY: the kernel wrote `len` bytes (fewer than `self.buffer`, which
+                // the vector's capacity holds) at its start.
+                unsafe { data.set_len(len) };
+                out.push(RxFrame {
+                    data,
+                    stamp: stamp_of(&msgs[k].msg_hdr),
+                });
+                got += 1;
             }
-            // SAFETY: the kernel wrote `len` bytes (fewer than `self.buffer`, which the
-            // vector's capacity holds) at its start.
-            unsafe { data.set_len(len) };
-            out.push(RxFrame {
-                data,
-                stamp: stamp_of(&msg),
-            });
-            got += 1;
+            if r < n {
+                break;
+            }
         }
         Ok(got)
     }
