@@ -79,7 +79,7 @@ impl Switch {
 
     fn pg_bytes(&self, port: usize, pg: usize) -> u64 {
         let s = self.mmu.pg(port, pg);
-        s.shared + s.headroom
+        s.shared + s.headroom + s.late
     }
 
     /// A lossless PG of `port` reached its XOFF point: pause the peer's priority.
