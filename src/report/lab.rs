@@ -150,16 +150,17 @@ pub fn what_happened(opts: &LabOptions, out: &LabOutcome) -> String {
     super::story::what_happened(&fabric)
 }
 
-/// How the lab's two threads fared: how busy each was, and the share of frames that
-/// waited in the kernel past their core's catch-up window. A thread that takes more than
+/// How the lab's two threads fared: how busy each was, the share of frames that waited
+/// in the kernel past their core's catch-up window, and the longest any frame waited. A thread that takes more than
 /// 10 % of its frames late could not keep up with the emulated rate: the time it lost is
 /// lost to the fabric, which falls behind its twin.
 pub fn threads_line(out: &LabOutcome) -> String {
     let one = |name: &str, t: &crate::runtime::ports::ThreadStats| {
         format!(
-            "{name} {:.0} % busy, {:.1} % of frames late",
+            "{name} {:.0} % busy, {:.1} % of frames late, stalled up to {:.1} ms",
             t.busy() * 100.0,
-            t.late() * 100.0
+            t.late() * 100.0,
+            t.max_lag_ns as f64 / 1e6
         )
     };
     let mut line = format!(
