@@ -34,7 +34,12 @@ impl Flow {
     /// A flow on the sender's QP `qp` of `total` bytes (`None`: endless) in messages of
     /// `message_bytes`, starting at `start`. Call [`Flow::prepare_receiver`] on the peer.
     pub fn new(qp: usize, total: Option<u64>, message_bytes: usize, start: Nanos) -> Flow {
-        Flow::with_message(qp, total, vec![0x5a; message_bytes].into(), start)
+        Flow::with_message(qp, total, Flow::message(message_bytes), start)
+    }
+
+    /// The message a flow sends, `message_bytes` long, for [`Flow::with_message`].
+    pub fn message(message_bytes: usize) -> Arc<[u8]> {
+        vec![0x5a; message_bytes].into()
     }
 
     /// [`Flow::new`], its messages sharing `message` (many flows, one buffer).

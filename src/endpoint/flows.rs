@@ -91,7 +91,7 @@ impl FlowSet {
                 })
                 .collect(),
             running: (0..most).map(|_| None).collect(),
-            message: vec![0x5a; message_bytes.max(1)].into(),
+            message: super::flow::Flow::message(message_bytes.max(1)),
             active: 0,
             queued: 0,
         }

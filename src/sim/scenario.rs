@@ -583,10 +583,22 @@ impl Scenario {
             } => topology::ring(&self.switch, &ep, switches, hosts_per_switch, t.delay, seed),
         };
         net.use_fabric(&self.fabric, &self.switch, t);
+        // Flows of one message size share its buffer (the bytes are the same): a
+        // 64-sender incast reads one message, not 64 copies of it, for its payloads.
+        let mut messages: Vec<std::sync::Arc<[u8]>> = Vec::new();
         for f in &self.flows {
             Flow::prepare_receiver(net.endpoint_mut(f.to), f.message_bytes);
             let (q, _) = net.connect_qp(f.from, f.to);
-            net.host_mut(f.from).app = Some(Flow::new(q, f.bytes, f.message_bytes, f.start).into());
+            let message = match messages.iter().find(|m| m.len() == f.message_bytes) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = Flow::message(f.message_bytes);
+                    messages.push(m.clone());
+                    m
+                }
+            };
+            net.host_mut(f.from).app =
+                Some(Flow::with_message(q, f.bytes, message, f.start).into());
         }
         self.build_workloads(&mut net);
         for f in &self.faults {
