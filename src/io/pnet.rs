@@ -51,6 +51,7 @@ pub(super) fn open(ifname: &str, mtu: usize) -> io::Result<(Box<dyn FrameRx>, Bo
             Box::new(PnetRx {
                 buffer: mtu + 64,
                 bufs: Vec::with_capacity(RX_BATCH),
+                batch: Batch::new(),
                 fd,
                 stats: KernelStats::default(),
                 veth,
@@ -72,10 +73,30 @@ struct PnetRx {
     buffer: usize,
     /// Empty buffers from the pool, kept for the next batch.
     bufs: Vec<Vec<u8>>,
+    /// The message headers of a batch, allocated once.
+    batch: Box<Batch>,
     /// The socket, a duplicate of the sender's descriptor.
     fd: OwnedFd,
     stats: KernelStats,
     veth: bool,
+}
+
+/// What one `recvmmsg` fills: a header, an iovec and a control buffer per frame.
+struct Batch {
+    msgs: [libc::mmsghdr; RX_BATCH],
+    iovs: [libc::iovec; RX_BATCH],
+    controls: [Control; RX_BATCH],
+}
+
+// SAFETY: the pointers in a batch are set afresh before every call that uses them, by
+// the thread that owns the receiver; between calls they are never followed.
+unsafe impl Send for Batch {}
+
+impl Batch {
+    fn new() -> Box<Batch> {
+        // SAFETY: all-zero headers and iovecs are valid (null pointers, zero lengths).
+        Box::new(unsafe { std::mem::zeroed() })
+    }
 }
 
 /// Room for one control message holding a timespec (CMSG_SPACE(16) is 32 on 64-bit
@@ -122,11 +143,11 @@ impl FrameRx for PnetRx {
                 data.reserve(self.buffer);
                 self.bufs.push(data);
             }
-            // SAFETY (both): all-zero iovecs and mmsghdrs are valid; the pointers are set
-            // below.
-            let mut iovs: [libc::iovec; RX_BATCH] = unsafe { std::mem::zeroed() };
-            let mut msgs: [libc::mmsghdr; RX_BATCH] = unsafe { std::mem::zeroed() };
-            let mut controls: [Control; RX_BATCH] = [[0; 8]; RX_BATCH];
+            let Batch {
+                msgs,
+                iovs,
+                controls,
+            } = &mut *self.batch;
             for (k, data) in self.bufs[..n].iter_mut().enumerate() {
                 iovs[k] = libc::iovec {
                     iov_base: data.as_mut_ptr().cast(),
