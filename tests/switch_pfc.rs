@@ -243,7 +243,7 @@ fn frames_sent_before_a_late_pause_left_are_held_not_dropped() {
         series: None,
         line_bps: RATE,
     });
-    assert!(story.contains("lost 1 frames"), "{story}");
+    assert!(story.contains("lost 1 frame in the switches"), "{story}");
     assert!(
         story.contains("held 5 frames past full headrooms"),
         "{story}"

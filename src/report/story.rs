@@ -370,6 +370,11 @@ fn watchdog(out: &mut String, f: &Fabric) {
     topic(out, "PFC watchdog", lines);
 }
 
+/// "1 frame", "2 frames".
+fn frames(n: u64) -> String {
+    format!("{n} frame{}", if n == 1 { "" } else { "s" })
+}
+
 fn loss(out: &mut String, f: &Fabric) {
     let mut lossless = 0u64;
     let mut late = 0u64;
@@ -423,20 +428,25 @@ fn loss(out: &mut String, f: &Fabric) {
     } else {
         let _ = writeln!(
             out,
-            "  loss: the lossless class lost {lossless} frames in the switches."
+            "  loss: the lossless class lost {} in the switches.",
+            frames(lossless)
         );
     }
     if late > 0 {
         let _ = writeln!(
             out,
-            "  the live switch's thread ran late: its pauses left after their time, and it held {late} frames past full headrooms that their senders would otherwise have held (not drops; the machine could not keep up)."
+            "  the live switch's thread ran late: its pauses left after their time, and it held {} past full headrooms that their senders would otherwise have held (not drops; the machine could not keep up).",
+            frames(late)
         );
     }
     if lossy > 0 {
         let _ = writeln!(
             out,
-            "  lossy classes dropped {lossy} frames ({} tail, {} WRED, {} at ingress).",
-            lossy_causes[0], lossy_causes[1], lossy_causes[2]
+            "  lossy classes dropped {} ({} tail, {} WRED, {} at ingress).",
+            frames(lossy),
+            lossy_causes[0],
+            lossy_causes[1],
+            lossy_causes[2]
         );
     }
     topic(
@@ -447,7 +457,8 @@ fn loss(out: &mut String, f: &Fabric) {
     if host_drops > 0 {
         let _ = writeln!(
             out,
-            "  hosts' receive buffers dropped {host_drops} frames (a slow receiver's headroom above its XOFF point was too small)."
+            "  hosts' receive buffers dropped {} (a slow receiver's headroom above its XOFF point was too small).",
+            frames(host_drops)
         );
     }
     if resent > 0 || timeouts > 0 {
