@@ -250,6 +250,36 @@ fn frames_sent_before_a_late_pause_left_are_held_not_dropped() {
     );
 }
 
+/// The thread can also stall between deciding a pause and sending it: the driver then
+/// says when its sends returned (`released_by`), and frames that arrived before that are
+/// held past a full headroom just the same.
+#[test]
+fn a_pause_sent_late_within_a_round_holds_what_arrived_before_it_left() {
+    let mut d = Driver::new(&config(STATIC, 2));
+    d.learn_hosts();
+    d.sw.set_tx_enabled(1, false);
+    let drop_point = (RESERVE + XOFF + headroom()) / L as u64;
+    // The round starts now, decides XOFF, and its send returns 1 ms later.
+    d.sw.set_release_floor(d.now);
+    let mut psn = 0u32;
+    while d.pfc_sent(0).is_empty() {
+        d.rx(0, &lossless(psn));
+        psn += 1;
+    }
+    let sent_at = d.now + Nanos(1_000_000);
+    d.sw.released_by(sent_at);
+    // The next round takes what came meanwhile: past the drop point, held.
+    let late = 3;
+    while u64::from(psn) < drop_point + late {
+        d.now += Nanos(100);
+        d.rx(0, &lossless(psn));
+        psn += 1;
+    }
+    assert!(d.now < sent_at);
+    let c = &d.sw.counters(0).classes[3];
+    assert_eq!((c.dropped(), c.late_pause_frames), (0, late));
+}
+
 /// While XOFF holds, the pause is refreshed every refresh_quanta × 512 bit times.
 #[test]
 fn xoff_is_refreshed_while_congested() {

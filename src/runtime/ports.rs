@@ -749,6 +749,9 @@ pub trait Core {
     /// A round starts at `now`: what the core releases in it leaves no earlier, whatever
     /// earlier time the frames it takes in the round carry.
     fn round_starts(&mut self, _now: Nanos) {}
+
+    /// What the core released this round had been handed to the kernel by `done`.
+    fn round_ends(&mut self, _done: Nanos) {}
 }
 
 /// Cores, the ports they own, and the latest time each has seen.
@@ -867,6 +870,10 @@ impl<C: Core> Driver<C> {
             self.advance(c, now);
         }
         let sent = self.ports.flush()?;
+        let flushed = self.clock.now();
+        for core in &mut self.cores {
+            core.round_ends(flushed);
+        }
         let done = Instant::now();
         if worked || sent > 0 {
             self.spin_until = done + SPIN_AFTER_WORK;

@@ -461,6 +461,12 @@ impl Core for SwitchThread {
     fn round_starts(&mut self, now: Nanos) {
         self.lock().switch.set_release_floor(now);
     }
+
+    /// A pause sent this round left when the round's sends returned, later than the
+    /// round's start when the thread stalled in between ([`Switch::released_by`]).
+    fn round_ends(&mut self, done: Nanos) {
+        self.lock().switch.released_by(done);
+    }
 }
 
 /// Counter sums over every port and class.

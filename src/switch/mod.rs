@@ -191,6 +191,10 @@ pub struct Switch {
     /// Nothing the switch releases now reaches a wire before this (see
     /// [`Switch::set_release_floor`]).
     release_floor: Nanos,
+    /// The PGs (port, PG) whose pause went out since the driver last said when its
+    /// releases left ([`Switch::released_by`]); kept only once a live driver has set a
+    /// release floor.
+    unconfirmed: Vec<(usize, usize)>,
 }
 
 /// Picks an ECMP member: a hash of the IP addresses and UDP ports (of the MACs for other
@@ -272,6 +276,7 @@ impl Switch {
             audit: audit::Audit::default(),
             drops: Vec::new(),
             release_floor: Nanos::ZERO,
+            unconfirmed: Vec::new(),
             cfg: cfg.clone(),
         }
     }
@@ -353,6 +358,28 @@ impl Switch {
     /// pause left on time. A simulator never calls this.
     pub fn set_release_floor(&mut self, at: Nanos) {
         self.release_floor = self.release_floor.max(at);
+    }
+
+    /// Tells the switch that everything it released until now had left by `at` (a live
+    /// driver's send returned then): a pause sent since the last call left no earlier
+    /// than `at` when the thread stalled between deciding it and sending it, and the
+    /// frames its sender sent meanwhile are held as [`set_release_floor`] says.
+    ///
+    /// [`set_release_floor`]: Self::set_release_floor
+    pub fn released_by(&mut self, at: Nanos) {
+        for (port, pg) in self.unconfirmed.drain(..) {
+            let left = &mut self.ports[port].pause_left[pg];
+            *left = (*left).max(at);
+        }
+    }
+
+    /// A pause for `pg` of `port` goes out at `now`: it leaves no earlier than the release
+    /// floor, or than the driver's next [`Switch::released_by`].
+    fn pause_leaves(&mut self, now: Nanos, port: usize, pg: usize) {
+        self.ports[port].pause_left[pg] = now.max(self.release_floor);
+        if self.release_floor > Nanos::ZERO {
+            self.unconfirmed.push((port, pg));
+        }
     }
 
     /// The validated configuration the switch was built with.

@@ -86,7 +86,7 @@ impl Switch {
     pub(super) fn send_xoff(&mut self, now: Nanos, port: usize, pg: usize) {
         self.mmu.set_xoff(port, pg, true);
         self.ports[port].xoff_held[pg].set(now, Nanos::MAX);
-        self.ports[port].pause_left[pg] = now.max(self.release_floor);
+        self.pause_leaves(now, port, pg);
         let quanta = self.cfg.pause_quanta;
         let note = Note::PfcXoff {
             priority: pg as u8,
@@ -126,7 +126,7 @@ impl Switch {
             quanta,
         };
         self.queue_pfc(now, port, pg, quanta, Some(note));
-        self.ports[port].pause_left[pg] = now.max(self.release_floor);
+        self.pause_leaves(now, port, pg);
         let at = now + self.refresh_interval(port);
         self.ports[port].set_refresh(pg, Some(at));
     }
