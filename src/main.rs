@@ -4,6 +4,7 @@
 mod cli;
 
 use clap::{Parser, Subcommand};
+use std::io::Write as _;
 use std::process::ExitCode;
 
 /// A lossless-Ethernet lab for RoCEv2: a software switch with PFC and ECN, a RoCE endpoint
@@ -61,7 +62,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rocelab: {e:#}");
+            let _ = writeln!(std::io::stderr(), "rocelab: {e:#}");
             ExitCode::FAILURE
         }
     }

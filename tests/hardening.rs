@@ -583,6 +583,28 @@ fn a_closed_pipe_neither_panics_nor_loses_the_outputs() {
     }
 }
 
+/// The same with standard error closed (`rocelab sim … 2>&1 >/dev/null | true`): its
+/// progress line to a closed standard error panicked (exit 101) before the files were
+/// written.
+#[test]
+fn a_closed_standard_error_neither_panics_nor_loses_the_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["sim", "--scenario", "incast", "--set", "duration_ms=25"])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    for f in rocelab::report::bundle::FILES {
+        assert!(out.join(f).exists(), "{f} was written");
+    }
+}
+
 /// Issue 13: `inspect -` did not read standard input, so `tcpdump -w - | rocelab inspect -`
 /// failed. It reads the capture from standard input, with the same result as the file.
 #[test]

@@ -853,3 +853,33 @@ fn too_large_on(lab: &Lab, config: &Path, backend: &str) {
     assert_eq!(forwarded, 0, "{backend}: nothing forwarded cut");
     assert!(text(&sw_out.stdout).contains("arrived cut short"));
 }
+
+/// With `--json -` the report alone goes to standard output, as `jq` needs; the interval
+/// lines and the summary go to standard error.
+#[test]
+fn a_switch_report_on_standard_output_is_the_json_alone() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_switch_report_on_standard_output_is_the_json_alone") {
+        return;
+    }
+    let lab = Lab::new("js", 2);
+    let config = switch_config(&lab, 1.0, &[]);
+    let out = Command::new(bin())
+        .args(["switch", "--config", config.to_str().unwrap()])
+        .args(["--interval", "0.2", "--duration", "0.7", "--json", "-"])
+        .arg("--port")
+        .arg(format!("p0={}", lab.root_if(0)))
+        .arg("--port")
+        .arg(format!("p1={}", lab.root_if(1)))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    assert!(report["kernel"].is_array(), "{report}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("kpps") && stderr.contains("kernel receive drops"),
+        "{stderr}"
+    );
+}

@@ -126,6 +126,72 @@ fn a_planned_sweep_run_by_gnu_parallel_merges_into_the_same_table() {
 }
 
 #[test]
+fn a_plan_runs_whole_as_a_script_keeps_its_folder_and_merges_only_its_own_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path());
+    let plan = dir.path().join("plan");
+    let plan_arg = format!("{}/", plan.display());
+    let p = rocelab(&["sweep", &file, "--plan", &plan_arg]);
+    assert!(p.status.success(), "{}", text(&p.stderr));
+    assert!(
+        !text(&p.stdout).contains("//"),
+        "a folder given with a slash: {}",
+        text(&p.stdout)
+    );
+    // jobs.txt run as one script (each line changes folder in a subshell of its own).
+    let ran = Command::new("sh")
+        .arg("jobs.txt")
+        .current_dir(&plan)
+        .env("ROCELAB", env!("CARGO_BIN_EXE_rocelab"))
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran.stderr));
+    let merged = rocelab(&["sweep", "--merge", plan.to_str().unwrap()]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+
+    // A second plan into the same folder would have its points merged with the first
+    // plan's results: refused, and the folder left as it was.
+    let again = rocelab(&[
+        "sweep",
+        &file,
+        "--grid",
+        "switch.queue.3.ecn.pmax=0.5",
+        "--plan",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(!again.status.success());
+    assert!(
+        text(&again.stderr).contains("already holds a plan"),
+        "{}",
+        text(&again.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(plan.join("jobs.txt"))
+            .unwrap()
+            .lines()
+            .count(),
+        4
+    );
+
+    // A scenario changed after its run: that run's result is not taken.
+    let scenario_toml = plan.join("runs/0002/scenario.toml");
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(&scenario_toml)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let stale = rocelab(&["sweep", "--merge", plan.to_str().unwrap()]);
+    assert!(!stale.status.success());
+    let says = text(&stale.stderr);
+    assert!(
+        says.contains("1 of 4 runs have a result that is not theirs") && says.contains("runs/0002"),
+        "{says}"
+    );
+}
+
+#[test]
 fn a_two_key_sweep_writes_its_heatmap_and_bad_sweeps_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let file = scenario(dir.path());

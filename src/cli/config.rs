@@ -116,13 +116,13 @@ pub fn run(args: Args) -> Result<()> {
             }
             .with_context(|| format!("importing {name}"))?;
             for w in &imported.warnings {
-                eprintln!("warning: {}: {}", w.source, w.message);
+                noteln!("warning: {}: {}", w.source, w.message);
             }
             match out {
                 Some(path) => {
                     rocelab::output::refuse_inputs(&path, &[&file])?;
                     rocelab::output::write_whole(&path, imported.toml.as_bytes())?;
-                    eprintln!(
+                    noteln!(
                         "rocelab: wrote {} ({} warning(s)); check it with `rocelab conformance --config {}`",
                         path.display(),
                         imported.warnings.len(),

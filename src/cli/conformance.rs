@@ -29,7 +29,7 @@ pub fn run(args: Args) -> Result<()> {
     let json = JsonReport::create(args.json.as_deref(), &inputs)?;
     let name = args.switch.describe(Preset::Default);
     for w in cfg.lint() {
-        eprintln!("rocelab: warning: {}: {}", w.key, w.message);
+        noteln!("rocelab: warning: {}: {}", w.key, w.message);
     }
     let report = conformance::run(&cfg, &name);
     print_table(&report, args.wide);

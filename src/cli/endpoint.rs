@@ -132,7 +132,7 @@ pub fn run(args: Args) -> Result<()> {
                 .as_millis() as u64;
             if ms < now_ms {
                 // The other ranks may be running already: this one joins late.
-                eprintln!(
+                noteln!(
                     "warning: --start-at {ms} was {} ms ago when this endpoint was ready: starting now",
                     now_ms - ms
                 );

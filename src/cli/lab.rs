@@ -276,7 +276,7 @@ fn run_part(
         .iter()
         .find(|h| h.socket_open_ns.is_some_and(|t| t > outcome.start_ns))
     {
-        eprintln!(
+        noteln!(
             "rocelab lab: host {} opened its socket after the start: its peers' first frames to it were lost and retransmitted",
             late.name
         );
@@ -288,7 +288,7 @@ fn run_part(
         let wall = std::time::Instant::now();
         let c = rocelab::lab::twin::compare(opts, &outcome).context("the simulated twin")?;
         say!("{}", report::twin_table(&c));
-        eprintln!(
+        noteln!(
             "the twin simulated {} frames in {:.2} s of wall time",
             c.twin_frames,
             wall.elapsed().as_secs_f64()
@@ -358,7 +358,7 @@ impl LabProgress {
     /// Erases the progress line, if one is shown.
     fn clear(&mut self) {
         if self.shown {
-            eprint!("\r\x1b[K");
+            note!("\r\x1b[K");
             self.shown = false;
         }
     }
@@ -367,7 +367,7 @@ impl LabProgress {
 impl lab::Progress for LabProgress {
     fn line(&mut self, line: &str) {
         if self.terminal {
-            eprint!("\r\x1b[K{line}");
+            note!("\r\x1b[K{line}");
             self.shown = true;
         }
     }

@@ -18,6 +18,20 @@ macro_rules! sayln {
     }};
 }
 
+/// `eprintln!` that never panics: a closed or broken standard error (`rocelab sim 2>&1 |
+/// head -1`) drops the line and the run goes on, so its output files are still written.
+macro_rules! noteln {
+    ($($arg:tt)*) => {{
+        $crate::cli::write_stderr(format_args!($($arg)*));
+        $crate::cli::write_stderr(format_args!("\n"));
+    }};
+}
+
+/// `eprint!` as [`noteln!`].
+macro_rules! note {
+    ($($arg:tt)*) => { $crate::cli::write_stderr(format_args!($($arg)*)) };
+}
+
 pub mod compare;
 pub mod config;
 pub mod conformance;
@@ -52,10 +66,37 @@ static TEXT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::Atomic
 pub fn write_stdout(args: std::fmt::Arguments<'_>) {
     use std::sync::atomic::Ordering;
     if TEXT_TO_STDERR.load(Ordering::Relaxed) {
-        let _ = std::io::stderr().lock().write_fmt(args);
+        write_stderr(args);
         return;
     }
     write_json_stdout(args);
+}
+
+/// Writes to standard error, dropping what a closed or broken one cannot take.
+pub fn write_stderr(args: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().lock().write_fmt(args);
+}
+
+/// A command's text as an `io::Write`, for code that prints through a writer (the live
+/// switch's interval lines): standard output as [`say!`] prints, so that under `--json -`
+/// it goes to standard error and standard output stays one JSON document.
+pub struct TextOut;
+
+impl std::io::Write for TextOut {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        write_stdout(format_args!("{}", String::from_utf8_lossy(buf)));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
+        if TEXT_TO_STDERR.load(Ordering::Relaxed) {
+            let _ = std::io::stderr().flush();
+        } else if !STDOUT_CLOSED.load(Ordering::Relaxed) {
+            let _ = std::io::stdout().flush();
+        }
+        Ok(())
+    }
 }
 
 /// Writes to standard output whatever `--json -` says, quietly ending at a closed pipe.
@@ -67,7 +108,7 @@ fn write_json_stdout(args: std::fmt::Arguments<'_>) {
     if let Err(e) = std::io::stdout().lock().write_fmt(args) {
         STDOUT_CLOSED.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("rocelab: standard output: {e}");
+            noteln!("rocelab: standard output: {e}");
         }
     }
 }

@@ -255,7 +255,7 @@ fn run_one(
     sayln!();
     say!("{}", report::what_happened(scenario, &outcome));
     // Wall-clock figures vary from run to run: stderr, so stdout repeats exactly.
-    eprintln!(
+    noteln!(
         "simulated {} frames in {elapsed:.2} s of wall time ({:.2} M frames/s)",
         outcome.frames,
         outcome.frames as f64 / elapsed.max(1e-9) / 1e6
@@ -321,7 +321,7 @@ impl SimProgress {
     /// Erases the progress line, if one is shown.
     fn clear(&mut self) {
         if self.shown {
-            eprint!("\r\x1b[K");
+            note!("\r\x1b[K");
             self.shown = false;
         }
     }
@@ -351,7 +351,7 @@ impl rocelab::sim::run::Progress for SimProgress {
         } else {
             String::new()
         };
-        eprint!(
+        note!(
             "\r\x1b[Ksim: {} of virtual time{of}, {wall:.0} s of wall time{left}",
             now.human()
         );

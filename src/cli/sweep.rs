@@ -162,7 +162,7 @@ pub fn run(args: Args) -> Result<()> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
         .clamp(1, runs.max(1));
-    eprintln!(
+    noteln!(
         "sweep: {} points x {} seed{} = {runs} runs of {name}, {jobs} at a time",
         grid.len(),
         seeds.len(),
@@ -258,14 +258,14 @@ fn run_all(
                         .unwrap_or_else(std::sync::PoisonError::into_inner)[i] = Some(r);
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                     if terminal {
-                        eprint!("\r\x1b[Ksweep: {n} of {} runs done", texts.len());
+                        note!("\r\x1b[Ksweep: {n} of {} runs done", texts.len());
                     }
                 }
             });
         }
     });
     if terminal {
-        eprint!("\r\x1b[K");
+        note!("\r\x1b[K");
     }
     Ok(results
         .into_inner()
@@ -380,6 +380,16 @@ fn write_plan(
     texts: Vec<(usize, u64, toml::Table)>,
 ) -> Result<()> {
     rocelab::output::check_folder(plan_dir)?;
+    // An old plan's results would be merged as the new runs': a plan gets a folder of its own.
+    if let Some(old) = ["plan.json", "jobs.txt", "runs"]
+        .into_iter()
+        .find(|f| plan_dir.join(f).exists())
+    {
+        anyhow::bail!(
+            "{} already holds a plan ({old}): give a new or empty folder, or remove it (its runs' results would be merged as the new plan's)",
+            plan_dir.display()
+        );
+    }
     rocelab::output::make_folder(plan_dir)?;
     let mut jobs = String::new();
     let mut runs = Vec::new();
@@ -390,9 +400,10 @@ fn write_plan(
         localize(&mut table, dir, &path)?;
         let text = toml::to_string(&table)?;
         rocelab::output::write_whole(&path.join("scenario.toml"), text.as_bytes())?;
-        // Run from the plan's folder: ROCELAB names the binary where it is not on PATH.
+        // Run from the plan's folder: ROCELAB names the binary where it is not on PATH. A
+        // subshell each, so that the file also runs whole as a script.
         jobs.push_str(&format!(
-            "cd {run_dir} && \"${{ROCELAB:-rocelab}}\" sim scenario.toml --out result > log.txt 2>&1\n"
+            "(cd {run_dir} && \"${{ROCELAB:-rocelab}}\" sim scenario.toml --out result > log.txt 2>&1)\n"
         ));
         runs.push(PlannedRun {
             point,
@@ -412,8 +423,9 @@ fn write_plan(
     let text = serde_json::to_string_pretty(&plan)? + "\n";
     rocelab::output::write_whole(&plan_dir.join("plan.json"), text.as_bytes())?;
     sayln!(
-        "wrote {n} jobs to {d}: run each line of {d}/jobs.txt from {d} (e.g. `cd {d} && parallel < jobs.txt`), then `rocelab sweep --merge {d}`",
-        d = plan_dir.display()
+        "wrote {n} jobs to {d}: run each line of {jobs} from {d} (e.g. `cd {d} && parallel < jobs.txt`), then `rocelab sweep --merge {d}`",
+        d = plan_dir.display(),
+        jobs = plan_dir.join("jobs.txt").display()
     );
     Ok(())
 }
@@ -472,13 +484,26 @@ fn merge(dir: &Path, out: Option<&Path>, report: JsonReport) -> Result<()> {
     let points = plan.grid.points();
     let mut per_point: Vec<Vec<Metrics>> = vec![Vec::new(); points.len()];
     let mut missing = Vec::new();
+    let mut stale = Vec::new();
     for run in &plan.runs {
         let file = dir.join(&run.dir).join("result").join("report.json");
-        let metrics = std::fs::read(&file)
+        let report = std::fs::read(&file)
             .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| Metrics::of_report(&v));
-        match (metrics, per_point.get_mut(run.point)) {
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        let Some(report) = report else {
+            missing.push(run.dir.clone());
+            continue;
+        };
+        // A result is this run's only if it ran with the run's seed, after its scenario
+        // was written.
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let scenario = modified(&dir.join(&run.dir).join("scenario.toml"));
+        let older = matches!((modified(&file), scenario), (Some(r), Some(s)) if r < s);
+        if older || report.get("seed").and_then(serde_json::Value::as_u64) != Some(run.seed) {
+            stale.push(run.dir.clone());
+            continue;
+        }
+        match (Metrics::of_report(&report), per_point.get_mut(run.point)) {
             (Some(m), Some(p)) => p.push(m),
             _ => missing.push(run.dir.clone()),
         }
@@ -498,13 +523,25 @@ fn merge(dir: &Path, out: Option<&Path>, report: JsonReport) -> Result<()> {
         out,
         report,
     )?;
+    let mut problems = Vec::new();
     if !missing.is_empty() {
-        anyhow::bail!(
+        problems.push(format!(
             "{} of {} runs have no result yet (their points are left out): {}",
             missing.len(),
             plan.runs.len(),
             missing.join(", ")
-        );
+        ));
+    }
+    if !stale.is_empty() {
+        problems.push(format!(
+            "{} of {} runs have a result that is not theirs (another seed, or older than their scenario.toml; their points are left out, run them again): {}",
+            stale.len(),
+            plan.runs.len(),
+            stale.join(", ")
+        ));
+    }
+    if !problems.is_empty() {
+        anyhow::bail!("{}", problems.join("; "));
     }
     Ok(())
 }

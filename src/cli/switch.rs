@@ -8,7 +8,6 @@ use rocelab::config::Trust;
 use rocelab::io::Backend;
 use rocelab::runtime::CoreList;
 use rocelab::runtime::{self, switch::SwitchOptions};
-use std::io;
 use std::path::PathBuf;
 
 /// Run the software switch live between network interfaces (as root).
@@ -95,7 +94,7 @@ pub fn run(args: Args) -> Result<()> {
     let stop = runtime::stop_on_signals()?;
     let threads = runtime::switch::thread_count(&opts.cores, opts.ifaces.len());
     let ports_of = runtime::switch::threads_ports(opts.ifaces.len(), threads);
-    eprintln!(
+    noteln!(
         "rocelab switch: {} ports ({}), {:?} backend, {}; Ctrl-C stops",
         opts.ifaces.len(),
         names
@@ -107,7 +106,7 @@ pub fn run(args: Args) -> Result<()> {
         opts.backend,
         thread_plan(&opts.cores, &names, &ports_of),
     );
-    let outcome = runtime::switch::run(&opts, &stop, &mut io::stdout())?;
+    let outcome = runtime::switch::run(&opts, &stop, &mut super::TextOut)?;
     sayln!(
         "\nran {:.1} s; kernel receive drops: {}",
         outcome.elapsed.as_secs_f64(),
