@@ -23,18 +23,34 @@ pub fn parse(s: &str) -> Result<u64, BytesError> {
 }
 
 /// A byte count in a TOML file: an integer (`4096`) or a string with a suffix (`"8K"`,
-/// `"16M"`, `"1G"`), as on the command line. For `#[serde(deserialize_with = ...)]`.
+/// `"16M"`, `"1G"`), as on the command line. For `#[serde(deserialize_with = ...)]`. A
+/// negative or fractional number gets the same message as a bad string.
 pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Written {
-        Number(u64),
-        Text(String),
+    struct Count;
+    impl serde::de::Visitor<'_> for Count {
+        type Value = u64;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a byte count such as 4096, \"8K\", \"16M\" or \"1G\"")
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
+            Ok(v)
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
+            u64::try_from(v).map_err(|_| E::custom(BytesError(v.to_string())))
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<u64, E> {
+            Err(E::custom(BytesError(v.to_string())))
+        }
+
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<u64, E> {
+            parse(v).map_err(E::custom)
+        }
     }
-    match serde::Deserialize::deserialize(d)? {
-        Written::Number(n) => Ok(n),
-        Written::Text(t) => parse(&t).map_err(serde::de::Error::custom),
-    }
+    d.deserialize_any(Count)
 }
 
 /// As [`deserialize`], for an optional key.
@@ -67,6 +83,31 @@ mod tests {
         }
         // 2^64 / 2^30 overflows: refused, not wrapped.
         assert!(parse("17179869184G").is_err());
+    }
+
+    #[test]
+    fn a_toml_count_is_a_whole_number_or_a_suffixed_string() {
+        #[derive(Debug, serde::Deserialize)]
+        struct T {
+            #[serde(deserialize_with = "deserialize")]
+            b: u64,
+        }
+        let read = |text: &str| toml::from_str::<T>(text).map(|t| t.b);
+        assert_eq!(read("b = 4096").unwrap(), 4096);
+        assert_eq!(read("b = \"16M\"").unwrap(), 16 << 20);
+        for (text, shown) in [
+            ("b = -1", "'-1'"),
+            ("b = 1.5", "'1.5'"),
+            ("b = \"8X\"", "'8X'"),
+        ] {
+            let e = read(text).unwrap_err().to_string();
+            assert!(
+                e.contains(shown) && e.contains("give a byte count"),
+                "{text}: {e}"
+            );
+        }
+        let e = read("b = true").unwrap_err().to_string();
+        assert!(e.contains("a byte count such as 4096"), "{e}");
     }
 
     #[test]

@@ -14,12 +14,12 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
     /// Creating, writing or renaming failed.
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}: {cause}", path.display())]
     Io {
         /// The destination.
         path: PathBuf,
-        /// Why.
-        source: io::Error,
+        /// Why (in the message, not chained: a chain would print it twice).
+        cause: io::Error,
     },
     /// The output is one of the inputs: writing it would destroy what is being read.
     #[error(
@@ -44,9 +44,19 @@ pub enum OutputError {
 }
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> OutputError + '_ {
-    move |source| OutputError::Io {
+    move |cause| OutputError::Io {
         path: path.to_owned(),
-        source,
+        cause: os_error(cause),
+    }
+}
+
+/// `e` without the temporary file's path that tempfile adds to its errors ("... at path
+/// /out/.report.json.x1Yz.partial"): a name the user never gave.
+fn os_error(e: io::Error) -> io::Error {
+    let text = e.to_string();
+    match text.split_once(" at path ") {
+        Some((cause, _)) => io::Error::new(e.kind(), cause.to_owned()),
+        None => e,
     }
 }
 
@@ -67,6 +77,28 @@ pub fn refuse_inputs<P: AsRef<Path>>(out: &Path, inputs: &[P]) -> Result<(), Out
         }
     }
     Ok(())
+}
+
+/// Whether two output paths name the same file: the same file if both exist, else the
+/// same absolute path (with its folder's links resolved).
+pub fn same_destination(a: &Path, b: &Path) -> bool {
+    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        return (x.dev(), x.ino()) == (y.dev(), y.ino());
+    }
+    let resolved = |p: &Path| {
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        dir.canonicalize()
+            .ok()
+            .zip(p.file_name())
+            .map(|(d, n)| d.join(n))
+    };
+    match (resolved(a), resolved(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 enum Target {
@@ -159,12 +191,19 @@ pub fn write_whole(dest: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     out.commit()
 }
 
-/// Checks before a run that folder `dir` can hold its outputs: it is a folder, or it
-/// does not exist yet and its parent is one (it is made when the outputs are written, so
-/// a run that fails or is interrupted leaves no empty folder behind).
+/// Checks before a run that folder `dir` can hold its outputs: it is a folder we may
+/// write in, or it does not exist yet and its parent is one (it is made when the outputs
+/// are written, so a run that fails or is interrupted leaves no empty folder behind).
+/// Tried, not guessed from permission bits: a file is made and removed in the folder (or
+/// a folder in the parent), which also catches read-only mounts and `/proc`.
 pub fn check_folder(dir: &Path) -> Result<(), OutputError> {
+    let probe = io_error(dir);
     match std::fs::metadata(dir) {
-        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) if m.is_dir() => tempfile::Builder::new()
+            .prefix(".rocelab-probe.")
+            .tempfile_in(dir)
+            .map(drop)
+            .map_err(probe),
         Ok(_) => Err(OutputError::Kind {
             path: dir.to_owned(),
             what: "is a file; give a folder for the outputs",
@@ -174,13 +213,20 @@ pub fn check_folder(dir: &Path) -> Result<(), OutputError> {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
-            if std::fs::metadata(parent).is_ok_and(|m| m.is_dir()) {
-                Ok(())
-            } else {
-                Err(OutputError::Kind {
+            match std::fs::metadata(parent) {
+                Ok(m) if m.is_dir() => tempfile::Builder::new()
+                    .prefix(".rocelab-probe.")
+                    .tempdir_in(parent)
+                    .map(drop)
+                    .map_err(probe),
+                Ok(_) => Err(OutputError::Kind {
+                    path: dir.to_owned(),
+                    what: "its parent is a file, not a folder",
+                }),
+                Err(_) => Err(OutputError::Kind {
                     path: dir.to_owned(),
                     what: "its parent folder does not exist",
-                })
+                }),
             }
         }
     }

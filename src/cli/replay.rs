@@ -66,11 +66,18 @@ pub fn run(args: Args) -> Result<()> {
             Inputs::Bound(bound)
         }
     };
-    let mut inputs_read: Vec<PathBuf> = match &inputs {
+    let inputs_read: Vec<PathBuf> = match &inputs {
         Inputs::Bound(bound) => bound.iter().map(|(_, p)| p.clone()).collect(),
         Inputs::Split(_, paths) => paths.clone(),
     };
-    inputs_read.extend(args.out.clone());
+    if let (Some(pcap), Some(json)) = (&args.out, &args.report)
+        && rocelab::output::same_destination(pcap, json)
+    {
+        anyhow::bail!(
+            "--pcap and --json both name {}: give each output a file of its own",
+            pcap.display()
+        );
+    }
     let report = JsonReport::create(args.report.as_deref(), &inputs_read)?;
     let opts = ReplayOptions {
         config,
@@ -106,7 +113,7 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     for w in switch.warnings() {
-        eprintln!("rocelab: warning: {}", w.message);
+        noteln!("rocelab: warning: {}", w.message);
     }
     let drops: Vec<serde_json::Value> = switch
         .drops()
@@ -120,6 +127,7 @@ pub fn run(args: Args) -> Result<()> {
                 "queue": d.queue,
                 "cause": d.cause,
                 "at_ns": d.at.0,
+                "at": rocelab::time::epoch_seconds_string(d.at.0),
                 "explanation": why,
             })
         })

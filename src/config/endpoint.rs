@@ -456,13 +456,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn from_toml_keys_errors_by_line_and_column() {
+    fn from_toml_keys_errors_by_line_column_and_key() {
         let e = EndpointConfig::from_toml("mtu = 1024\ndscp = 26\necn = \"ce\"\n").unwrap_err();
         assert!(e.key.starts_with("line 3"), "{e}");
         assert!(e.message.contains("unknown variant `ce`"), "{e}");
         assert!(e.message.contains("`ect0`, `ect1`, `not-ect`"), "{e}");
         let e = EndpointConfig::from_toml("mtu = 1024\n\nlink_gbps = \"fast\"\n").unwrap_err();
-        assert_eq!(e.key, "line 3, column 13", "{e}");
+        assert_eq!(e.key, "line 3, column 13 (link_gbps)", "{e}");
         let e = EndpointConfig::from_toml("mtu = 1024\n[dcqcn]\ngg = 0.5\n").unwrap_err();
         assert!(e.key.starts_with("line 3"), "{e}");
         assert!(e.message.contains("unknown field `gg`"), "{e}");

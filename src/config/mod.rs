@@ -59,12 +59,12 @@ pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// Opening or reading failed.
-    #[error("cannot read configuration {}: {source}", path.display())]
+    #[error("cannot read configuration {}: {cause}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (in the message, not chained: a chain would print it twice).
+        cause: std::io::Error,
     },
     /// More than [`MAX_CONFIG_BYTES`].
     #[error(
@@ -94,9 +94,9 @@ pub fn read_text(path: &Path) -> Result<String, ReadError> {
 
 /// [`read_text`] with a limit of `limit` bytes.
 pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
-    let io = |source| ReadError::Io {
+    let io = |cause| ReadError::Io {
         path: path.to_owned(),
-        source,
+        cause,
     };
     let file = std::fs::File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
@@ -646,9 +646,16 @@ impl SwitchConfig {
 
     /// Validates a configuration given as a TOML table (as a file would parse to).
     pub fn from_table(table: toml::Table) -> Result<SwitchConfig, ConfigError> {
-        use serde::Deserialize as _;
-        let file = ConfigFile::deserialize(toml::Value::Table(table))
-            .map_err(|e| err("config", e.message().trim_end().to_owned()))?;
+        let file: ConfigFile = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let key = if path == "." {
+                    "config".to_owned()
+                } else {
+                    path
+                };
+                err(key, e.into_inner().message().trim_end().to_owned())
+            })?;
         file.resolve()
     }
 
@@ -854,12 +861,23 @@ pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
     text: &str,
     whole: &str,
 ) -> Result<T, ConfigError> {
-    toml::from_str(text).map_err(|e| {
-        let key = e
-            .span()
-            .map(|s| location(text, s.start))
-            .unwrap_or_else(|| whole.to_owned());
-        err(key, e.message().to_owned())
+    let located = |e: &toml::de::Error| e.span().map(|s| location(text, s.start));
+    let de = toml::de::Deserializer::parse(text).map_err(|e| {
+        err(
+            located(&e).unwrap_or_else(|| whole.to_owned()),
+            e.message().to_owned(),
+        )
+    })?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let key = match (located(&inner), path.as_str()) {
+            (Some(line), ".") => line,
+            (Some(line), _) => format!("{line} ({path})"),
+            (None, ".") => whole.to_owned(),
+            (None, _) => path,
+        };
+        err(key, inner.message().to_owned())
     })
 }
 

@@ -428,9 +428,9 @@ impl Scenario {
             None => {
                 let path = Path::new(name_or_path);
                 let text = crate::config::read_text(path).map_err(|e| match e {
-                    crate::config::ReadError::Io { source, .. } => ScenarioError::NotFound {
+                    crate::config::ReadError::Io { cause, .. } => ScenarioError::NotFound {
                         name: name_or_path.to_owned(),
-                        cause: source,
+                        cause,
                     },
                     other => ScenarioError::Read(other),
                 })?;
@@ -451,7 +451,9 @@ impl Scenario {
         })?;
         let before = table.clone();
         edit(&mut table).map_err(invalid(&origin))?;
-        let text = if table == before {
+        // Edited text is written anew: its lines are nobody's, so errors name their key.
+        let edited = table != before;
+        let text = if !edited {
             text
         } else {
             toml::to_string(&table).map_err(|e| ScenarioError::Invalid {
@@ -459,18 +461,44 @@ impl Scenario {
                 error: err("scenario", e.to_string()),
             })?
         };
-        Scenario::from_toml(&name, &text, dir).map_err(invalid(&origin))
+        Scenario::parse(&name, &text, dir, !edited).map_err(invalid(&origin))
     }
 
     /// Parses and validates a scenario's TOML text; a switch `file` is looked up relative
     /// to `dir`.
     pub fn from_toml(name: &str, text: &str, dir: Option<&Path>) -> Result<Scenario, ConfigError> {
-        let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+        Scenario::parse(name, text, dir, true)
+    }
+
+    /// [`from_toml`](Self::from_toml), an error placed by its line in `text` when
+    /// `by_line` (a file the user has), by its key otherwise.
+    fn parse(
+        name: &str,
+        text: &str,
+        dir: Option<&Path>,
+        by_line: bool,
+    ) -> Result<Scenario, ConfigError> {
+        let de = toml::de::Deserializer::parse(text).map_err(|e| {
             let key = e
                 .span()
                 .map(|s| location(text, s.start))
                 .unwrap_or_else(|| "scenario".to_owned());
             err(key, e.message().trim_end().to_owned())
+        })?;
+        let file: ScenarioFile = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let line = inner
+                .span()
+                .filter(|_| by_line)
+                .map(|s| location(text, s.start));
+            let key = match line {
+                Some(line) if path != "." => format!("{line} ({path})"),
+                Some(line) => line,
+                None if path != "." => path,
+                None => "scenario".to_owned(),
+            };
+            err(key, inner.message().trim_end().to_owned())
         })?;
         let variant_tables = file.variants.clone();
         let mut scenario = file.resolve(name, dir)?;
