@@ -30,18 +30,31 @@ struct Cli {
     command: Command,
 }
 
+/// Every subcommand takes `--rate -1` as a value (refused with its range by the option's
+/// own check), not as an unknown flag `-1`.
 #[derive(Subcommand)]
 enum Command {
+    #[command(allow_negative_numbers = true)]
     Inspect(cli::inspect::Args),
+    #[command(allow_negative_numbers = true)]
     Replay(cli::replay::Args),
+    #[command(allow_negative_numbers = true)]
     Config(cli::config::Args),
+    #[command(allow_negative_numbers = true)]
     Conformance(cli::conformance::Args),
+    #[command(allow_negative_numbers = true)]
     Switch(cli::switch::Args),
+    #[command(allow_negative_numbers = true)]
     Endpoint(cli::endpoint::Args),
+    #[command(allow_negative_numbers = true)]
     Sim(cli::sim::Args),
+    #[command(allow_negative_numbers = true)]
     Sweep(cli::sweep::Args),
+    #[command(allow_negative_numbers = true)]
     Compare(cli::compare::Args),
+    #[command(allow_negative_numbers = true)]
     Traffic(cli::traffic::Args),
+    #[command(allow_negative_numbers = true)]
     Lab(cli::lab::Args),
 }
 

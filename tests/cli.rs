@@ -166,8 +166,15 @@ fn not_a_capture_and_missing_file_are_clear_errors() {
 
 #[test]
 fn live_commands_check_their_arguments_before_touching_the_network() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["switch", "--port", "p0"], "expected NAME=IFNAME"),
+        (
+            &["switch", "--port", "p0=a", "--cores", "0,0"],
+            "listed twice",
+        ),
+        (&["lab", "--cores", "0,1,1"], "listed twice"),
+        // A negative number is the option's value, refused with its range.
+        (&["lab", "--rate", "-1"], "give 0.001 to 100 Gb/s"),
         (
             &["switch", "--port", "p0=a", "--port", "p0=b"],
             "given twice",

@@ -340,6 +340,8 @@ fn ctrl_c_stops_the_lab_and_removes_everything() {
     }
     // 8 KB, then 64 MB (about 8 s at 0.1 Gb/s): the first row is printed as the 8 KB size
     // finishes, while the lab runs the second.
+    let scratch = tempfile::tempdir().unwrap();
+    let out_dir = scratch.path().join("out");
     let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
         .args([
             "lab",
@@ -357,7 +359,9 @@ fn ctrl_c_stops_the_lab_and_removes_everything() {
             "0.1",
             "--limit",
             "60",
+            "--out",
         ])
+        .arg(&out_dir)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -408,4 +412,33 @@ fn ctrl_c_stops_the_lab_and_removes_everything() {
         "{printed}"
     );
     assert_eq!(netns::leftovers_of(pid), Vec::<String>::new());
+    assert!(!out_dir.exists(), "an interrupted run writes no outputs");
+}
+
+/// The limit reached before the work is done is a failure, however the hosts stopped
+/// (their own limit stopped their thread first in some runs, and the lab said nothing).
+#[test]
+fn a_lab_that_hits_its_limit_fails_and_writes_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_lab_that_hits_its_limit_fails_and_writes_nothing") {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let out_dir = scratch.path().join("out");
+    for limit in ["0", "0.3"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+            .args(["lab", "--scenario", "ring", "--ranks", "2"])
+            .args(["-b", "8K", "-e", "64M", "-f", "8192", "--rate", "0.1"])
+            .args(["--limit", limit, "--out"])
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "--limit {limit}");
+        assert!(
+            text(&out.stderr).contains("stopped before the work finished"),
+            "--limit {limit}: {}",
+            text(&out.stderr)
+        );
+        assert!(!out_dir.exists(), "--limit {limit}: nothing written");
+    }
 }

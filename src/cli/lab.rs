@@ -178,15 +178,26 @@ pub fn run(args: Args) -> Result<()> {
     let cores = match args.cores.clone() {
         Some(c) => {
             c.check().context("--cores")?;
+            if c.0.len() > 2 {
+                anyhow::bail!(
+                    "--cores: the lab runs two threads (the switch's, the hosts'); give one core or two"
+                );
+            }
             c
         }
         None => CoreList::first(2),
     };
+    let parts = phases.len();
     if let Some(dir) = &args.report {
         rocelab::output::check_folder(dir)?;
+        if parts > 1 && dir.is_dir() {
+            for (workload, _, _) in &phases {
+                rocelab::output::check_folder(&dir.join(workload.to_string()))?;
+            }
+        }
     }
+    let limit = seconds("--limit", args.limit)?;
     let stop = rocelab::runtime::stop_on_signals()?;
-    let parts = phases.len();
     for (k, (workload, switch, note)) in phases.into_iter().enumerate() {
         if parts > 1 {
             if k > 0 {
@@ -204,7 +215,7 @@ pub fn run(args: Args) -> Result<()> {
             backend: args.backend,
             cores: cores.clone(),
             seed: args.seed,
-            limit: seconds("--limit", args.limit)?,
+            limit,
             sample_every: std::time::Duration::from_millis(1),
         };
         let dir = args.report.as_ref().map(|d| {
@@ -214,23 +225,23 @@ pub fn run(args: Args) -> Result<()> {
                 d.clone()
             }
         });
-        if parts > 1
-            && let Some(d) = &args.report
-        {
-            rocelab::output::make_folder(d)?;
-        }
-        run_part(&args, &opts, &stop, dir.as_deref())?;
+        // The story's folder is made with its first part's outputs: an interrupted run
+        // leaves none.
+        let story = args.report.as_deref().filter(|_| parts > 1);
+        run_part(&args, &opts, &stop, dir.as_deref(), story)?;
     }
     Ok(())
 }
 
 /// Runs one part of the lab: builds the fabric, runs `opts`' workload, prints its report
-/// and its twin, writes its folder to `dir`, and removes everything.
+/// and its twin, writes its folder to `dir` (in `story`, made first, when the lab runs in
+/// parts), and removes everything.
 fn run_part(
     args: &Args,
     opts: &LabOptions,
     stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
     dir: Option<&std::path::Path>,
+    story: Option<&std::path::Path>,
 ) -> Result<()> {
     let extra = if opts.workload == Workload::RingIncast {
         " + 2 background senders into r0"
@@ -295,7 +306,20 @@ fn run_part(
         );
         Some(c)
     };
+    // An interrupted run leaves the previous outputs as they were (docs/limits.md).
+    if outcome.interrupted {
+        anyhow::bail!(
+            "stopped before the work finished (Ctrl-C, SIGTERM or --limit); everything was removed{}",
+            dir.map_or_else(String::new, |d| format!(
+                ", and nothing was written to {}",
+                d.display()
+            ))
+        );
+    }
     if let Some(dir) = dir {
+        if let Some(story) = story {
+            rocelab::output::make_folder(story)?;
+        }
         let title = format!("rocelab lab {}, the whole run", opts.workload);
         let mut json = report::json(opts, &outcome);
         json["twin"] = serde_json::to_value(&twin)?;
@@ -313,11 +337,6 @@ fn run_part(
         sayln!(
             "\nwrote report.json, series.csv, queues.svg (queue depth per queue), rates.svg (each QP's rate), pauses.svg (PFC pause intervals per port), pgs.svg (ingress PG use against the XOFF point) to {}",
             dir.display()
-        );
-    }
-    if outcome.interrupted {
-        anyhow::bail!(
-            "stopped before the work finished (Ctrl-C, SIGTERM or --limit); everything was removed"
         );
     }
     let wrong: u64 = outcome.allreduce.iter().filter_map(|r| r.wrong).sum();

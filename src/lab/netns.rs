@@ -55,14 +55,18 @@ fn ip(args: &[&str]) -> io::Result<Output> {
 fn ip_ok(args: &[&str]) -> io::Result<()> {
     let out = ip(args)?;
     if out.status.success() {
-        Ok(())
-    } else {
-        Err(io::Error::other(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
+        return Ok(());
     }
+    let said = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    // A child killed by a signal (Ctrl-C reaches the whole process group) says nothing.
+    let why = if !said.is_empty() {
+        said
+    } else if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&out.status) {
+        format!("killed by signal {signal} (the lab was being stopped)")
+    } else {
+        format!("failed ({}) without a message", out.status)
+    };
+    Err(io::Error::other(format!("ip {}: {why}", args.join(" "))))
 }
 
 /// Why namespaces cannot be made here.

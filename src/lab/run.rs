@@ -352,26 +352,26 @@ pub fn run(
         Workload::Ring | Workload::RingIncast => (0..opts.ranks).collect(),
         Workload::Incast => (1..opts.ranks).collect(),
     };
-    let mut interrupted = false;
     let deadline = Instant::now() + opts.limit;
     let mut streamed = 0;
+    let finished = || {
+        primary.iter().all(|&i| match opts.workload {
+            // Incast senders are done when their flows are; ranks when their sweeps are
+            // (they then linger, answering their peers).
+            Workload::Incast => status.done[i].load(Ordering::Relaxed),
+            _ => status.sizes_done[i].load(Ordering::Relaxed) >= opts.sizes.len(),
+        })
+    };
     loop {
         std::thread::sleep(Duration::from_millis(50));
         streamed = status.stream_rows(streamed, progress);
         if hosts_thread.is_finished() || switch_thread.is_finished() {
             break;
         }
-        let finished = primary.iter().all(|&i| match opts.workload {
-            // Incast senders are done when their flows are; ranks when their sweeps are
-            // (they then linger, answering their peers).
-            Workload::Incast => status.done[i].load(Ordering::Relaxed),
-            _ => status.sizes_done[i].load(Ordering::Relaxed) >= opts.sizes.len(),
-        });
-        if finished {
+        if finished() {
             break;
         }
         if stopped(stop) || Instant::now() >= deadline {
-            interrupted = true;
             break;
         }
         let sizes_done = status
@@ -398,6 +398,9 @@ pub fn run(
         };
         progress.line(&line);
     }
+    // Not finished is interrupted, however the loop ended: Ctrl-C, the lab's limit, or
+    // the hosts' own limit (which stops their thread).
+    let interrupted = !finished();
     hosts_stop.store(true, Ordering::Relaxed);
     let hosts_out = hosts_thread.join().map_err(|_| LabError::HostsPanicked);
     switch_stop.store(true, Ordering::Relaxed);

@@ -125,6 +125,28 @@ pub fn text(opts: &LabOptions, out: &LabOutcome, style: CounterStyle) -> String 
             .collect::<Vec<_>>()
             .join(", ")
     );
+    // A difference is the switch's sockets' (their rings overflowed while its thread was
+    // behind) or a bug: say which, never leave it to the reader to spot.
+    for ((name, sent, received), host) in checks.iter().zip(&out.hosts) {
+        if sent == received {
+            continue;
+        }
+        let kernel = out
+            .switch_kernel
+            .get(host.port)
+            .map_or(0, |k| k.drops + k.truncated);
+        let _ = writeln!(
+            s,
+            "warning: {name} sent {sent} frames and the switch counted {received}: {}",
+            if kernel > 0 {
+                format!(
+                    "its port's socket dropped {kernel} frames the switch's thread did not read in time"
+                )
+            } else {
+                "the switch's socket dropped none; frames were lost between them".to_owned()
+            }
+        );
+    }
     s
 }
 

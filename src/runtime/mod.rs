@@ -82,6 +82,9 @@ pub enum CoreListError {
     /// An empty list (only commas or blanks).
     #[error("no cores given")]
     Empty,
+    /// A core listed twice: each thread gets a core of its own.
+    #[error("core {0} is listed twice; give each thread a core of its own")]
+    Twice(usize),
     /// A core this machine does not have (or this process may not use).
     #[error("core {core} does not exist or is not allowed here; this machine offers {offered:?}")]
     Missing {
@@ -119,8 +122,16 @@ impl std::str::FromStr for CoreList {
 }
 
 impl CoreList {
-    /// Checks that every core exists on this machine.
+    /// Checks that every core exists on this machine, each listed once.
     pub fn check(&self) -> Result<(), CoreListError> {
+        if let Some(&core) = self
+            .0
+            .iter()
+            .enumerate()
+            .find_map(|(k, c)| self.0[..k].contains(c).then_some(c))
+        {
+            return Err(CoreListError::Twice(core));
+        }
         let ids = core_affinity::get_core_ids().unwrap_or_default();
         match self.0.iter().find(|c| !ids.iter().any(|id| id.id == **c)) {
             Some(&core) => Err(CoreListError::Missing {
