@@ -538,6 +538,15 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
             text(&out.stderr)
         );
         assert!(stdout.contains(&format!("sent {bytes} bytes")), "{stdout}");
+        // The transfer's time, not the time since the process started (which counts the
+        // wait for --start-at, 2 s): 4 MB at 0.5-1 Gb/s takes 32-64 ms, longer if
+        // resends stretch it, never seconds.
+        let took = stdout
+            .split(&format!("sent {bytes} bytes in "))
+            .nth(1)
+            .and_then(|s| s.lines().next())
+            .unwrap_or_else(|| panic!("no transfer time in {stdout}"));
+        assert!(took.ends_with(" ms"), "sender {i} took {took}");
         let number = |after: &str| {
             stdout
                 .split(after)

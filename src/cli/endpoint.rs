@@ -54,12 +54,12 @@ pub struct Args {
     /// send: the receiving rank.
     #[arg(long)]
     to: Option<usize>,
-    /// send: bytes to send (default: until --limit).
-    #[arg(long)]
+    /// send: bytes to send (default: until --limit; K, M, G suffixes allowed).
+    #[arg(long, value_parser = super::byte_size)]
     bytes: Option<u64>,
-    /// send: message size.
-    #[arg(long, default_value_t = 65536)]
-    message_bytes: usize,
+    /// send: message size (K, M, G suffixes allowed).
+    #[arg(long, default_value = "64K", value_parser = super::byte_size)]
+    message_bytes: u64,
     /// allreduce: the sizes, -b, -e, -f as nccl-tests takes them.
     #[command(flatten)]
     sweep: SweepArgs,
@@ -141,6 +141,10 @@ pub fn run(args: Args) -> Result<()> {
         }
         None => Nanos::ZERO,
     };
+    let message_bytes = usize::try_from(args.message_bytes)
+        .ok()
+        .filter(|&m| (1..=1 << 30).contains(&m))
+        .context("--message-bytes: give 1 byte to 1 GiB")?;
     let app = match args.mode {
         Mode::Allreduce => {
             let sizes = args.sweep.sizes_within(1, args.sweep.memory_budget_mib)?;
@@ -154,15 +158,12 @@ pub fn run(args: Args) -> Result<()> {
             if to >= peers.len() || to == args.rank {
                 anyhow::bail!("--to {to}: give another rank of the peers file");
             }
-            if args.message_bytes == 0 || args.message_bytes > 1 << 30 {
-                anyhow::bail!("--message-bytes: give 1 byte to 1 GiB");
-            }
             let qp = live::flow_send_qp(&mut ep, &peers, args.rank, to);
-            Flow::new(qp, args.bytes, args.message_bytes, start).into()
+            Flow::new(qp, args.bytes, message_bytes, start).into()
         }
         Mode::Receive => {
             live::flow_receive_qps(&mut ep, &peers, args.rank);
-            Flow::prepare_receiver(&mut ep, args.message_bytes);
+            Flow::prepare_receiver(&mut ep, message_bytes);
             App::Receive
         }
     };
@@ -232,8 +233,12 @@ pub fn run(args: Args) -> Result<()> {
         sayln!(
             "sent {} bytes{}",
             flow.completed_bytes(),
-            flow.finished()
-                .map_or_else(String::new, |t| format!(" in {}", t.human()))
+            // Both times are on the run's clock: the transfer is the time between them, not
+            // the finish (which counts the wait for --start-at too).
+            flow.finished().map_or_else(String::new, |t| format!(
+                " in {}",
+                t.saturating_sub(flow.start()).human()
+            ))
         );
     }
     sayln!(
