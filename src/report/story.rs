@@ -48,7 +48,18 @@ fn pct(part: f64, whole: f64) -> String {
     match 100.0 * part / whole {
         p if !p.is_finite() => "-".to_owned(),
         p if p > 0.0 && p < 1.0 => format!("{p:.2} %"),
+        // Not "100 %" for what is short of it (a DCQCN cut of 0.2 %).
+        p if p > 99.0 && p < 100.0 => format!("{:.1} %", (p * 10.0).floor() / 10.0),
         p => format!("{p:.0} %"),
+    }
+}
+
+/// A rate in Gb/s with enough digits to differ from `line` when it does.
+fn gbps_near(v: f64, line: f64) -> String {
+    if v < line && v >= line * 0.99 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.2}")
     }
 }
 
@@ -225,13 +236,22 @@ fn pfc(out: &mut String, f: &Fabric, span: Nanos) {
         .map(|h| {
             (
                 h.paused.0,
-                format!(
-                    "{} was paused {} in all ({}), by {} PFC frames",
-                    h.name,
-                    h.paused.human(),
-                    pct(h.paused.0 as f64, span.0 as f64),
-                    h.counters.pauses_received
-                ),
+                if h.paused == Nanos::ZERO {
+                    // XON only, or pauses that a following XON ended at once.
+                    format!(
+                        "{} received {} but was never paused (an XON ends a pause at once)",
+                        h.name,
+                        count(h.counters.pauses_received, "PFC frame")
+                    )
+                } else {
+                    format!(
+                        "{} was paused {} in all ({}), by {}",
+                        h.name,
+                        h.paused.human(),
+                        pct(h.paused.0 as f64, span.0 as f64),
+                        count(h.counters.pauses_received, "PFC frame")
+                    )
+                },
             )
         })
         .collect();
@@ -330,13 +350,18 @@ fn ecn(out: &mut String, f: &Fabric) {
         let end = c.values.last().copied().unwrap_or(low);
         let after = match back {
             Some(t) => format!("back at line rate at {}", t.human()),
-            None => format!("{end:.2} Gb/s at the end ({} of line rate)", pct(end, line)),
+            None => format!(
+                "{} Gb/s at the end ({} of line rate)",
+                gbps_near(end, line),
+                pct(end, line)
+            ),
         };
         qps.push((
             ((line - low) * 1e6) as u64,
             format!(
-                "{}: Rc down to {low:.2} Gb/s ({} of line rate) at {}; {after}",
+                "{}: Rc down to {} Gb/s ({} of line rate) at {}; {after}",
                 c.label,
+                gbps_near(low, line),
                 pct(low, line),
                 at.human()
             ),
@@ -372,7 +397,12 @@ fn watchdog(out: &mut String, f: &Fabric) {
 
 /// "1 frame", "2 frames".
 fn frames(n: u64) -> String {
-    format!("{n} frame{}", if n == 1 { "" } else { "s" })
+    count(n, "frame")
+}
+
+/// "1 PFC frame", "2 PFC frames".
+fn count(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 fn loss(out: &mut String, f: &Fabric) {

@@ -71,7 +71,9 @@ impl Audit {
     }
 
     fn first_data(&mut self, meta: &FrameMeta, tc: u8, q: usize, cfg: &SwitchConfig) {
-        if !cfg.lossless.contains(tc) {
+        // With PFC off on every class (`--no-pfc`, `lossless = []`) lossy RoCE is the
+        // choice made, not a mistake to warn of.
+        if !cfg.lossless.contains(tc) && !cfg.lossless.is_empty() {
             let (mark, key) = marking(meta, cfg);
             let lossless: Vec<String> = cfg.lossless.iter().map(|p| p.to_string()).collect();
             let good = lossless_codes(cfg);
@@ -147,7 +149,9 @@ fn lossless_codes(cfg: &SwitchConfig) -> String {
         Trust::Pcp => "PCP",
     };
     if codes.is_empty() {
-        format!("... no {what} maps to a lossless class in this configuration")
+        format!(
+            "a {what} that maps to a lossless class (none does in this configuration: map one first)"
+        )
     } else {
         format!(
             "{what} {} (those that map to lossless classes)",
