@@ -131,16 +131,16 @@ fn legend_entry(
     row: usize,
     color: RGBAColor,
     label: &str,
-    dashed: bool,
+    dash: Dash,
 ) -> Result<()> {
     let y = 48 + 18 * row as i32;
-    let segments: &[(i32, i32)] = if dashed {
-        &[(4, 10), (16, 24)]
-    } else {
-        &[(4, 24)]
+    let segments: &[(i32, i32)] = match dash {
+        Dash::Solid => &[(4, 24)],
+        Dash::Long => &[(4, 10), (16, 24)],
+        Dash::Dots => &[(4, 6), (9, 11), (14, 16), (19, 21)],
     };
     for &(a, b) in segments {
-        let width = if dashed { 1 } else { 2 };
+        let width = if dash == Dash::Solid { 2 } else { 1 };
         legend
             .draw(&PathElement::new(
                 vec![(a, y), (b, y)],
@@ -156,6 +156,26 @@ fn legend_entry(
     Ok(())
 }
 
+/// How a line is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dash {
+    Solid,
+    /// A moving threshold (XOFF, DCQCN's target rate).
+    Long,
+    /// A second moving threshold beside the first (XON).
+    Dots,
+}
+
+/// A line's colour: by its place in `palette` (labels in colour order) when one is
+/// given, so that one QP has one colour in every panel; else by its place in `columns`.
+fn pick(palette: Option<&[String]>, columns: &[&Column], label: &str) -> Option<RGBAColor> {
+    match palette {
+        Some(p) => p.iter().position(|l| l == label),
+        None => columns.iter().position(|c| c.label == label),
+    }
+    .map(|i| Palette99::pick(i).to_rgba())
+}
+
 /// What a line chart draws besides its lines.
 #[derive(Default)]
 struct Extras<'a> {
@@ -168,6 +188,10 @@ struct Extras<'a> {
     /// Event counts per sample: a tick at the foot of the chart wherever one is
     /// non-zero, in the colour of the line with the same label.
     ticks: &'a [&'a Column],
+    /// Labels in colour order, shared by the panels of one figure.
+    palette: Option<&'a [String]>,
+    /// What an empty chart says (default: "nothing to show in this run").
+    empty: Option<&'a str>,
 }
 
 /// Lines of `columns` on one chart area (`peak`: buckets keep their peak, else their
@@ -187,12 +211,15 @@ fn lines(
         thresholds,
         dashed,
         ticks,
+        palette,
+        empty,
     } = extras;
     let color_of = |label: &str| {
         columns
             .iter()
-            .position(|c| c.label == label)
-            .map(|i| Palette99::pick(i).to_rgba())
+            .any(|c| c.label == label)
+            .then(|| pick(palette, columns, label))
+            .flatten()
     };
     let data: Vec<Vec<(f64, f64)>> = columns
         .iter()
@@ -204,11 +231,17 @@ fn lines(
         .iter()
         .map(|c| points(series, c, false, scale))
         .collect();
-    // Thresholds up to twice the data's height widen the scale; higher ones are named.
+    // Thresholds, fixed or moving, up to twice the data's height widen the scale (a PG's
+    // use means something against its XOFF point); higher ones are named, or cut.
+    let moving_tops = dashed_data
+        .iter()
+        .flat_map(|pts| pts.iter().map(|p| p.1))
+        .filter(|&v| v <= data_top * 2.0);
     let top = thresholds
         .iter()
         .map(|t| t.value * scale)
         .filter(|&v| v <= data_top * 2.0)
+        .chain(moving_tops)
         .fold(data_top, |m, v| m.max(v * 1.08));
     let mut notes: Vec<String> = thresholds
         .iter()
@@ -239,7 +272,7 @@ fn lines(
         .map_err(plot_err)?;
     if columns.is_empty() {
         area.draw(&Text::new(
-            "nothing to show in this run",
+            empty.unwrap_or("nothing to show in this run").to_owned(),
             (120, 80),
             ("sans-serif", 16),
         ))
@@ -247,28 +280,45 @@ fn lines(
         return Ok(());
     }
     for (i, (c, pts)) in columns.iter().zip(data).enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+        let color = pick(palette, columns, &c.label).unwrap_or(Palette99::pick(i).to_rgba());
         let pts = pts.into_iter().map(|(x, y)| (x, y.min(top)));
         chart
             .draw_series(LineSeries::new(pts, color.stroke_width(1)))
             .map_err(plot_err)?;
-        legend_entry(&legend, i, color, &c.label, false)?;
+        legend_entry(&legend, i, color, &c.label, Dash::Solid)?;
     }
     let grey = RGBColor(90, 90, 90);
     for (i, (c, pts)) in dashed.iter().zip(dashed_data).enumerate() {
         let color = color_of(&c.label).unwrap_or(RGBColor(40, 40, 40).mix(0.8));
+        let dash = if c.kind == ColumnKind::XonBytes {
+            Dash::Dots
+        } else {
+            Dash::Long
+        };
+        let (on, off) = if dash == Dash::Dots { (2, 3) } else { (6, 4) };
         if pts.iter().all(|p| p.1 > top) {
             notes.push(format!("{} above the scale", c.label));
             continue;
         }
-        let pts: Vec<(f64, f64)> = pts.into_iter().map(|(x, y)| (x, y.min(top))).collect();
-        chart
-            .draw_series(DashedLineSeries::new(pts, 6, 4, color.stroke_width(1)))
-            .map_err(plot_err)?;
+        if pts.iter().any(|p| p.1 > top) {
+            notes.push(format!("{} above the scale at times", c.label));
+        }
+        // Drawn where it is within the scale: a line flat along the top would read as a
+        // value.
+        for run in pts.split(|p| p.1 > top).filter(|r| r.len() > 1) {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    run.to_vec(),
+                    on,
+                    off,
+                    color.stroke_width(1),
+                ))
+                .map_err(plot_err)?;
+        }
         if color_of(&c.label).is_some() {
             continue; // its line's legend entry stands for it
         }
-        legend_entry(&legend, columns.len() + i, color, &c.label, true)?;
+        legend_entry(&legend, columns.len() + i, color, &c.label, dash)?;
     }
     for c in ticks {
         let Some(color) = color_of(&c.label) else {
@@ -412,6 +462,14 @@ pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
         let rc = largest(of_kind(series, ColumnKind::RcGbps));
         let rt = of_kind(series, ColumnKind::RtGbps);
         let cnps = of_kind(series, ColumnKind::Cnps);
+        let smoothed = smooth(series, &largest(of_kind(series, ColumnKind::RateGbps)));
+        // One QP, one colour, in both panels.
+        let mut palette: Vec<String> = rc.iter().map(|c| c.label.clone()).collect();
+        for c in &smoothed {
+            if !palette.contains(&c.label) {
+                palette.push(c.label.clone());
+            }
+        }
         lines(
             &upper,
             series,
@@ -423,10 +481,13 @@ pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
             Extras {
                 dashed: &rt,
                 ticks: &cnps,
+                palette: Some(&palette),
+                empty: Some(
+                    "no QP's Rc was sampled: per-QP rates are kept for [[flow]]s and all-reduce ranks, not workload flows",
+                ),
                 ..Extras::default()
             },
         )?;
-        let smoothed = smooth(series, &largest(of_kind(series, ColumnKind::RateGbps)));
         let refs: Vec<&Column> = smoothed.iter().collect();
         lines(
             &lower,
@@ -436,7 +497,10 @@ pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
             "throughput (Gb/s)",
             false,
             1.0,
-            Extras::default(),
+            Extras {
+                palette: Some(&palette),
+                ..Extras::default()
+            },
         )?;
         root.present().map_err(plot_err)?;
     }
@@ -496,6 +560,8 @@ pub fn pauses_svg(series: &Series, title: &str) -> Result<String> {
         let mut chart = ChartBuilder::on(&root)
             .caption(format!("PFC pause intervals: {title}"), ("sans-serif", 18))
             .margin(12)
+            // Room for the last time label, centred on the right edge.
+            .margin_right(32)
             .x_label_area_size(36)
             .y_label_area_size(200)
             .build_cartesian_2d(start_ms(series)..span_ms(series), 0.0..n as f64)
@@ -766,6 +832,9 @@ pub fn bars_svg(
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
+        // The legend in a column of its own, as the line charts have it: plotters sizes a
+        // legend box by its own estimate of the text, which a viewer's font outgrows.
+        let (root, legend) = root.split_horizontally(SIZE.0.saturating_sub(LEGEND_WIDTH));
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))
             .margin(12)
@@ -789,13 +858,16 @@ pub fn bars_svg(
                 let x0 = g as f64 + 0.1 + k as f64 * width;
                 v.map(|v| Rectangle::new([(x0, 0.0), (x0 + width * 0.95, v)], colour.filled()))
             });
-            chart
-                .draw_series(bars)
-                .map_err(plot_err)?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled())
-                });
+            chart.draw_series(bars).map_err(plot_err)?;
+            let y = 48 + 18 * k as i32;
+            legend
+                .draw(&Rectangle::new([(4, y - 5), (18, y + 5)], colour.filled()))
+                .map_err(plot_err)?;
+            let style = TextStyle::from(("sans-serif", 12).into_font())
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            legend
+                .draw(&Text::new(name.clone(), (24, y), style))
+                .map_err(plot_err)?;
             for (g, v) in values.iter().enumerate() {
                 let x = g as f64 + 0.1 + (k as f64 + 0.5) * width;
                 let text = v.map_or_else(|| "-".to_owned(), short_number);
@@ -808,13 +880,6 @@ pub fn bars_svg(
                     .map_err(plot_err)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
