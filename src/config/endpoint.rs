@@ -384,10 +384,16 @@ impl EndpointConfig {
         if self.cnp_dscp > 63 {
             return bad("cnp_dscp", "DSCPs are 0-63".into());
         }
-        if self.ack_every == 0 || self.window_packets == 0 {
+        if self.ack_every == 0 {
             return bad(
                 "ack_every",
-                "ack_every and window_packets must be at least 1".into(),
+                "give at least 1 (an ACK every N packets)".into(),
+            );
+        }
+        if self.window_packets == 0 {
+            return bad(
+                "window_packets",
+                "give at least 1 (packets in flight per QP)".into(),
             );
         }
         if self.window_packets >= 1 << 23 {

@@ -364,13 +364,25 @@ pub const DEFAULT_MEMORY_BUDGET_MIB: u64 = 4096;
 /// 512-host star takes about 150 MB).
 const NODE_BYTES: u64 = 160 << 10;
 
+/// A wall-clock estimate in the unit people think of it in: "40 s", "12 minutes", "7.9 hours".
+fn wall_time(secs: f64) -> String {
+    match secs {
+        s if s < 90.0 => format!("{:.0} s", s.max(1.0)),
+        s if s < 5400.0 => format!("{:.0} minutes", s / 60.0),
+        s => format!("{:.1} hours", s / 3600.0),
+    }
+}
+
 fn positive_time(key: &str, v: f64, unit: &str, scale: f64) -> Result<Nanos, ConfigError> {
     if v.is_finite() && v > 0.0 && v * scale < 1e15 {
         Ok(Nanos((v * scale).round() as u64))
     } else {
         Err(err(
             key,
-            format!("{v} is not allowed; give a positive number of {unit}"),
+            format!(
+                "{v} is not allowed; give a positive number of {unit} below {:e} (about 11 days)",
+                1e15 / scale
+            ),
         ))
     }
 }
@@ -850,6 +862,12 @@ impl ScenarioFile {
         )?;
         let active = active_hosts(hosts, &flows, &jobs, allreduce.as_ref(), &faults);
         let max_frames = self.max_frames.unwrap_or(DEFAULT_MAX_FRAMES);
+        if max_frames == 0 {
+            return Err(err(
+                "max_frames",
+                "give at least 1 (a run that moves no frame shows nothing)",
+            ));
+        }
         let explicit = self.duration_ms.map(|_| duration);
         let frames = frames_bound(
             &topology,
@@ -876,9 +894,9 @@ impl ScenarioFile {
                 "max_frames",
                 format!(
                     "this scenario may move up to {frames:.2e} frames ({why}), over max_frames = \
-                     {max_frames}: at 0.5 to 2 M frames a second that is up to {:.0} minutes; \
-                     shorten the run, or raise max_frames",
-                    frames / 0.5e6 / 60.0
+                     {max_frames}: at 0.5 to 2 M frames a second that is up to {}; shorten the \
+                     run, or raise max_frames",
+                    wall_time(frames / 0.5e6)
                 ),
             ));
         }
