@@ -40,7 +40,7 @@ pub fn table(rows: &[Measured]) -> String {
             let hi = g.fold(0.0, f64::max);
             format!("{lo:.2} / {hi:.2}")
         });
-        line("Jain fairness", &|r| format!("{:.3}", r.summary.jain));
+        line("Jain fairness", &|r| super::sim::jain_text(r.summary.jain));
     }
     let victims = rows.first().map_or(0, |r| r.victims.len());
     for v in 0..victims {

@@ -171,9 +171,9 @@ pub fn qp_table(rows: &[QpRow], from: Nanos, to: Nanos) -> String {
         let rates: Vec<f64> = rows.iter().map(|r| r.gbps).collect();
         let _ = writeln!(
             out,
-            "  total {:.3} Gb/s; Jain fairness {:.3}",
+            "  total {:.3} Gb/s; Jain fairness {}",
             rates.iter().sum::<f64>(),
-            jain(&rates)
+            jain_text(jain(&rates))
         );
     }
     out
@@ -323,8 +323,8 @@ pub struct Summary {
     pub variant: String,
     /// Payload goodput of all sending QPs over the measured span, Gb/s.
     pub goodput_gbps: f64,
-    /// Jain's fairness index of those QPs' goodputs.
-    pub jain: f64,
+    /// Jain's fairness index of those QPs' goodputs (`None` when none moved data).
+    pub jain: Option<f64>,
     /// The largest all-reduce size's bus bandwidth, GB/s (`None` without an all-reduce, or
     /// when it did not finish).
     pub busbw_gbytes_per_s: Option<f64>,
@@ -459,14 +459,16 @@ pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
 }
 
 /// Jain's fairness index of `rates` (1 when they are equal, or when there are none).
-fn jain(rates: &[f64]) -> f64 {
+/// Jain's fairness index; `None` when nothing moved (it is 0/0 then, not 1).
+fn jain(rates: &[f64]) -> Option<f64> {
     let sum: f64 = rates.iter().sum();
     let sq: f64 = rates.iter().map(|r| r * r).sum();
-    if sq > 0.0 {
-        sum * sum / (rates.len() as f64 * sq)
-    } else {
-        1.0
-    }
+    (sq > 0.0).then(|| sum * sum / (rates.len() as f64 * sq))
+}
+
+/// A fairness index for a table: three decimals, or "-" where it is undefined.
+pub fn jain_text(j: Option<f64>) -> String {
+    j.map_or_else(|| "-".to_owned(), |j| format!("{j:.3}"))
 }
 
 /// The variants side by side, one row each.
@@ -499,10 +501,10 @@ pub fn compare_table(rows: &[Summary]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "{:<width$} {:>12.3} {:>6.3} {:>11} {:>13.1} {:>10} {:>12} {:>10} {:>10} {:>8} {:>15} {:>12} {:>11} {:>7}",
+            "{:<width$} {:>12.3} {:>6} {:>11} {:>13.1} {:>10} {:>12} {:>10} {:>10} {:>8} {:>15} {:>12} {:>11} {:>7}",
             r.variant,
             r.goodput_gbps,
-            r.jain,
+            jain_text(r.jain),
             r.busbw_gbytes_per_s
                 .map_or_else(|| "-".to_owned(), |b| format!("{b:.3}")),
             r.max_queue_bytes as f64 / 1000.0,
