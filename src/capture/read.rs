@@ -283,7 +283,7 @@ impl<R: Read> CaptureReader<R> {
         Ok(Some(Packet {
             ts: Nanos(u64::from(secs) * 1_000_000_000 + frac_ns),
             data: &self.block,
-            orig_len,
+            orig_len: wire_length(orig_len, incl_len),
             interface: 0,
             offset: start,
             comment: None,
@@ -630,9 +630,16 @@ fn packet_from_block(
         link_type: iface.link_type,
         ts,
         data: fixed..fixed + caplen as usize,
-        orig_len,
+        orig_len: wire_length(orig_len, caplen),
         comment,
     })
+}
+
+/// A record's length on the wire: its original length, or its captured length where a
+/// writer put a smaller original one (it cannot have lost bytes it captured; taking the
+/// captured length keeps "cut short" meaning original > captured).
+fn wire_length(orig_len: u32, captured: u32) -> u32 {
+    orig_len.max(captured)
 }
 
 /// Splits a pcapng option list into (code, value range in `b`) pairs, stopping at
@@ -716,5 +723,39 @@ fn corrupt(offset: u64, what: &'static str, detail: String) -> CaptureError {
     CaptureError {
         offset,
         kind: CaptureErrorKind::Corrupt { what, detail },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A little-endian microsecond pcap of one record: `data`, with `orig_len` as its
+    /// original length.
+    fn pcap(data: &[u8], orig_len: u32) -> Vec<u8> {
+        let mut f = Vec::new();
+        f.extend(0xa1b2_c3d4u32.to_le_bytes());
+        f.extend(2u16.to_le_bytes());
+        f.extend(4u16.to_le_bytes());
+        for word in [0u32, 0, 65535, 1] {
+            f.extend(word.to_le_bytes());
+        }
+        for word in [1u32, 0, data.len() as u32, orig_len] {
+            f.extend(word.to_le_bytes());
+        }
+        f.extend(data);
+        f
+    }
+
+    #[test]
+    fn an_original_length_below_the_captured_one_is_taken_as_the_captured_one() {
+        let bytes = pcap(&[0xab; 100], 50);
+        let mut r = CaptureReader::new(&bytes[..]).unwrap();
+        let p = r.next_packet().unwrap().unwrap();
+        assert_eq!((p.data.len(), p.orig_len), (100, 100));
+        // A record cut short keeps its original length.
+        let bytes = pcap(&[0xab; 100], 1500);
+        let mut r = CaptureReader::new(&bytes[..]).unwrap();
+        assert_eq!(r.next_packet().unwrap().unwrap().orig_len, 1500);
     }
 }
