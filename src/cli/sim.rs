@@ -32,7 +32,8 @@ pub struct Args {
     /// Seed of every random draw, instead of the scenario's.
     #[arg(long)]
     seed: Option<u64>,
-    /// Write series.csv, queues.svg, rates.svg, pauses.svg and report.json here.
+    /// Write report.json, series.csv, queues.svg, rates.svg, pauses.svg, pgs.svg (and
+    /// fct.svg with workload flows) here.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Draw the time-series plots from this virtual time on, ms, to look at a steady
