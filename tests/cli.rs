@@ -166,8 +166,9 @@ fn not_a_capture_and_missing_file_are_clear_errors() {
 
 #[test]
 fn live_commands_check_their_arguments_before_touching_the_network() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["switch", "--port", "p0"], "expected NAME=IFNAME"),
+        (&["switch", "--port", "p0=lo"], "loopback interface"),
         (
             &["switch", "--port", "p0=a", "--cores", "0,0"],
             "listed twice",

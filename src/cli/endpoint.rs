@@ -137,7 +137,15 @@ pub fn run(args: Args) -> Result<()> {
                     now_ms - ms
                 );
             }
-            Nanos(ms.saturating_sub(now_ms).saturating_mul(1_000_000))
+            let wait = Nanos(ms.saturating_sub(now_ms).saturating_mul(1_000_000));
+            if wait.0 as f64 >= args.limit * 1e9 {
+                anyhow::bail!(
+                    "--start-at {ms} is {} from now, past --limit ({} s): nothing would be sent; give a nearer time (ms since the Unix epoch) or a longer --limit",
+                    wait.human(),
+                    args.limit
+                );
+            }
+            wait
         }
         None => Nanos::ZERO,
     };

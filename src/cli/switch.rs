@@ -69,6 +69,13 @@ pub fn run(args: Args) -> Result<()> {
         if ifaces.iter().any(|i: &String| i == iface) {
             anyhow::bail!("--port {spec}: interface {iface} is already a port");
         }
+        // ARPHRD_LOOPBACK: no Ethernet peer, and every frame sent comes back in.
+        let kind = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"));
+        if kind.is_ok_and(|k| k.trim() == "772") {
+            anyhow::bail!(
+                "--port {spec}: {iface} is a loopback interface, not an Ethernet port; give a veth or a NIC"
+            );
+        }
         names.push(name);
         ifaces.push(iface.to_owned());
     }
