@@ -584,8 +584,8 @@ fn a_closed_pipe_neither_panics_nor_loses_the_outputs() {
 }
 
 /// The same with standard error closed (`rocelab sim … 2>&1 >/dev/null | true`): its
-/// progress line to a closed standard error panicked (exit 101) before the files were
-/// written.
+/// "simulated N frames in …" note to a closed standard error panicked (exit 101) before
+/// the files were written.
 #[test]
 fn a_closed_standard_error_neither_panics_nor_loses_the_outputs() {
     let dir = tempfile::tempdir().unwrap();

@@ -173,15 +173,12 @@ fn a_plan_runs_whole_as_a_script_keeps_its_folder_and_merges_only_its_own_result
         4
     );
 
-    // A scenario changed after its run: that run's result is not taken.
-    let scenario_toml = plan.join("runs/0002/scenario.toml");
-    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
-    std::fs::File::options()
-        .write(true)
-        .open(&scenario_toml)
-        .unwrap()
-        .set_modified(later)
-        .unwrap();
+    // A result that ran with another seed is not that run's: not taken.
+    let report = plan.join("runs/0002/result/report.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    json["seed"] = serde_json::json!(json["seed"].as_u64().unwrap() + 1);
+    std::fs::write(&report, json.to_string()).unwrap();
     let stale = rocelab(&["sweep", "--merge", plan.to_str().unwrap()]);
     assert!(!stale.status.success());
     let says = text(&stale.stderr);

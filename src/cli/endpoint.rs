@@ -138,9 +138,9 @@ pub fn run(args: Args) -> Result<()> {
                 );
             }
             let wait = Nanos(ms.saturating_sub(now_ms).saturating_mul(1_000_000));
-            if wait.0 as f64 >= args.limit * 1e9 {
+            if std::time::Duration::from_nanos(wait.0) >= seconds("--limit", args.limit)? {
                 anyhow::bail!(
-                    "--start-at {ms} is {} from now, past --limit ({} s): nothing would be sent; give a nearer time (ms since the Unix epoch) or a longer --limit",
+                    "--start-at {ms} is {} from now, past --limit ({} s): the run would end before it starts; give a nearer time (ms since the Unix epoch) or a longer --limit",
                     wait.human(),
                     args.limit
                 );

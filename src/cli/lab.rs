@@ -69,8 +69,9 @@ pub struct Args {
     /// reaches the sender through several threads, far slower than over a cable.
     #[arg(long, default_value_t = 8.0)]
     headroom_ms: f64,
-    /// Write report.json, series.csv, queues.svg, rates.svg and pauses.svg here (as
-    /// `sim --out`; `--report` is the older name).
+    /// Write report.json, series.csv, queues.svg, rates.svg, pauses.svg and pgs.svg here
+    /// (as `sim --out`; `--report` is the older name); the story writes a folder per part
+    /// (DIR/ring, DIR/ring-incast). A failed or interrupted part writes nothing.
     #[arg(long = "out", visible_alias = "report", value_name = "DIR")]
     report: Option<PathBuf>,
     /// Socket backend: mmap (a receive ring and batched sends) or pnet (pnet's channel,
@@ -306,7 +307,18 @@ fn run_part(
         );
         Some(c)
     };
-    // An interrupted run leaves the previous outputs as they were (docs/limits.md).
+    // A failed or interrupted run writes no outputs (docs/limits.md). A host's port error
+    // stops the hosts before their work is done: it is the cause to report, not the stop.
+    if let Some(h) = outcome.hosts.iter().find(|h| h.error.is_some()) {
+        anyhow::bail!(
+            "host {}: {}",
+            h.name,
+            h.error
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        );
+    }
     if outcome.interrupted {
         anyhow::bail!(
             "stopped before the work finished (Ctrl-C, SIGTERM or --limit); everything was removed{}",
@@ -342,16 +354,6 @@ fn run_part(
     let wrong: u64 = outcome.allreduce.iter().filter_map(|r| r.wrong).sum();
     if wrong > 0 {
         anyhow::bail!("{wrong} all-reduce values differ from the expected sum");
-    }
-    if let Some(h) = outcome.hosts.iter().find(|h| h.error.is_some()) {
-        anyhow::bail!(
-            "host {}: {}",
-            h.name,
-            h.error
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default()
-        );
     }
     Ok(())
 }

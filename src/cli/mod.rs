@@ -21,10 +21,9 @@ macro_rules! sayln {
 /// `eprintln!` that never panics: a closed or broken standard error (`rocelab sim 2>&1 |
 /// head -1`) drops the line and the run goes on, so its output files are still written.
 macro_rules! noteln {
-    ($($arg:tt)*) => {{
-        $crate::cli::write_stderr(format_args!($($arg)*));
-        $crate::cli::write_stderr(format_args!("\n"));
-    }};
+    ($($arg:tt)*) => {
+        $crate::cli::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
 }
 
 /// `eprint!` as [`noteln!`].

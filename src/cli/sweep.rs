@@ -49,11 +49,13 @@ pub struct Args {
     /// Write the sweep as JSON here (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Do not run: write one self-contained job per run into DIR (runs/NNNN/ with its
-    /// scenario, and jobs.txt, one command line per run) for any runner.
+    /// Do not run: write one self-contained job per run into DIR, a new or empty folder
+    /// (runs/NNNN/ with its scenario, and jobs.txt, one command line per run) for any
+    /// runner.
     #[arg(long, value_name = "DIR", conflicts_with = "merge")]
     plan: Option<PathBuf>,
-    /// Gather the runs of a plan written by --plan DIR once they have finished.
+    /// Gather the runs of a plan written by --plan DIR once they have finished (a result
+    /// that ran with another seed than its run's is refused).
     #[arg(long, value_name = "DIR")]
     merge: Option<PathBuf>,
 }
@@ -494,12 +496,9 @@ fn merge(dir: &Path, out: Option<&Path>, report: JsonReport) -> Result<()> {
             missing.push(run.dir.clone());
             continue;
         };
-        // A result is this run's only if it ran with the run's seed, after its scenario
-        // was written.
-        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        let scenario = modified(&dir.join(&run.dir).join("scenario.toml"));
-        let older = matches!((modified(&file), scenario), (Some(r), Some(s)) if r < s);
-        if older || report.get("seed").and_then(serde_json::Value::as_u64) != Some(run.seed) {
+        // A result is this run's only if it ran with the run's seed (file times prove
+        // nothing: results gathered from other machines rarely keep them).
+        if report.get("seed").and_then(serde_json::Value::as_u64) != Some(run.seed) {
             stale.push(run.dir.clone());
             continue;
         }
@@ -534,7 +533,7 @@ fn merge(dir: &Path, out: Option<&Path>, report: JsonReport) -> Result<()> {
     }
     if !stale.is_empty() {
         problems.push(format!(
-            "{} of {} runs have a result that is not theirs (another seed, or older than their scenario.toml; their points are left out, run them again): {}",
+            "{} of {} runs have a result that is not theirs (it ran with another seed; their points are left out, run them again): {}",
             stale.len(),
             plan.runs.len(),
             stale.join(", ")

@@ -226,7 +226,7 @@ fn lines(
         .map(|c| points(series, c, peak, scale))
         .collect();
     let (data_top, spike) = y_top(&data, start_ms(series), span_ms(series));
-    // Dashed columns (moving thresholds) never set the scale; they are cut at its top.
+    // Dashed columns (moving thresholds): see the scale below.
     let dashed_data: Vec<Vec<(f64, f64)>> = dashed
         .iter()
         .map(|c| points(series, c, false, scale))

@@ -458,8 +458,8 @@ pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
     s
 }
 
-/// Jain's fairness index of `rates` (1 when they are equal, or when there are none).
-/// Jain's fairness index; `None` when nothing moved (it is 0/0 then, not 1).
+/// Jain's fairness index of `rates` (1 when they are equal); `None` when nothing moved
+/// (it is 0/0 then, not 1).
 fn jain(rates: &[f64]) -> Option<f64> {
     let sum: f64 = rates.iter().sum();
     let sq: f64 = rates.iter().map(|r| r * r).sum();
