@@ -247,10 +247,28 @@ impl Bench {
 
     /// PFC frames sent on `port`, with their times.
     pub fn pfc_sent(&self, port: usize) -> impl Iterator<Item = (Nanos, PfcRepr)> + '_ {
+        self.pfc_sent_from(port, 0)
+    }
+
+    /// [`pfc_sent`](Self::pfc_sent) among the frames sent from the `from`-th on (of
+    /// [`sent_count`](Self::sent_count)): a caller that looks after every step reads each
+    /// frame once, not the whole list each time.
+    pub fn pfc_sent_from(
+        &self,
+        port: usize,
+        from: usize,
+    ) -> impl Iterator<Item = (Nanos, PfcRepr)> + '_ {
         self.sent
+            .get(from..)
+            .unwrap_or_default()
             .iter()
             .filter(move |s| s.port == port)
             .filter_map(|s| s.pfc.map(|p| (s.time, p)))
+    }
+
+    /// Frames sent so far, on every port.
+    pub fn sent_count(&self) -> usize {
+        self.sent.len()
     }
 
     /// Data frames sent on `port`.

@@ -410,6 +410,8 @@ fn late_peer(
     );
     let start = b.now;
     let mut stop_at: Option<Nanos> = None;
+    // Frames sent already looked at for the XOFF.
+    let mut seen = 0;
     let (mut i, mut j) = (0u64, 0u64);
     let busy_offset = slot.0 * phase / 8;
     let headroom = cfg.headroom_bytes(pg, port);
@@ -438,10 +440,12 @@ fn late_peer(
         } else {
             break;
         }
+        let xoff = b
+            .pfc_sent_from(0, seen)
+            .find(|(_, p)| p.priorities().contains(pg as u8) && p.quanta[pg] > 0);
+        seen = b.sent_count();
         if stop_at.is_none()
-            && let Some((t, _)) = b
-                .pfc_sent(0)
-                .find(|(_, p)| p.priorities().contains(pg as u8) && p.quanta[pg] > 0)
+            && let Some((t, _)) = xoff
         {
             // The pause is received whole after its frame time and the cable.
             let heard = t + frame_time(60, rate) + port.cable;
