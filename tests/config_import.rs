@@ -227,6 +227,19 @@ fn broken_sonic_documents_are_errors_not_panics() {
     }
 }
 
+/// The ports' MTU is the lossless class's (`pause pfc-cos`), whatever class comes first:
+/// its frames are what the headroom must hold.
+#[test]
+fn nxos_port_mtu_is_the_lossless_class_s() {
+    let text = data("nxos_running_config.txt").replace(
+        "policy-map type network-qos qos_network\n",
+        "policy-map type network-qos qos_network\n  class type network-qos c-8q-nq1\n    mtu 1500\n",
+    );
+    assert!(text.contains("c-8q-nq1"));
+    let imp = nxos::import(&text, "running-config").unwrap();
+    assert!(imp.config.ports.iter().all(|p| p.mtu == 9216));
+}
+
 #[test]
 fn nxos_running_config_imports_every_value() {
     let imp = nxos::import(&data("nxos_running_config.txt"), "running-config").unwrap();

@@ -270,14 +270,22 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         w.root_value("trust", "\"dscp\"", &via);
     }
     // Ports.
+    // The port MTU is the lossless class's (the one with `pause pfc-cos`): its frames are
+    // what the headroom must hold. Without one, the largest any class gives.
     let lossless_mtu = service(&["network-qos"]).and_then(|(n, _)| {
         network.get(&n).and_then(|p| {
-            p.children.iter().find_map(|c| {
+            let mtu_of = |c: &Block| {
                 c.children
                     .iter()
                     .find(|x| x.starts(&["mtu"]))
-                    .map(|x| (word_of(x, 1).to_owned(), at(x)))
-            })
+                    .and_then(|x| word_of(x, 1).parse::<u32>().ok().map(|m| (m, at(x))))
+            };
+            let paused = |c: &&Block| c.children.iter().any(|x| x.starts(&["pause"]));
+            p.children
+                .iter()
+                .filter(paused)
+                .find_map(mtu_of)
+                .or_else(|| p.children.iter().filter_map(mtu_of).max_by_key(|m| m.0))
         })
     });
     w.section("port_defaults", false);
