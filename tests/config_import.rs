@@ -227,6 +227,56 @@ fn broken_sonic_documents_are_errors_not_panics() {
     }
 }
 
+/// `speed auto` (negotiated) is common on NX-OS: it keeps the port defaults' speed, with a
+/// warning, rather than stopping the import. An mtu that is not a number, and a document
+/// with no QoS in it, are refused by name; a port name with a quote is written escaped.
+#[test]
+fn nxos_speed_auto_mtu_words_and_documents_without_qos() {
+    let text = data("nxos_running_config.txt");
+    let auto = text.replace(
+        "interface Ethernet1/1\n",
+        "interface Ethernet1/1\n  speed auto\n",
+    );
+    let imp = nxos::import(&auto, "auto").unwrap();
+    assert!(
+        imp.config
+            .ports
+            .iter()
+            .all(|p| p.bits_per_sec == 100_000_000_000)
+    );
+    assert!(
+        imp.warnings
+            .iter()
+            .any(|w| w.message.contains("speed auto")),
+        "{:?}",
+        imp.warnings
+    );
+    // In an interface, and in the network-qos class.
+    for (from, to) in [
+        (
+            "  mtu 9216\n  priority-flow-control",
+            "  mtu jumbo\n  priority-flow-control",
+        ),
+        ("    mtu 9216\n    pause", "    mtu jumbo\n    pause"),
+    ] {
+        assert!(text.contains(from), "{from:?}");
+        let e = nxos::import(&text.replacen(from, to, 1), "jumbo")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mtu jumbo") && e.contains("number of bytes"),
+            "{e}"
+        );
+    }
+    for not_qos in ["", "{\"PORT\": {}}", "[buffer]\nshared_bytes = 1000\n"] {
+        let e = nxos::import(not_qos, "other").unwrap_err().to_string();
+        assert!(e.contains("no NX-OS QoS configuration"), "{not_qos:?}: {e}");
+    }
+    let quoted = text.replace("interface Ethernet1/2\n", "interface Ethernet1/2\"x\n");
+    let imp = nxos::import(&quoted, "quoted").unwrap();
+    assert!(imp.config.ports.iter().any(|p| p.name == "Ethernet1/2\"x"));
+}
+
 /// The ports' MTU is the lossless class's (`pause pfc-cos`), whatever class comes first:
 /// its frames are what the headroom must hold.
 #[test]

@@ -99,6 +99,19 @@ impl Writer {
             .or_insert_with(|| source.to_owned());
     }
 
+    /// The source of rocelab key `key`: the key itself, or the nearest written key above
+    /// or below it (an inline table's key, `queue.3.ecn`, for `queue.3.ecn.kmin_bytes`):
+    /// in key order those above come first.
+    fn source_of(&self, key: &str) -> Option<String> {
+        let related = |k: &str| {
+            k == key || key.starts_with(&format!("{k}.")) || k.starts_with(&format!("{key}."))
+        };
+        self.origin
+            .iter()
+            .find(|(k, _)| related(k))
+            .map(|(_, s)| s.clone())
+    }
+
     /// A warning, unless the same one was given already.
     pub fn warn(&mut self, source: impl Into<String>, message: impl Into<String>) {
         let w = ImportWarning {
@@ -114,21 +127,19 @@ impl Writer {
     /// with the source of the key that shows each.
     pub fn finish(mut self, header: &str) -> Result<Imported, ImportError> {
         let toml = format!("{header}\n\n{}\n{}", self.root, self.text);
-        let config = SwitchConfig::from_toml(&toml).map_err(ImportError::Invalid)?;
-        for w in config.lint() {
-            // The key itself, or the nearest written key above or below it (an inline
-            // table's key, `queue.3.ecn`, for `queue.3.ecn.kmin_bytes`): in key order
-            // those above come first.
-            let related = |k: &str| {
-                k == w.key
-                    || w.key.starts_with(&format!("{k}."))
-                    || k.starts_with(&format!("{}.", w.key))
+        let config = SwitchConfig::from_toml(&toml).map_err(|e| {
+            // A value outside rocelab's limits is named by its source, as the docs promise.
+            let key = match self.source_of(&e.key) {
+                Some(source) => format!("{source} ({})", e.key),
+                None => e.key,
             };
-            let source = self
-                .origin
-                .iter()
-                .find(|(k, _)| related(k))
-                .map_or_else(|| w.key.clone(), |(_, s)| s.clone());
+            ImportError::Invalid(ConfigError {
+                key,
+                message: e.message,
+            })
+        })?;
+        for w in config.lint() {
+            let source = self.source_of(&w.key).unwrap_or_else(|| w.key.clone());
             self.warn(source, w.message);
         }
         Ok(Imported {
@@ -137,6 +148,12 @@ impl Writer {
             warnings: self.warnings,
         })
     }
+}
+
+/// A string as TOML writes it, quoted and escaped (a port name may hold a quote or a
+/// backslash).
+pub(crate) fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
 }
 
 /// A number as TOML writes it: integers without a fraction.

@@ -203,6 +203,33 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
             }
         }
     }
+    // Nothing of QoS at all: not an NX-OS running-config's QoS (an empty file, a SONiC
+    // JSON, a rocelab TOML), which would otherwise import as the defaults, exit 0.
+    if class_maps.is_empty()
+        && qos_policies.is_empty()
+        && queuing.is_empty()
+        && network.is_empty()
+        && system.is_none()
+        && wd.is_empty()
+        && wd_on.is_none()
+    {
+        return Err(ImportError::Syntax(format!(
+            "{name}: no NX-OS QoS configuration in it (class-map type qos, policy-map, system qos, priority-flow-control watch-dog): give the output of `show running-config`{}",
+            if skipped.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; it holds {}",
+                    skipped
+                        .iter()
+                        .take(5)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        )));
+    }
     if !skipped.is_empty() {
         w.warn("(not QoS)", format!("not imported: {}", skipped.join(", ")));
     }
@@ -270,6 +297,14 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         w.root_value("trust", "\"dscp\"", &via);
     }
     // Ports.
+    // Every network-qos `mtu` is a number of bytes (`mtu jumbo` is not NX-OS).
+    for class in network.values().flat_map(|p| &p.children) {
+        for m in class.children.iter().filter(|x| x.starts(&["mtu"])) {
+            word_of(m, 1)
+                .parse::<u32>()
+                .map_err(|_| val_err(m, "mtu is a number of bytes, e.g. 9216"))?;
+        }
+    }
     // The port MTU is the lossless class's (the one with `pause pfc-cos`): its frames are
     // what the headroom must hold. Without one, the largest any class gives.
     let lossless_mtu = service(&["network-qos"]).and_then(|(n, _)| {
@@ -304,19 +339,31 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
     }
     for i in &interfaces {
         w.section("ports", true);
-        w.value("name", format!("\"{}\"", i.words[1]), &at(i));
+        w.value("name", super::toml_string(&i.words[1]), &at(i));
         if let Some(s) = i.children.iter().find(|c| c.starts(&["speed"])) {
-            let mbps: f64 = word_of(s, 1)
-                .parse()
-                .map_err(|_| val_err(s, "speed is in Mb/s, e.g. 100000"))?;
-            w.value(
-                "speed_gbps",
-                num(mbps / 1000.0),
-                &format!("{} (Mb/s)", at(s)),
-            );
+            match word_of(s, 1) {
+                // Negotiated: the configuration does not say; the port defaults stand.
+                "auto" => w.warn(
+                    at(s),
+                    "speed auto: the negotiated speed is not in the configuration; the port defaults' speed is used",
+                ),
+                word => {
+                    let mbps: f64 = word
+                        .parse()
+                        .map_err(|_| val_err(s, "speed is in Mb/s, e.g. 100000, or auto"))?;
+                    w.value(
+                        "speed_gbps",
+                        num(mbps / 1000.0),
+                        &format!("{} (Mb/s)", at(s)),
+                    );
+                }
+            }
         }
         if let Some(m) = i.children.iter().find(|c| c.starts(&["mtu"])) {
-            w.value("mtu", word_of(m, 1), &at(m));
+            let mtu: u32 = word_of(m, 1)
+                .parse()
+                .map_err(|_| val_err(m, "mtu is a number of bytes, e.g. 9216"))?;
+            w.value("mtu", mtu, &at(m));
         }
         let mode = i
             .children

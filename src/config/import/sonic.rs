@@ -234,7 +234,7 @@ fn ports(doc: &Doc<'_>, w: &mut Writer) -> Result<Vec<Port>, ImportError> {
         w.section("ports", true);
         w.value(
             "name",
-            format!("\"{}\"", p.name),
+            super::toml_string(&p.name),
             &format!("PORT|{}", p.name),
         );
         port_lines(w, p, &cable_name);
