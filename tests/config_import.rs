@@ -272,6 +272,13 @@ fn nxos_speed_auto_mtu_words_and_documents_without_qos() {
         let e = nxos::import(not_qos, "other").unwrap_err().to_string();
         assert!(e.contains("no NX-OS QoS configuration"), "{not_qos:?}: {e}");
     }
+    // The same for SONiC: a JSON object with no table rocelab reads.
+    for not_config_db in ["{}", "{\"DEVICE_METADATA\": {}}", "{\"a\": [1, 2]}"] {
+        let e = sonic::import(not_config_db, "other")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no CONFIG_DB table"), "{not_config_db:?}: {e}");
+    }
     let quoted = text.replace("interface Ethernet1/2\n", "interface Ethernet1/2\"x\n");
     let imp = nxos::import(&quoted, "quoted").unwrap();
     assert!(imp.config.ports.iter().any(|p| p.name == "Ethernet1/2\"x"));

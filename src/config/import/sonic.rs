@@ -149,6 +149,13 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
             "{name}: a CONFIG_DB document is a JSON object of tables"
         ))
     })?;
+    // No table rocelab reads (an empty object, another JSON document): there is nothing
+    // to import, and the defaults must not pass for the switch's configuration.
+    if !root.keys().any(|t| KNOWN.contains(&t.as_str())) {
+        return Err(ImportError::Syntax(format!(
+            "{name}: no CONFIG_DB table rocelab reads (PORT, BUFFER_*, PORT_QOS_MAP, DSCP_TO_TC_MAP, QUEUE, SCHEDULER, WRED_PROFILE, PFC_WD, ...): give the output of `sonic-cfggen -d --print-data` or /etc/sonic/config_db.json"
+        )));
+    }
     let doc = Doc { root };
     let mut w = Writer::default();
     for table in root.keys() {
