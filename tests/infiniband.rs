@@ -200,6 +200,47 @@ fn an_incast_of_any_size_gets_line_rate_in_equal_shares_and_drops_nothing() {
     }
 }
 
+/// IB congestion control's `marking_rate` (the IBA's `Marking_Rate`): the switch marks
+/// FECN on one packet in `marking_rate + 1` above the threshold, so the senders take fewer
+/// BECNs per packet, climb their tables less far and keep more of the link; the fabric's
+/// description says so, and nothing is dropped either way. (Not 1/16 as many marks per
+/// packet: with fewer BECNs the queue stays above the threshold longer. The spacing itself
+/// is tested in tests/switch_ecn.rs.)
+#[test]
+fn a_marking_rate_spaces_the_fecn_marks_and_keeps_more_of_the_link() {
+    let run_with = |rate: u16| {
+        let text = format!(
+            "{}[ib.cc]\nenabled = true\nmarking_rate = {rate}\n",
+            incast(2)
+        );
+        let (s, o) = outcome(&text);
+        let total: f64 = o.qps.iter().map(|q| q.gbps).sum();
+        let marked: u64 = o.qps.iter().map(|q| q.ce_marked).sum();
+        let sent: u64 = o
+            .qps
+            .iter()
+            .map(|q| q.status.counters.data_packets_sent)
+            .sum();
+        assert_eq!(switch_drops(&o), 0, "marking_rate {rate}");
+        (s.fabric.describe(), total, marked as f64 / sent as f64)
+    };
+    let (every, every_gbps, every_fraction) = run_with(0);
+    let (spaced, spaced_gbps, spaced_fraction) = run_with(15);
+    assert!(!every.contains("one packet in"), "{every}");
+    assert!(
+        spaced.contains("FECN above 32 KB on one packet in 16"),
+        "{spaced}"
+    );
+    assert!(
+        spaced_fraction < every_fraction,
+        "marked fraction {spaced_fraction:.4} with 15, {every_fraction:.4} with 0"
+    );
+    assert!(
+        spaced_gbps > every_gbps * 1.2,
+        "{spaced_gbps:.2} Gb/s with 15, {every_gbps:.2} with 0"
+    );
+}
+
 #[test]
 fn credit_stalls_spread_upstream_and_slow_a_victim_as_pfc_does() {
     let text = rocelab::sim::scenario::scenario_text("victim-flow").expect("built in");

@@ -1,7 +1,8 @@
 //! RED-ECN in virtual time: with Kmin = Kmax the first frame above is marked; the marked
 //! fraction against queue depth follows the configured line within binomial bounds; Not-ECT
 //! frames are dropped by WRED on lossy queues and left alone on lossless ones; a marked
-//! frame keeps a valid IPv4 checksum and ICRC.
+//! frame keeps a valid IPv4 checksum and ICRC; a marking rate (InfiniBand's) spaces the
+//! marks.
 
 mod common;
 
@@ -177,5 +178,48 @@ fn dequeue_marking_uses_the_queue_left_behind() {
             "frame {} with {behind} B behind it",
             i + 1
         );
+    }
+}
+
+/// With a `marking_rate` of 3 (InfiniBand's `Marking_Rate`, which a simulated InfiniBand
+/// fabric sets) a queue marks one frame in four of those RED hits, the first of them, at
+/// enqueue and at dequeue alike; a Not-ECT frame on the lossless queue is not one it can
+/// mark, so it does not count.
+#[test]
+fn a_marking_rate_marks_one_hit_in_rate_plus_one() {
+    for mark_at in ["enqueue", "dequeue"] {
+        let mut cfg = config(&ecn_config(0, 0, 1.0, mark_at), 2);
+        cfg.queues[3].marking_rate = 3;
+        let mut d = Driver::new(&cfg);
+        d.learn_hosts();
+        d.sw.set_tx_enabled(1, false);
+        // Every frame but the first joins a non-empty queue (enqueue) or leaves one behind
+        // it (dequeue): all but one are hits. Frames 6 and 7 are Not-ECT.
+        let n = 14u32;
+        for psn in 0..n {
+            let ecn = if matches!(psn, 5 | 6) {
+                Ecn::NotEct
+            } else {
+                Ecn::Ect0
+            };
+            d.rx(0, &roce(0, 1, 26, ecn, L, psn));
+        }
+        d.sw.set_tx_enabled(1, true);
+        d.run_for(Nanos(10_000_000));
+        let marked: Vec<u32> = d
+            .data_sent(1)
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.ecn() == Some(Ecn::Ce))
+            .map(|(i, _)| i as u32)
+            .collect();
+        // Hits: frames 1-13 at enqueue (frame 0 found the queue empty), 0-12 at dequeue
+        // (frame 13 leaves it empty); 5 and 6 cannot be marked.
+        let want = match mark_at {
+            "enqueue" => [1, 7, 11],
+            _ => [0, 4, 10],
+        };
+        assert_eq!(marked, want, "{mark_at}");
+        assert_eq!(d.sw.counters(1).classes[3].ecn_marked, 3, "{mark_at}");
     }
 }

@@ -511,6 +511,16 @@ pub struct QueueConfig {
     pub ecn: Option<RedProfile>,
     /// When RED decides.
     pub mark_at: MarkAt,
+    /// Frames RED would mark that are left unmarked between two marks: InfiniBand's
+    /// `Marking_Rate` (IBA annex A10, "the mean number of packets between markings"),
+    /// set by a simulated InfiniBand fabric's congestion control. 0, as on Ethernet
+    /// switches: every one is marked.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub marking_rate: u16,
+}
+
+fn is_zero(n: &u16) -> bool {
+    *n == 0
 }
 
 /// How a lossless PG decides XOFF and XON.

@@ -329,6 +329,7 @@ impl ConfigFile {
             schedule: Schedule::Dwrr(1),
             ecn: None,
             mark_at: MarkAt::Enqueue,
+            marking_rate: 0,
         }; CLASSES];
         for (q, cfg) in queues.iter_mut().enumerate() {
             if let Some(spec) = specs[q] {
@@ -500,6 +501,7 @@ fn resolve_queue(key: &str, spec: &QueueSpec) -> Result<QueueConfig, ConfigError
         schedule,
         ecn,
         mark_at: spec.mark_at,
+        marking_rate: 0,
     })
 }
 

@@ -55,6 +55,9 @@ pub struct IbCc {
     /// An egress VL queue deeper than this marks FECN on the packets it takes in, unless
     /// the port is a victim (it waits for credit itself).
     pub threshold_bytes: u64,
+    /// Packets above the threshold left unmarked between two marks (the IBA's
+    /// `Marking_Rate`, "the mean number of packets between markings"; 0: every one).
+    pub marking_rate: u16,
     /// The sources' congestion control agent.
     pub agent: IbCcConfig,
 }
@@ -116,8 +119,8 @@ impl IbFabric {
         cfg.disable_pfc();
         cfg.disable_ecn();
         if let Some(cc) = &self.cc {
-            // FECN (carried as CE in the simulator) on every packet a queue deeper than
-            // the threshold takes in.
+            // FECN (carried as CE in the simulator) on the packets a queue deeper than
+            // the threshold takes in: every one, or one in `marking_rate + 1`.
             for q in &mut cfg.queues {
                 q.ecn = Some(crate::config::RedProfile {
                     kmin_bytes: cc.threshold_bytes,
@@ -126,6 +129,7 @@ impl IbFabric {
                     gentle: false,
                 });
                 q.mark_at = crate::config::MarkAt::Enqueue;
+                q.marking_rate = cc.marking_rate;
             }
         }
         cfg
@@ -169,6 +173,7 @@ struct IbCcSpec {
     enabled: bool,
     #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     threshold_bytes: Option<u64>,
+    marking_rate: Option<u16>,
     ccti_increase: Option<u16>,
     ccti_limit: Option<u16>,
     ccti_min: Option<u16>,
@@ -228,6 +233,7 @@ impl IbCcSpec {
         }
         Ok(Some(IbCc {
             threshold_bytes,
+            marking_rate: self.marking_rate.unwrap_or(0),
             agent: IbCcConfig {
                 ccti_increase: self.ccti_increase.unwrap_or(1),
                 ccti_limit,
@@ -375,8 +381,12 @@ impl Fabric {
                 crate::bytes::human(ib.buffer_per_vl_bytes),
                 match &ib.cc {
                     Some(cc) => format!(
-                        "congestion control (FECN above {}, CCTI +{} per BECN, -1 per {}); ",
+                        "congestion control (FECN above {}{}, CCTI +{} per BECN, -1 per {}); ",
                         crate::bytes::human(cc.threshold_bytes),
+                        match cc.marking_rate {
+                            0 => String::new(),
+                            n => format!(" on one packet in {}", u32::from(n) + 1),
+                        },
                         cc.agent.ccti_increase,
                         cc.agent.ccti_timer.human()
                     ),

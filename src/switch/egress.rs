@@ -19,6 +19,24 @@ impl Port {
             .map_or(Nanos::ZERO, |e| e.arrived + self.latency)
     }
 
+    /// Whether a frame RED hit on queue `q` is marked, with `marking_rate` frames left
+    /// unmarked between two marks: the first is marked, then `marking_rate` are not, and
+    /// so on. With 0 every one is.
+    #[inline]
+    pub(super) fn spaced_mark(&mut self, q: usize, marking_rate: u16) -> bool {
+        if marking_rate == 0 {
+            return true;
+        }
+        let left = &mut self.marks_to_skip[q];
+        if *left == 0 {
+            *left = marking_rate;
+            true
+        } else {
+            *left -= 1;
+            false
+        }
+    }
+
     /// When PFC (or an 802.3x PAUSE) from the peer stops holding queue `q`.
     pub(super) fn paused_until(&self, q: usize) -> Nanos {
         self.pause_until[q].max(self.link_pause_until)
@@ -148,7 +166,11 @@ impl Switch {
             (queue_cfg.ecn, queue_cfg.mark_at, packet.meta)
         {
             let decision = red::decide(&profile, depth_after, &mut self.rng);
-            if decision.hit && wire::mark_ce(&mut packet.buf, &meta) == CeMark::Marked {
+            if decision.hit
+                && meta.ecn().is_ect()
+                && port.spaced_mark(q, queue_cfg.marking_rate)
+                && wire::mark_ce(&mut packet.buf, &meta) == CeMark::Marked
+            {
                 self.ports[port_index].counters.classes[q].ecn_marked += 1;
                 if self.explain {
                     packet.note = Some(Box::new(Note::CeMarked {

@@ -96,6 +96,9 @@ struct Port {
     /// leave (its time, or later after a live thread's stall, see
     /// [`Switch::set_release_floor`]).
     pause_left: [Nanos; CLASSES],
+    /// Per queue: frames RED hit that are still to be left unmarked before the next
+    /// mark, with a queue's `marking_rate` (see [`Port::spaced_mark`]).
+    marks_to_skip: [u16; CLASSES],
     /// Per queue: the deepest it was since a time-series recorder last read it (a
     /// `Cell`: reading starts the next interval, through the read-only probe).
     peak: [std::cell::Cell<u64>; CLASSES],
@@ -251,6 +254,7 @@ impl Switch {
                 paused: Default::default(),
                 xoff_held: Default::default(),
                 pause_left: [Nanos::ZERO; CLASSES],
+                marks_to_skip: [0; CLASSES],
                 peak: Default::default(),
                 pg_peak: Default::default(),
                 counters: PortCounters::new(&p.name),
@@ -689,7 +693,9 @@ impl Switch {
             let decision = red::decide(&profile, depth, &mut self.rng);
             if decision.hit {
                 if ecn.is_ect() {
-                    mark = Some((profile, decision.probability));
+                    if port.spaced_mark(q, queue_cfg.marking_rate) {
+                        mark = Some((profile, decision.probability));
+                    }
                 } else if ecn == Ecn::NotEct && !lossless {
                     port.counters.drop(q, DropCause::Wred, len);
                     self.record_drop(now, out, ingress, class, q, out, DropCause::Wred, frame);
