@@ -1,6 +1,7 @@
 //! The Prometheus metrics page: rendered from a switch that paused, marked and dropped in
 //! virtual time, parsed by the official Python client's parser, and checked against the
-//! switch's own counters and Prometheus's naming practices.
+//! switch's own counters and Prometheus's naming practices; and the HTTP endpoint that
+//! serves it, which no slow or silent client holds up.
 
 mod common;
 
@@ -49,9 +50,27 @@ fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
     for psn in 0..40 {
         d.rx(2, &roce(2, 1, 0, Ecn::NotEct, 1082, psn));
     }
+    // An 802.3x PAUSE from p2's peer (every queue of p2, 1000 quanta), and a frame for
+    // a host behind the port it came in on.
+    let mut pause = vec![0u8; 60];
+    pause[..6].copy_from_slice(&[0x01, 0x80, 0xc2, 0, 0, 0x01]);
+    pause[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 9]);
+    pause[12..18].copy_from_slice(&[0x88, 0x08, 0x00, 0x01, 0x03, 0xe8]);
+    d.rx(2, &pause);
+    d.rx(1, &roce(1, 1, 0, Ecn::NotEct, 202, 0));
     d.sw.set_tx_enabled(1, true);
     d.run_for(Nanos::from_millis(1));
-    let page = rocelab::runtime::metrics::render(&d.sw, d.now, 1_764_547_200.5);
+    // Socket statistics for p0 and p1 only: p2's are counted as none.
+    let kernel = [
+        rocelab::io::KernelStats {
+            packets: 300,
+            drops: 7,
+            truncated: 2,
+            tx_refused: 1,
+        },
+        rocelab::io::KernelStats::default(),
+    ];
+    let page = rocelab::runtime::metrics::render(&d.sw, &kernel, d.now, 1_764_547_200.5);
 
     let out = common::run_with_input(
         Command::new("python3").arg(common::repo("scripts/check_metrics.py")),
@@ -97,6 +116,12 @@ fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
             assert!(!labels.contains("class"), "{name}: {labels:?}");
             assert!(labels.contains("port"), "{name}: {labels:?}");
         }
+        // No series twice: Prometheus would keep one of them and say nothing.
+        let mut seen = BTreeSet::new();
+        for s in v["samples"].as_array().unwrap() {
+            let series = (s["name"].to_string(), s["labels"].to_string());
+            assert!(seen.insert(series.clone()), "{name}: {series:?} twice");
+        }
     }
     for want in [
         "rocelab_pfc_frames_sent",
@@ -110,6 +135,11 @@ fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
         "rocelab_queue_sojourn_seconds",
         "rocelab_watchdog_storms",
         "rocelab_ecn_marked_frames",
+        "rocelab_port_dropped_frames",
+        "rocelab_filtered_frames",
+        "rocelab_malformed_frames",
+        "rocelab_link_pause_frames_received",
+        "rocelab_link_pause_seconds",
     ] {
         assert!(
             families.contains_key(want),
@@ -158,6 +188,62 @@ fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
         ),
         c1[0].dropped_tail as f64
     );
+    // Ingress drops by priority, port drops by reason, PAUSE and filtering by port.
+    for pg in 0..8 {
+        let want = d.sw.counters(0).classes[pg].dropped_ingress_overflow as f64;
+        let p = pg.to_string();
+        assert_eq!(
+            value(
+                "rocelab_dropped_frames",
+                "rocelab_dropped_frames_total",
+                &[
+                    ("port", "p0"),
+                    ("priority", &p),
+                    ("reason", "ingress_overflow")
+                ]
+            ),
+            want
+        );
+    }
+    let port_drop = |port: &str, reason: &str| {
+        value(
+            "rocelab_port_dropped_frames",
+            "rocelab_port_dropped_frames_total",
+            &[("port", port), ("reason", reason)],
+        )
+    };
+    assert_eq!(port_drop("p0", "kernel_receive"), 7.0);
+    assert_eq!(port_drop("p0", "truncated"), 2.0);
+    assert_eq!(port_drop("p0", "tx_refused"), 1.0);
+    assert_eq!(port_drop("p2", "kernel_receive"), 0.0);
+    assert_eq!(port_drop("p1", "oversize"), 0.0);
+    assert_eq!(d.sw.counters(2).rx_link_pause_frames, 1);
+    assert_eq!(
+        value(
+            "rocelab_link_pause_frames_received",
+            "rocelab_link_pause_frames_received_total",
+            &[("port", "p2")]
+        ),
+        1.0
+    );
+    // 1000 quanta of 512 bit times at 100 Gb/s: 5.12 µs, long over by the render.
+    assert_eq!(
+        value(
+            "rocelab_link_pause_seconds",
+            "rocelab_link_pause_seconds_total",
+            &[("port", "p2")]
+        ),
+        5.12e-6
+    );
+    assert_eq!(
+        value(
+            "rocelab_filtered_frames",
+            "rocelab_filtered_frames_total",
+            &[("port", "p1")]
+        ),
+        d.sw.counters(1).filtered_frames as f64
+    );
+    assert!(d.sw.counters(1).filtered_frames > 0);
     assert!(c1[3].ecn_marked > 0);
     assert_eq!(
         value(
@@ -191,4 +277,97 @@ fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
         ),
         c1[3].tx_frames as f64
     );
+}
+
+/// One HTTP exchange with the endpoint at `addr`: `request` sent in `parts` with a pause
+/// between them; the whole reply.
+fn exchange(addr: std::net::SocketAddr, parts: &[&[u8]]) -> String {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        conn.write_all(part).unwrap();
+    }
+    let mut reply = Vec::new();
+    conn.read_to_end(&mut reply)
+        .unwrap_or_else(|e| panic!("{:?}: {e}", String::from_utf8_lossy(parts[0])));
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+/// The endpoint: 503 until the first page, then GET and HEAD of /metrics (a query string
+/// allowed, a request in two segments read whole); 404 for other paths, 405 for other
+/// methods, 400 for what is not HTTP; a client that sends nothing or reads nothing holds
+/// up no other scrape, and one connection past the limit is told to come back.
+#[test]
+fn the_endpoint_answers_every_client_and_none_holds_up_another() {
+    use rocelab::runtime::metrics;
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let listener = metrics::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let page = metrics::serve(Arc::new(listener), Arc::clone(&stop)).unwrap();
+    let get = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+
+    let early = exchange(addr, &[get]);
+    assert!(early.starts_with("HTTP/1.0 503 "), "{early}");
+    // A page larger than any socket buffer, so that a client that reads none of it
+    // leaves the server's write waiting.
+    let body = "rocelab_x{port=\"p0\"} 1\n".repeat(400_000);
+    page.set(body.clone());
+
+    let ok = exchange(addr, &[get]);
+    assert!(ok.starts_with("HTTP/1.0 200 OK\r\n"), "{}", &ok[..80]);
+    assert!(ok.ends_with(&body));
+    assert!(ok.contains(&format!("Content-Length: {}\r\n", body.len())));
+    let split = exchange(addr, &[b"GET /met", b"rics?debug=1 HTTP/1.1\r\n\r\n"]);
+    assert!(split.starts_with("HTTP/1.0 200 OK"), "{}", &split[..80]);
+    let head = exchange(addr, &[b"HEAD /metrics HTTP/1.1\r\n\r\n"]);
+    assert!(head.starts_with("HTTP/1.0 200 OK"), "{head}");
+    assert!(head.contains(&format!("Content-Length: {}\r\n", body.len())));
+    assert!(head.ends_with("\r\n\r\n"), "headers only: {head}");
+    for (request, status) in [
+        (&b"GET /metricsfoo HTTP/1.1\r\n\r\n"[..], "404 "),
+        (b"GET / HTTP/1.0\r\n\r\n", "404 "),
+        (
+            b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+            "405 ",
+        ),
+        (b"hello\r\n\r\n", "400 "),
+    ] {
+        let reply = exchange(addr, &[request]);
+        assert!(
+            reply.starts_with(&format!("HTTP/1.0 {status}")),
+            "{:?}: {reply}",
+            String::from_utf8_lossy(request)
+        );
+    }
+    assert!(exchange(addr, &[b"PUT /metrics HTTP/1.1\r\n\r\n"]).contains("Allow: GET, HEAD\r\n"));
+
+    // A client that asks and never reads, and three that never ask: the next scrape is
+    // answered in full all the same.
+    let mut stuck = std::net::TcpStream::connect(addr).unwrap();
+    stuck.write_all(get).unwrap();
+    let silent: Vec<_> = (0..3)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let beside = exchange(addr, &[get]);
+    assert!(beside.ends_with(&body), "{}", &beside[..80]);
+    drop((stuck, silent));
+
+    // Connections past the limit are turned away, not queued.
+    let idle: Vec<_> = (0..metrics::MAX_CONNECTIONS)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let turned = exchange(addr, &[get]);
+    assert!(turned.starts_with("HTTP/1.0 503 "), "{turned}");
+    drop(idle);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
 }

@@ -37,8 +37,9 @@ pub struct Args {
     /// the text then going to standard error).
     #[arg(long = "json", alias = "stats-json", value_name = "FILE")]
     stats_json: Option<PathBuf>,
-    /// Serve Prometheus metrics at http://ADDR/metrics (loopback addresses only).
-    #[arg(long, value_name = "ADDR:PORT")]
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics: a loopback address or a name
+    /// for one (localhost:9100); port 0 takes a free port, printed at the start.
+    #[arg(long, value_name = "ADDR:PORT", value_parser = runtime::metrics::parse_addr)]
     metrics: Option<std::net::SocketAddr>,
     /// How to print the switch counters: table (a row per port and class), wide (every
     /// counter), sonic (`show pfc counters`, `show queue counters`) or nxos (`show
@@ -49,13 +50,6 @@ pub struct Args {
 
 /// Runs `rocelab switch`.
 pub fn run(args: Args) -> Result<()> {
-    if let Some(addr) = args.metrics
-        && !addr.ip().is_loopback()
-    {
-        anyhow::bail!(
-            "--metrics {addr}: the metrics endpoint binds to loopback only (127.0.0.1 or ::1)"
-        );
-    }
     let mut config = args.switch.load(Preset::Default)?;
     let inputs: Vec<&std::path::Path> = args.switch.config.iter().map(|p| p.as_path()).collect();
     let stats = JsonReport::create(args.stats_json.as_deref(), &inputs)?;
@@ -96,13 +90,22 @@ pub fn run(args: Args) -> Result<()> {
             .map(|d| seconds("--duration", d))
             .transpose()?,
         interval: Some(seconds("--interval", args.interval)?).filter(|d| !d.is_zero()),
-        metrics: args.metrics,
+        // Bound now: an address in use stops the run before any port is opened.
+        metrics: args
+            .metrics
+            .map(runtime::metrics::bind)
+            .transpose()?
+            .map(std::sync::Arc::new),
+    };
+    let serving = match &opts.metrics {
+        Some(listener) => format!("; metrics at http://{}/metrics", listener.local_addr()?),
+        None => String::new(),
     };
     let stop = runtime::stop_on_signals()?;
     let threads = runtime::switch::thread_count(&opts.cores, opts.ifaces.len());
     let ports_of = runtime::switch::threads_ports(opts.ifaces.len(), threads);
     noteln!(
-        "rocelab switch: {} ports ({}), {:?} backend, {}; Ctrl-C stops",
+        "rocelab switch: {} ports ({}), {:?} backend, {}{serving}; Ctrl-C stops",
         opts.ifaces.len(),
         names
             .iter()

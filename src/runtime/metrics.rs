@@ -1,79 +1,289 @@
 //! Prometheus text exposition of the switch counters, served on a loopback address: the
-//! core thread renders a snapshot every 250 ms, a small HTTP thread serves the latest.
+//! core thread renders a snapshot every 250 ms, a small HTTP server serves the latest.
+//!
+//! The server answers each connection on a thread of its own (at most
+//! [`MAX_CONNECTIONS`] at once), so a client that sends nothing or reads nothing holds up
+//! no other scrape: it is let go after [`READ_TIMEOUT`] without a whole request, or once a
+//! write has made no progress for [`WRITE_TIMEOUT`].
 
 use crate::config::CLASSES;
+use crate::io::KernelStats;
 use crate::switch::Switch;
 use crate::time::Nanos;
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::AtomicBool;
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// The latest rendered text, shared with the HTTP thread.
+/// Connections served at once; one more is answered 503 and closed.
+pub const MAX_CONNECTIONS: usize = 16;
+/// How long a client has to send its whole request head.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a write may make no progress before the client is let go.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest request head read: request line and headers.
+const MAX_REQUEST_BYTES: usize = 8192;
+
+/// The latest rendered page, shared with the HTTP threads (`None` until the first
+/// render, when a scrape is answered 503).
 #[derive(Debug, Clone, Default)]
-pub struct Snapshot(Arc<Mutex<String>>);
+pub struct Snapshot(Arc<Mutex<Option<Arc<str>>>>);
 
 impl Snapshot {
-    /// Replaces the text.
+    /// Replaces the page.
     pub fn set(&self, text: String) {
         if let Ok(mut s) = self.0.lock() {
-            *s = text;
+            *s = Some(text.into());
         }
     }
 
-    fn get(&self) -> String {
-        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+    fn get(&self) -> Option<Arc<str>> {
+        self.0.lock().ok().and_then(|s| s.clone())
     }
 }
 
-/// Starts serving `GET /metrics` on `addr`, which must be a loopback address. The thread
-/// ends when `stop` is raised.
-pub fn serve(addr: SocketAddr, stop: Arc<AtomicBool>) -> io::Result<Snapshot> {
+/// `--metrics`'s value: an address, or a host name that resolves to a loopback one
+/// (`localhost:9100`). Port 0 takes a free port (the bound address is printed).
+pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    let addrs: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("{text}: {e} (give ADDR:PORT, e.g. 127.0.0.1:9100)"))?
+        .collect();
+    match addrs.iter().find(|a| a.ip().is_loopback()) {
+        Some(a) => Ok(*a),
+        None => Err(format!(
+            "{text}: the metrics endpoint binds to a loopback address only (127.0.0.0/8 or ::1)"
+        )),
+    }
+}
+
+/// Binds the metrics endpoint on `addr`, which must be a loopback address: done before
+/// the run starts, so that an address in use stops it before any port is opened.
+pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     if !addr.ip().is_loopback() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
-                "--metrics {addr}: the metrics endpoint binds to loopback only (127.0.0.1 or ::1)"
+                "--metrics {addr}: the metrics endpoint binds to a loopback address only (127.0.0.0/8 or ::1)"
             ),
         ));
     }
     let listener = TcpListener::bind(addr)
         .map_err(|e| io::Error::new(e.kind(), format!("--metrics {addr}: {e}")))?;
     listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// Serves `GET /metrics` (and `HEAD`) on `listener` (from [`bind`]) until `stop` is
+/// raised; the page is what the returned snapshot was last set to.
+pub fn serve(listener: Arc<TcpListener>, stop: Arc<AtomicBool>) -> io::Result<Snapshot> {
     let snapshot = Snapshot::default();
     let shared = snapshot.clone();
+    let active = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
+            // Connections turned away, read from until their client closes (at most a
+            // second): closing one with its request unread would reset it, and the
+            // client could lose the reply.
+            let mut turned_away: Vec<(TcpStream, Instant)> = Vec::new();
             while !super::stopped(&stop) {
+                turned_away
+                    .retain_mut(|(conn, at)| at.elapsed() < READ_TIMEOUT / 2 && !drained(conn));
                 match listener.accept() {
                     Ok((mut conn, _)) => {
-                        let _ = conn.set_nonblocking(false);
-                        let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
-                        let mut req = [0u8; 1024];
-                        let n = conn.read(&mut req).unwrap_or(0);
-                        let head = String::from_utf8_lossy(&req[..n]);
-                        let (status, body) = if head.starts_with("GET /metrics") {
-                            ("200 OK", shared.get())
-                        } else {
-                            ("404 Not Found", "try /metrics\n".to_owned())
-                        };
-                        let _ = write!(
-                            conn,
-                            "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\n\r\n{body}",
-                            body.len()
-                        );
+                        if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+                            active.fetch_sub(1, Ordering::AcqRel);
+                            // Without blocking: a client that cannot take it at once
+                            // gets nothing.
+                            if conn.set_nonblocking(true).is_ok()
+                                && respond(&mut conn, Reply::Busy, false).is_ok()
+                                && conn.shutdown(std::net::Shutdown::Write).is_ok()
+                            {
+                                turned_away.push((conn, Instant::now()));
+                            }
+                            continue;
+                        }
+                        let (page, slot) = (shared.clone(), Slot(Arc::clone(&active)));
+                        // A thread that cannot start drops its slot with the closure.
+                        let _ = std::thread::Builder::new()
+                            .name("metrics-conn".into())
+                            .spawn(move || {
+                                let _slot = slot;
+                                answer(conn, &page);
+                            });
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
                 }
             }
         })?;
     Ok(snapshot)
+}
+
+/// Reads what waits on a nonblocking connection: whether its client has closed it (or it
+/// failed).
+fn drained(conn: &mut TcpStream) -> bool {
+    let mut sink = [0u8; 1024];
+    loop {
+        match conn.read(&mut sink) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) => return e.kind() != io::ErrorKind::WouldBlock,
+        }
+    }
+}
+
+/// One of the [`MAX_CONNECTIONS`] taken; given back when dropped, however its thread ends.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What a request gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reply {
+    /// The page (200), or 503 before the first render.
+    Page,
+    /// 404: another path.
+    NotFound,
+    /// 405: a method other than GET and HEAD.
+    Method,
+    /// 400: not an HTTP request line.
+    Bad,
+    /// 431: a request head longer than [`MAX_REQUEST_BYTES`].
+    TooLarge,
+    /// 503: too many connections at once.
+    Busy,
+}
+
+/// Reads one request on `conn` and answers it.
+fn answer(mut conn: TcpStream, page: &Snapshot) {
+    if conn.set_nonblocking(false).is_err() || conn.set_write_timeout(Some(WRITE_TIMEOUT)).is_err()
+    {
+        return;
+    }
+    let Some(head) = read_head(&mut conn) else {
+        return;
+    };
+    let (reply, head_only) = match head {
+        Ok(head) => route(&head),
+        Err(reply) => (reply, false),
+    };
+    let _ = match reply {
+        Reply::Page => match page.get() {
+            Some(text) => respond_page(&mut conn, &text, head_only),
+            None => respond(&mut conn, Reply::Page, head_only),
+        },
+        other => respond(&mut conn, other, head_only),
+    };
+    // The reply ends with our side's close; what the client sent past its request head
+    // is read until it closes (a second at most), or closing would reset the connection.
+    if conn.shutdown(std::net::Shutdown::Write).is_ok()
+        && conn.set_read_timeout(Some(READ_TIMEOUT / 2)).is_ok()
+    {
+        let _ = io::copy(&mut conn.take(1 << 20), &mut io::sink());
+    }
+}
+
+/// The request head (up to the blank line), `Err` with the reply for one too long, or
+/// `None` when the client sent none in time or went away.
+fn read_head(conn: &mut TcpStream) -> Option<Result<String, Reply>> {
+    let deadline = Instant::now() + READ_TIMEOUT;
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            return Some(Ok(String::from_utf8_lossy(&buf[..end]).into_owned()));
+        }
+        if buf.len() > MAX_REQUEST_BYTES {
+            return Some(Err(Reply::TooLarge));
+        }
+        let left = deadline.checked_duration_since(Instant::now())?;
+        conn.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .ok()?;
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// The reply to a request head, and whether it is a HEAD (headers only).
+fn route(head: &str) -> (Reply, bool) {
+    let line = head.lines().next().unwrap_or("");
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return (Reply::Bad, false);
+    };
+    if !version.starts_with("HTTP/1.") {
+        return (Reply::Bad, false);
+    }
+    let head_only = method == "HEAD";
+    let path = target.split('?').next().unwrap_or("");
+    if path != "/metrics" {
+        return (Reply::NotFound, head_only);
+    }
+    match method {
+        "GET" | "HEAD" => (Reply::Page, head_only),
+        _ => (Reply::Method, false),
+    }
+}
+
+/// Writes the page with its headers (only the headers for a HEAD).
+fn respond_page(conn: &mut TcpStream, text: &str, head_only: bool) -> io::Result<()> {
+    write!(
+        conn,
+        "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        text.len()
+    )?;
+    if !head_only {
+        conn.write_all(text.as_bytes())?;
+    }
+    conn.flush()
+}
+
+/// Writes a reply that is not the page (for [`Reply::Page`]: 503, nothing rendered yet).
+fn respond(conn: &mut TcpStream, reply: Reply, head_only: bool) -> io::Result<()> {
+    let (status, body, allow) = match reply {
+        Reply::Page => (
+            "503 Service Unavailable",
+            "the first snapshot is not rendered yet; try again in a moment\n",
+            "",
+        ),
+        Reply::NotFound => ("404 Not Found", "try /metrics\n", ""),
+        Reply::Method => (
+            "405 Method Not Allowed",
+            "GET or HEAD /metrics\n",
+            "Allow: GET, HEAD\r\n",
+        ),
+        Reply::Bad => ("400 Bad Request", "not an HTTP request\n", ""),
+        Reply::TooLarge => (
+            "431 Request Header Fields Too Large",
+            "request head too long\n",
+            "",
+        ),
+        Reply::Busy => (
+            "503 Service Unavailable",
+            "too many connections at once; try again\n",
+            "",
+        ),
+    };
+    write!(
+        conn,
+        "HTTP/1.0 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n",
+        body.len()
+    )?;
+    if !head_only {
+        conn.write_all(body.as_bytes())?;
+    }
+    conn.flush()
 }
 
 /// Upper bounds of the queue sojourn histogram's buckets: ns, and the `le` label as
@@ -122,9 +332,10 @@ fn escape(v: &str) -> String {
 /// practices: base units (seconds, bytes), a unit noun in every name, `_total` on
 /// counters, one label name per dimension: `port`, `priority` (an ingress class, its
 /// priority group and PFC priority), `queue` (an egress queue), `kind` (`xoff` or `xon`)
-/// and `reason` (why a frame was dropped). `now` is the switch's time, `start_unix_secs`
-/// when it started (`process_start_time_seconds`). docs/json.md lists every metric.
-pub fn render(sw: &Switch, now: Nanos, start_unix_secs: f64) -> String {
+/// and `reason` (why a frame was dropped). `kernel` holds each port's socket statistics
+/// (a port past its end counts none), `now` is the switch's time, `start_unix_secs` when
+/// it started (`process_start_time_seconds`). docs/json.md lists every metric.
+pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: f64) -> String {
     let mut out = String::new();
     let cfg = sw.config();
     let names: Vec<&str> = cfg.ports.iter().map(|p| p.name.as_str()).collect();
@@ -221,16 +432,15 @@ pub fn render(sw: &Switch, now: Nanos, start_unix_secs: f64) -> String {
             &mut out,
             name,
             "counter",
-            "Frames dropped, by reason: ingress_overflow (on the ingress port, under the queue its class maps to), wred, tail, watchdog, mtu (on the egress port).",
+            "Frames the switch core dropped, by reason: ingress_overflow (on the ingress port, by priority), wred, tail, watchdog, mtu (on the egress port, by queue). Drops before the core are in rocelab_port_dropped_frames_total.",
         );
         each(&mut |_, port, i, c| {
             let q = i.to_string();
-            let ingress_q = cfg.tc_to_queue[i].to_string();
             fam.sample(
                 name,
                 &[
                     ("port", port),
-                    ("queue", &ingress_q),
+                    ("priority", &q),
                     ("reason", "ingress_overflow"),
                 ],
                 c.dropped_ingress_overflow,
@@ -311,7 +521,7 @@ pub fn render(sw: &Switch, now: Nanos, start_unix_secs: f64) -> String {
             &mut out,
             name,
             "counter",
-            "Time the egress queue was held by PFC or PAUSE from the peer, seconds.",
+            "Time the egress queue was held by PFC from the peer, seconds (802.3x PAUSE, which holds every queue, is rocelab_link_pause_seconds_total).",
         );
         for (p, port) in names.iter().enumerate() {
             for q in 0..CLASSES {
@@ -392,9 +602,80 @@ pub fn render(sw: &Switch, now: Nanos, start_unix_secs: f64) -> String {
             }
         }
     }
+    port_families(&mut out, sw, &names, kernel, now);
     let _ = writeln!(
         out,
         "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {start_unix_secs}"
     );
     out
+}
+
+/// The families counted per port rather than per class or queue: frames dropped before
+/// the switch core (or refused by the kernel on the way out), frames the core let go
+/// without queueing, and 802.3x PAUSE.
+fn port_families(
+    out: &mut String,
+    sw: &Switch,
+    names: &[&str],
+    kernel: &[KernelStats],
+    now: Nanos,
+) {
+    {
+        let name = "port_dropped_frames_total";
+        let mut fam = Family::start(
+            out,
+            name,
+            "counter",
+            "Frames dropped outside the switch core's queues, by reason: kernel_receive (the port's socket was full), truncated (larger than the port's MTU, cut short by the receive buffer), oversize (larger than the port's MTU allows), tx_refused (the kernel refused to send it, or a port busy too long gave it up).",
+        );
+        for (p, port) in names.iter().enumerate() {
+            let k = kernel.get(p).copied().unwrap_or_default();
+            let c = sw.counters(p);
+            for (reason, n) in [
+                ("kernel_receive", k.drops),
+                ("truncated", k.truncated),
+                ("oversize", c.rx_oversize_frames),
+                ("tx_refused", k.tx_refused),
+            ] {
+                fam.sample(name, &[("port", port), ("reason", reason)], n);
+            }
+        }
+    }
+    type PortField = fn(&crate::switch::PortCounters) -> u64;
+    for (name, help, field) in [
+        (
+            "filtered_frames_total",
+            "Frames not forwarded because their destination sits behind the port they came in on.",
+            (|c| c.filtered_frames) as PortField,
+        ),
+        (
+            "malformed_frames_total",
+            "Frames that did not parse as Ethernet / IP; forwarded in the class of DSCP and PCP 0.",
+            |c| c.rx_malformed_frames,
+        ),
+        (
+            "link_pause_frames_received_total",
+            "802.3x PAUSE frames received (they hold every queue of the port).",
+            |c| c.rx_link_pause_frames,
+        ),
+    ] {
+        let mut fam = Family::start(out, name, "counter", help);
+        for (p, port) in names.iter().enumerate() {
+            fam.sample(name, &[("port", port)], field(sw.counters(p)));
+        }
+    }
+    let name = "link_pause_seconds_total";
+    let mut fam = Family::start(
+        out,
+        name,
+        "counter",
+        "Time the port was held by 802.3x PAUSE from the peer, seconds.",
+    );
+    for (p, port) in names.iter().enumerate() {
+        fam.sample(
+            name,
+            &[("port", port)],
+            sw.link_paused_time(p, now).as_secs_f64(),
+        );
+    }
 }

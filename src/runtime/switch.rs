@@ -18,7 +18,7 @@ use crate::io::{Backend, KernelStats};
 use crate::switch::Switch;
 use crate::time::Nanos;
 use std::io::Write;
-use std::net::SocketAddr;
+use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -40,8 +40,8 @@ pub struct SwitchOptions {
     pub duration: Option<Duration>,
     /// Print a summary line this often.
     pub interval: Option<Duration>,
-    /// Serve Prometheus text here (loopback only).
-    pub metrics: Option<SocketAddr>,
+    /// Serve Prometheus text on this listener ([`metrics::bind`]: loopback only).
+    pub metrics: Option<Arc<TcpListener>>,
 }
 
 /// How the run ended.
@@ -108,6 +108,29 @@ struct Shared {
     /// a deadline wakes one thread rather than all of them. Whoever changes the switch
     /// becomes the keeper and then computes its wait, so every deadline is kept.
     keeper: usize,
+    /// Each port's socket statistics as its receiving thread last read them (for the
+    /// metrics page; read every [`SNAPSHOT_EVERY`] while it is served).
+    kernel: Vec<KernelStats>,
+}
+
+/// How often the metrics page is rendered, and the threads publish their ports' socket
+/// statistics for it.
+const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
+
+impl Shared {
+    /// Takes the statistics of `own`, the ports a thread receives on, from `stats` (that
+    /// thread's [`Ports::kernel_stats`]); the transmit side's, kept per port whoever
+    /// sends, from any.
+    fn publish(&mut self, own: &[usize], stats: &[KernelStats]) {
+        for (p, s) in stats.iter().enumerate() {
+            if let Some(k) = self.kernel.get_mut(p) {
+                if own.contains(&p) {
+                    *k = *s;
+                }
+                k.tx_refused = s.tx_refused;
+            }
+        }
+    }
 }
 
 /// One thread's hold on the shared switch: the core its [`Driver`] runs.
@@ -187,7 +210,8 @@ pub fn run_sampled_on(
     }
     let snapshot = opts
         .metrics
-        .map(|addr| metrics::serve(addr, Arc::clone(stop)))
+        .as_ref()
+        .map(|listener| metrics::serve(Arc::clone(listener), Arc::clone(stop)))
         .transpose()?;
     let threads = thread_count(&opts.cores, ports.len());
     let owner = port_threads(ports.len(), threads);
@@ -195,6 +219,7 @@ pub fn run_sampled_on(
     let shared = Arc::new(Mutex::new(Shared {
         switch: Switch::new(&opts.config),
         keeper: 0,
+        kernel: vec![KernelStats::default(); ports.len()],
     }));
     let clock = Clock::start();
     let mut parts = ports.split(&owner, threads).into_iter();
@@ -219,9 +244,11 @@ pub fn run_sampled_on(
                 opts.busy_poll,
                 Arc::clone(&workers_stop),
             );
+            // Its ports' socket statistics, for the metrics page.
+            let publish = snapshot.is_some().then(|| thread_ports[t].clone());
             std::thread::Builder::new()
                 .name(format!("switch-{t}"))
-                .spawn(move || worker(t, driver, &cores, busy, &stop))
+                .spawn(move || worker(t, driver, &cores, busy, &stop, publish))
         })
         .collect::<Result<_, _>>()?;
     opts.cores.pin(0);
@@ -295,15 +322,23 @@ pub fn run_sampled_on(
             (s.call)(now_i - started, switch);
             next_sample = now_i + s.every;
         }
+        drop(held);
         if let Some(snap) = &snapshot
             && now_i >= next_snapshot
         {
+            let stats = driver.ports.kernel_stats();
+            let mut held = driver.cores[0].lock();
+            held.publish(&thread_ports[0], &stats);
             // Another thread may have moved the switch past this thread's time.
-            let now = now.max(switch.now());
-            snap.set(metrics::render(switch, now, start_unix_secs));
-            next_snapshot = now_i + Duration::from_millis(250);
+            let now = now.max(held.switch.now());
+            snap.set(metrics::render(
+                &held.switch,
+                &held.kernel,
+                now,
+                start_unix_secs,
+            ));
+            next_snapshot = now_i + SNAPSHOT_EVERY;
         }
-        drop(held);
         if let Some(line) = line {
             let _ = writeln!(out, "{line}");
             let _ = out.flush();
@@ -379,16 +414,29 @@ fn worker(
     cores: &CoreList,
     busy: bool,
     stop: &AtomicBool,
+    publish: Option<Vec<usize>>,
 ) -> WorkerDone {
     // A panic here stops the others too, as the end of the loop does.
     let _stop_all = RaiseOnDrop(stop);
     cores.pin(t);
     super::precise_timers();
     let mut error = None;
+    let mut next_publish = Instant::now();
     while !stopped(stop) {
-        if let Err(e) = driver.round(Instant::now() + Duration::from_millis(50), busy) {
+        let mut wake = Instant::now() + Duration::from_millis(50);
+        if publish.is_some() {
+            wake = wake.min(next_publish);
+        }
+        if let Err(e) = driver.round(wake, busy) {
             error = Some(e);
             stop.store(true, Ordering::Relaxed);
+        }
+        if let Some(own) = &publish
+            && Instant::now() >= next_publish
+        {
+            let stats = driver.ports.kernel_stats();
+            driver.cores[0].lock().publish(own, &stats);
+            next_publish = Instant::now() + SNAPSHOT_EVERY;
         }
     }
     let (cores, ports, stats) = driver.into_parts();

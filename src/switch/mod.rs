@@ -90,6 +90,8 @@ struct Port {
     stormed: u8,
     /// Per queue: time paused by received PFC.
     paused: [crate::time::Span; CLASSES],
+    /// Time the whole port was paused by received 802.3x PAUSE.
+    link_paused: crate::time::Span,
     /// Per PG of this port as an ingress: time it held its peer in XOFF.
     xoff_held: [crate::time::Span; CLASSES],
     /// Per PG of this port as an ingress: the earliest its latest XOFF or refresh could
@@ -252,6 +254,7 @@ impl Switch {
                 watchdog: Default::default(),
                 stormed: 0,
                 paused: Default::default(),
+                link_paused: Default::default(),
                 xoff_held: Default::default(),
                 pause_left: [Nanos::ZERO; CLASSES],
                 marks_to_skip: [0; CLASSES],
@@ -430,6 +433,12 @@ impl Switch {
     /// to `now` (overlapping pauses counted once; 802.3x PAUSE not included).
     pub fn paused_time(&self, port: usize, queue: usize, now: Nanos) -> Nanos {
         self.ports[port].paused[queue].total(now)
+    }
+
+    /// How long `port` has been paused by 802.3x PAUSE frames from its peer (every queue
+    /// at once), up to `now`.
+    pub fn link_paused_time(&self, port: usize, now: Nanos) -> Nanos {
+        self.ports[port].link_paused.total(now)
     }
 
     /// How long PG `pg` of `port` has held its peer in XOFF (from each XOFF to its XON),

@@ -168,6 +168,7 @@ impl Switch {
             Ok(MacControl::Pause { quanta }) => {
                 p.counters.rx_link_pause_frames += 1;
                 p.link_pause_until = now + pause_duration(quanta, rate);
+                p.link_paused.set(now, p.link_pause_until);
             }
             Ok(MacControl::Other { .. }) | Err(_) => {}
         }
