@@ -56,6 +56,38 @@ fn a_too_small_headroom_fails_the_in_flight_row() {
     );
 }
 
+/// The in-flight row checks the worst alignment of the headroom formula's delay model:
+/// the pause waits behind a whole frame and the peer's last frame starts as its response
+/// ends. At 100 Gb/s, 5 m, MTU 9216 the formula gives 44 273 B (2 x 9216, plus 625 for
+/// 2 x 25 ns of cable at 100 Gb/s, plus 394 quanta of 64 B). The peer's frames then fill
+/// all of it but the 24 bytes of FCS, preamble and gap of each of the five frames in
+/// flight, less the 14-byte header of the two MTU frames: 92 B. So 44 273 B passes and
+/// 128 B less (two quanta) drops a frame; the row used to pass 4.5 KB less (it tried
+/// eight alignments, none of them the worst).
+#[test]
+fn the_in_flight_row_holds_at_the_ieee_headroom_and_not_below() {
+    let ieee = 2 * 9216 + 625 + 394 * 64;
+    let run = |headroom: u64| {
+        let text = rocelab::config::preset_text("default")
+            .unwrap()
+            .replace("[pg.3]", &format!("[pg.3]\nheadroom_bytes = {headroom}"));
+        let cfg = SwitchConfig::from_toml(&text).unwrap();
+        let report = conformance::run(&cfg, "edge");
+        report
+            .checks
+            .into_iter()
+            .find(|c| c.id == "headroom_in_flight.pg3.default")
+            .unwrap()
+    };
+    let at = run(ieee);
+    assert_eq!(at.status, Status::Pass, "{at:?}");
+    let used: u64 = at.measured.split(' ').nth(2).unwrap().parse().unwrap();
+    assert!(ieee - used <= 92 + 16, "{at:?}");
+    let below = run(ieee - 128);
+    assert_eq!(below.status, Status::Fail, "{below:?}");
+    assert!(below.measured.starts_with("1 drops"), "{below:?}");
+}
+
 #[test]
 fn xon_above_xoff_is_refused() {
     let text = "[pfc]\nlossless = [3]\n[classify]\ndscp_to_tc = [[26, 3]]\n[buffer]\nthreshold = \"static\"\nqueue_limit_bytes = 100000\n[pg.3]\nxoff_bytes = 100000\nxon_bytes = 200000\n[queue.3]\n";

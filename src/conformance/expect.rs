@@ -81,6 +81,30 @@ pub fn fill(cfg: &SwitchConfig, pg: usize, len: u64) -> Option<Fill> {
 }
 
 impl Fill {
+    /// The trigger frame that brings the PG exactly to its XOFF point, after
+    /// `trigger_frames − 1` frames of `len` bytes: its length, and the bytes of it that
+    /// still spill into headroom. A frame of `len` may overshoot the threshold by up to a
+    /// frame, and the switch, which decides once the frame is in, holds that overshoot in
+    /// headroom although it arrived before the decision; the IEEE delay model starts when
+    /// the threshold is reached. RoCE test frames grow in 4-byte steps from 62 bytes, so
+    /// at most 3 bytes (or, when less than 62 would reach the threshold, 61) still spill.
+    pub fn exact_trigger(&self, cfg: &SwitchConfig, pg: usize, len: u64) -> (u64, u64) {
+        if self.headroom_bytes == 0 {
+            return (len, 0);
+        }
+        // What the trigger frame can take below the threshold (the reserve's rest and
+        // shared space up to it): the shared part ends at the threshold itself.
+        let room = len - self.headroom_bytes;
+        let step = super::bench::roce_len_at_most(room as usize) as u64;
+        let last = if step < room { step + 4 } else { step }.clamp(62, len);
+        let spill = last.saturating_sub(room);
+        if spill == 0 && self.shared_bytes < xoff_threshold(cfg, pg, self.shared_bytes) {
+            // Reaching the threshold exactly does not trigger (not a rule rocelab has).
+            return (len, self.headroom_bytes);
+        }
+        (last, spill)
+    }
+
     /// Frames the PG holds before the first ingress drop, with headroom `headroom` bytes:
     /// after XOFF the threshold stays at or below the shared part, so every later frame
     /// goes to headroom while it fits whole.
