@@ -12,18 +12,23 @@ use super::PortConfig;
 /// Propagation delay of light in fibre or copper, ns per metre (about 2/3 c).
 pub const CABLE_NS_PER_M: u64 = 5;
 
-/// The time a peer may take to act on a PFC frame, in quanta of 512 bit times
-/// (IEEE 802.3 annex 31B: 10G 67, 25G 80, 40G 118, 100G 394). Speeds between the listed
-/// ones take the next higher value; above 100 Gb/s the 100G value scales with the rate,
-/// an assumption where the standard gives no figure.
+/// The time a peer may take to act on a PFC frame, in quanta of 512 bit times: the
+/// upper bound of IEEE 802.3 annex 31B.3.7 (timing considerations for PAUSE operation, as
+/// amended for each new rate): 10G 67, 25G 80, 40G 118, 50G 147, 100G 394, 200G 453,
+/// 400G 905, as sonic-swss's headroom plugins list them from that clause
+/// (`pause_quanta_per_speed` in `cfgmgr/buffer_headroom_mellanox.lua`). The response
+/// does not scale with the rate: 400G's is 2.3 times 100G's, not 4 times. Speeds between the listed ones take the next higher value; above 400 Gb/s
+/// the 400G value stands (SONiC uses it for 800G; no figure of IEEE 802.3df was found).
 pub fn peer_response_quanta(bits_per_sec: u64) -> u64 {
     const G: u64 = 1_000_000_000;
     match bits_per_sec {
         r if r <= 10 * G => 67,
         r if r <= 25 * G => 80,
         r if r <= 40 * G => 118,
+        r if r <= 50 * G => 147,
         r if r <= 100 * G => 394,
-        r => saturate((394 * u128::from(r)).div_ceil(u128::from(100 * G))),
+        r if r <= 200 * G => 453,
+        _ => 905,
     }
 }
 
@@ -77,8 +82,9 @@ pub mod sonic_mellanox {
     pub const SMALL_PACKET_PERCENT: f64 = 50.0;
     /// Light in the cable, m/s, as the plugin takes it.
     pub const LIGHT_M_PER_S: f64 = 198e6;
-    /// The peer's response, quanta, per port speed in Mb/s (the plugin's table); other
-    /// speeds take the ASIC's peer response time of 3.8 KiB.
+    /// The peer's response, quanta, per port speed in Mb/s (the plugin's table, which
+    /// cites IEEE 802.3 annex 31B.3.7; [`super::peer_response_quanta`] has the same
+    /// values); other speeds take the ASIC's peer response time of 3.8 KiB.
     pub fn pause_quanta(speed_mbps: u64) -> Option<u64> {
         match speed_mbps {
             10_000 => Some(67),
@@ -246,6 +252,34 @@ mod tests {
         assert_eq!(sonic_mellanox_headroom_bytes(&port(5)), 44_032);
         assert_eq!(sonic_mellanox_headroom_bytes(&port(40)), 48_128);
         assert_eq!(sonic_mellanox::PIPELINE_BYTES + 44_032, 63_488);
+    }
+
+    /// IEEE 802.3 annex 31B.3.7's bounds in bit times: 100G 201 728, 400G 463 360; and
+    /// SONiC's table (the same clause) agrees at every speed it lists.
+    #[test]
+    fn peer_response_is_the_standards_bound_not_an_extrapolation() {
+        const G: u64 = 1_000_000_000;
+        assert_eq!(peer_response_quanta(100 * G) * 512, 201_728);
+        assert_eq!(peer_response_quanta(400 * G) * 512, 463_360);
+        assert_eq!(peer_response_quanta(200 * G), 453);
+        // Between listed speeds, the next higher one's.
+        assert_eq!(peer_response_quanta(300 * G), 905);
+        assert_eq!(peer_response_quanta(800 * G), 905);
+        for gbps in [10, 25, 40, 50, 100, 200, 400] {
+            assert_eq!(
+                sonic_mellanox::pause_quanta(gbps * 1000),
+                Some(peer_response_quanta(gbps * G)),
+                "{gbps} G"
+            );
+        }
+        // 400 G, 5 m, MTU 9216: 2 x 9216 + 2 x 25 ns x 400 Gb/s / 8 + 905 x 64.
+        let port = PortConfig {
+            name: "p".into(),
+            bits_per_sec: 400 * G,
+            cable: Nanos(25),
+            mtu: 9216,
+        };
+        assert_eq!(min_headroom_bytes(&port), 18_432 + 2_500 + 57_920);
     }
 
     #[test]
