@@ -528,3 +528,108 @@ fn damaged_documents_never_panic() {
         let _ = nxos::import(&v.join("\n"), "words");
     }
 }
+
+/// Hand-written and generated CONFIG_DBs give numbers and booleans where SONiC writes
+/// strings: they read the same (every string of digits as a number, "true" as true).
+/// A field that is an object, an array or null is refused by its TABLE|key|field, as
+/// is an entry or a table that is not an object.
+#[test]
+fn sonic_numbers_and_booleans_read_as_strings_do() {
+    let text = data("sonic_config_db.json");
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Every field of every table that is a string of a number or of true/false, as JSON.
+    for table in doc.as_object_mut().unwrap().values_mut() {
+        for entry in table.as_object_mut().unwrap().values_mut() {
+            let Some(fields) = entry.as_object_mut() else {
+                continue;
+            };
+            for v in fields.values_mut() {
+                let Some(s) = v.as_str() else { continue };
+                if let Ok(n) = s.parse::<i64>() {
+                    *v = n.into();
+                } else if let Ok(b) = s.parse::<bool>() {
+                    *v = b.into();
+                }
+            }
+        }
+    }
+    assert_eq!(doc["PORT"]["Ethernet0"]["mtu"], 9100);
+    assert_eq!(doc["SCHEDULER"]["scheduler.0"]["weight"], 14);
+    assert_eq!(
+        doc["WRED_PROFILE"]["AZURE_LOSSLESS"]["wred_green_enable"],
+        true
+    );
+    let strings = sonic::import(&text, "strings").unwrap();
+    let numbers = sonic::import(&doc.to_string(), "numbers").unwrap();
+    assert_eq!(numbers.config, strings.config);
+    assert_eq!(numbers.warnings, strings.warnings);
+    // A whole number written with a fraction is that number.
+    doc["PORT"]["Ethernet0"]["mtu"] = serde_json::json!(9100.0);
+    let c = sonic::import(&doc.to_string(), "float").unwrap().config;
+    assert_eq!(c.ports[0].mtu, 9100);
+    for (table, key, field, value, says) in [
+        (
+            "PORT",
+            "Ethernet0",
+            "mtu",
+            serde_json::json!({"v": 1}),
+            "PORT|Ethernet0|mtu: an object",
+        ),
+        (
+            "SCHEDULER",
+            "scheduler.0",
+            "weight",
+            serde_json::json!([14]),
+            "SCHEDULER|scheduler.0|weight: an array",
+        ),
+        (
+            "QUEUE",
+            "Ethernet0|3",
+            "scheduler",
+            serde_json::Value::Null,
+            "QUEUE|Ethernet0|3|scheduler: null",
+        ),
+    ] {
+        let mut bad = doc.clone();
+        bad[table][key][field] = value;
+        let e = sonic::import(&bad.to_string(), "bad")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{e}");
+    }
+    let mut bad = doc.clone();
+    bad["QUEUE"]["Ethernet0|3"] = "scheduler.1".into();
+    let e = sonic::import(&bad.to_string(), "bad")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("QUEUE|Ethernet0|3: a string"), "{e}");
+    let mut bad = doc.clone();
+    bad["PORT"] = serde_json::json!(["Ethernet0"]);
+    let e = sonic::import(&bad.to_string(), "bad")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("PORT: an array"), "{e}");
+    // The dynamic buffer model's parameters, as numbers, read as strings do.
+    let mut dynamic = doc.clone();
+    dynamic["DEVICE_METADATA"]["localhost"]["buffer_model"] = "dynamic".into();
+    for port in ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"] {
+        dynamic["BUFFER_PG"][format!("{port}|3-4")]["profile"] = "NULL".into();
+    }
+    dynamic["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] =
+        serde_json::json!({"AZURE": {"default_dynamic_th": -1}});
+    dynamic["LOSSLESS_TRAFFIC_PATTERN"] =
+        serde_json::json!({"AZURE": {"mtu": 1024, "small_packet_percentage": 100}});
+    let imp = sonic::import(&dynamic.to_string(), "dynamic").unwrap();
+    assert_eq!(
+        imp.config.pgs[3].xoff,
+        XoffRule::Dynamic {
+            alpha: 0.5,
+            xon_offset_bytes: 0
+        }
+    );
+    assert!(
+        imp.warnings
+            .iter()
+            .any(|w| w.source == "LOSSLESS_TRAFFIC_PATTERN|AZURE")
+    );
+}

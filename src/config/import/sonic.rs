@@ -32,6 +32,13 @@ const KNOWN: [&str; 16] = [
     "PFC_WD",
 ];
 
+/// Tables outside [`KNOWN`] whose fields are read (the buffer model and its parameters).
+const READ_TOO: [&str; 3] = [
+    "DEVICE_METADATA",
+    "LOSSLESS_TRAFFIC_PATTERN",
+    "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
+];
+
 /// Tables read for checks only, or that rocelab needs nothing from.
 const NOT_NEEDED: [&str; 6] = [
     "DEVICE_METADATA",
@@ -46,6 +53,82 @@ fn val_err(source: impl Into<String>, message: impl Into<String>) -> ImportError
     ImportError::Value {
         at: source.into(),
         message: message.into(),
+    }
+}
+
+/// The document with every field of the tables rocelab reads as a string, as SONiC
+/// writes them: hand-written and generated CONFIG_DBs also give numbers (`"mtu": 9100`,
+/// `"weight": 14`) and booleans (`"wred_green_enable": true`), which read the same. A
+/// table that is not an object of entries, an entry that is not an object of fields, or
+/// a field that is an object, an array or null is refused by its TABLE|key|field.
+fn scalars_as_strings(root: &Obj) -> Result<Obj, ImportError> {
+    let mut out = root.clone();
+    for (table, entries) in out.iter_mut() {
+        // The tables read for checks are converted too, and what is not a scalar in them
+        // left as it was (it is not read).
+        let strict = KNOWN.contains(&table.as_str());
+        if !strict && !READ_TOO.contains(&table.as_str()) {
+            continue;
+        }
+        let Value::Object(entries) = entries else {
+            if !strict {
+                continue;
+            }
+            return Err(val_err(
+                table.as_str(),
+                format!(
+                    "{}: a CONFIG_DB table is a JSON object of entries",
+                    json_kind(entries)
+                ),
+            ));
+        };
+        for (key, fields) in entries.iter_mut() {
+            let Value::Object(fields) = fields else {
+                if !strict {
+                    continue;
+                }
+                return Err(val_err(
+                    format!("{table}|{key}"),
+                    format!(
+                        "{}: a CONFIG_DB entry is a JSON object of fields",
+                        json_kind(fields)
+                    ),
+                ));
+            };
+            for (field, value) in fields.iter_mut() {
+                let text = match value {
+                    Value::String(_) => continue,
+                    // 9100.0 reads as 9100, where a whole number is wanted.
+                    Value::Number(n) if n.is_f64() => n.as_f64().map_or(n.to_string(), num),
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    _ if !strict => continue,
+                    other => {
+                        return Err(val_err(
+                            format!("{table}|{key}|{field}"),
+                            format!(
+                                "{}: a field is a string, a number or true/false",
+                                json_kind(other)
+                            ),
+                        ));
+                    }
+                };
+                *value = Value::String(text);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What a JSON value is, in words.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "true/false",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -156,6 +239,7 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
             "{name}: no CONFIG_DB table rocelab reads (PORT, BUFFER_*, PORT_QOS_MAP, DSCP_TO_TC_MAP, QUEUE, SCHEDULER, WRED_PROFILE, PFC_WD, ...): give the output of `sonic-cfggen -d --print-data` or /etc/sonic/config_db.json"
         )));
     }
+    let root = &scalars_as_strings(root)?;
     let doc = Doc { root };
     let mut w = Writer::default();
     for table in root.keys() {
