@@ -158,7 +158,7 @@ fn sonic_mistakes_are_named_with_their_source() {
             "\"xoff\": \"52224\"",
             "\"xoff\": \"20000\"",
             "BUFFER_PROFILE|pg_lossless_100000_40m_profile|xoff",
-            "is below the",
+            "is below what its ports need (Ethernet12 48416 B (100 Gb/s, 40 m, MTU 9100)",
         ),
         (
             "\"green_min_threshold\": \"1048576\"",
@@ -190,7 +190,30 @@ fn sonic_mistakes_are_named_with_their_source() {
     let small = text
         .replace("\"xoff\": \"52224\"", "\"xoff\": \"20000\"")
         .replace("\"xoff\": \"48128\"", "\"xoff\": \"20000\"");
-    let cfg = sonic::import(&small, "small").unwrap().config;
+    let imp = sonic::import(&small, "small").unwrap();
+    // Said once per profile, naming its ports, and not again in the linter's words
+    // (rocelab's pg.3 and pg.4 headroom_bytes, from the 40 m profile).
+    let short: Vec<&ImportWarning> = imp
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("below"))
+        .collect();
+    assert_eq!(
+        sources(&short.iter().map(|w| (*w).clone()).collect::<Vec<_>>()),
+        [
+            "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff",
+            "BUFFER_PROFILE|pg_lossless_100000_40m_profile|xoff"
+        ],
+        "{:#?}",
+        imp.warnings
+    );
+    assert!(
+        short[0]
+            .message
+            .contains("Ethernet0 44041 B (100 Gb/s, 5 m, MTU 9100), Ethernet4 44041 B"),
+        "{short:#?}"
+    );
+    let cfg = imp.config;
     let report = conformance::run(&cfg, "small");
     assert!(
         report

@@ -62,6 +62,9 @@ pub(crate) struct Writer {
     /// rocelab key → source path.
     origin: BTreeMap<String, String>,
     warnings: Vec<ImportWarning>,
+    /// (rocelab key, source) of configuration warnings the importer gave in its own
+    /// words, naming the vendor's values: [`Writer::finish`] does not repeat them.
+    covered: Vec<(String, String)>,
 }
 
 impl Writer {
@@ -123,8 +126,23 @@ impl Writer {
         }
     }
 
+    /// A warning that says, in the vendor's terms, what the configuration warning on
+    /// rocelab key `key` would say when that key comes from `source`: that one is not
+    /// given as well.
+    pub fn warn_instead_of(
+        &mut self,
+        key: impl Into<String>,
+        source: impl Into<String>,
+        message: impl Into<String>,
+    ) {
+        let source = source.into();
+        self.covered.push((key.into(), source.clone()));
+        self.warn(source, message);
+    }
+
     /// Validates the text and adds the configuration's own warnings ([`SwitchConfig::lint`])
-    /// with the source of the key that shows each.
+    /// with the source of the key that shows each, except those the importer gave already
+    /// ([`Writer::warn_instead_of`]).
     pub fn finish(mut self, header: &str) -> Result<Imported, ImportError> {
         let toml = format!("{header}\n\n{}\n{}", self.root, self.text);
         let config = SwitchConfig::from_toml(&toml).map_err(|e| {
@@ -140,7 +158,9 @@ impl Writer {
         })?;
         for w in config.lint() {
             let source = self.source_of(&w.key).unwrap_or_else(|| w.key.clone());
-            self.warn(source, w.message);
+            if !self.covered.contains(&(w.key.clone(), source.clone())) {
+                self.warn(source, w.message);
+            }
         }
         Ok(Imported {
             toml,

@@ -655,6 +655,8 @@ fn buffers(
                 bound.push((port.name.clone(), profile(doc, &name, &via)?, via));
             }
         }
+        // Ports short of headroom, per profile: one warning each, naming them.
+        let mut short: Vec<(&str, u64, Vec<String>)> = Vec::new();
         for (port, pr, _) in &bound {
             let Some(xoff) = pr.xoff else { continue };
             let Some(p) = ports.iter().find(|p| p.name == *port) else {
@@ -670,16 +672,27 @@ fn buffers(
             };
             let need = crate::config::min_headroom_bytes(&cfg);
             if xoff < need {
-                w.warn(
-                    format!("BUFFER_PROFILE|{}|xoff", pr.name),
-                    format!(
-                        "headroom {xoff} B is below the {need} B {port} needs ({} Gb/s, {} m, MTU {}: 2 x MTU + 2 x cable delay x rate + the peer's response): frames in flight after XOFF are dropped",
-                        num(p.speed_mbps / 1000.0),
-                        num(p.cable_m.unwrap_or(0.0)),
-                        p.mtu
-                    ),
+                let what = format!(
+                    "{port} {need} B ({} Gb/s, {} m, MTU {})",
+                    num(p.speed_mbps / 1000.0),
+                    num(p.cable_m.unwrap_or(0.0)),
+                    p.mtu
                 );
+                match short.iter_mut().find(|(name, _, _)| *name == pr.name) {
+                    Some((_, _, list)) => list.push(what),
+                    None => short.push((&pr.name, xoff, vec![what])),
+                }
             }
+        }
+        for (name, xoff, list) in short {
+            w.warn_instead_of(
+                format!("pg.{p}.headroom_bytes"),
+                format!("BUFFER_PROFILE|{name}|xoff"),
+                format!(
+                    "headroom {xoff} B is below what its ports need ({}; 2 x MTU + 2 x cable delay x rate + the peer's response): frames in flight after XOFF are dropped",
+                    list.join(", ")
+                ),
+            );
         }
         let Some((_, best, via)) = bound
             .iter()
