@@ -656,3 +656,31 @@ fn sonic_numbers_and_booleans_read_as_strings_do() {
             .any(|w| w.source == "LOSSLESS_TRAFFIC_PATTERN|AZURE")
     );
 }
+
+/// A lossless queue (PORT_QOS_MAP pfc_enable) that no QUEUE entry names has no scheduler
+/// in SONiC, and the switch schedules it by its default. It imports with rocelab's default
+/// for the queue, DWRR weight 1 and no ECN, and a warning; it used to fail validation
+/// ("no [queue.3] section").
+#[test]
+fn sonic_lossless_queue_without_a_queue_entry_takes_the_default() {
+    let mut doc: serde_json::Value = serde_json::from_str(&data("sonic_config_db.json")).unwrap();
+    for port in ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"] {
+        doc["QUEUE"]
+            .as_object_mut()
+            .unwrap()
+            .remove(&format!("{port}|3"))
+            .unwrap();
+    }
+    let imp = sonic::import(&doc.to_string(), "no queue 3").unwrap();
+    let c = &imp.config;
+    assert_eq!(c.queues[3].schedule, Schedule::Dwrr(1));
+    assert!(c.queues[3].ecn.is_none());
+    assert_eq!(c.queues[4].schedule, Schedule::Dwrr(15));
+    let w = imp
+        .warnings
+        .iter()
+        .find(|w| w.source == "QUEUE|<port>|3")
+        .expect("warned");
+    assert!(w.message.contains("DWRR weight 1"), "{w:?}");
+    assert!(imp.toml.contains("# no QUEUE|<port>|3"), "{}", imp.toml);
+}

@@ -251,10 +251,10 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         }
     }
     let ports = ports(&doc, &mut w)?;
-    let tc_pg = classification(&doc, &ports, &mut w)?;
+    let (tc_pg, tc_queue) = classification(&doc, &ports, &mut w)?;
     let lossless = pfc(&doc, &ports, tc_pg, &mut w)?;
     buffers(&doc, &ports, &lossless, &mut w)?;
-    queues(&doc, &ports, &mut w)?;
+    queues(&doc, &ports, &lossless, tc_queue, &mut w)?;
     watchdog(&doc, &mut w)?;
     w.finish(&format!(
         "# Imported from SONiC CONFIG_DB {name} by `rocelab config import sonic`.\n\
@@ -394,11 +394,13 @@ fn qos_map<'a>(
 /// A TC_TO_PRIORITY_GROUP_MAP in use: its name, where it was named, its values.
 type TcPg = (String, String, Vec<Option<u8>>);
 
+/// The classification maps, written; returns the TC_TO_PRIORITY_GROUP_MAP in use and
+/// each TC's queue.
 fn classification(
     doc: &Doc<'_>,
     ports: &[Port],
     w: &mut Writer,
-) -> Result<Option<TcPg>, ImportError> {
+) -> Result<(Option<TcPg>, [usize; 8]), ImportError> {
     let dscp = qos_map(doc, ports, "dscp_to_tc_map", w);
     let dot1p = qos_map(doc, ports, "dot1p_to_tc_map", w);
     let tc_queue = qos_map(doc, ports, "tc_to_queue_map", w);
@@ -454,8 +456,12 @@ fn classification(
             &format!("DOT1P_TO_TC_MAP|{name} (via {via}); unlisted PCPs TC 0"),
         );
     }
+    let mut queue_of = [0, 1, 2, 3, 4, 5, 6, 7];
     if let Some((name, via)) = &tc_queue {
         let map = doc.map("TC_TO_QUEUE_MAP", name, 8)?;
+        for (tc, q) in map.iter().enumerate() {
+            queue_of[tc] = q.map_or(tc, usize::from);
+        }
         let v: Vec<String> = map
             .iter()
             .enumerate()
@@ -470,9 +476,9 @@ fn classification(
     match tc_pg {
         Some((name, via)) => {
             let map = doc.map("TC_TO_PRIORITY_GROUP_MAP", &name, 8)?;
-            Ok(Some((name, via, map)))
+            Ok((Some((name, via, map)), queue_of))
         }
-        None => Ok(None),
+        None => Ok((None, queue_of)),
     }
 }
 
@@ -948,7 +954,15 @@ fn dynamic_headroom(doc: &Doc<'_>, w: &mut Writer, set_alpha: bool) -> Result<()
     Ok(())
 }
 
-fn queues(doc: &Doc<'_>, ports: &[Port], w: &mut Writer) -> Result<(), ImportError> {
+fn queues(
+    doc: &Doc<'_>,
+    ports: &[Port],
+    lossless: &[usize],
+    queue_of: [usize; 8],
+    w: &mut Writer,
+) -> Result<(), ImportError> {
+    // Queues with a section.
+    let mut written: Vec<usize> = Vec::new();
     for q in 0..8 {
         let mut bound: Vec<(String, Option<String>, Option<String>, String)> = Vec::new();
         for port in ports {
@@ -998,6 +1012,7 @@ fn queues(doc: &Doc<'_>, ports: &[Port], w: &mut Writer) -> Result<(), ImportErr
             );
         }
         w.section(&format!("queue.{q}"), false);
+        written.push(q);
         if let Some(s) = &common.0 {
             let source = format!("SCHEDULER|{s}");
             match doc
@@ -1054,6 +1069,27 @@ fn queues(doc: &Doc<'_>, ports: &[Port], w: &mut Writer) -> Result<(), ImportErr
                 "ecn",
                 format!("{{ kmin_bytes = {kmin}, kmax_bytes = {kmax}, pmax = {} }}", num(prob / 100.0)),
                 &format!("{src}|green_min_threshold, green_max_threshold, green_drop_probability {} % (QUEUE|{key}|wred_profile)", num(prob)),
+            );
+        }
+    }
+    // A lossless queue no QUEUE entry names: SONiC binds no scheduler or WRED profile to
+    // it, and the ASIC schedules it as it does by default. rocelab needs a section for a
+    // lossless queue and takes its own default.
+    for &p in lossless {
+        let q = queue_of[p];
+        if !written.contains(&q) {
+            written.push(q);
+            w.section(&format!("queue.{q}"), false);
+            w.value(
+                "schedule",
+                "\"dwrr\"",
+                &format!("no QUEUE|<port>|{q}: rocelab's default, DWRR weight 1"),
+            );
+            w.warn(
+                format!("QUEUE|<port>|{q}"),
+                format!(
+                    "lossless queue {q} (PFC priority {p}) has no QUEUE entry, so no scheduler or WRED profile: the switch schedules it by its default; rocelab gives it DWRR weight 1 and no ECN"
+                ),
             );
         }
     }
