@@ -684,3 +684,99 @@ fn sonic_lossless_queue_without_a_queue_entry_takes_the_default() {
     assert!(w.message.contains("DWRR weight 1"), "{w:?}");
     assert!(imp.toml.contains("# no QUEUE|<port>|3"), "{}", imp.toml);
 }
+
+/// Values the importers used to change or drop without a word: each is now a warning
+/// naming its source and what rocelab does instead, or a refusal where it has no sensible
+/// meaning.
+#[test]
+fn values_changed_or_dropped_are_warned_about_or_refused() {
+    let text = data("sonic_config_db.json");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let import = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut d = doc.clone();
+        edit(&mut d);
+        sonic::import(&d.to_string(), "edited")
+    };
+    // A scheduler weight of 0: weight 1, with a warning.
+    let imp = import(&|d| d["SCHEDULER"]["scheduler.0"]["weight"] = "0".into()).unwrap();
+    assert_eq!(imp.config.queues[0].schedule, Schedule::Dwrr(1));
+    let w = imp
+        .warnings
+        .iter()
+        .find(|w| w.source == "SCHEDULER|scheduler.0|weight")
+        .expect("warned");
+    assert!(w.message.contains("imports it as 1"), "{w:?}");
+    // A weight that is not a whole number, a scheduler or WRED profile that does not
+    // exist, a scheduler type SONiC does not know: refused.
+    type Edit<'a> = &'a dyn Fn(&mut serde_json::Value);
+    let refused: [(Edit, &str); 5] = [
+        (
+            &|d| d["SCHEDULER"]["scheduler.0"]["weight"] = "-3".into(),
+            "SCHEDULER|scheduler.0|weight: '-3' is not a whole number",
+        ),
+        (
+            &|d| d["SCHEDULER"]["scheduler.0"]["weight"] = "2.5".into(),
+            "SCHEDULER|scheduler.0|weight: '2.5'",
+        ),
+        (
+            &|d| d["QUEUE"]["Ethernet0|0"]["scheduler"] = "scheduler.9".into(),
+            "scheduler: names scheduler 'scheduler.9', which SCHEDULER lacks",
+        ),
+        (
+            &|d| d["QUEUE"]["Ethernet0|3"]["wred_profile"] = "GONE".into(),
+            "wred_profile: names WRED profile 'GONE', which WRED_PROFILE lacks",
+        ),
+        (
+            &|d| d["SCHEDULER"]["scheduler.1"]["type"] = "WFQ".into(),
+            "SCHEDULER|scheduler.1|type: 'WFQ' is not STRICT, DWRR or WRR",
+        ),
+    ];
+    for (edit, says) in refused {
+        let e = import(edit).unwrap_err().to_string();
+        assert!(e.contains(says), "{says}: {e}");
+    }
+    // Queues 8 to 15 (multicast queues on some ASICs): not imported, with a warning.
+    let imp = import(&|d| {
+        d["QUEUE"]["Ethernet0|8-15"] = serde_json::json!({"scheduler": "scheduler.0"});
+    })
+    .unwrap();
+    let w = imp
+        .warnings
+        .iter()
+        .find(|w| w.source == "QUEUE|Ethernet0|8-15")
+        .expect("warned");
+    assert!(
+        w.message.contains("queues 8 to 15: rocelab has 8 queues"),
+        "{w:?}"
+    );
+
+    // NX-OS: a shutdown multiplier (or interval) of 0 leaves no detection time: refused.
+    // An auto-restore multiplier of 0 leaves no restoration time: rocelab's longest, 1 h,
+    // with a warning (it was the interval, 200 ms, without one).
+    let nx = data("nxos_running_config.txt");
+    for (from, to) in [
+        (
+            "watch-dog shutdown-multiplier 2",
+            "watch-dog shutdown-multiplier 0",
+        ),
+        ("watch-dog interval 200", "watch-dog interval 0"),
+    ] {
+        assert!(nx.contains(from));
+        let e = nxos::import(&nx.replace(from, to), "zero")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(to) && e.contains("no detection time"), "{e}");
+    }
+    let imp = nxos::import(
+        &nx.replace("auto-restore multiplier 5", "auto-restore multiplier 0"),
+        "zero",
+    )
+    .unwrap();
+    assert_eq!(
+        imp.config.watchdog.restoration,
+        Nanos::from_millis(3_600_000)
+    );
+    assert!(imp.warnings.iter().any(|w| w.source
+        == "line 19: priority-flow-control auto-restore multiplier 0"
+        && w.message.contains("3600000 ms")));
+}

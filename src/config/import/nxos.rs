@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 /// reads the AI/ML blueprint's "150 kbytes").
 const KBYTE: f64 = 1000.0;
 
+/// rocelab's longest watchdog restoration time, ms (`watchdog.restoration_ms`).
+const MAX_RESTORATION_MS: u64 = 3_600_000;
+
 /// A command and the commands indented under it.
 #[derive(Debug, Clone)]
 struct Block {
@@ -575,6 +578,35 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         let (shutdown, ssrc) = get("shutdown", 1);
         let (restore, rsrc) = get("restore", 10);
         if on {
+            // No time to detect a storm in: no sensible reading.
+            for (value, src, what) in [
+                (interval, &isrc, "interval"),
+                (shutdown, &ssrc, "shutdown-multiplier"),
+            ] {
+                if value == 0 {
+                    return Err(ImportError::Value {
+                        at: src.clone(),
+                        message: format!(
+                            "watch-dog {what} 0 gives no detection time: the queue would be shut at once; give 1 or more"
+                        ),
+                    });
+                }
+            }
+        }
+        // An auto-restore multiplier of 0 gives no restoration time; rocelab always
+        // restores once the pauses stop, and waits its longest for it.
+        let restoration_ms = if restore == 0 {
+            if on {
+                w.warn(
+                    &rsrc,
+                    format!("auto-restore multiplier 0 gives no restoration time: rocelab always restores once pauses stop, and waits its longest, {MAX_RESTORATION_MS} ms, instead"),
+                );
+            }
+            MAX_RESTORATION_MS
+        } else {
+            interval * restore
+        };
+        if on {
             w.value(
                 "detection_ms",
                 interval * shutdown,
@@ -582,8 +614,12 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
             );
             w.value(
                 "restoration_ms",
-                interval * restore.max(1),
-                &format!("interval x auto-restore multiplier ({isrc}; {rsrc})"),
+                restoration_ms,
+                &if restore == 0 {
+                    format!("auto-restore multiplier 0 ({rsrc}): rocelab's longest")
+                } else {
+                    format!("interval x auto-restore multiplier ({isrc}; {rsrc})")
+                },
             );
             w.value(
                 "poll_ms",

@@ -251,6 +251,7 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         }
     }
     let ports = ports(&doc, &mut w)?;
+    beyond_eight(&doc, &mut w)?;
     let (tc_pg, tc_queue) = classification(&doc, &ports, &mut w)?;
     let lossless = pfc(&doc, &ports, tc_pg, &mut w)?;
     buffers(&doc, &ports, &lossless, &mut w)?;
@@ -260,6 +261,47 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         "# Imported from SONiC CONFIG_DB {name} by `rocelab config import sonic`.\n\
          # Each comment names the TABLE|key|field a value came from."
     ))
+}
+
+/// QUEUE, BUFFER_QUEUE and BUFFER_PG keys name indices 0 to 15 (some ASICs have more
+/// queues, multicast ones among them); rocelab has 8 queues and 8 PGs, so what a key
+/// binds to 8 and above is not imported, with a warning. A key whose indices do not read
+/// is refused.
+fn beyond_eight(doc: &Doc<'_>, w: &mut Writer) -> Result<(), ImportError> {
+    for table in ["QUEUE", "BUFFER_QUEUE", "BUFFER_PG"] {
+        for key in doc.table(table).map(|t| t.keys()).into_iter().flatten() {
+            let source = format!("{table}|{key}");
+            let Some((_, range)) = key.split_once('|') else {
+                return Err(val_err(
+                    source,
+                    "a key is <ports>|<index or range>, e.g. Ethernet0|3-4",
+                ));
+            };
+            let beyond: Vec<usize> = indices(&source, range)?
+                .into_iter()
+                .filter(|&i| i >= 8)
+                .collect();
+            if let (Some(first), Some(last)) = (beyond.first(), beyond.last()) {
+                let what = if table == "BUFFER_PG" {
+                    "PGs"
+                } else {
+                    "queues"
+                };
+                w.warn(
+                    source,
+                    format!(
+                        "{what} {}: rocelab has 8 {what}, 0 to 7, and does not import these",
+                        if first == last {
+                            first.to_string()
+                        } else {
+                            format!("{first} to {last}")
+                        }
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 fn natural_key(name: &str) -> (String, u64) {
@@ -979,6 +1021,20 @@ fn queues(
                         .and_then(Value::as_str)
                         .map(|s| reference(s).to_owned())
                 };
+                // A reference to nothing: orchagent would wait for it for ever.
+                for (f, table, what) in [
+                    ("scheduler", "SCHEDULER", "scheduler"),
+                    ("wred_profile", "WRED_PROFILE", "WRED profile"),
+                ] {
+                    if let Some(name) = field(f)
+                        && doc.entry(table, &name).is_none()
+                    {
+                        return Err(val_err(
+                            format!("QUEUE|{key}|{f}"),
+                            format!("names {what} '{name}', which {table} lacks"),
+                        ));
+                    }
+                }
                 bound.push((
                     port.name.clone(),
                     field("scheduler"),
@@ -1015,12 +1071,17 @@ fn queues(
         written.push(q);
         if let Some(s) = &common.0 {
             let source = format!("SCHEDULER|{s}");
-            match doc
+            let kind = doc
                 .field("SCHEDULER", s, "type")
                 .unwrap_or("WRR")
-                .to_ascii_uppercase()
-                .as_str()
-            {
+                .to_ascii_uppercase();
+            if !["STRICT", "DWRR", "WRR"].contains(&kind.as_str()) {
+                return Err(val_err(
+                    format!("{source}|type"),
+                    format!("'{kind}' is not STRICT, DWRR or WRR"),
+                ));
+            }
+            match kind.as_str() {
                 "STRICT" => w.value(
                     "schedule",
                     "\"strict\"",
@@ -1033,11 +1094,22 @@ fn queues(
                         &format!("{source}|type = {t} (QUEUE|{key})"),
                     );
                     if let Some(weight) = doc.number("SCHEDULER", s, "weight")? {
-                        w.value(
-                            "weight",
-                            weight.max(1.0) as u64,
-                            &format!("{source}|weight"),
-                        );
+                        let at = format!("{source}|weight");
+                        if weight < 0.0 || weight.fract() != 0.0 {
+                            return Err(val_err(
+                                at,
+                                format!("'{}' is not a whole number of 1 or more", num(weight)),
+                            ));
+                        }
+                        if weight == 0.0 {
+                            w.warn(
+                                &at,
+                                "weight 0: rocelab has no zero weight and imports it as 1, so the queue still drains, slowly, when others are busy",
+                            );
+                            w.value("weight", 1, &format!("{at} = 0, as weight 1"));
+                        } else {
+                            w.value("weight", weight as u64, &at);
+                        }
                     }
                 }
             }
