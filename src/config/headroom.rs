@@ -17,8 +17,9 @@ pub const CABLE_NS_PER_M: u64 = 5;
 /// amended for each new rate): 10G 67, 25G 80, 40G 118, 50G 147, 100G 394, 200G 453,
 /// 400G 905, as sonic-swss's headroom plugins list them from that clause
 /// (`pause_quanta_per_speed` in `cfgmgr/buffer_headroom_mellanox.lua`). The response
-/// does not scale with the rate: 400G's is 2.3 times 100G's, not 4 times. Speeds between the listed ones take the next higher value; above 400 Gb/s
-/// the 400G value stands (SONiC uses it for 800G; no figure of IEEE 802.3df was found).
+/// does not scale with the rate: 400G's is 2.3 times 100G's, not 4 times. Speeds between
+/// the listed ones take the next higher value; above 400 Gb/s the 400G value stands
+/// (SONiC uses it for 800G; no figure of IEEE 802.3df was found).
 pub fn peer_response_quanta(bits_per_sec: u64) -> u64 {
     const G: u64 = 1_000_000_000;
     match bits_per_sec {
