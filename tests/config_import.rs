@@ -307,6 +307,62 @@ fn nxos_speed_auto_mtu_words_and_documents_without_qos() {
     assert!(imp.config.ports.iter().any(|p| p.name == "Ethernet1/2\"x"));
 }
 
+/// An interface's own QoS commands that rocelab takes for every port (its watchdog, its
+/// queuing policy) are warned about by their line when they differ from the system's, and
+/// so is any other QoS command in an interface; those that agree, and descriptions, are
+/// not.
+#[test]
+fn nxos_interface_qos_that_differs_from_the_system_is_warned_about() {
+    let text = data("nxos_running_config.txt");
+    let plain = nxos::import(&text, "running-config").unwrap();
+    let per_port = |imp: &rocelab::config::import::Imported| -> Vec<String> {
+        imp.warnings
+            .iter()
+            .filter(|w| w.message.contains("Ethernet1/"))
+            .map(|w| format!("{}: {}", w.source, w.message))
+            .collect()
+    };
+    // Every interface agrees with the system's watchdog (on), one describes its RoCE.
+    assert!(
+        !per_port(&plain)
+            .iter()
+            .any(|w| w.contains("watchdog") || w.contains("QoS command")),
+        "{:?}",
+        per_port(&plain)
+    );
+    let edited = text
+        .replacen(
+            "  priority-flow-control watch-dog-interval on
+",
+            "  priority-flow-control watch-dog-interval off
+",
+            1,
+        )
+        .replacen(
+            "interface Ethernet1/2\n",
+            "interface Ethernet1/2\n  service-policy type queuing output OTHER_QUEUING\n  priority-flow-control watch-dog interval 200\n  description ecn and buffer tuning lab\n",
+            1,
+        );
+    let imp = nxos::import(&edited, "running-config").unwrap();
+    let warned = per_port(&imp);
+    let has = |needle: &str| warned.iter().any(|w| w.contains(needle));
+    assert!(
+        has("the PFC watchdog is off on Ethernet1/1 and on for the system"),
+        "{warned:?}"
+    );
+    assert!(
+        has("Ethernet1/2 queues by OTHER_QUEUING, not the system policy"),
+        "{warned:?}"
+    );
+    assert!(
+        has("priority-flow-control watch-dog interval 200") || has("QoS command on Ethernet1/2"),
+        "{warned:?}"
+    );
+    assert!(!has("description"), "{warned:?}");
+    // Each names its line.
+    assert!(warned.iter().all(|w| w.contains("line ")), "{warned:?}");
+}
+
 /// The ports' MTU is the lossless class's (`pause pfc-cos`), whatever class comes first:
 /// its frames are what the headroom must hold.
 #[test]

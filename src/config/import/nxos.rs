@@ -390,6 +390,13 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
                 ),
             ),
         }
+        let system_queuing = service(&["queuing", "output"]).map(|(policy, _)| policy);
+        interface_qos_left_out(
+            &mut w,
+            i,
+            wd_on.as_ref().map(|(on, _)| *on),
+            system_queuing.as_deref(),
+        );
     }
     // Classification maps.
     if service(&["qos", "input"]).is_some() {
@@ -637,6 +644,66 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         "# Imported from NX-OS running-config {name} by `rocelab config import nxos`.\n\
          # Each comment names the line a value came from."
     ))
+}
+
+/// Warns about the QoS commands of interface `i` that rocelab does not take per port (it
+/// took its speed, MTU, PFC mode and classification policy): a watchdog setting other
+/// than the system's (rocelab watches every port or none), a queuing policy other than
+/// the system's, and any other QoS command. `system_watchdog` is the system's
+/// `watch-dog-interval` (`None`: not set, off), `system_queuing` its queuing policy.
+fn interface_qos_left_out(
+    w: &mut Writer,
+    i: &Block,
+    system_watchdog: Option<bool>,
+    system_queuing: Option<&str>,
+) {
+    let iface = &i.words[1];
+    for c in &i.children {
+        if c.starts(&["description"])
+            || c.starts(&["speed"])
+            || c.starts(&["mtu"])
+            || c.starts(&["priority-flow-control", "mode"])
+            || c.starts(&["service-policy", "type", "qos", "input"])
+        {
+            continue;
+        }
+        if c.starts(&["priority-flow-control", "watch-dog-interval"]) {
+            let on = word_of(c, 2) == "on";
+            let system = system_watchdog.unwrap_or(false);
+            if on != system {
+                w.warn(
+                    at(c),
+                    format!(
+                        "the PFC watchdog is {} on {iface} and {} for the system: rocelab watches every port or none, as the system setting says",
+                        if on { "on" } else { "off" },
+                        if system { "on" } else { "off" },
+                    ),
+                );
+            }
+        } else if c.starts(&["service-policy", "type", "queuing", "output"]) {
+            let other = c.words.last().cloned().unwrap_or_default();
+            match system_queuing {
+                Some(policy) if policy == other => {}
+                Some(policy) => w.warn(
+                    at(c),
+                    format!(
+                        "{iface} queues by {other}, not the system policy {policy}: rocelab queues every port by {policy}"
+                    ),
+                ),
+                None => w.warn(
+                    at(c),
+                    format!(
+                        "{iface} queues by {other}: per-port queuing policies are not imported (no system queuing policy either: rocelab's defaults)"
+                    ),
+                ),
+            }
+        } else if qos_related(c) {
+            w.warn(
+                at(c),
+                format!("QoS command on {iface} not imported: rocelab has no per-port equivalent"),
+            );
+        }
+    }
 }
 
 fn word_of(b: &Block, i: usize) -> &str {
