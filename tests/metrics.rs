@@ -194,13 +194,9 @@ fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
         let p = pg.to_string();
         assert_eq!(
             value(
-                "rocelab_dropped_frames",
-                "rocelab_dropped_frames_total",
-                &[
-                    ("port", "p0"),
-                    ("priority", &p),
-                    ("reason", "ingress_overflow")
-                ]
+                "rocelab_ingress_dropped_frames",
+                "rocelab_ingress_dropped_frames_total",
+                &[("port", "p0"), ("priority", &p)]
             ),
             want
         );
@@ -300,8 +296,9 @@ fn exchange(addr: std::net::SocketAddr, parts: &[&[u8]]) -> String {
 
 /// The endpoint: 503 until the first page, then GET and HEAD of /metrics (a query string
 /// allowed, a request in two segments read whole); 404 for other paths, 405 for other
-/// methods, 400 for what is not HTTP; a client that sends nothing or reads nothing holds
-/// up no other scrape, and one connection past the limit is told to come back.
+/// methods, 400 for what is not HTTP; a client that sends nothing, sends slowly or reads
+/// nothing holds up no other scrape, and a page past the writers' limit is told to come
+/// back.
 #[test]
 fn the_endpoint_answers_every_client_and_none_holds_up_another() {
     use rocelab::runtime::metrics;
@@ -339,6 +336,7 @@ fn the_endpoint_answers_every_client_and_none_holds_up_another() {
             "405 ",
         ),
         (b"hello\r\n\r\n", "400 "),
+        (b"GET /metrics HTTP/1.0\n\n", "200 "),
     ] {
         let reply = exchange(addr, &[request]);
         assert!(
@@ -361,13 +359,32 @@ fn the_endpoint_answers_every_client_and_none_holds_up_another() {
     assert!(beside.ends_with(&body), "{}", &beside[..80]);
     drop((stuck, silent));
 
-    // Connections past the limit are turned away, not queued.
-    let idle: Vec<_> = (0..metrics::MAX_CONNECTIONS)
-        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+    // Clients that send their heads a byte at a time, more of them than heads are read at
+    // once: the oldest are let go, and a scrape beside them is answered.
+    let slow: Vec<_> = (0..metrics::MAX_PENDING + 8)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.write_all(b"G").unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let beside = exchange(addr, &[get]);
+    assert!(beside.ends_with(&body), "{}", &beside[..80]);
+    drop(slow);
+    // Pages past the writers' limit are turned away, not queued: clients that take none
+    // of a page hold the writers.
+    let readers_stuck: Vec<_> = (0..metrics::MAX_WRITERS)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.write_all(get).unwrap();
+            c
+        })
         .collect();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let turned = exchange(addr, &[get]);
     assert!(turned.starts_with("HTTP/1.0 503 "), "{turned}");
-    drop(idle);
+    assert!(turned.contains("Retry-After: 1\r\n"), "{turned}");
+    drop(readers_stuck);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
 }

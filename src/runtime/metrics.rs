@@ -1,15 +1,18 @@
 //! Prometheus text exposition of the switch counters, served on a loopback address: the
 //! core thread renders a snapshot every 250 ms, a small HTTP server serves the latest.
 //!
-//! The server answers each connection on a thread of its own (at most
-//! [`MAX_CONNECTIONS`] at once), so a client that sends nothing or reads nothing holds up
-//! no other scrape: it is let go after [`READ_TIMEOUT`] without a whole request, or once a
-//! write has made no progress for [`WRITE_TIMEOUT`].
+//! One thread reads every client's request head without blocking (a client has
+//! [`READ_TIMEOUT`] for it; past [`MAX_PENDING`] heads still coming, the oldest is let go)
+//! and answers what is not the page itself; the page is written on a thread of its own (at
+//! most [`MAX_WRITERS`] at once, one more is answered 503), which lets a client that reads
+//! too slowly go after [`WRITE_TIMEOUT`]. So a client that sends nothing, sends slowly or
+//! reads nothing holds a scrape up for a bounded time, and a few cannot hold it up for good.
 
 use crate::config::CLASSES;
 use crate::io::KernelStats;
 use crate::switch::Switch;
 use crate::time::Nanos;
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -17,12 +20,18 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Connections served at once; one more is answered 503 and closed.
-pub const MAX_CONNECTIONS: usize = 16;
+/// Pages written at once; a scrape past them is answered 503.
+pub const MAX_WRITERS: usize = 16;
+/// Request heads read at once; one more lets the oldest go.
+pub const MAX_PENDING: usize = 64;
 /// How long a client has to send its whole request head.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long a write may make no progress before the client is let go.
+/// How long a client has to take the whole page.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an answered connection is read from, waiting for its client to close.
+const LINGER: Duration = Duration::from_secs(1);
+/// The most read from an answered connection, in all.
+const LINGER_BYTES: usize = 64 * 1024;
 /// The longest request head read: request line and headers.
 const MAX_REQUEST_BYTES: usize = 8192;
 
@@ -34,8 +43,10 @@ pub struct Snapshot(Arc<Mutex<Option<Arc<str>>>>);
 impl Snapshot {
     /// Replaces the page.
     pub fn set(&self, text: String) {
+        // Moved into its shared form before the lock is taken: a page of megabytes.
+        let text: Arc<str> = text.into();
         if let Ok(mut s) = self.0.lock() {
-            *s = Some(text.into());
+            *s = Some(text);
         }
     }
 
@@ -80,62 +91,211 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
 /// raised; the page is what the returned snapshot was last set to.
 pub fn serve(listener: Arc<TcpListener>, stop: Arc<AtomicBool>) -> io::Result<Snapshot> {
     let snapshot = Snapshot::default();
-    let shared = snapshot.clone();
-    let active = Arc::new(AtomicUsize::new(0));
+    let mut server = Server {
+        listener,
+        page: snapshot.clone(),
+        reading: VecDeque::new(),
+        lingering: Vec::new(),
+        writers: Arc::new(AtomicUsize::new(0)),
+    };
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
-            // Connections turned away, read from until their client closes (at most a
-            // second): closing one with its request unread would reset it, and the
-            // client could lose the reply.
-            let mut turned_away: Vec<(TcpStream, Instant)> = Vec::new();
             while !super::stopped(&stop) {
-                turned_away
-                    .retain_mut(|(conn, at)| at.elapsed() < READ_TIMEOUT / 2 && !drained(conn));
-                match listener.accept() {
-                    Ok((mut conn, _)) => {
-                        if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-                            active.fetch_sub(1, Ordering::AcqRel);
-                            // Without blocking: a client that cannot take it at once
-                            // gets nothing.
-                            if conn.set_nonblocking(true).is_ok()
-                                && respond(&mut conn, Reply::Busy, false).is_ok()
-                                && conn.shutdown(std::net::Shutdown::Write).is_ok()
-                            {
-                                turned_away.push((conn, Instant::now()));
-                            }
-                            continue;
-                        }
-                        let (page, slot) = (shared.clone(), Slot(Arc::clone(&active)));
-                        // A thread that cannot start drops its slot with the closure.
-                        let _ = std::thread::Builder::new()
-                            .name("metrics-conn".into())
-                            .spawn(move || {
-                                let _slot = slot;
-                                answer(conn, &page);
-                            });
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
-                }
+                server.step();
+                let busy = !server.reading.is_empty() || !server.lingering.is_empty();
+                std::thread::sleep(Duration::from_millis(if busy { 2 } else { 20 }));
             }
         })?;
     Ok(snapshot)
 }
 
-/// Reads what waits on a nonblocking connection: whether its client has closed it (or it
-/// failed).
-fn drained(conn: &mut TcpStream) -> bool {
-    let mut sink = [0u8; 1024];
-    loop {
-        match conn.read(&mut sink) {
-            Ok(0) => return true,
-            Ok(_) => {}
-            Err(e) => return e.kind() != io::ErrorKind::WouldBlock,
+/// A connection whose request head is still coming.
+struct Pending {
+    conn: TcpStream,
+    since: Instant,
+    head: Vec<u8>,
+}
+
+/// A connection answered: read from until its client closes, so that closing it with
+/// unread bytes does not reset it (the client could lose the reply).
+struct Lingering {
+    conn: TcpStream,
+    until: Instant,
+    read: usize,
+}
+
+impl Lingering {
+    /// Reads what waits: whether to let the connection go (closed, failed, read enough, or
+    /// past its time).
+    fn done(&mut self) -> bool {
+        let mut sink = [0u8; 4096];
+        while self.read < LINGER_BYTES {
+            match self.conn.read(&mut sink) {
+                Ok(0) => return true,
+                Ok(n) => self.read += n,
+                Err(e) => {
+                    return e.kind() != io::ErrorKind::WouldBlock || Instant::now() >= self.until;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// The server's state, on its own thread.
+struct Server {
+    listener: Arc<TcpListener>,
+    page: Snapshot,
+    /// Oldest first.
+    reading: VecDeque<Pending>,
+    lingering: Vec<Lingering>,
+    /// Pages being written.
+    writers: Arc<AtomicUsize>,
+}
+
+impl Server {
+    /// Takes new connections, reads the request heads that came, answers the whole ones,
+    /// and lets go of what is done or past its time.
+    fn step(&mut self) {
+        while let Ok((conn, _)) = self.listener.accept() {
+            if conn.set_nonblocking(true).is_err() {
+                continue;
+            }
+            if self.reading.len() >= MAX_PENDING {
+                self.reading.pop_front();
+            }
+            self.reading.push_back(Pending {
+                conn,
+                since: Instant::now(),
+                head: Vec::new(),
+            });
+        }
+        let mut still = VecDeque::with_capacity(self.reading.len());
+        while let Some(mut p) = self.reading.pop_front() {
+            match read_some(&mut p) {
+                Some(Ok(head)) => self.answer(p.conn, &head),
+                Some(Err(reply)) => self.reply(p.conn, reply, false),
+                None if p.since.elapsed() < READ_TIMEOUT => still.push_back(p),
+                None => {}
+            }
+        }
+        self.reading = still;
+        self.lingering.retain_mut(|l| !l.done());
+    }
+
+    /// Answers a whole request head.
+    fn answer(&mut self, conn: TcpStream, head: &str) {
+        let (reply, head_only) = route(head);
+        let page = match (reply, self.page.get()) {
+            (Reply::Page, Some(page)) => page,
+            _ => return self.reply(conn, reply, head_only),
+        };
+        if self.writers.fetch_add(1, Ordering::AcqRel) >= MAX_WRITERS {
+            self.writers.fetch_sub(1, Ordering::AcqRel);
+            return self.reply(conn, Reply::Busy, false);
+        }
+        let slot = Slot(Arc::clone(&self.writers));
+        // A thread that cannot start drops its slot with the closure.
+        let _ = std::thread::Builder::new()
+            .name("metrics-page".into())
+            .spawn(move || {
+                let _slot = slot;
+                write_page(conn, &page, head_only);
+            });
+    }
+
+    /// Writes a short reply (not the page) without blocking, and lingers.
+    fn reply(&mut self, mut conn: TcpStream, reply: Reply, head_only: bool) {
+        if respond(&mut conn, reply, head_only).is_ok()
+            && conn.shutdown(std::net::Shutdown::Write).is_ok()
+        {
+            self.lingering.push(Lingering {
+                conn,
+                until: Instant::now() + LINGER,
+                read: 0,
+            });
         }
     }
 }
 
-/// One of the [`MAX_CONNECTIONS`] taken; given back when dropped, however its thread ends.
+/// Reads what waits of a request head: the head once whole, `Err` with the reply for one
+/// that is too long or not HTTP, `None` while it is still coming (or the client left).
+fn read_some(p: &mut Pending) -> Option<Result<String, Reply>> {
+    let mut chunk = [0u8; 1024];
+    loop {
+        match p.conn.read(&mut chunk) {
+            Ok(0) => return None,
+            Ok(n) => p.head.extend_from_slice(&chunk[..n]),
+            Err(_) => break,
+        }
+        if p.head.len() > MAX_REQUEST_BYTES {
+            return Some(Err(Reply::TooLarge));
+        }
+    }
+    // The blank line that ends the head; a bare LF is taken for CRLF, as servers do.
+    let end = (1..p.head.len()).find(|&i| {
+        p.head[i] == b'\n' && (p.head[i - 1] == b'\n' || p.head[..i].ends_with(b"\n\r"))
+    });
+    match end {
+        Some(end) => Some(Ok(String::from_utf8_lossy(&p.head[..end]).into_owned())),
+        // A request line that cannot be HTTP is answered at once.
+        None if p.head.len() >= 8 && !p.head.iter().all(u8::is_ascii) => Some(Err(Reply::Bad)),
+        None => None,
+    }
+}
+
+/// Writes the page on a blocking connection within [`WRITE_TIMEOUT`] in all, then
+/// lingers for the client's close.
+fn write_page(mut conn: TcpStream, page: &str, head_only: bool) {
+    let deadline = Instant::now() + WRITE_TIMEOUT;
+    if conn.set_nonblocking(false).is_err() {
+        return;
+    }
+    let header = format!(
+        "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        page.len()
+    );
+    let body = if head_only { &[][..] } else { page.as_bytes() };
+    for part in [header.as_bytes(), body] {
+        for chunk in part.chunks(64 * 1024) {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return;
+            };
+            if conn
+                .set_write_timeout(Some(left.max(Duration::from_millis(1))))
+                .is_err()
+                || conn.write_all(chunk).is_err()
+            {
+                return;
+            }
+        }
+    }
+    if conn.shutdown(std::net::Shutdown::Write).is_err() {
+        return;
+    }
+    // As Lingering does, blocking: a second and 64 KB at most.
+    let until = Instant::now() + LINGER;
+    let mut sink = [0u8; 4096];
+    let mut read = 0;
+    while read < LINGER_BYTES {
+        let Some(left) = until.checked_duration_since(Instant::now()) else {
+            return;
+        };
+        if conn
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .is_err()
+        {
+            return;
+        }
+        match conn.read(&mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => read += n,
+        }
+    }
+}
+
+/// One of the [`MAX_WRITERS`] taken; given back when dropped, however its thread ends.
 struct Slot(Arc<AtomicUsize>);
 
 impl Drop for Slot {
@@ -161,58 +321,6 @@ enum Reply {
     Busy,
 }
 
-/// Reads one request on `conn` and answers it.
-fn answer(mut conn: TcpStream, page: &Snapshot) {
-    if conn.set_nonblocking(false).is_err() || conn.set_write_timeout(Some(WRITE_TIMEOUT)).is_err()
-    {
-        return;
-    }
-    let Some(head) = read_head(&mut conn) else {
-        return;
-    };
-    let (reply, head_only) = match head {
-        Ok(head) => route(&head),
-        Err(reply) => (reply, false),
-    };
-    let _ = match reply {
-        Reply::Page => match page.get() {
-            Some(text) => respond_page(&mut conn, &text, head_only),
-            None => respond(&mut conn, Reply::Page, head_only),
-        },
-        other => respond(&mut conn, other, head_only),
-    };
-    // The reply ends with our side's close; what the client sent past its request head
-    // is read until it closes (a second at most), or closing would reset the connection.
-    if conn.shutdown(std::net::Shutdown::Write).is_ok()
-        && conn.set_read_timeout(Some(READ_TIMEOUT / 2)).is_ok()
-    {
-        let _ = io::copy(&mut conn.take(1 << 20), &mut io::sink());
-    }
-}
-
-/// The request head (up to the blank line), `Err` with the reply for one too long, or
-/// `None` when the client sent none in time or went away.
-fn read_head(conn: &mut TcpStream) -> Option<Result<String, Reply>> {
-    let deadline = Instant::now() + READ_TIMEOUT;
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            return Some(Ok(String::from_utf8_lossy(&buf[..end]).into_owned()));
-        }
-        if buf.len() > MAX_REQUEST_BYTES {
-            return Some(Err(Reply::TooLarge));
-        }
-        let left = deadline.checked_duration_since(Instant::now())?;
-        conn.set_read_timeout(Some(left.max(Duration::from_millis(1))))
-            .ok()?;
-        match conn.read(&mut chunk) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
-
 /// The reply to a request head, and whether it is a HEAD (headers only).
 fn route(head: &str) -> (Reply, bool) {
     let line = head.lines().next().unwrap_or("");
@@ -236,26 +344,13 @@ fn route(head: &str) -> (Reply, bool) {
     }
 }
 
-/// Writes the page with its headers (only the headers for a HEAD).
-fn respond_page(conn: &mut TcpStream, text: &str, head_only: bool) -> io::Result<()> {
-    write!(
-        conn,
-        "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        text.len()
-    )?;
-    if !head_only {
-        conn.write_all(text.as_bytes())?;
-    }
-    conn.flush()
-}
-
-/// Writes a reply that is not the page (for [`Reply::Page`]: 503, nothing rendered yet).
+/// Writes a short reply that is not the page (for [`Reply::Page`]: 503, nothing rendered yet).
 fn respond(conn: &mut TcpStream, reply: Reply, head_only: bool) -> io::Result<()> {
-    let (status, body, allow) = match reply {
+    let (status, body, extra) = match reply {
         Reply::Page => (
             "503 Service Unavailable",
             "the first snapshot is not rendered yet; try again in a moment\n",
-            "",
+            "Retry-After: 1\r\n",
         ),
         Reply::NotFound => ("404 Not Found", "try /metrics\n", ""),
         Reply::Method => (
@@ -271,19 +366,19 @@ fn respond(conn: &mut TcpStream, reply: Reply, head_only: bool) -> io::Result<()
         ),
         Reply::Busy => (
             "503 Service Unavailable",
-            "too many connections at once; try again\n",
-            "",
+            "too many scrapes at once; try again\n",
+            "Retry-After: 1\r\n",
         ),
     };
-    write!(
-        conn,
-        "HTTP/1.0 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n",
+    // One write: the connection does not block, and a reply this short fits its buffer.
+    let mut text = format!(
+        "HTTP/1.0 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
         body.len()
-    )?;
+    );
     if !head_only {
-        conn.write_all(body.as_bytes())?;
+        text.push_str(body);
     }
-    conn.flush()
+    conn.write_all(text.as_bytes())
 }
 
 /// Upper bounds of the queue sojourn histogram's buckets: ns, and the `le` label as
@@ -432,19 +527,10 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
             &mut out,
             name,
             "counter",
-            "Frames the switch core dropped, by reason: ingress_overflow (on the ingress port, by priority), wred, tail, watchdog, mtu (on the egress port, by queue). Drops before the core are in rocelab_port_dropped_frames_total.",
+            "Frames the switch core dropped at an egress queue, by reason: wred, tail, watchdog, mtu. Ingress drops are rocelab_ingress_dropped_frames_total, drops before the core rocelab_port_dropped_frames_total.",
         );
         each(&mut |_, port, i, c| {
             let q = i.to_string();
-            fam.sample(
-                name,
-                &[
-                    ("port", port),
-                    ("priority", &q),
-                    ("reason", "ingress_overflow"),
-                ],
-                c.dropped_ingress_overflow,
-            );
             for (reason, n) in [
                 ("wred", c.dropped_wred),
                 ("tail", c.dropped_tail),
@@ -457,6 +543,22 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
                     n,
                 );
             }
+        });
+    }
+    {
+        let name = "ingress_dropped_frames_total";
+        let mut fam = Family::start(
+            &mut out,
+            name,
+            "counter",
+            "Frames dropped on arrival because their ingress priority group had no room (shared pool full, or headroom exhausted).",
+        );
+        each(&mut |_, port, i, c| {
+            fam.sample(
+                name,
+                &[("port", port), ("priority", &i.to_string())],
+                c.dropped_ingress_overflow,
+            )
         });
     }
     {

@@ -119,15 +119,18 @@ const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 
 impl Shared {
     /// Takes the statistics of `own`, the ports a thread receives on, from `stats` (that
-    /// thread's [`Ports::kernel_stats`]); the transmit side's, kept per port whoever
-    /// sends, from any.
+    /// thread's [`Ports::kernel_stats`]). The transmit side's are kept per port whoever
+    /// sends, and any thread may read them, but a reading can be older than one published
+    /// already, or miss a socket another thread holds while it sends: the count never goes
+    /// back (Prometheus would take it for a restart).
     fn publish(&mut self, own: &[usize], stats: &[KernelStats]) {
         for (p, s) in stats.iter().enumerate() {
             if let Some(k) = self.kernel.get_mut(p) {
+                let refused = k.tx_refused.max(s.tx_refused);
                 if own.contains(&p) {
                     *k = *s;
                 }
-                k.tx_refused = s.tx_refused;
+                k.tx_refused = refused;
             }
         }
     }
@@ -331,12 +334,9 @@ pub fn run_sampled_on(
             held.publish(&thread_ports[0], &stats);
             // Another thread may have moved the switch past this thread's time.
             let now = now.max(held.switch.now());
-            snap.set(metrics::render(
-                &held.switch,
-                &held.kernel,
-                now,
-                start_unix_secs,
-            ));
+            let page = metrics::render(&held.switch, &held.kernel, now, start_unix_secs);
+            drop(held);
+            snap.set(page);
             next_snapshot = now_i + SNAPSHOT_EVERY;
         }
         if let Some(line) = line {
