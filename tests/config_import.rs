@@ -158,7 +158,7 @@ fn sonic_mistakes_are_named_with_their_source() {
             "\"xoff\": \"52224\"",
             "\"xoff\": \"20000\"",
             "BUFFER_PROFILE|pg_lossless_100000_40m_profile|xoff",
-            "is below what its ports need (Ethernet12 48416 B (100 Gb/s, 40 m, MTU 9100)",
+            "is below what its ports need (Ethernet12 48488 B (100 Gb/s, 40 m, MTU 9100)",
         ),
         (
             "\"green_min_threshold\": \"1048576\"",
@@ -210,7 +210,7 @@ fn sonic_mistakes_are_named_with_their_source() {
     assert!(
         short[0]
             .message
-            .contains("Ethernet0 44041 B (100 Gb/s, 5 m, MTU 9100), Ethernet4 44041 B"),
+            .contains("Ethernet0 44113 B (100 Gb/s, 5 m, MTU 9100), Ethernet4 44113 B"),
         "{short:#?}"
     );
     let cfg = imp.config;
@@ -559,11 +559,11 @@ fn sonic_dynamic_buffer_model_computes_headroom_per_port() {
     );
     // The plugin sizes for the lossless pattern's 1024-byte frames; with jumbo frames and
     // a peer answering at the 802.3 limit, 40 m needs 2 x 9100 + 2 x 200 ns x 100 Gb/s
-    // + 394 x 64 = 48 416 B, 288 B more than 48 128. The import says so, and conformance
-    // finds the drop on the 40 m port only.
+    // + 72 (the PFC frame) + 394 x 64 = 48 488 B, 360 B more than 48 128. The import says
+    // so, and conformance finds the drop on the 40 m port only.
     assert!(
         imp.warnings.iter().any(|w| w.message.contains(
-            "Ethernet0, Ethernet4, Ethernet8: 44032 B of 44041 B; Ethernet12: 48128 B of 48416 B"
+            "Ethernet0, Ethernet4, Ethernet8: 44032 B of 44113 B; Ethernet12: 48128 B of 48488 B"
         )),
         "{:#?}",
         imp.warnings

@@ -58,15 +58,16 @@ fn a_too_small_headroom_fails_the_in_flight_row() {
 
 /// The in-flight row checks the worst alignment of the headroom formula's delay model:
 /// the pause waits behind a whole frame and the peer's last frame starts as its response
-/// ends. At 100 Gb/s, 5 m, MTU 9216 the formula gives 44 273 B (2 x 9216, plus 625 for
-/// 2 x 25 ns of cable at 100 Gb/s, plus 394 quanta of 64 B). The peer's frames then fill
+/// ends. At 100 Gb/s, 5 m, MTU 9216 the formula gives 44 345 B (2 x 9216, plus 625 for
+/// 2 x 25 ns of cable at 100 Gb/s, plus 72 for the PFC frame, which the peer's response
+/// waits to have whole, plus 394 quanta of 64 B). The peer's frames then fill
 /// all of it but the 24 bytes of FCS, preamble and gap of each of the five frames in
-/// flight, less the 14-byte header of the two MTU frames: 92 B. So 44 273 B passes and
+/// flight, less the 14-byte header of the two MTU frames: 92 B. So 44 345 B passes and
 /// 128 B less (two quanta) drops a frame; the row used to pass 4.5 KB less (it tried
 /// eight alignments, none of them the worst).
 #[test]
 fn the_in_flight_row_holds_at_the_ieee_headroom_and_not_below() {
-    let ieee = 2 * 9216 + 625 + 394 * 64;
+    let ieee = 2 * 9216 + 625 + 72 + 394 * 64;
     let run = |headroom: u64| {
         let text = rocelab::config::preset_text("default")
             .unwrap()

@@ -19,7 +19,9 @@ pub const CABLE_NS_PER_M: u64 = 5;
 /// (`pause_quanta_per_speed` in `cfgmgr/buffer_headroom_mellanox.lua`). The response
 /// does not scale with the rate: 400G's is 2.3 times 100G's, not 4 times. Speeds between
 /// the listed ones take the next higher value; above 400 Gb/s the 400G value stands
-/// (SONiC uses it for 800G; no figure of IEEE 802.3df was found).
+/// (SONiC uses it for 800G; no figure of IEEE 802.3df was found). Below 10 Gb/s the 10G
+/// value stands too, more than the clause's own bounds there (1 Gb/s: 2 quanta), so
+/// slower ports get more headroom than they need, not less.
 pub fn peer_response_quanta(bits_per_sec: u64) -> u64 {
     const G: u64 = 1_000_000_000;
     match bits_per_sec {
@@ -33,6 +35,11 @@ pub fn peer_response_quanta(bits_per_sec: u64) -> u64 {
     }
 }
 
+/// Bytes of line time the PFC frame itself takes to arrive whole (64 B and an 8-byte
+/// preamble): the peer's response runs from its reception (IEEE 802.3 annex 31B.3.7), and
+/// 802.1Qbb annex N counts it as a delay of its own.
+pub const PFC_FRAME_WIRE_BYTES: u64 = 72;
+
 /// The smallest headroom that loses nothing on `port`, in bytes. The arithmetic saturates
 /// (at `u64::MAX`) instead of wrapping, so a longer cable, a faster port or a larger MTU
 /// never gives less; validation keeps real values far below that.
@@ -45,6 +52,7 @@ pub fn min_headroom_bytes(port: &PortConfig) -> u64 {
     let response_bytes = peer_response_quanta(port.bits_per_sec).saturating_mul(512 / 8);
     (2 * mtu)
         .saturating_add(saturate(cable_bytes))
+        .saturating_add(PFC_FRAME_WIRE_BYTES)
         .saturating_add(response_bytes)
 }
 
@@ -52,9 +60,9 @@ pub fn min_headroom_bytes(port: &PortConfig) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HeadroomModel {
-    /// [`min_headroom_bytes`]: 2 × MTU + 2 × cable delay × rate + the peer's response
-    /// (IEEE 802.1Qbb annex N, 802.3 annex 31B), the least that loses nothing when every
-    /// delay is what the standards allow.
+    /// [`min_headroom_bytes`]: 2 × MTU + 2 × cable delay × rate + the PFC frame + the
+    /// peer's response (IEEE 802.1Qbb annex N, 802.3 annex 31B), the least that loses
+    /// nothing when every delay is what the standards allow.
     #[default]
     Ieee,
     /// [`mlx5_headroom_bytes`]: the formula NVIDIA's Linux driver (mlx5e) programs into
@@ -280,7 +288,7 @@ mod tests {
             cable: Nanos(25),
             mtu: 9216,
         };
-        assert_eq!(min_headroom_bytes(&port), 18_432 + 2_500 + 57_920);
+        assert_eq!(min_headroom_bytes(&port), 18_432 + 2_500 + 72 + 57_920);
     }
 
     #[test]
@@ -291,7 +299,7 @@ mod tests {
             cable: Nanos(25),
             mtu: 9216,
         };
-        // 2 × 9216 + 2 × 25 ns × 100 Gb/s / 8 + 394 × 64
-        assert_eq!(min_headroom_bytes(&port), 18432 + 625 + 25216);
+        // 2 × 9216 + 2 × 25 ns × 100 Gb/s / 8 + the PFC frame + 394 × 64
+        assert_eq!(min_headroom_bytes(&port), 18432 + 625 + 72 + 25216);
     }
 }

@@ -118,7 +118,7 @@ impl SwitchConfig {
                 warn(
                     "buffer.headroom_model",
                     format!(
-                        "\"{}\" gives less headroom than MTU-sized frames need when the peer answers as late as IEEE 802.3 allows (2 x MTU + 2 x cable delay x rate + response): {}",
+                        "\"{}\" gives less headroom than MTU-sized frames need when the peer answers as late as IEEE 802.3 allows (2 x MTU + 2 x cable delay x rate + the PFC frame + response): {}",
                         self.headroom_model.name(),
                         list.join("; ")
                     ),
@@ -133,7 +133,7 @@ impl SwitchConfig {
                         warn(
                             &format!("pg.{pg}.headroom_bytes"),
                             format!(
-                                "{h} B is below the {need} B port '{}' needs ({} Gb/s, {} ns cable, MTU {}: 2 x MTU + 2 x cable delay x rate + the peer's response): frames still in flight after XOFF are dropped",
+                                "{h} B is below the {need} B port '{}' needs ({} Gb/s, {} ns cable, MTU {}: 2 x MTU + 2 x cable delay x rate + the PFC frame + the peer's response): frames still in flight after XOFF are dropped",
                                 port.name,
                                 port.bits_per_sec as f64 / 1e9,
                                 port.cable.0,

@@ -362,7 +362,7 @@ fn xon(cfg: &SwitchConfig, pg: usize, marking: Marking, port: &PortConfig, len: 
 /// use falls short of the formula only by what the formula counts as buffer but is not:
 /// the 24 bytes of FCS, preamble and gap of every frame in flight, less the 14-byte
 /// Ethernet header of the two MTU frames it counts as MTU bytes; plus under 1 ns and a
-/// 4-byte payload step per planned frame. At 100 Gb/s, 5 m, MTU 9216: 44 182 B of 44 273.
+/// 4-byte payload step per planned frame. At 100 Gb/s, 5 m, MTU 9216: 44 254 B of 44 345.
 fn in_flight(cfg: &SwitchConfig, pg: usize, marking: Marking, port: &PortConfig) -> Check {
     let id = format!("headroom_in_flight.pg{pg}.{}", port.name);
     let title = format!(
@@ -511,9 +511,9 @@ fn late_peer(
         if stop_at.is_none()
             && let Some((t, _)) = xoff
         {
-            // The response runs from the pause's arrival over the cable, as the headroom
-            // formula counts it (docs/qos.md): its own 64 bytes are not in the formula.
-            let heard = t + port.cable;
+            // The response runs from the pause's reception, whole, over the cable (802.3
+            // annex 31B.3.7; the formula's PFC frame term, docs/qos.md).
+            let heard = t + port.cable + crate::link::frame_time(60, rate);
             let stop = heard + response;
             stop_at = Some(stop);
             // Frames that started already are on the wire; from the first that has not,

@@ -737,7 +737,7 @@ fn buffers(
                 format!("pg.{p}.headroom_bytes"),
                 format!("BUFFER_PROFILE|{name}|xoff"),
                 format!(
-                    "headroom {xoff} B is below what its ports need ({}; 2 x MTU + 2 x cable delay x rate + the peer's response): frames in flight after XOFF are dropped",
+                    "headroom {xoff} B is below what its ports need ({}; 2 x MTU + 2 x cable delay x rate + the PFC frame + the peer's response): frames in flight after XOFF are dropped",
                     list.join(", ")
                 ),
             );
