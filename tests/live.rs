@@ -634,6 +634,11 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     }
 }
 
+/// Two raw senders that ignore pause, 100,000 frames/s each into a 1 Gb/s port (about
+/// 115,000 frames/s out): the buffer and then the headroom fill, and the switch drops.
+/// Paced rather than as fast as they can: two unpaced senders took both CPUs, the switch's
+/// thread fell a second behind, and every frame then counted as one sent before its late
+/// pause left (kept, `late_pause_frames`), not as one a sender sent despite it.
 #[test]
 fn senders_that_ignore_pause_overflow_the_headroom() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -659,6 +664,8 @@ fn senders_that_ignore_pause_overflow_the_headroom() {
                     &mac(2),
                     "--size",
                     "1082",
+                    "--pps",
+                    "100000",
                     "--duration",
                     "1.5",
                 ],
