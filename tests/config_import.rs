@@ -791,20 +791,40 @@ fn values_changed_or_dropped_are_warned_about_or_refused() {
         let e = import(edit).unwrap_err().to_string();
         assert!(e.contains(says), "{says}: {e}");
     }
-    // Queues 8 to 15 (multicast queues on some ASICs): not imported, with a warning.
+    // Queues 8 to 15 (multicast queues on some ASICs): not imported, with one warning for
+    // every port that binds them.
     let imp = import(&|d| {
-        d["QUEUE"]["Ethernet0|8-15"] = serde_json::json!({"scheduler": "scheduler.0"});
+        for port in ["Ethernet0", "Ethernet4"] {
+            d["QUEUE"][format!("{port}|8-15")] = serde_json::json!({"scheduler": "scheduler.0"});
+        }
     })
     .unwrap();
-    let w = imp
+    let beyond: Vec<_> = imp
         .warnings
         .iter()
-        .find(|w| w.source == "QUEUE|Ethernet0|8-15")
-        .expect("warned");
+        .filter(|w| w.source.starts_with("QUEUE|<port>|"))
+        .collect();
+    assert_eq!(beyond.len(), 1, "{beyond:?}");
+    assert_eq!(beyond[0].source, "QUEUE|<port>|8 to 15");
     assert!(
-        w.message.contains("queues 8 to 15: rocelab has 8 queues"),
-        "{w:?}"
+        beyond[0]
+            .message
+            .contains("queues 8 to 15 on Ethernet0, Ethernet4: rocelab has 8 queues"),
+        "{:?}",
+        beyond[0]
     );
+    // A field the buffer model reads that is not a scalar is refused, as in the tables
+    // imported; the buffer model's tables' other fields are not read.
+    let e = import(&|d| {
+        d["DEVICE_METADATA"]["localhost"]["buffer_model"] = serde_json::json!(["dynamic"]);
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("DEVICE_METADATA|localhost|buffer_model") && e.contains("an array"),
+        "{e}"
+    );
+    import(&|d| d["DEVICE_METADATA"]["localhost"]["other"] = serde_json::json!({"x": 1})).unwrap();
 
     // NX-OS: a shutdown multiplier (or interval) of 0 leaves no detection time: refused.
     // An auto-restore multiplier of 0 leaves no restoration time: rocelab's longest, 1 h,

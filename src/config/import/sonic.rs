@@ -39,6 +39,15 @@ const READ_TOO: [&str; 3] = [
     "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
 ];
 
+/// The fields read from [`READ_TOO`]'s tables: one of them that is not a scalar is refused
+/// as in a table of [`KNOWN`]; the tables' other fields are not read.
+const READ_FIELDS: [(&str, &str); 4] = [
+    ("DEVICE_METADATA", "buffer_model"),
+    ("LOSSLESS_TRAFFIC_PATTERN", "mtu"),
+    ("LOSSLESS_TRAFFIC_PATTERN", "small_packet_percentage"),
+    ("DEFAULT_LOSSLESS_BUFFER_PARAMETER", "default_dynamic_th"),
+];
+
 /// Tables read for checks only, or that rocelab needs nothing from.
 const NOT_NEEDED: [&str; 6] = [
     "DEVICE_METADATA",
@@ -102,7 +111,9 @@ fn scalars_as_strings(root: &Obj) -> Result<Obj, ImportError> {
                     Value::Number(n) if n.is_f64() => n.as_f64().map_or(n.to_string(), num),
                     Value::Number(n) => n.to_string(),
                     Value::Bool(b) => b.to_string(),
-                    _ if !strict => continue,
+                    _ if !strict && !READ_FIELDS.contains(&(table.as_str(), field.as_str())) => {
+                        continue;
+                    }
                     other => {
                         return Err(val_err(
                             format!("{table}|{key}|{field}"),
@@ -265,40 +276,47 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
 
 /// QUEUE, BUFFER_QUEUE and BUFFER_PG keys name indices 0 to 15 (some ASICs have more
 /// queues, multicast ones among them); rocelab has 8 queues and 8 PGs, so what a key
-/// binds to 8 and above is not imported, with a warning. A key whose indices do not read
-/// is refused.
+/// binds to 8 and above is not imported, with one warning per table and indices, naming
+/// the ports (a config binds the same indices on every port). A key whose indices do not
+/// read is refused.
 fn beyond_eight(doc: &Doc<'_>, w: &mut Writer) -> Result<(), ImportError> {
     for table in ["QUEUE", "BUFFER_QUEUE", "BUFFER_PG"] {
+        // (first, last) index beyond 7 → the ports that bind them, in key order.
+        let mut beyond: std::collections::BTreeMap<(usize, usize), Vec<&str>> = Default::default();
         for key in doc.table(table).map(|t| t.keys()).into_iter().flatten() {
             let source = format!("{table}|{key}");
-            let Some((_, range)) = key.split_once('|') else {
+            let Some((ports, range)) = key.split_once('|') else {
                 return Err(val_err(
                     source,
                     "a key is <ports>|<index or range>, e.g. Ethernet0|3-4",
                 ));
             };
-            let beyond: Vec<usize> = indices(&source, range)?
+            let past: Vec<usize> = indices(&source, range)?
                 .into_iter()
                 .filter(|&i| i >= 8)
                 .collect();
-            if let (Some(first), Some(last)) = (beyond.first(), beyond.last()) {
-                let what = if table == "BUFFER_PG" {
-                    "PGs"
-                } else {
-                    "queues"
-                };
-                w.warn(
-                    source,
-                    format!(
-                        "{what} {}: rocelab has 8 {what}, 0 to 7, and does not import these",
-                        if first == last {
-                            first.to_string()
-                        } else {
-                            format!("{first} to {last}")
-                        }
-                    ),
-                );
+            if let (Some(&first), Some(&last)) = (past.first(), past.last()) {
+                beyond.entry((first, last)).or_default().push(ports);
             }
+        }
+        let what = if table == "BUFFER_PG" {
+            "PGs"
+        } else {
+            "queues"
+        };
+        for ((first, last), ports) in beyond {
+            let range = if first == last {
+                first.to_string()
+            } else {
+                format!("{first} to {last}")
+            };
+            w.warn(
+                format!("{table}|<port>|{range}"),
+                format!(
+                    "{what} {range} on {}: rocelab has 8 {what}, 0 to 7, and does not import these",
+                    ports.join(", ")
+                ),
+            );
         }
     }
     Ok(())
@@ -1098,7 +1116,7 @@ fn queues(
                         if weight < 0.0 || weight.fract() != 0.0 {
                             return Err(val_err(
                                 at,
-                                format!("'{}' is not a whole number of 1 or more", num(weight)),
+                                format!("'{}' is not a whole number (1 or more)", num(weight)),
                             ));
                         }
                         if weight == 0.0 {
