@@ -174,10 +174,10 @@ impl Server {
         let mut still = VecDeque::with_capacity(self.reading.len());
         while let Some(mut p) = self.reading.pop_front() {
             match read_some(&mut p) {
-                Some(Ok(head)) => self.answer(p.conn, &head),
-                Some(Err(reply)) => self.reply(p.conn, reply, false),
-                None if p.since.elapsed() < READ_TIMEOUT => still.push_back(p),
-                None => {}
+                Head::Whole(head) => self.answer(p.conn, &head),
+                Head::Refused(reply) => self.reply(p.conn, reply, false),
+                Head::Coming if p.since.elapsed() < READ_TIMEOUT => still.push_back(p),
+                Head::Coming | Head::Gone => {}
             }
         }
         self.reading = still;
@@ -219,18 +219,30 @@ impl Server {
     }
 }
 
-/// Reads what waits of a request head: the head once whole, `Err` with the reply for one
-/// that is too long or not HTTP, `None` while it is still coming (or the client left).
-fn read_some(p: &mut Pending) -> Option<Result<String, Reply>> {
+/// Where a request head stands.
+enum Head {
+    /// Whole: up to its blank line.
+    Whole(String),
+    /// Too long, or not HTTP: answered with this.
+    Refused(Reply),
+    /// Still coming.
+    Coming,
+    /// The client closed the connection, or it failed.
+    Gone,
+}
+
+/// Reads what waits of a request head.
+fn read_some(p: &mut Pending) -> Head {
     let mut chunk = [0u8; 1024];
     loop {
         match p.conn.read(&mut chunk) {
-            Ok(0) => return None,
+            Ok(0) => return Head::Gone,
             Ok(n) => p.head.extend_from_slice(&chunk[..n]),
-            Err(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(_) => return Head::Gone,
         }
         if p.head.len() > MAX_REQUEST_BYTES {
-            return Some(Err(Reply::TooLarge));
+            return Head::Refused(Reply::TooLarge);
         }
     }
     // The blank line that ends the head; a bare LF is taken for CRLF, as servers do.
@@ -238,10 +250,10 @@ fn read_some(p: &mut Pending) -> Option<Result<String, Reply>> {
         p.head[i] == b'\n' && (p.head[i - 1] == b'\n' || p.head[..i].ends_with(b"\n\r"))
     });
     match end {
-        Some(end) => Some(Ok(String::from_utf8_lossy(&p.head[..end]).into_owned())),
+        Some(end) => Head::Whole(String::from_utf8_lossy(&p.head[..end]).into_owned()),
         // A request line that cannot be HTTP is answered at once.
-        None if p.head.len() >= 8 && !p.head.iter().all(u8::is_ascii) => Some(Err(Reply::Bad)),
-        None => None,
+        None if p.head.len() >= 8 && !p.head.iter().all(u8::is_ascii) => Head::Refused(Reply::Bad),
+        None => Head::Coming,
     }
 }
 
@@ -317,7 +329,7 @@ enum Reply {
     Bad,
     /// 431: a request head longer than [`MAX_REQUEST_BYTES`].
     TooLarge,
-    /// 503: too many connections at once.
+    /// 503: [`MAX_WRITERS`] pages being written already.
     Busy,
 }
 

@@ -702,9 +702,7 @@ impl Switch {
             let decision = red::decide(&profile, depth, &mut self.rng);
             if decision.hit {
                 if ecn.is_ect() {
-                    if port.spaced_mark(q, queue_cfg.marking_rate) {
-                        mark = Some((profile, decision.probability));
-                    }
+                    mark = Some((profile, decision.probability));
                 } else if ecn == Ecn::NotEct && !lossless {
                     port.counters.drop(q, DropCause::Wred, len);
                     self.record_drop(now, out, ingress, class, q, out, DropCause::Wred, frame);
@@ -758,7 +756,10 @@ impl Switch {
             Incoming::Borrowed(frame) => self.packets.insert_copy(ingress, class, meta, frame),
         };
         let packet = self.packets.get_mut(slot);
+        // A marking turn (InfiniBand's marking rate) goes to a frame admitted, not to one
+        // dropped above.
         if let (Some((profile, probability)), Some(meta)) = (mark, meta)
+            && self.ports[out].spaced_mark(q, queue_cfg.marking_rate)
             && wire::mark_ce(&mut packet.buf, &meta) == CeMark::Marked
         {
             self.ports[out].counters.classes[q].ecn_marked += 1;
