@@ -223,6 +223,46 @@ fn sonic_mistakes_are_named_with_their_source() {
     );
 }
 
+/// rocelab gives every port the largest bound profile's headroom, so that profile is checked
+/// against every port, bound or not: a port without a BUFFER_PG entry that needs more is
+/// named (the configuration check's own warning on pg.N.headroom_bytes, which would name
+/// it, is not given beside the importer's).
+#[test]
+fn the_headroom_every_port_takes_is_checked_on_every_port() {
+    let text = data("sonic_config_db.json");
+    let unbound = r#""Ethernet12|3-4": {
+            "profile": "pg_lossless_100000_40m_profile"
+        }
+    },
+    "BUFFER_QUEUE""#;
+    assert!(text.contains(unbound));
+    let text = text
+        .replace(
+            unbound,
+            "\"Ethernet12|5\": {\"profile\": \"NULL\"}\n    },\n    \"BUFFER_QUEUE\"",
+        )
+        .replace("\"xoff\": \"48128\"", "\"xoff\": \"44000\"");
+    let imp = sonic::import(&text, "unbound").unwrap();
+    let short: Vec<&ImportWarning> = imp
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("below"))
+        .collect();
+    assert_eq!(short.len(), 1, "{:#?}", imp.warnings);
+    assert_eq!(
+        short[0].source,
+        "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff"
+    );
+    assert!(
+        short[0].message.contains("Ethernet0 44113 B")
+            && short[0]
+                .message
+                .contains("Ethernet12 48488 B (100 Gb/s, 40 m, MTU 9100)"),
+        "{short:#?}"
+    );
+    assert_eq!(imp.config.pgs[3].headroom_bytes, Some(44_000));
+}
+
 #[test]
 fn broken_sonic_documents_are_errors_not_panics() {
     for (doc, says) in [

@@ -185,7 +185,7 @@ impl HeadroomModel {
             HeadroomModel::Ieee => {
                 let q = peer_response_quanta(port.bits_per_sec);
                 format!(
-                    "2 x MTU {} + 2 x cable {} x {gbps} Gb/s + the peer's response {q} quanta ({} B), the smallest that loses nothing when the peer pauses on time",
+                    "2 x MTU {} + 2 x cable {} x {gbps} Gb/s + the PFC frame {PFC_FRAME_WIRE_BYTES} B + the peer's response {q} quanta ({} B), the smallest that loses nothing when the peer pauses on time",
                     port.mtu,
                     port.cable.human(),
                     q * 64

@@ -721,11 +721,30 @@ fn buffers(
                 bound.push((port.name.clone(), profile(doc, &name, &via)?, via));
             }
         }
-        // Ports short of headroom, per profile: one warning each, naming them.
+        // Ports short of headroom, per profile: one warning each, naming them. The
+        // profile with the largest headroom is the one rocelab gives every port (below),
+        // bound or not, so its warning checks them all: it stands for the configuration
+        // check's on the same key, which is then not given. Another profile is checked
+        // against the ports it is bound to on the switch.
+        let applied = bound
+            .iter()
+            .max_by_key(|(_, pr, _)| pr.xoff.unwrap_or(0))
+            .map(|(_, pr, _)| pr.name.clone());
         let mut short: Vec<(&str, u64, Vec<String>)> = Vec::new();
-        for (port, pr, _) in &bound {
+        let checked = bound.iter().map(|(port, pr, _)| (port.as_str(), pr)).chain(
+            applied
+                .iter()
+                .flat_map(|a| bound.iter().find(|(_, pr, _)| pr.name == *a))
+                .flat_map(|(_, pr, _)| {
+                    ports
+                        .iter()
+                        .filter(|q| !bound.iter().any(|(b, _, _)| *b == q.name))
+                        .map(move |q| (q.name.as_str(), pr))
+                }),
+        );
+        for (port, pr) in checked {
             let Some(xoff) = pr.xoff else { continue };
-            let Some(p) = ports.iter().find(|p| p.name == *port) else {
+            let Some(p) = ports.iter().find(|p| p.name == port) else {
                 continue;
             };
             let cfg = crate::config::PortConfig {
@@ -751,14 +770,16 @@ fn buffers(
             }
         }
         for (name, xoff, list) in short {
-            w.warn_instead_of(
-                format!("pg.{p}.headroom_bytes"),
-                format!("BUFFER_PROFILE|{name}|xoff"),
-                format!(
-                    "headroom {xoff} B is below what its ports need ({}; 2 x MTU + 2 x cable delay x rate + the PFC frame + the peer's response): frames in flight after XOFF are dropped",
-                    list.join(", ")
-                ),
+            let source = format!("BUFFER_PROFILE|{name}|xoff");
+            let message = format!(
+                "headroom {xoff} B is below what its ports need ({}; 2 x MTU + 2 x cable delay x rate + the PFC frame + the peer's response): frames in flight after XOFF are dropped",
+                list.join(", ")
             );
+            if applied.as_deref() == Some(name) {
+                w.warn_instead_of(format!("pg.{p}.headroom_bytes"), source, message);
+            } else {
+                w.warn(source, message);
+            }
         }
         let Some((_, best, via)) = bound
             .iter()
