@@ -89,6 +89,42 @@ fn the_in_flight_row_holds_at_the_ieee_headroom_and_not_below() {
     assert!(below.measured.starts_with("1 drops"), "{below:?}");
 }
 
+/// At 1 Gb/s the peer may take 2 quanta (IEEE 802.3 annex 31B.3.7, as sonic-swss lists
+/// it), not 10 Gb/s's 67: with MTU 1500 and 5 m the formula gives 3 207 B (2 x 1500, 7 for
+/// 2 x 25 ns of cable, 72 for the PFC frame, 128 for the response), and the in-flight row,
+/// whose peer answers that late, passes there and drops a frame 128 B below.
+#[test]
+fn at_1_gbps_the_peer_answers_in_2_quanta() {
+    assert_eq!(rocelab::config::peer_response_quanta(1_000_000_000), 2);
+    assert_eq!(rocelab::config::peer_response_quanta(100_000_000), 1);
+    assert_eq!(rocelab::config::peer_response_quanta(2_500_000_000), 67);
+    let ieee = 2 * 1500 + 7 + 72 + 2 * 64;
+    let run = |headroom: Option<u64>| {
+        let mut text = rocelab::config::preset_text("default")
+            .unwrap()
+            .replace("speed_gbps = 100", "speed_gbps = 1")
+            .replace("mtu = 9216", "mtu = 1500");
+        if let Some(h) = headroom {
+            text = text.replace("[pg.3]", &format!("[pg.3]\nheadroom_bytes = {h}"));
+        }
+        let cfg = SwitchConfig::from_toml(&text).unwrap();
+        assert_eq!(
+            cfg.headroom_bytes(3, &cfg.port_defaults),
+            headroom.unwrap_or(ieee)
+        );
+        let report = conformance::run(&cfg, "1g");
+        report
+            .checks
+            .into_iter()
+            .find(|c| c.id == "headroom_in_flight.pg3.default")
+            .unwrap()
+    };
+    let at = run(None);
+    assert_eq!(at.status, Status::Pass, "{at:?}");
+    let below = run(Some(ieee - 128));
+    assert_eq!(below.status, Status::Fail, "{below:?}");
+}
+
 #[test]
 fn xon_above_xoff_is_refused() {
     let text = "[pfc]\nlossless = [3]\n[classify]\ndscp_to_tc = [[26, 3]]\n[buffer]\nthreshold = \"static\"\nqueue_limit_bytes = 100000\n[pg.3]\nxoff_bytes = 100000\nxon_bytes = 200000\n[queue.3]\n";

@@ -14,17 +14,18 @@ pub const CABLE_NS_PER_M: u64 = 5;
 
 /// The time a peer may take to act on a PFC frame, in quanta of 512 bit times: the
 /// upper bound of IEEE 802.3 annex 31B.3.7 (timing considerations for PAUSE operation, as
-/// amended for each new rate): 10G 67, 25G 80, 40G 118, 50G 147, 100G 394, 200G 453,
-/// 400G 905, as sonic-swss's headroom plugins list them from that clause
+/// amended for each new rate): 100M 1, 1G 2, 10G 67, 25G 80, 40G 118, 50G 147, 100G 394,
+/// 200G 453, 400G 905, as sonic-swss's headroom plugins list them from that clause
 /// (`pause_quanta_per_speed` in `cfgmgr/buffer_headroom_mellanox.lua`). The response
 /// does not scale with the rate: 400G's is 2.3 times 100G's, not 4 times. Speeds between
-/// the listed ones take the next higher value; above 400 Gb/s the 400G value stands
-/// (SONiC uses it for 800G; no figure of IEEE 802.3df was found). Below 10 Gb/s the 10G
-/// value stands too, more than the clause's own bounds there (1 Gb/s: 2 quanta), so
-/// slower ports get more headroom than they need, not less.
+/// the listed ones take the next higher value (2.5G and 5G: 10G's); above 400 Gb/s the
+/// 400G value stands (SONiC uses it for 800G; no figure of IEEE 802.3df was found).
 pub fn peer_response_quanta(bits_per_sec: u64) -> u64 {
+    const M: u64 = 1_000_000;
     const G: u64 = 1_000_000_000;
     match bits_per_sec {
+        r if r <= 100 * M => 1,
+        r if r <= G => 2,
         r if r <= 10 * G => 67,
         r if r <= 25 * G => 80,
         r if r <= 40 * G => 118,
@@ -96,6 +97,8 @@ pub mod sonic_mellanox {
     /// values); other speeds take the ASIC's peer response time of 3.8 KiB.
     pub fn pause_quanta(speed_mbps: u64) -> Option<u64> {
         match speed_mbps {
+            100 => Some(1),
+            1_000 => Some(2),
             10_000 => Some(67),
             25_000 => Some(80),
             40_000 => Some(118),
@@ -119,7 +122,7 @@ fn roundup_1024(x: f64) -> u64 {
 /// wcf   = ceil(2 × cell / (1 + cell))                 worst-case cells per 64 B packet
 /// spb   = 100 × 64 / ((spp × 64 + (100 − spp) × lossless_mtu) / 100)
 /// occ   = (100 − spb + spb × wcf) / 100               buffer per byte received
-/// prop  = MTU + 2 × cable × speed / light / 8 + mac_phy + peer response (quanta × 64)
+/// prop  = MTU + 2 × cable × speed / light / 8 × 1000/1024 + mac_phy + peer response (quanta × 64)
 /// xoff  = roundup_1024(lossless_mtu + prop × occ), plus 2048 when that is more than
 ///         2048 below roundup_1024(lossless_mtu + prop × wcf)
 /// ```
@@ -141,7 +144,9 @@ pub fn sonic_mellanox_headroom_bytes(port: &PortConfig) -> u64 {
         None => 3.8 * 1024.0,
     };
     let metres = port.cable.0 as f64 / CABLE_NS_PER_M as f64;
-    let cable = 2.0 * metres * port.bits_per_sec as f64 / LIGHT_M_PER_S / 8.0;
+    // The plugin's arithmetic: 2 × length × speed in Mb/s × 10^9 / light / (8 × 1024),
+    // 1000/1024 of the bytes on the cable (2.4 % fewer), kept to give its values.
+    let cable = 2.0 * metres * speed_mbps as f64 * 1e9 / LIGHT_M_PER_S / (8.0 * 1024.0);
     let prop = f64::from(port.mtu) + cable + MAC_PHY_BYTES + peer;
     let mut xoff = roundup_1024(LOSSLESS_MTU + prop * occ);
     let worst = roundup_1024(LOSSLESS_MTU + prop * wcf);
