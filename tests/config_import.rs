@@ -474,6 +474,46 @@ fn nxos_running_config_imports_every_value() {
     passes_conformance(c, "running-config");
 }
 
+/// Cisco's one-line form, `pause buffer-size B pause-threshold X resume-threshold Y pfc-cos
+/// N`, makes class N lossless as `pause pfc-cos N` does (it was read as thresholds only,
+/// and RoCE's class came out lossy with exit 0). A running-config without a queuing policy
+/// (the default one is not listed) gives the lossless queue rocelab's default with a
+/// warning; it was refused ("queue 3 ... has no [queue.3] section").
+#[test]
+fn nxos_pause_with_its_buffer_and_the_default_queuing_policy() {
+    let text = data("nxos_running_config.txt");
+    let one_line = text.replace(
+        "    pause pfc-cos 3\n",
+        "    pause buffer-size 152000 pause-threshold 103000 resume-threshold 83000 pfc-cos 3\n",
+    );
+    let imp = nxos::import(&one_line, "one line").unwrap();
+    assert_eq!(imp.config.lossless.iter().collect::<Vec<_>>(), [3]);
+    assert!(
+        imp.warnings
+            .iter()
+            .any(|w| w.source.contains("pfc-cos 3") && w.message.contains("not imported")),
+        "{:#?}",
+        imp.warnings
+    );
+    let e = nxos::import(&text.replace("pause pfc-cos 3", "pause pfc-cos"), "bare").unwrap_err();
+    assert!(e.to_string().contains("pfc-cos needs a list"), "{e}");
+
+    let default_queuing =
+        text.replace("  service-policy type queuing output QOS_EGRESS_PORT\n", "");
+    assert_ne!(default_queuing, text);
+    let imp = nxos::import(&default_queuing, "default queuing").unwrap();
+    assert_eq!(imp.config.queues[3].schedule, Schedule::Dwrr(1));
+    assert!(
+        imp.warnings
+            .iter()
+            .any(|w| w.source == "class type queuing c-out-8q-q3"
+                && w.message.contains("DWRR weight 1")),
+        "{:#?}",
+        imp.warnings
+    );
+    passes_conformance(&imp.config, "default queuing");
+}
+
 #[test]
 fn nxos_mistakes_are_named_with_their_line() {
     let text = data("nxos_running_config.txt");

@@ -441,20 +441,33 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         })?;
         for class in &p.children {
             for c in &class.children {
-                if c.starts(&["pause", "pfc-cos"]) {
-                    lossless.extend(numbers(c, word_of(c, 2), 7)?);
-                    pfc_source = at(c);
-                } else if c.starts(&["pause", "buffer-size"]) {
-                    let (pause, resume) =
-                        (after(c, "pause-threshold"), after(c, "resume-threshold"));
-                    if let (Some(p), Some(r)) = (
-                        pause.and_then(|p| p.parse::<u64>().ok()),
-                        resume.and_then(|r| r.parse::<u64>().ok()),
-                    ) && r > p
-                    {
-                        w.warn(at(c), format!("resume-threshold {r} is above pause-threshold {p}: XON above XOFF, the class would resume before it paused"));
-                    } else {
-                        w.warn(at(c), "pause buffer-size and thresholds are not imported: rocelab computes headroom from the cable and uses its dynamic XOFF threshold");
+                // `pause pfc-cos 3`, or with the buffer on the same line:
+                // `pause buffer-size B pause-threshold X resume-threshold Y pfc-cos 3`.
+                if c.starts(&["pause"]) {
+                    match after(c, "pfc-cos") {
+                        Some(list) => {
+                            lossless.extend(numbers(c, list, 7)?);
+                            pfc_source = at(c);
+                        }
+                        None if c.words.iter().any(|x| x == "pfc-cos") => {
+                            return Err(val_err(c, "pfc-cos needs a list of CoS values, e.g. 3"));
+                        }
+                        None => {}
+                    }
+                    if c.starts(&["pause", "buffer-size"]) {
+                        let (pause, resume) =
+                            (after(c, "pause-threshold"), after(c, "resume-threshold"));
+                        if let (Some(p), Some(r)) = (
+                            pause.and_then(|p| p.parse::<u64>().ok()),
+                            resume.and_then(|r| r.parse::<u64>().ok()),
+                        ) && r > p
+                        {
+                            w.warn(at(c), format!("resume-threshold {r} is above pause-threshold {p}: XON above XOFF, the class would resume before it paused"));
+                        } else {
+                            w.warn(at(c), "pause buffer-size and thresholds are not imported: rocelab computes headroom from the cable and uses its dynamic XOFF threshold");
+                        }
+                    } else if !c.starts(&["pause", "pfc-cos"]) {
+                        w.warn(at(c), "network-qos command not imported");
                     }
                 } else if !c.starts(&["mtu"]) {
                     w.warn(at(c), "network-qos command not imported");
@@ -489,6 +502,7 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         );
     }
     // Queuing.
+    let mut queues_written: Vec<u32> = Vec::new();
     if let Some((n, via)) = service(&["queuing", "output"]) {
         let p = queuing.get(&n).ok_or_else(|| ImportError::Value {
             at: via.clone(),
@@ -513,6 +527,7 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
                 }
             };
             w.section(&format!("queue.{q}"), false);
+            queues_written.push(q);
             for c in &class.children {
                 if c.starts(&["priority", "level"]) {
                     w.value("schedule", "\"strict\"", &at(c));
@@ -571,6 +586,25 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         }
         if zero {
             w.warn(via, "queues at `bandwidth remaining percent 0` are imported with weight 1: they still drain, slowly, when others are busy");
+        }
+    }
+    // A lossless queue no queuing class names: the running-config leaves out the default
+    // queuing policy (and the classes a policy does not list), so the switch schedules it
+    // by its default. rocelab needs a section for a lossless queue and takes its own.
+    for &q in &lossless {
+        if !queues_written.contains(&q) {
+            w.section(&format!("queue.{q}"), false);
+            w.value(
+                "schedule",
+                "\"dwrr\"",
+                &format!("no class c-out-8q-q{q}: rocelab's default, DWRR weight 1"),
+            );
+            w.warn(
+                format!("class type queuing c-out-8q-q{q}"),
+                format!(
+                    "lossless queue {q} has no queuing class in the configuration (the default queuing policy is not listed in a running-config): rocelab gives it DWRR weight 1 and no ECN"
+                ),
+            );
         }
     }
     // Watchdog.
