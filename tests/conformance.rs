@@ -125,6 +125,46 @@ fn at_1_gbps_the_peer_answers_in_2_quanta() {
     assert_eq!(below.status, Status::Fail, "{below:?}");
 }
 
+/// A headroom too small for the part of the trigger frame above the XOFF point (here 0):
+/// the switch still sends XOFF as that frame reaches the point, as a hardware MMU pauses on
+/// the crossing cell, and drops the frame. Before, no PFC was sent at all, and the
+/// expected headroom watermark wrapped to 18446744073709550884 B. With a static XOFF at
+/// 10 000 B and 1082 B frames, frame 10 reaches it (820 B above): 9 frames are held, the
+/// shared watermark is theirs, 9 738 B, and nothing is in headroom.
+#[test]
+fn a_trigger_frame_that_does_not_fit_the_headroom_still_sends_xoff() {
+    let text = rocelab::config::preset_text("default")
+        .unwrap()
+        .replace(
+            "threshold = \"dynamic\"",
+            "threshold = \"static\"\nqueue_limit_bytes = 100000",
+        )
+        .replace("pg_alpha = 1.0", "")
+        .replace("queue_alpha = 0.5", "")
+        .replace(
+            "xon_offset_bytes = 2496",
+            "xoff_bytes = 10000\nxon_bytes = 5000\nheadroom_bytes = 0",
+        );
+    let cfg = SwitchConfig::from_toml(&text).unwrap();
+    let report = conformance::run(&cfg, "no headroom");
+    let row = |id: &str| {
+        report
+            .checks
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{id}: {report:#?}"))
+    };
+    assert_eq!(row("pfc_xoff.pg3").measured, "frame 10", "{report:#?}");
+    assert_eq!(row("headroom.pg3.default").measured, "9 frames");
+    assert_eq!(row("watermark.pg3.shared").measured, "9738 B");
+    assert_eq!(row("watermark.pg3.headroom").expected, "0 B");
+    assert_eq!(
+        report.failing_ids(),
+        ["headroom_in_flight.pg3.default"],
+        "{report:#?}"
+    );
+}
+
 #[test]
 fn xon_above_xoff_is_refused() {
     let text = "[pfc]\nlossless = [3]\n[classify]\ndscp_to_tc = [[26, 3]]\n[buffer]\nthreshold = \"static\"\nqueue_limit_bytes = 100000\n[pg.3]\nxoff_bytes = 100000\nxon_bytes = 200000\n[queue.3]\n";

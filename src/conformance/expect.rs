@@ -26,6 +26,9 @@ pub struct Fill {
     pub shared_bytes: u64,
     /// Headroom bytes after it (the part of the trigger frame above the threshold).
     pub headroom_bytes: u64,
+    /// Shared bytes of the PG before it: what it keeps when the trigger frame's part above
+    /// the threshold does not fit the headroom, and the frame is dropped.
+    pub shared_before_bytes: u64,
     /// The PG's reserve.
     pub reserve_bytes: u64,
 }
@@ -72,6 +75,7 @@ pub fn fill(cfg: &SwitchConfig, pg: usize, len: u64) -> Option<Fill> {
                 trigger_frames: n,
                 shared_bytes: shared,
                 headroom_bytes: headroom,
+                shared_before_bytes: before,
                 reserve_bytes: reserve,
             });
         }
@@ -118,14 +122,25 @@ impl Fill {
     /// The departure (counted from 1) that brings the PG, filled to exactly its trigger
     /// frame, back to XON once its egress opens: departing bytes empty the headroom first,
     /// then the shared part; XON needs headroom 0 and shared use at or below the XON
-    /// threshold.
-    pub fn xon_departure(&self, cfg: &SwitchConfig, pg: usize, len: u64) -> u64 {
+    /// threshold. With a headroom of `headroom_size` bytes too small for the trigger
+    /// frame's spill, that frame was dropped and the PG starts from the shared part before
+    /// it.
+    pub fn xon_departure(
+        &self,
+        cfg: &SwitchConfig,
+        pg: usize,
+        len: u64,
+        headroom_size: u64,
+    ) -> u64 {
+        let (shared0, headroom0) = if headroom_size < self.headroom_bytes {
+            (self.shared_before_bytes, 0)
+        } else {
+            (self.shared_bytes, self.headroom_bytes)
+        };
         for k in 1..=self.trigger_frames {
             let gone = k * len;
-            let headroom = self.headroom_bytes.saturating_sub(gone);
-            let shared = self
-                .shared_bytes
-                .saturating_sub(gone.saturating_sub(self.headroom_bytes));
+            let headroom = headroom0.saturating_sub(gone);
+            let shared = shared0.saturating_sub(gone.saturating_sub(headroom0));
             if headroom == 0 && shared <= xon_threshold(cfg, pg, shared) {
                 return k;
             }

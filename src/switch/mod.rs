@@ -720,6 +720,12 @@ impl Switch {
                 self.mmu.charge_late(ingress, pg, len as u32);
                 self.ports[ingress].counters.classes[pg].late_pause_frames += 1;
             } else {
+                if lossless && !self.mmu.pg(ingress, pg).xoff {
+                    // The frame reaches the XOFF point and its rest does not fit the
+                    // headroom: a hardware MMU pauses at the cell that crosses the point
+                    // and drops what does not fit, and so does this one.
+                    self.send_xoff(now, ingress, pg);
+                }
                 self.ports[ingress]
                     .counters
                     .drop(pg, DropCause::IngressOverflow, len);
