@@ -263,6 +263,66 @@ fn the_headroom_every_port_takes_is_checked_on_every_port() {
     assert_eq!(imp.config.pgs[3].headroom_bytes, Some(44_000));
 }
 
+/// PFC_WD per port: each field is taken as most ports have it, ports with other settings
+/// are named, and a port without an entry (no watchdog on the switch) is warned about
+/// (differing ports were dropped without a word, and with every port's setting different
+/// the first port's was taken whole). Every port's values are checked.
+#[test]
+fn sonic_watchdog_settings_that_differ_per_port_are_named() {
+    let text = data("sonic_config_db.json");
+    let wd = |port: &str, action: &str, detection: &str| {
+        format!(
+            r#""{port}": {{
+            "action": "drop",
+            "detection_time": "200",
+            "restoration_time": "200",
+            "pfc_stat_history": "disable"
+        }}"#
+        )
+        .replace("\"drop\"", &format!("\"{action}\""))
+        .replace(
+            "\"detection_time\": \"200\"",
+            &format!("\"detection_time\": \"{detection}\""),
+        )
+    };
+    let original = |port: &str| wd(port, "drop", "200");
+    for port in ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"] {
+        assert!(text.contains(&original(port)), "{port}");
+    }
+    let mixed = text
+        .replace(&original("Ethernet0"), &wd("Ethernet0", "drop", "200"))
+        .replace(&original("Ethernet4"), &wd("Ethernet4", "forward", "1000"))
+        .replace(&original("Ethernet8"), &wd("Ethernet8", "alert", "1000"))
+        .replace(&format!("{},\n        ", original("Ethernet12")), "")
+        .replace(&format!(",\n        {}", original("Ethernet12")), "");
+    assert!(!mixed.contains(&original("Ethernet12")));
+    let imp = sonic::import(&mixed, "mixed").unwrap();
+    assert_eq!(
+        imp.config.watchdog.detection.0, 1_000_000_000,
+        "{}",
+        imp.toml
+    );
+    let say = |needle: &str| {
+        imp.warnings
+            .iter()
+            .find(|w| w.message.contains(needle))
+            .unwrap_or_else(|| panic!("{needle}: {:#?}", imp.warnings))
+            .clone()
+    };
+    let differ = say("other watchdog settings");
+    assert!(
+        differ.message.contains("Ethernet0 (drop, 200 ms, 200 ms)")
+            && differ
+                .message
+                .contains("Ethernet4 (forward, 1000 ms, 200 ms)"),
+        "{differ:?}"
+    );
+    assert!(say("no PFC_WD entry").message.contains("Ethernet12"));
+    let bad = text.replace(&original("Ethernet8"), &wd("Ethernet8", "shout", "200"));
+    let e = sonic::import(&bad, "bad").unwrap_err().to_string();
+    assert!(e.contains("PFC_WD|Ethernet8|action"), "{e}");
+}
+
 #[test]
 fn broken_sonic_documents_are_errors_not_panics() {
     for (doc, says) in [
