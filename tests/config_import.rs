@@ -323,6 +323,74 @@ fn sonic_watchdog_settings_that_differ_per_port_are_named() {
     assert!(e.contains("PFC_WD|Ethernet8|action"), "{e}");
 }
 
+/// What a CONFIG_DB leaves out is said, not filled in silently: a port without `mtu`
+/// takes SONiC's 9100 with a comment saying so (the comment named PORT|…|mtu as if it
+/// were there); a port no CABLE_LENGTH names gets 5 m, assumed with a warning (it got
+/// 0 m without a word); a port two CABLE_LENGTH entries give different lengths is warned
+/// about; `wred_green_enable: false` leaves the queue without ECN with a warning; and a
+/// pool without a size in the dynamic buffer model (SONiC computes it) takes rocelab's
+/// default with a warning, where it was refused.
+#[test]
+fn sonic_values_left_out_are_said() {
+    let mut doc: serde_json::Value = serde_json::from_str(&data("sonic_config_db.json")).unwrap();
+    doc["PORT"]["Ethernet8"]
+        .as_object_mut()
+        .unwrap()
+        .remove("mtu");
+    doc["CABLE_LENGTH"]["AZURE"]
+        .as_object_mut()
+        .unwrap()
+        .remove("Ethernet4");
+    doc["CABLE_LENGTH"]["OTHER"] = serde_json::json!({"Ethernet0": "300m"});
+    doc["WRED_PROFILE"]["AZURE_LOSSLESS"]["wred_green_enable"] = "false".into();
+    doc["DEVICE_METADATA"]["localhost"]["buffer_model"] = "dynamic".into();
+    doc["BUFFER_POOL"]["ingress_lossless_pool"]
+        .as_object_mut()
+        .unwrap()
+        .remove("size");
+    let imp = sonic::import(&doc.to_string(), "left out").unwrap();
+    let port = |n: &str| imp.config.ports.iter().find(|p| p.name == n).unwrap();
+    assert_eq!(port("Ethernet8").mtu, 9100);
+    assert!(
+        imp.toml
+            .contains("# no PORT|Ethernet8|mtu: SONiC's default 9100"),
+        "{}",
+        imp.toml
+    );
+    assert_eq!(port("Ethernet4").cable, Nanos(25));
+    assert_eq!(port("Ethernet0").cable, Nanos(25));
+    let say = |source: &str, needle: &str| {
+        assert!(
+            imp.warnings
+                .iter()
+                .any(|w| w.source == source && w.message.contains(needle)),
+            "{source}: {needle}: {:#?}",
+            imp.warnings
+        )
+    };
+    say("CABLE_LENGTH", "no cable length for Ethernet4: 5m assumed");
+    say(
+        "CABLE_LENGTH|AZURE|Ethernet0",
+        "different cable lengths (AZURE 5m, OTHER 300m)",
+    );
+    say(
+        "WRED_PROFILE|AZURE_LOSSLESS|wred_green_enable",
+        "no ECN profile",
+    );
+    say(
+        "BUFFER_POOL|ingress_lossless_pool|size",
+        "dynamic buffer model",
+    );
+    assert!(imp.config.queues[3].ecn.is_none());
+    assert_eq!(imp.config.shared_bytes, 32 << 20);
+    // The static model needs the size.
+    doc["DEVICE_METADATA"]["localhost"]["buffer_model"] = "traditional".into();
+    let e = sonic::import(&doc.to_string(), "static")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("BUFFER_POOL|ingress_lossless_pool|size"), "{e}");
+}
+
 #[test]
 fn broken_sonic_documents_are_errors_not_panics() {
     for (doc, says) in [

@@ -313,7 +313,8 @@ impl Default for BufferSpec {
     }
 }
 
-fn default_shared() -> u64 {
+/// The shared pool when a configuration does not give one (32 MiB).
+pub(crate) fn default_shared() -> u64 {
     32 << 20
 }
 

@@ -230,8 +230,25 @@ struct Port {
     name: String,
     speed_mbps: f64,
     mtu: u64,
-    cable_m: Option<f64>,
+    /// Whether PORT gives the MTU (else SONiC's default).
+    mtu_given: bool,
+    /// The CABLE_LENGTH entry that names the port, and its length in metres.
+    cable: Option<(String, f64)>,
 }
+
+impl Port {
+    /// The cable length, metres: [`ASSUMED_CABLE_M`] when no CABLE_LENGTH names the port.
+    fn cable_m(&self) -> f64 {
+        self.cable.as_ref().map_or(ASSUMED_CABLE_M, |c| c.1)
+    }
+}
+
+/// SONiC's port MTU when PORT does not give one.
+const DEFAULT_MTU: u64 = 9100;
+
+/// The cable assumed for a port no CABLE_LENGTH names (as the NX-OS import assumes for
+/// every port, and as the presets' port defaults have).
+const ASSUMED_CABLE_M: f64 = 5.0;
 
 /// Reads a CONFIG_DB JSON document (called `name` in the header).
 pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
@@ -334,52 +351,81 @@ fn ports(doc: &Doc<'_>, w: &mut Writer) -> Result<Vec<Port>, ImportError> {
         .map(|t| t.keys().collect())
         .unwrap_or_default();
     names.sort_by_key(|n| natural_key(n));
-    let cables = doc
+    // CABLE_LENGTH has one entry (AZURE) on a switch; with more, a port takes the first
+    // that names it, and one named with different lengths is warned about.
+    let cable_tables: Vec<(&String, &serde_json::Map<String, Value>)> = doc
         .table("CABLE_LENGTH")
-        .and_then(|t| t.values().next())
-        .and_then(Value::as_object);
-    let cable_name = doc
-        .table("CABLE_LENGTH")
-        .and_then(|t| t.keys().next())
-        .cloned()
+        .map(|t| {
+            t.iter()
+                .filter_map(|(k, v)| v.as_object().map(|o| (k, o)))
+                .collect()
+        })
         .unwrap_or_default();
     let mut out = Vec::new();
+    let mut no_cable: Vec<&str> = Vec::new();
     for name in names {
         let speed_mbps = doc
             .number("PORT", name, "speed")?
             .ok_or_else(|| val_err(format!("PORT|{name}|speed"), "missing"))?;
-        let mtu = doc.number("PORT", name, "mtu")?.unwrap_or(9100.0) as u64;
-        let cable_m = match cables
-            .and_then(|c| c.get(name.as_str()))
-            .and_then(Value::as_str)
-        {
-            Some(s) => Some(
-                s.trim()
-                    .strip_suffix('m')
-                    .and_then(|m| m.parse::<f64>().ok())
-                    .ok_or_else(|| {
-                        val_err(
-                            format!("CABLE_LENGTH|{cable_name}|{name}"),
-                            format!("'{s}' is not a length like 5m"),
-                        )
-                    })?,
-            ),
-            None => None,
-        };
+        let mtu = doc.number("PORT", name, "mtu")?;
+        let mut lengths: Vec<(&String, f64)> = Vec::new();
+        for (table, ports) in &cable_tables {
+            let Some(s) = ports.get(name.as_str()).and_then(Value::as_str) else {
+                continue;
+            };
+            let m = s
+                .trim()
+                .strip_suffix('m')
+                .and_then(|m| m.parse::<f64>().ok())
+                .ok_or_else(|| {
+                    val_err(
+                        format!("CABLE_LENGTH|{table}|{name}"),
+                        format!("'{s}' is not a length like 5m"),
+                    )
+                })?;
+            lengths.push((table, m));
+        }
+        if lengths.iter().any(|(_, m)| *m != lengths[0].1) {
+            let all: Vec<String> = lengths
+                .iter()
+                .map(|(t, m)| format!("{t} {}m", num(*m)))
+                .collect();
+            w.warn(
+                format!("CABLE_LENGTH|{}|{name}", lengths[0].0),
+                format!(
+                    "{name} has different cable lengths ({}): rocelab takes the first",
+                    all.join(", ")
+                ),
+            );
+        }
+        if lengths.is_empty() {
+            no_cable.push(name);
+        }
         out.push(Port {
             name: name.clone(),
             speed_mbps,
-            mtu,
-            cable_m,
+            mtu: mtu.map_or(DEFAULT_MTU, |m| m as u64),
+            mtu_given: mtu.is_some(),
+            cable: lengths.first().map(|(t, m)| ((*t).clone(), *m)),
         });
     }
-    let shape = |p: &Port| (p.speed_mbps.to_bits(), p.mtu, p.cable_m.map(f64::to_bits));
+    if !no_cable.is_empty() {
+        w.warn(
+            "CABLE_LENGTH",
+            format!(
+                "no cable length for {}: {}m assumed, which the headroom computed per port counts",
+                no_cable.join(", "),
+                num(ASSUMED_CABLE_M)
+            ),
+        );
+    }
+    let shape = |p: &Port| (p.speed_mbps.to_bits(), p.mtu, p.cable_m().to_bits());
     let shapes: Vec<_> = out.iter().map(shape).collect();
     if let Some(common) = most_common(&shapes)
         && let Some(p) = out.iter().find(|p| shape(p) == common)
     {
         w.section("port_defaults", false);
-        port_lines(w, p, &cable_name);
+        port_lines(w, p);
     }
     for p in &out {
         w.section("ports", true);
@@ -388,24 +434,41 @@ fn ports(doc: &Doc<'_>, w: &mut Writer) -> Result<Vec<Port>, ImportError> {
             super::toml_string(&p.name),
             &format!("PORT|{}", p.name),
         );
-        port_lines(w, p, &cable_name);
+        port_lines(w, p);
     }
     Ok(out)
 }
 
-fn port_lines(w: &mut Writer, p: &Port, cable_name: &str) {
+fn port_lines(w: &mut Writer, p: &Port) {
     w.value(
         "speed_gbps",
         num(p.speed_mbps / 1000.0),
         &format!("PORT|{}|speed = {} (Mb/s)", p.name, num(p.speed_mbps)),
     );
-    w.value("mtu", p.mtu, &format!("PORT|{}|mtu", p.name));
-    if let Some(m) = p.cable_m {
+    if p.mtu_given {
+        w.value("mtu", p.mtu, &format!("PORT|{}|mtu", p.name));
+    } else {
         w.value(
-            "cable_m",
-            num(m),
-            &format!("CABLE_LENGTH|{cable_name}|{} = {}m", p.name, num(m)),
+            "mtu",
+            p.mtu,
+            &format!("no PORT|{}|mtu: SONiC's default {DEFAULT_MTU}", p.name),
         );
+    }
+    match &p.cable {
+        Some((table, m)) => w.value(
+            "cable_m",
+            num(*m),
+            &format!("CABLE_LENGTH|{table}|{} = {}m", p.name, num(*m)),
+        ),
+        None => w.value(
+            "cable_m",
+            num(ASSUMED_CABLE_M),
+            &format!(
+                "no CABLE_LENGTH for {}: {}m assumed",
+                p.name,
+                num(ASSUMED_CABLE_M)
+            ),
+        ),
     }
 }
 
@@ -751,7 +814,7 @@ fn buffers(
                 name: p.name.clone(),
                 bits_per_sec: (p.speed_mbps * 1e6) as u64,
                 cable: crate::time::Nanos(
-                    (p.cable_m.unwrap_or(0.0) * crate::config::CABLE_NS_PER_M as f64) as u64,
+                    (p.cable_m() * crate::config::CABLE_NS_PER_M as f64) as u64,
                 ),
                 mtu: p.mtu as u32,
             };
@@ -760,7 +823,7 @@ fn buffers(
                 let what = format!(
                     "{port} {need} B ({} Gb/s, {} m, MTU {})",
                     num(p.speed_mbps / 1000.0),
-                    num(p.cable_m.unwrap_or(0.0)),
+                    num(p.cable_m()),
                     p.mtu
                 );
                 match short.iter_mut().find(|(name, _, _)| *name == pr.name) {
@@ -835,12 +898,26 @@ fn buffers(
     w.section("buffer", false);
     let mut static_mode = false;
     if let Some(pool) = &pool_name {
-        let size = doc
-            .number("BUFFER_POOL", pool, "size")?
-            .ok_or_else(|| val_err(format!("BUFFER_POOL|{pool}|size"), "missing"))?
-            as u64;
+        // The dynamic buffer model sizes the pools itself and leaves the size out of
+        // CONFIG_DB; the static one needs it.
+        let size = match doc.number("BUFFER_POOL", pool, "size")? {
+            Some(size) => Some(size as u64),
+            None if dynamic_model => {
+                w.warn(
+                    format!("BUFFER_POOL|{pool}|size"),
+                    format!(
+                        "no size: the dynamic buffer model computes it on the switch; rocelab's default shared pool, {} B, stands in",
+                        crate::config::default_shared()
+                    ),
+                );
+                None
+            }
+            None => return Err(val_err(format!("BUFFER_POOL|{pool}|size"), "missing")),
+        };
         let xoff = doc.number("BUFFER_POOL", pool, "xoff")?.unwrap_or(0.0) as u64;
-        if xoff > 0 {
+        if let Some(size) = size
+            && xoff > 0
+        {
             w.value(
                 "shared_bytes",
                 size.saturating_sub(xoff),
@@ -852,7 +929,7 @@ fn buffers(
                     "a shared headroom pool of {xoff} B: rocelab gives each lossless PG its own headroom (the profile's xoff) instead"
                 ),
             );
-        } else {
+        } else if let Some(size) = size {
             w.value("shared_bytes", size, &format!("BUFFER_POOL|{pool}|size"));
         }
         static_mode = doc.field("BUFFER_POOL", pool, "mode") == Some("static");
@@ -1165,6 +1242,10 @@ fn queues(
                 continue;
             }
             if !green {
+                w.warn(
+                    format!("{src}|wred_green_enable"),
+                    format!("wred_green_enable is false: green frames are neither marked nor dropped, and rocelab imports no ECN profile for queue {q}"),
+                );
                 continue;
             }
             let kmin = doc
