@@ -642,6 +642,55 @@ fn nxos_pause_with_its_buffer_and_the_default_queuing_policy() {
     passes_conformance(&imp.config, "default queuing");
 }
 
+/// `class-map type network-qos C` / `match qos-group N` is read (it was warned about as
+/// "QoS command not imported"); a network-qos class that pauses a CoS other than its
+/// qos-group is refused naming both (it was refused as "no DSCP maps to traffic class
+/// 3"); with only `match cos` the configuration check's CNP warning names a source (it
+/// printed an empty one).
+#[test]
+fn nxos_network_qos_classes_and_their_qos_groups() {
+    let text = data("nxos_running_config.txt");
+    let with_class_map = format!(
+        "class-map type network-qos c-8q-nq3\n  match qos-group 3\n{}",
+        text
+    );
+    let imp = nxos::import(&with_class_map, "class-map").unwrap();
+    assert!(
+        !imp.warnings
+            .iter()
+            .any(|w| w.source.contains("type network-qos")),
+        "{:#?}",
+        imp.warnings
+    );
+    let e = nxos::import(
+        &text.replace("pause pfc-cos 3", "pause pfc-cos 4"),
+        "mismatch",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("class c-8q-nq3 carries qos-group [3] and pauses CoS [4]"),
+        "{e}"
+    );
+    let renamed = with_class_map
+        .replace("c-8q-nq3", "ROCE_NQ")
+        .replace("match qos-group 3\n", "match qos-group 4\n");
+    let e = nxos::import(&renamed, "renamed").unwrap_err().to_string();
+    assert!(e.contains("ROCE_NQ carries qos-group [4]"), "{e}");
+    let cos_only = text
+        .replace("match dscp 24,26", "match cos 3")
+        .replace("match dscp 24-31", "match cos 3")
+        .replace("match dscp 48", "match cos 6")
+        .replace("    pause pfc-cos 3\n", "");
+    let imp = nxos::import(&cos_only, "cos").unwrap();
+    let cnp = imp
+        .warnings
+        .iter()
+        .find(|w| w.message.contains("CNPs"))
+        .expect("CNP warning");
+    assert_eq!(cnp.source, "no `match dscp` in the qos policy's class-maps");
+}
+
 #[test]
 fn nxos_mistakes_are_named_with_their_line() {
     let text = data("nxos_running_config.txt");

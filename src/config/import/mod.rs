@@ -157,7 +157,10 @@ impl Writer {
             })
         })?;
         for w in config.lint() {
-            let source = self.source_of(&w.key).unwrap_or_else(|| w.key.clone());
+            let source = self
+                .source_of(&w.key)
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| w.key.clone());
             if !self.covered.contains(&(w.key.clone(), source.clone())) {
                 self.warn(source, w.message);
             }

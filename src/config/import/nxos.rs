@@ -144,6 +144,8 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
     let mut qos_policies: BTreeMap<String, &Block> = BTreeMap::new();
     let mut queuing: BTreeMap<String, &Block> = BTreeMap::new();
     let mut network: BTreeMap<String, &Block> = BTreeMap::new();
+    // `class-map type network-qos C` / `match qos-group N`: the qos-groups class C carries.
+    let mut network_classes: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     let mut system: Option<&Block> = None;
     let mut interfaces: Vec<&Block> = Vec::new();
     let mut wd: BTreeMap<&str, (u64, String)> = BTreeMap::new();
@@ -165,6 +167,21 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
                 }
             }
             class_maps.insert(name, (dscps, b));
+        } else if b.starts(&["class-map", "type", "network-qos"]) {
+            let mut groups = Vec::new();
+            for c in &b.children {
+                if c.starts(&["match", "qos-group"]) {
+                    groups.extend(numbers(c, word_of(c, 2), 7)?);
+                } else {
+                    w.warn(
+                        at(c),
+                        "match not imported: a network-qos class is known by its qos-groups",
+                    );
+                }
+            }
+            // `class-map type network-qos [match-any] NAME`.
+            let name = b.words.last().cloned().unwrap_or_default();
+            network_classes.insert(name, groups);
         } else if b.starts(&["policy-map", "type", "qos"]) {
             qos_policies.insert(word(3).to_owned(), b);
         } else if b.starts(&["policy-map", "type", "queuing"]) {
@@ -417,6 +434,9 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
                 .map(|(_, src)| src.clone())
                 .collect();
             s.dedup();
+            if s.is_empty() {
+                s.push("no `match dscp` in the qos policy's class-maps".to_owned());
+            }
             s
         };
         w.value(
@@ -446,7 +466,32 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
                 if c.starts(&["pause"]) {
                     match after(c, "pfc-cos") {
                         Some(list) => {
-                            lossless.extend(numbers(c, list, 7)?);
+                            let cos = numbers(c, list, 7)?;
+                            // The class's qos-groups: its class-map's, else those of the
+                            // Nexus 9000 system class c-8q-nqN (qos-group N).
+                            let cname = word_of(class, 3);
+                            let groups =
+                                network_classes.get(cname).cloned().or_else(|| {
+                                    match cname.strip_prefix("c-8q-nq") {
+                                        Some("-default") => Some(vec![0]),
+                                        Some(d) => d.parse::<u32>().ok().map(|g| vec![g]),
+                                        None => None,
+                                    }
+                                });
+                            if let Some(groups) = groups.filter(|g| {
+                                let (mut g, mut c) = (g.clone(), cos.clone());
+                                g.sort_unstable();
+                                c.sort_unstable();
+                                g != c
+                            }) {
+                                return Err(val_err(
+                                    c,
+                                    format!(
+                                        "class {cname} carries qos-group {groups:?} and pauses CoS {cos:?}: rocelab pauses a traffic class by its own number, so the two must be the same (set the qos-group or pfc-cos to match)"
+                                    ),
+                                ));
+                            }
+                            lossless.extend(cos);
                             pfc_source = at(c);
                         }
                         None if c.words.iter().any(|x| x == "pfc-cos") => {
