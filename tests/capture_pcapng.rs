@@ -123,14 +123,17 @@ fn frame(tag: u8, len: usize) -> Vec<u8> {
     f
 }
 
-/// (ns since the epoch, wire length, captured length) per frame, as tshark reads them.
-fn tshark_view(path: &std::path::Path) -> Vec<(u64, u32, u32)> {
+/// (frame number, ns since the epoch, wire length, captured length) per frame, as tshark
+/// reads them.
+fn tshark_view(path: &std::path::Path) -> Vec<(u64, u64, u32, u32)> {
     let out = Command::new("tshark")
         .arg("-r")
         .arg(path)
         .args([
             "-T",
             "fields",
+            "-e",
+            "frame.number",
             "-e",
             "frame.time_epoch",
             "-e",
@@ -150,21 +153,28 @@ fn tshark_view(path: &std::path::Path) -> Vec<(u64, u32, u32)> {
         .lines()
         .map(|l| {
             let cols: Vec<&str> = l.split('\t').collect();
+            let number = cols[0].parse().unwrap();
+            let cols = &cols[1..];
             let time = if cols[0].is_empty() { "0" } else { cols[0] }; // no timestamp (SPB)
             let (secs, frac) = time.split_once('.').unwrap_or((time, "0"));
             let frac = format!("{frac:0<9}");
             let ns =
                 secs.parse::<u64>().unwrap() * 1_000_000_000 + frac[..9].parse::<u64>().unwrap();
-            (ns, cols[1].parse().unwrap(), cols[2].parse().unwrap())
+            (
+                number,
+                ns,
+                cols[1].parse().unwrap(),
+                cols[2].parse().unwrap(),
+            )
         })
         .collect()
 }
 
-fn rocelab_view(path: &std::path::Path) -> (Vec<(u64, u32, u32)>, u64) {
+fn rocelab_view(path: &std::path::Path) -> (Vec<(u64, u64, u32, u32)>, u64) {
     let mut r = CaptureReader::open(path).unwrap();
     let mut out = Vec::new();
     while let Some(p) = r.next_packet().unwrap() {
-        out.push((p.ts.0, p.orig_len, p.data.len() as u32));
+        out.push((p.number, p.ts.0, p.orig_len, p.data.len() as u32));
     }
     (out, r.skipped_non_ethernet())
 }
@@ -217,16 +227,77 @@ fn pcapng_variants_read_as_tshark_reads_them() {
     // tshark lists the cooked frame too; rocelab skips it (and says so).
     let theirs: Vec<_> = theirs
         .into_iter()
-        .filter(|&(_, len, _)| len != 20)
+        .filter(|&(_, _, len, _)| len != 20)
         .collect();
     assert_eq!(ours.len(), 8);
     for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
         if i == 6 {
             // A simple packet block has no timestamp: tshark shows 0, so does rocelab.
-            assert_eq!((a.1, a.2), (b.1, b.2), "frame {}", i + 1);
-            assert_eq!(a.0, 0);
+            assert_eq!((a.0, a.2, a.3), (b.0, b.2, b.3), "frame {}", i + 1);
+            assert_eq!(a.1, 0);
             continue;
         }
-        assert_eq!(a, b, "frame {}: rocelab (ns, len, caplen) vs tshark", i + 1);
+        assert_eq!(
+            a,
+            b,
+            "frame {}: rocelab (number, ns, len, caplen) vs tshark",
+            i + 1
+        );
+    }
+}
+
+/// A frame of a non-Ethernet interface is skipped but keeps its number: rocelab numbered
+/// the frames after it one short of tshark's frame.number (1..4 where tshark said 1, 3, 4,
+/// 5), in the reader and in every `#` and JSON `index` of inspect.
+#[test]
+fn frames_after_a_skipped_interface_keep_tsharks_numbers() {
+    let mut ng = Ng {
+        big_endian: false,
+        out: Vec::new(),
+    };
+    ng.section();
+    ng.interface(1, 0, None, None); // 0: Ethernet
+    ng.interface(101, 0, None, None); // 1: raw IP
+    ng.enhanced(0, 1_700_000_000_000_000, &frame(1, 60), 60);
+    let mut raw_ip = vec![0u8; 28];
+    raw_ip[0] = 0x45;
+    raw_ip[3] = 28;
+    ng.enhanced(1, 1_700_000_000_000_010, &raw_ip, 28);
+    for i in 0..3 {
+        ng.enhanced(0, 1_700_000_000_000_020 + i, &frame(2 + i as u8, 60), 60);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mixed.pcapng");
+    std::fs::write(&path, &ng.out).unwrap();
+
+    let (ours, skipped) = rocelab_view(&path);
+    assert_eq!(skipped, 1);
+    let numbers: Vec<u64> = ours.iter().map(|f| f.0).collect();
+    assert_eq!(numbers, [1, 3, 4, 5]);
+    let mut json = Vec::new();
+    rocelab::inspect::run(
+        std::fs::File::open(&path).unwrap(),
+        &mut json,
+        rocelab::inspect::Output::Json,
+    )
+    .unwrap();
+    let indices: Vec<u64> = String::from_utf8(json)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["index"].as_u64())
+        .collect();
+    assert_eq!(indices, [1, 3, 4, 5]);
+    if common::have_tool(
+        "frames_after_a_skipped_interface_keep_tsharks_numbers",
+        "tshark",
+        "apt-get install tshark",
+    ) {
+        let theirs: Vec<u64> = tshark_view(&path)
+            .into_iter()
+            .filter(|&(_, _, len, _)| len == 60)
+            .map(|f| f.0)
+            .collect();
+        assert_eq!(numbers, theirs);
     }
 }

@@ -18,6 +18,9 @@ pub enum Format {
 /// One captured frame, borrowed from the reader until the next call.
 #[derive(Debug, Clone, Copy)]
 pub struct Packet<'a> {
+    /// The record's number in the capture, from 1, as tshark's `frame.number` counts: every
+    /// packet record or block, those of skipped non-Ethernet interfaces included.
+    pub number: u64,
     /// Capture timestamp, ns since the Unix epoch (any file resolution converted).
     pub ts: Nanos,
     /// The frame as captured (possibly cut at the snap length).
@@ -85,6 +88,8 @@ pub struct CaptureReader<R: Read> {
     block: Vec<u8>,
     comment: String,
     skipped_non_ethernet: u64,
+    /// Packet records and blocks read so far, skipped ones included.
+    records: u64,
 }
 
 /// Largest record or block accepted; anything larger is taken as corruption (the largest
@@ -128,6 +133,7 @@ impl<R: Read> CaptureReader<R> {
             block: Vec::new(),
             comment: String::new(),
             skipped_non_ethernet: 0,
+            records: 0,
         };
         match magic {
             [0x0a, 0x0d, 0x0d, 0x0a] => {
@@ -275,12 +281,14 @@ impl<R: Read> CaptureReader<R> {
             ));
         }
         self.offset += 16 + u64::from(incl_len);
+        self.records += 1;
         let frac_ns = if nanos {
             u64::from(frac)
         } else {
             u64::from(frac) * 1_000
         };
         Ok(Some(Packet {
+            number: self.records,
             ts: Nanos(u64::from(secs) * 1_000_000_000 + frac_ns),
             data: &self.block,
             orig_len: wire_length(orig_len, incl_len),
@@ -450,6 +458,7 @@ impl<R: Read> CaptureReader<R> {
                     };
                     let p =
                         packet_from_block(*big_endian, interfaces, &self.block, start, block_type)?;
+                    self.records += 1;
                     if p.link_type != LINKTYPE_ETHERNET {
                         // Another interface of the capture (say `any`): skip its frames,
                         // keep reading the Ethernet ones.
@@ -462,6 +471,7 @@ impl<R: Read> CaptureReader<R> {
                             .push_str(&String::from_utf8_lossy(&self.block[c]));
                     }
                     return Ok(Some(Packet {
+                        number: self.records,
                         ts: p.ts,
                         data: &self.block[p.data],
                         orig_len: p.orig_len,

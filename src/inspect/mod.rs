@@ -88,15 +88,18 @@ pub fn run_filtered<R: Read>(
     if format == Output::Table {
         table::write_header(out)?;
     }
-    let mut index = 0;
+    let mut frames_read = 0;
     let failure = loop {
         let packet = match reader.next_packet() {
             Ok(Some(p)) => p,
             Ok(None) => break None,
             Err(e) => break Some(e),
         };
-        index += 1;
-        let (record, _) = FrameRecord::decode(index, packet.ts, packet.orig_len, packet.data);
+        frames_read += 1;
+        // The capture's own record number, as tshark's frame.number: frames of skipped
+        // non-Ethernet interfaces keep their numbers.
+        let (record, _) =
+            FrameRecord::decode(packet.number, packet.ts, packet.orig_len, packet.data);
         let (ts, interface_id) = (packet.ts, packet.interface);
         if !filter.is_empty() {
             let name = reader
@@ -152,10 +155,7 @@ pub fn run_filtered<R: Read>(
     }
     out.flush()?;
     match failure {
-        Some(error) => Err(InspectError::Capture {
-            error,
-            frames_read: index,
-        }),
+        Some(error) => Err(InspectError::Capture { error, frames_read }),
         None => Ok(summary),
     }
 }

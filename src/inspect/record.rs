@@ -14,7 +14,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 /// the per-frame object of `rocelab inspect --json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct FrameRecord {
-    /// 1-based frame number in the capture.
+    /// The frame's number in the capture, from 1, as tshark's `frame.number`: records of
+    /// skipped non-Ethernet interfaces are counted.
     pub index: u64,
     /// Capture timestamp, nanoseconds since the Unix epoch.
     pub ts_ns: u64,
