@@ -24,7 +24,8 @@ pub fn parse(s: &str) -> Result<u64, BytesError> {
 
 /// A byte count in a TOML file: an integer (`4096`) or a string with a suffix (`"8K"`,
 /// `"16M"`, `"1G"`), as on the command line. For `#[serde(deserialize_with = ...)]`. A
-/// negative or fractional number gets the same message as a bad string.
+/// negative number gets the same message as a bad string; a float (`1.5e7`, even one
+/// that is a whole number) is refused as one.
 pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     struct Count;
     impl serde::de::Visitor<'_> for Count {
@@ -42,8 +43,14 @@ pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Err
             u64::try_from(v).map_err(|_| E::custom(BytesError(v.to_string())))
         }
 
+        /// TOML reads `1.5e7` and `4096.0` as floats, and serde hands over the value, not
+        /// the text: `15000000` alone would look valid. A count is an integer here as on
+        /// the command line (`1.5M` is refused there), so the message says why.
         fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<u64, E> {
-            Err(E::custom(BytesError(v.to_string())))
+            Err(E::custom(format!(
+                "{v:?} is a floating-point number: give a byte count as an integer (4096) or \
+                 a string with a suffix (\"8K\", \"16M\", \"1G\")"
+            )))
         }
 
         fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<u64, E> {
@@ -95,14 +102,20 @@ mod tests {
         let read = |text: &str| toml::from_str::<T>(text).map(|t| t.b);
         assert_eq!(read("b = 4096").unwrap(), 4096);
         assert_eq!(read("b = \"16M\"").unwrap(), 16 << 20);
-        for (text, shown) in [
-            ("b = -1", "'-1'"),
-            ("b = 1.5", "'1.5'"),
-            ("b = \"8X\"", "'8X'"),
-        ] {
+        for (text, shown) in [("b = -1", "'-1'"), ("b = \"8X\"", "'8X'")] {
             let e = read(text).unwrap_err().to_string();
             assert!(
                 e.contains(shown) && e.contains("give a byte count"),
+                "{text}: {e}"
+            );
+        }
+        // A float said '15000000': give a byte count, a number that looks valid. It is
+        // named a float, whole or not.
+        for (text, shown) in [("b = 1.5e7", "15000000.0"), ("b = 1.5", "1.5")] {
+            let e = read(text).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{shown} is a floating-point number"))
+                    && e.contains("as an integer"),
                 "{text}: {e}"
             );
         }

@@ -66,6 +66,12 @@ pub enum ReadError {
         /// Why (in the message, not chained: a chain would print it twice).
         cause: std::io::Error,
     },
+    /// A directory where a file was expected.
+    #[error("configuration {} is a directory; give a file", path.display())]
+    IsDirectory {
+        /// The directory.
+        path: PathBuf,
+    },
     /// More than [`MAX_CONFIG_BYTES`].
     #[error(
         "configuration {} is larger than {limit} bytes (4 MiB); configuration files are a few KB",
@@ -99,6 +105,12 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
         cause,
     };
     let file = std::fs::File::open(path).map_err(io)?;
+    // Linux opens a directory for reading; only the read fails, with an errno to decode.
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(ReadError::IsDirectory {
+            path: path.to_owned(),
+        });
+    }
     let mut bytes = Vec::new();
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)

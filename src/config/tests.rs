@@ -492,6 +492,13 @@ fn read_text_is_bounded() {
         read_text(&dir.path().join("missing.toml")),
         Err(ReadError::Io { .. })
     ));
+    // A directory is named as one (it said 'Is a directory (os error 21)').
+    let e = read_text(dir.path()).unwrap_err();
+    assert!(matches!(e, ReadError::IsDirectory { .. }), "{e}");
+    assert!(
+        e.to_string().ends_with("is a directory; give a file"),
+        "{e}"
+    );
 
     // A FIFO whose writer never stops: the reader stops at the cap and closes it, and the
     // writer then gets EPIPE (Rust ignores SIGPIPE).
