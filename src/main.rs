@@ -15,14 +15,23 @@ use std::process::ExitCode;
     version,
     about,
     long_about = None,
-    after_help = "Flags that mean the same everywhere:\n  \
-        --config FILE | --preset NAME   the switch configuration (wherever a switch runs)\n  \
-        --set KEY=VALUE                 change one key by its dotted path (sim: of the scenario)\n  \
-        --json FILE                     a machine report; `-` for standard output\n  \
-        --out DIR                       a run's bundle: report.json, series.csv, plots\n  \
-        --rate GBPS                     a link rate\n  \
-        --counters table|wide|sonic|nxos  how switch counters are printed\n  \
-        --io mmap|pnet                  the socket backend (default mmap)\n\
+    after_help = "Flags that mean the same wherever they appear (`in:` the commands that take them):\n  \
+        --config FILE | --preset NAME     the switch configuration\n      \
+            in: replay, switch, conformance, sim, sweep, compare, lab\n  \
+        --set KEY=VALUE                   change one key by its dotted path (sim, sweep and\n                                    \
+                                          compare: a key of the scenario)\n      \
+            in: replay, switch, conformance, sim, sweep, compare, lab\n  \
+        --json FILE                       a machine report; `-` for standard output\n      \
+            in: replay, switch, endpoint, conformance, sweep, compare; inspect --json takes no\n      \
+            FILE and prints JSON lines; sim and lab write report.json into --out DIR\n  \
+        --out DIR                         a run's bundle: report.json, series.csv, plots\n      \
+            in: sim, lab, sweep, compare; config import --out FILE is the TOML it writes\n  \
+        --rate GBPS                       a link rate\n      \
+            in: lab, endpoint\n  \
+        --counters table|wide|sonic|nxos  how switch counters are printed\n      \
+            in: replay, switch, sim, lab\n  \
+        --io mmap|pnet                    the socket backend (default mmap)\n      \
+            in: switch, endpoint, lab, traffic count\n\
         Sizes take K, M and G suffixes (powers of 1024), on the command line and in TOML."
 )]
 struct Cli {

@@ -240,3 +240,65 @@ fn set_changes_one_key_by_its_path() {
         assert!(e.contains(says), "{bad}: {e}");
     }
 }
+
+/// `rocelab --help` listed `--json FILE` among the flags that mean the same everywhere,
+/// but `inspect --json FILE` and `sim --json` were refused ("unexpected argument"). Each
+/// shared flag now says where it applies (`in: ...`): every command named takes it, and
+/// every command that takes it is named in its entry.
+#[test]
+fn the_top_level_help_says_where_each_shared_flag_applies() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let section = help
+        .split_once("Flags that mean the same")
+        .expect("the shared flags' section")
+        .1;
+    // Entries start at a line "  --flag ..."; "in: a, b, c" on a line of their own, up to
+    // a ';', lists where the flag applies.
+    let mut entries: Vec<(Vec<String>, Vec<String>, String)> = Vec::new();
+    for line in section.lines().skip(1) {
+        let t = line.trim_start();
+        let indent = line.len() - t.len();
+        if t.starts_with("--") && indent == 2 {
+            let head = t.split("  ").next().unwrap();
+            let names = head
+                .split_whitespace()
+                .filter(|w| w.starts_with("--"))
+                .map(str::to_owned)
+                .collect();
+            entries.push((names, Vec::new(), t.to_owned()));
+        } else if let Some(entry) = entries.last_mut().filter(|_| indent > 2) {
+            if let Some(list) = t.strip_prefix("in: ") {
+                let list = list.split(';').next().unwrap();
+                entry.1 = list.split(", ").map(|c| c.trim().to_owned()).collect();
+            }
+            entry.2.push(' ');
+            entry.2.push_str(t);
+        }
+    }
+    assert_eq!(entries.len(), 7, "{section}");
+    let all: BTreeMap<&str, BTreeMap<String, String>> =
+        COMMANDS.iter().map(|c| (*c, flags(c))).collect();
+    for (names, commands, text) in &entries {
+        assert!(!commands.is_empty(), "no 'in:' list for {names:?}: {text}");
+        for flag in names {
+            for c in commands {
+                let f = all
+                    .get(c.as_str())
+                    .unwrap_or_else(|| panic!("{flag}: no command {c}"));
+                assert!(f.contains_key(flag), "{flag}: the help says {c} takes it");
+            }
+            for (c, f) in &all {
+                if f.contains_key(flag) {
+                    assert!(
+                        text.contains(c),
+                        "{flag}: {c} takes it and its entry does not say so: {text}"
+                    );
+                }
+            }
+        }
+    }
+}
