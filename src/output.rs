@@ -3,18 +3,40 @@
 //! interrupted run leaves the previous file as it was and never a partial one that parses.
 //! An output that is also one of the run's inputs is refused before anything is opened
 //! for writing. Destinations that are not regular files (a pipe, `/dev/stdout`) are
-//! written directly: there is nothing to replace there.
+//! written directly: there is nothing to replace there. `-` is standard output, written
+//! directly too (`rocelab replay ... --pcap - | tshark -r -`).
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+/// True for the output path `-`: standard output.
+pub fn is_stdout(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
+/// Standard output as a file of its own (a duplicate of descriptor 1), for output written
+/// as bytes rather than text.
+fn stdout_file() -> io::Result<File> {
+    Ok(File::from(io::stdout().as_fd().try_clone_to_owned()?))
+}
+
+/// What an output is called in messages: its path, or "standard output" for `-`.
+pub fn display_name(path: &Path) -> String {
+    if is_stdout(path) {
+        "standard output".to_owned()
+    } else {
+        path.display().to_string()
+    }
+}
 
 /// An output that cannot be written.
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
     /// Creating, writing or renaming failed.
-    #[error("cannot write {}: {cause}", path.display())]
+    #[error("cannot write {}: {cause}", display_name(path))]
     Io {
         /// The destination.
         path: PathBuf,
@@ -24,7 +46,7 @@ pub enum OutputError {
     /// The output is one of the inputs: writing it would destroy what is being read.
     #[error(
         "{} is also an input ({}): writing it would destroy the input; give another output file",
-        out.display(),
+        display_name(out),
         input.display()
     )]
     IsInput {
@@ -60,9 +82,15 @@ fn os_error(e: io::Error) -> io::Error {
     }
 }
 
-/// Refuses `out` when it is the same file (device and inode) as one of `inputs`.
+/// Refuses `out` when it is the same file (device and inode) as one of `inputs`; for `-`,
+/// when standard output is redirected to one of them.
 pub fn refuse_inputs<P: AsRef<Path>>(out: &Path, inputs: &[P]) -> Result<(), OutputError> {
-    let Ok(o) = std::fs::metadata(out) else {
+    let o = if is_stdout(out) {
+        stdout_file().and_then(|f| f.metadata())
+    } else {
+        std::fs::metadata(out)
+    };
+    let Ok(o) = o else {
         return Ok(()); // not there yet: cannot be an input
     };
     for input in inputs {
@@ -80,8 +108,11 @@ pub fn refuse_inputs<P: AsRef<Path>>(out: &Path, inputs: &[P]) -> Result<(), Out
 }
 
 /// Whether two output paths name the same file: the same file if both exist, else the
-/// same absolute path (with its folder's links resolved).
+/// same absolute path (with its folder's links resolved). `-` is only `-`.
 pub fn same_destination(a: &Path, b: &Path) -> bool {
+    if is_stdout(a) || is_stdout(b) {
+        return a == b;
+    }
     if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
         return (x.dev(), x.ino()) == (y.dev(), y.ino());
     }
@@ -106,6 +137,8 @@ enum Target {
     Staged(tempfile::NamedTempFile),
     /// A pipe or device, written directly.
     Direct(File),
+    /// Standard output (`-`), written directly.
+    Stdout(File),
 }
 
 /// A file being written; it appears at its destination only on [`commit`](Self::commit).
@@ -116,8 +149,14 @@ pub struct OutputFile {
 
 impl OutputFile {
     /// Starts writing `dest`: checks now that it can be written (its folder exists and
-    /// is writable; it is not a folder), before any work is done.
+    /// is writable; it is not a folder), before any work is done. `-` is standard output.
     pub fn create(dest: &Path) -> Result<OutputFile, OutputError> {
+        if is_stdout(dest) {
+            return Ok(OutputFile {
+                target: Target::Stdout(stdout_file().map_err(io_error(dest))?),
+                dest: dest.to_owned(),
+            });
+        }
         let existing = std::fs::metadata(dest).ok();
         if existing.as_ref().is_some_and(|m| m.is_dir()) {
             return Err(OutputError::Kind {
@@ -157,8 +196,14 @@ impl OutputFile {
     pub fn file(&mut self) -> &mut File {
         match &mut self.target {
             Target::Staged(t) => t.as_file_mut(),
-            Target::Direct(f) => f,
+            Target::Direct(f) | Target::Stdout(f) => f,
         }
+    }
+
+    /// True when writing to standard output (`-`): a reader that has gone (a closed pipe)
+    /// is not the writer's failure there.
+    pub fn is_stdout(&self) -> bool {
+        matches!(self.target, Target::Stdout(_))
     }
 
     /// The destination.
@@ -169,7 +214,9 @@ impl OutputFile {
     /// Puts the finished file in place (replacing any file there, in one rename).
     pub fn commit(self) -> Result<(), OutputError> {
         match self.target {
-            Target::Direct(mut f) => f.flush().map_err(io_error(&self.dest)),
+            Target::Direct(mut f) | Target::Stdout(mut f) => {
+                f.flush().map_err(io_error(&self.dest))
+            }
             Target::Staged(tmp) => {
                 // Temporary files are private (0600); an output reads like any other file.
                 let mode = std::fs::Permissions::from_mode(0o644);

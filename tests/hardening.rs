@@ -645,3 +645,94 @@ fn replay_without_out_prints_the_counters_only() {
         "nothing written"
     );
 }
+
+/// QA: `replay --pcap -` wrote a file named `-` and printed the text on standard output,
+/// while `--pcap - --json -` was refused as two outputs on standard output. `-` is
+/// standard output for every output file: the capture goes there alone (the text to
+/// standard error), so `--pcap - | rocelab inspect -` works, and `config import --out -`
+/// prints the TOML. `--pcap -` with `--json -` stays refused.
+#[test]
+fn an_output_named_dash_is_standard_output() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.pcap");
+    capture(&input, 20);
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rocelab"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let o = run(&["replay", "--split-by", "mac", "in.pcap", "--pcap", "-"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        !dir.path().join("-").exists(),
+        "a file named '-' was written"
+    );
+    assert_eq!(
+        &o.stdout[..4],
+        &[0x0a, 0x0d, 0x0d, 0x0a],
+        "pcapng on stdout"
+    );
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("replayed 20 frames") && err.contains("to standard output"),
+        "{err}"
+    );
+    // 20 frames in, flooded to the other port of two: 20 out, read back from the pipe.
+    let mut r = rocelab::capture::CaptureReader::new(&o.stdout[..]).unwrap();
+    let mut n = 0;
+    while r.next_packet().unwrap().is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 20);
+    // Piped into inspect -.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["inspect", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&o.stdout).unwrap();
+    let inspected = child.wait_with_output().unwrap();
+    assert!(inspected.status.success());
+    assert!(text(&inspected.stdout).contains("Summary: 20 frames"));
+
+    let o = run(&[
+        "replay",
+        "--split-by",
+        "mac",
+        "in.pcap",
+        "--pcap",
+        "-",
+        "--json",
+        "-",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("both name standard output"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let nxos = common::repo("tests/data/nxos_running_config.txt");
+    let o = run(&[
+        "config",
+        "import",
+        "nxos",
+        nxos.to_str().unwrap(),
+        "--out",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("[port_defaults]"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(
+        !dir.path().join("-").exists(),
+        "a file named '-' was written"
+    );
+}

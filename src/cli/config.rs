@@ -31,7 +31,7 @@ enum Action {
         format: ImportFormat,
         /// The file to read (`-`: standard input).
         file: PathBuf,
-        /// Write the TOML here instead of standard output.
+        /// Write the TOML here instead of standard output (`-`: standard output).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
@@ -119,7 +119,8 @@ pub fn run(args: Args) -> Result<()> {
                 noteln!("warning: {}: {}", w.source, w.message);
             }
             match out {
-                Some(path) => {
+                // `-` is standard output, as for every output file.
+                Some(path) if !rocelab::output::is_stdout(&path) => {
                     rocelab::output::refuse_inputs(&path, &[&file])?;
                     rocelab::output::write_whole(&path, imported.toml.as_bytes())?;
                     noteln!(
@@ -129,7 +130,7 @@ pub fn run(args: Args) -> Result<()> {
                         path.display()
                     );
                 }
-                None => say!("{}", imported.toml),
+                _ => say!("{}", imported.toml),
             }
             Ok(())
         }

@@ -56,9 +56,16 @@ use std::time::Duration;
 
 static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Set when a JSON report goes to standard output (`--json -`): the text that would go
-/// there goes to standard error instead, so that standard output is one JSON document.
+/// Set when a JSON report or a capture goes to standard output (`--json -`, `--pcap -`):
+/// the text that would go there goes to standard error instead, so that standard output
+/// carries that output alone.
 static TEXT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sends the text that would go to standard output to standard error: standard output
+/// carries an output of the run (`--json -`, `replay --pcap -`).
+pub fn text_to_stderr() {
+    TEXT_TO_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// Writes to standard output unless the reader has gone (a closed pipe); other write
 /// errors are reported once on standard error. With `--json -`, to standard error.
@@ -362,8 +369,8 @@ impl JsonReport {
         let Some(path) = path else {
             return Ok(JsonReport(None));
         };
-        if path == Path::new("-") {
-            TEXT_TO_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
+        if output::is_stdout(path) {
+            text_to_stderr();
             return Ok(JsonReport(Some(JsonSink::Stdout)));
         }
         output::refuse_inputs(path, inputs)?;

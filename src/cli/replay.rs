@@ -30,7 +30,9 @@ pub struct Args {
     /// The link peers ignore PFC and PAUSE, as a broken NIC would.
     #[arg(long)]
     peer_ignores_pause: bool,
-    /// The pcapng to write: one interface per port (without it, only the counters).
+    /// The pcapng to write: one interface per port (without it, only the counters); `-`:
+    /// standard output (`--pcap - | rocelab inspect -`), the text then going to standard
+    /// error.
     #[arg(long = "pcap", alias = "out", value_name = "FILE")]
     out: Option<PathBuf>,
     /// Also write the counters and the summary as JSON (`-`: standard output, the text
@@ -73,10 +75,18 @@ pub fn run(args: Args) -> Result<()> {
     if let (Some(pcap), Some(json)) = (&args.out, &args.report)
         && rocelab::output::same_destination(pcap, json)
     {
+        if rocelab::output::is_stdout(pcap) {
+            anyhow::bail!(
+                "--pcap - and --json - both name standard output: give one of them a file"
+            );
+        }
         anyhow::bail!(
             "--pcap and --json both name {}: give each output a file of its own",
             pcap.display()
         );
+    }
+    if args.out.as_deref().is_some_and(rocelab::output::is_stdout) {
+        super::text_to_stderr();
     }
     let report = JsonReport::create(args.report.as_deref(), &inputs_read)?;
     let opts = ReplayOptions {
@@ -96,9 +106,10 @@ pub fn run(args: Args) -> Result<()> {
         summary.frames_out,
         summary.pfc_frames_out,
         summary.frames_marked,
-        args.out
-            .as_ref()
-            .map_or_else(String::new, |p| format!(" to {}", p.display()))
+        args.out.as_deref().map_or_else(String::new, |p| format!(
+            " to {}",
+            rocelab::output::display_name(p)
+        ))
     );
     if summary.frames_cut > 0 {
         sayln!(

@@ -57,7 +57,7 @@ pub struct ReplayOptions {
     pub align_start: bool,
     /// Peers ignore PFC and PAUSE.
     pub peer_ignores_pause: bool,
-    /// The pcapng to write; `None` for the counters only.
+    /// The pcapng to write (`-`: standard output); `None` for the counters only.
     pub out: Option<PathBuf>,
 }
 
@@ -219,7 +219,16 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         output::refuse_inputs(out, &input_paths)?;
     }
     let mut out_file = opts.out.as_deref().map(OutputFile::create).transpose()?;
-    let out_path = opts.out.clone().unwrap_or_default();
+    let out_path = PathBuf::from(
+        opts.out
+            .as_deref()
+            .map(output::display_name)
+            .unwrap_or_default(),
+    );
+    // A reader of standard output that has gone (`--pcap - | tshark -r - -c 5`) ends the
+    // capture, as a closed pipe ends the text, not the replay: its counters still count.
+    let to_stdout = out_file.as_ref().is_some_and(OutputFile::is_stdout);
+    let fails = |e: &std::io::Error| !(to_stdout && e.kind() == std::io::ErrorKind::BrokenPipe);
     let mut sources = Vec::new();
     let mut split = None;
     match &opts.inputs {
@@ -404,21 +413,25 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
             write_error = Some(e);
         }
     }
-    if let Some(error) = write_error {
+    if let Some(error) = write_error.filter(fails) {
         return Err(ReplayError::File {
             path: out_path.clone(),
             error,
         });
     }
-    writer
-        .finish()
-        .and_then(|mut w| w.flush())
-        .map_err(|error| ReplayError::File {
+    if let Err(error) = writer.finish().and_then(|mut w| w.flush())
+        && fails(&error)
+    {
+        return Err(ReplayError::File {
             path: out_path.clone(),
             error,
-        })?;
+        });
+    }
     if let Some(f) = out_file {
-        f.commit()?;
+        match f.commit() {
+            Err(OutputError::Io { cause, .. }) if !fails(&cause) => {}
+            other => other?,
+        }
     }
     summary.duration_ns = last_out.saturating_sub(start).0;
     summary.start_ns = start.0;
