@@ -123,9 +123,12 @@ fn frame(tag: u8, len: usize) -> Vec<u8> {
     f
 }
 
-/// (frame number, ns since the epoch, wire length, captured length) per frame, as tshark
-/// reads them.
-fn tshark_view(path: &std::path::Path) -> Vec<(u64, u64, u32, u32)> {
+/// A frame as read: its number, ns since the epoch (none for a simple packet block), wire
+/// length and captured length.
+type View = (u64, Option<u64>, u32, u32);
+
+/// Every frame as tshark reads it.
+fn tshark_view(path: &std::path::Path) -> Vec<View> {
     let out = Command::new("tshark")
         .arg("-r")
         .arg(path)
@@ -155,11 +158,12 @@ fn tshark_view(path: &std::path::Path) -> Vec<(u64, u64, u32, u32)> {
             let cols: Vec<&str> = l.split('\t').collect();
             let number = cols[0].parse().unwrap();
             let cols = &cols[1..];
-            let time = if cols[0].is_empty() { "0" } else { cols[0] }; // no timestamp (SPB)
-            let (secs, frac) = time.split_once('.').unwrap_or((time, "0"));
-            let frac = format!("{frac:0<9}");
-            let ns =
-                secs.parse::<u64>().unwrap() * 1_000_000_000 + frac[..9].parse::<u64>().unwrap();
+            // A Simple Packet Block has no timestamp: tshark shows none.
+            let ns = (!cols[0].is_empty()).then(|| {
+                let (secs, frac) = cols[0].split_once('.').unwrap_or((cols[0], "0"));
+                let frac = format!("{frac:0<9}");
+                secs.parse::<u64>().unwrap() * 1_000_000_000 + frac[..9].parse::<u64>().unwrap()
+            });
             (
                 number,
                 ns,
@@ -170,11 +174,12 @@ fn tshark_view(path: &std::path::Path) -> Vec<(u64, u64, u32, u32)> {
         .collect()
 }
 
-fn rocelab_view(path: &std::path::Path) -> (Vec<(u64, u64, u32, u32)>, u64) {
+/// Every frame as rocelab reads it, and how many it skipped.
+fn rocelab_view(path: &std::path::Path) -> (Vec<View>, u64) {
     let mut r = CaptureReader::open(path).unwrap();
     let mut out = Vec::new();
     while let Some(p) = r.next_packet().unwrap() {
-        out.push((p.number, p.ts.0, p.orig_len, p.data.len() as u32));
+        out.push((p.number, p.ts.map(|t| t.0), p.orig_len, p.data.len() as u32));
     }
     (out, r.skipped_non_ethernet())
 }
@@ -230,13 +235,10 @@ fn pcapng_variants_read_as_tshark_reads_them() {
         .filter(|&(_, _, len, _)| len != 20)
         .collect();
     assert_eq!(ours.len(), 8);
+    // Frame 7 is a Simple Packet Block: no timestamp, in either reading (rocelab gave it
+    // 0 s, which inspect showed 1.7e9 s before the first frame).
+    assert_eq!(ours[6].1, None);
     for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
-        if i == 6 {
-            // A simple packet block has no timestamp: tshark shows 0, so does rocelab.
-            assert_eq!((a.0, a.2, a.3), (b.0, b.2, b.3), "frame {}", i + 1);
-            assert_eq!(a.1, 0);
-            continue;
-        }
         assert_eq!(
             a,
             b,
@@ -300,4 +302,73 @@ fn frames_after_a_skipped_interface_keep_tsharks_numbers() {
             .collect();
         assert_eq!(numbers, theirs);
     }
+}
+
+/// A Simple Packet Block has no timestamp. rocelab read it as time 0: inspect showed it
+/// at -1700000000.123456789 s, and as the last frame it set last_ts_ns to 0 and the span
+/// to "over 0.000000000 s" (the capture spans 0.88 s); a replay started at 1970. It now
+/// has no time: inspect shows none and leaves it out of the span, and a replay enters it
+/// with the frame before it in its capture (or the first timed one after it).
+#[test]
+fn a_simple_packet_block_has_no_time() {
+    let t0: u64 = 1_700_000_000_123_456; // µs
+    let mut ng = Ng {
+        big_endian: false,
+        out: Vec::new(),
+    };
+    ng.section();
+    ng.interface(1, 0, None, None);
+    ng.simple(&frame(1, 60));
+    ng.enhanced(0, t0, &frame(2, 60), 60);
+    ng.simple(&frame(3, 60));
+    ng.enhanced(0, t0 + 880_000, &frame(4, 60), 60);
+    ng.simple(&frame(5, 60));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spb.pcapng");
+    std::fs::write(&path, &ng.out).unwrap();
+
+    let mut table = Vec::new();
+    let s = rocelab::inspect::run(
+        std::fs::File::open(&path).unwrap(),
+        &mut table,
+        rocelab::inspect::Output::Table,
+    )
+    .unwrap();
+    assert_eq!(s.frames, 5);
+    assert_eq!(s.first_ts_ns, Some(t0 * 1_000));
+    assert_eq!(s.last_ts_ns, Some((t0 + 880_000) * 1_000));
+    let table = String::from_utf8(table).unwrap();
+    let times: Vec<&str> = table
+        .lines()
+        .skip(1)
+        .take(5)
+        .map(|l| l[8..20].trim())
+        .collect();
+    assert_eq!(times, ["", "0.000000000", "", "0.880000000", ""], "{table}");
+    assert!(table.contains("over 0.880000000 s"), "{table}");
+
+    let mut json = Vec::new();
+    rocelab::inspect::run(
+        std::fs::File::open(&path).unwrap(),
+        &mut json,
+        rocelab::inspect::Output::Json,
+    )
+    .unwrap();
+    let lines: Vec<serde_json::Value> = String::from_utf8(json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines[0]["ts"].is_null() && lines[0]["ts_ns"].is_null());
+    assert_eq!(lines[1]["ts"], "1700000000.123456000");
+
+    // Replayed, the first SPB enters with the first EPB, not in 1970.
+    let opts = common::replay_options(
+        rocelab::replay::Inputs::Bound(vec![("p1".into(), path.clone())]),
+        dir.path().join("out.pcapng"),
+    );
+    let (summary, _) = rocelab::replay::run(&opts).unwrap();
+    assert_eq!(summary.frames_in, 5);
+    assert_eq!(summary.frames_untimed, 3);
+    assert_eq!(summary.start_ns, t0 * 1_000);
 }

@@ -12,7 +12,10 @@ use rocelab::time::Nanos;
 use rocelab::wire::{self, Ecn};
 use std::path::Path;
 
-fn frames(path: &Path) -> Vec<(Nanos, Vec<u8>, Option<String>, u32)> {
+/// A frame of a replay's output: time, bytes, comment, interface.
+type Frame = (Option<Nanos>, Vec<u8>, Option<String>, u32);
+
+fn frames(path: &Path) -> Vec<Frame> {
     let mut r = CaptureReader::open(path).unwrap();
     let mut out = Vec::new();
     while let Some(p) = r.next_packet().unwrap() {
@@ -188,7 +191,7 @@ fn incast_comes_out_with_explained_pfc_and_ce_marks_and_no_loss() {
             .iter()
             .find(|d| d.ingress as u32 == iface)
             .expect("a drop on that port");
-        assert_eq!(ts, d.at);
+        assert_eq!(ts, Some(d.at));
         assert_eq!(frame.len(), 1082);
         let why = d.explain(switch.config(), Nanos(summary.start_ns));
         assert!(

@@ -13,7 +13,7 @@ fn records(path: &Path) -> Vec<FrameRecord> {
     common::read_frames(path)
         .iter()
         .enumerate()
-        .map(|(i, (ts, f))| FrameRecord::decode(i as u64 + 1, *ts, f.len() as u32, f).0)
+        .map(|(i, (ts, f))| FrameRecord::decode(i as u64 + 1, Some(*ts), f.len() as u32, f).0)
         .collect()
 }
 

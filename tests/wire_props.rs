@@ -26,7 +26,7 @@ fn parse_everything(bytes: &[u8]) {
         let mut copy = bytes.to_vec();
         let _ = rocelab::wire::mark_ce(&mut copy, &meta);
     }
-    let _ = FrameRecord::decode(1, Nanos(0), bytes.len() as u32 + 7, bytes);
+    let _ = FrameRecord::decode(1, Some(Nanos(0)), bytes.len() as u32 + 7, bytes);
 }
 
 fn ecn() -> impl Strategy<Value = Ecn> {

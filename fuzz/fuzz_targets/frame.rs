@@ -34,7 +34,7 @@ fn ipv4_checksum_ok(frame: &[u8], meta: &FrameMeta) -> Option<bool> {
 
 fuzz_target!(|data: &[u8]| {
     // The inspector's decode goes through every layer, with its own error paths.
-    let _ = FrameRecord::decode(1, Nanos(0), data.len() as u32, data);
+    let _ = FrameRecord::decode(1, Some(Nanos(0)), data.len() as u32, data);
 
     let Ok(meta) = wire::parse(data) else {
         return;

@@ -21,8 +21,9 @@ pub struct Packet<'a> {
     /// The record's number in the capture, from 1, as tshark's `frame.number` counts: every
     /// packet record or block, those of skipped non-Ethernet interfaces included.
     pub number: u64,
-    /// Capture timestamp, ns since the Unix epoch (any file resolution converted).
-    pub ts: Nanos,
+    /// Capture timestamp, ns since the Unix epoch (any file resolution converted); `None`
+    /// for a pcapng Simple Packet Block, which has none.
+    pub ts: Option<Nanos>,
     /// The frame as captured (possibly cut at the snap length).
     pub data: &'a [u8],
     /// The frame's length on the wire.
@@ -289,7 +290,7 @@ impl<R: Read> CaptureReader<R> {
         };
         Ok(Some(Packet {
             number: self.records,
-            ts: Nanos(u64::from(secs) * 1_000_000_000 + frac_ns),
+            ts: Some(Nanos(u64::from(secs) * 1_000_000_000 + frac_ns)),
             data: &self.block,
             orig_len: wire_length(orig_len, incl_len),
             interface: 0,
@@ -553,7 +554,7 @@ impl<R: Read> CaptureReader<R> {
 struct BlockPacket {
     interface: u32,
     link_type: u16,
-    ts: Nanos,
+    ts: Option<Nanos>,
     data: Range<usize>,
     orig_len: u32,
     comment: Option<Range<usize>>,
@@ -622,7 +623,7 @@ fn packet_from_block(
             ),
         ));
     }
-    let ts = ts_units.map_or(Nanos::ZERO, |units| {
+    let ts = ts_units.map(|units| {
         let ns = iface.tsresol.to_nanos(units) + i128::from(iface.tsoffset_secs) * 1_000_000_000;
         Nanos(ns.clamp(0, i128::from(u64::MAX)) as u64)
     });

@@ -236,7 +236,7 @@ mod tests {
         let mut offset = 24;
         for (i, f) in frames().iter().enumerate() {
             let p = r.next_packet().unwrap().unwrap();
-            assert_eq!(p.ts, Nanos(1_700_000_000_123_456_789 + i as u64));
+            assert_eq!(p.ts, Some(Nanos(1_700_000_000_123_456_789 + i as u64)));
             assert_eq!(p.data, &f[..]);
             assert_eq!(p.offset, offset);
             offset += 16 + f.len() as u64;
@@ -265,10 +265,10 @@ mod tests {
         let p = r.next_packet().unwrap().unwrap();
         assert_eq!(
             (p.ts, p.interface, p.data, p.comment),
-            (Nanos(5), 0, &f[0][..], None)
+            (Some(Nanos(5)), 0, &f[0][..], None)
         );
         let p = r.next_packet().unwrap().unwrap();
-        assert_eq!(p.ts, Nanos(1_700_000_000_000_000_001));
+        assert_eq!(p.ts, Some(Nanos(1_700_000_000_000_000_001)));
         assert_eq!((p.interface, p.comment), (1, Some("CE: queue 3")));
         assert_eq!(p.data, &f[1][..]);
         assert!(r.next_packet().unwrap().is_none());

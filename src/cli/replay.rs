@@ -117,6 +117,12 @@ pub fn run(args: Args) -> Result<()> {
             summary.frames_cut
         );
     }
+    if summary.frames_untimed > 0 {
+        sayln!(
+            "{} frames had no timestamp (pcapng simple packet blocks): each entered at the time of the frame before it in its capture (those before its first timed frame at that frame's time)",
+            summary.frames_untimed
+        );
+    }
     if summary.frames_skipped > 0 {
         sayln!(
             "{} frames too short to carry a source MAC (12 bytes) were skipped",

@@ -52,8 +52,8 @@ struct JsonFrame<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     /// `ts_ns` as exact decimal seconds ("1700000000.123456789"): JSON readers that keep
-    /// numbers as doubles (jq, JavaScript) round `ts_ns` above 2^53.
-    ts: String,
+    /// numbers as doubles (jq, JavaScript) round `ts_ns` above 2^53. `null` with `ts_ns`.
+    ts: Option<String>,
     /// pcapng interface id (0 in a pcap).
     interface_id: u32,
     /// Its `if_name`, when the capture names it.
@@ -113,8 +113,12 @@ pub fn run_filtered<R: Read>(
         summary.add(&record, interface_id);
         match format {
             Output::Table => {
-                let first = *first_ts.get_or_insert(ts);
-                table::write_frame(out, &record, first)?;
+                // Times are relative to the first frame that has one (a Simple Packet
+                // Block has none, and shows none).
+                if let Some(ts) = ts {
+                    first_ts.get_or_insert(ts);
+                }
+                table::write_frame(out, &record, first_ts)?;
             }
             Output::Json => {
                 let interface = reader
@@ -124,7 +128,7 @@ pub fn run_filtered<R: Read>(
                 let line = JsonFrame {
                     schema: SCHEMA,
                     kind: "frame",
-                    ts: crate::time::epoch_seconds_string(ts.0),
+                    ts: ts.map(|ts| crate::time::epoch_seconds_string(ts.0)),
                     interface_id,
                     interface,
                     record: &record,

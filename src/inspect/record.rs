@@ -17,8 +17,9 @@ pub struct FrameRecord {
     /// The frame's number in the capture, from 1, as tshark's `frame.number`: records of
     /// skipped non-Ethernet interfaces are counted.
     pub index: u64,
-    /// Capture timestamp, nanoseconds since the Unix epoch.
-    pub ts_ns: u64,
+    /// Capture timestamp, nanoseconds since the Unix epoch; `None` for a frame the capture
+    /// gives no time (a pcapng Simple Packet Block).
+    pub ts_ns: Option<u64>,
     /// Frame length on the wire.
     pub len: u32,
     /// Bytes captured, when fewer than `len`.
@@ -130,21 +131,22 @@ fn ack_kind_name(kind: AckKind) -> &'static str {
 const MAX_FRAME: usize = 1 << 18;
 
 impl FrameRecord {
-    /// Decodes `frame`, captured as `frame.len()` of its `orig_len` bytes. Never fails:
+    /// Decodes `frame`, captured at `ts` (if the capture says) as `frame.len()` of its
+    /// `orig_len` bytes. Never fails:
     /// what cannot be decoded is named in `error`. A frame the capture cut short (tcpdump
     /// -s) is decoded as far as its bytes go, its lengths taken from its headers; its ICRC
     /// was not captured and is not judged. Returns the record and, when the frame's headers
     /// parsed, its [`FrameMeta`].
     pub fn decode(
         index: u64,
-        ts: Nanos,
+        ts: Option<Nanos>,
         orig_len: u32,
         frame: &[u8],
     ) -> (FrameRecord, Option<FrameMeta>) {
         let captured = frame.len();
         let mut r = FrameRecord {
             index,
-            ts_ns: ts.0,
+            ts_ns: ts.map(|t| t.0),
             len: orig_len,
             caplen: (captured as u64 != u64::from(orig_len)).then_some(captured as u32),
             ..FrameRecord::default()
@@ -355,7 +357,7 @@ mod tests {
     #[test]
     fn frame_cut_inside_udp_keeps_its_ip_fields() {
         // tcpdump -s 40: the CNP cut inside its UDP header.
-        let (r, meta) = FrameRecord::decode(1, Nanos(0), 74, &REAL_CNP[..40]);
+        let (r, meta) = FrameRecord::decode(1, Some(Nanos(0)), 74, &REAL_CNP[..40]);
         assert!(meta.is_some());
         assert_eq!(r.ip_src.as_deref(), Some("10.0.17.1"));
         assert_eq!((r.dscp, r.ecn, r.ip_proto), (Some(48), Some(2), Some(17)));
@@ -367,7 +369,7 @@ mod tests {
     #[test]
     fn frame_cut_after_the_bth_keeps_its_roce_fields_but_no_icrc_verdict() {
         // tcpdump -s 54: everything up to the end of the BTH.
-        let (r, _) = FrameRecord::decode(1, Nanos(0), 74, &REAL_CNP[..54]);
+        let (r, _) = FrameRecord::decode(1, Some(Nanos(0)), 74, &REAL_CNP[..54]);
         assert_eq!(r.udp_dport, Some(4791));
         assert_eq!(
             (r.bth_opcode, r.dest_qp, r.becn),
@@ -384,7 +386,7 @@ mod tests {
         f[42] = 0x13; // CmpSwap: needs a 28-byte AtomicETH, only 16 bytes follow
         let meta = crate::wire::parse(&f).unwrap();
         icrc::fill(&mut f, &meta);
-        let (r, _) = FrameRecord::decode(1, Nanos(0), 74, &f);
+        let (r, _) = FrameRecord::decode(1, Some(Nanos(0)), 74, &f);
         assert_eq!(
             (r.bth_opcode, r.dest_qp, r.icrc_ok),
             (Some(0x13), Some(0x118), Some(true))
@@ -395,7 +397,7 @@ mod tests {
 
     #[test]
     fn whole_cnp_decodes() {
-        let (r, meta) = FrameRecord::decode(1, Nanos(5), 74, &REAL_CNP);
+        let (r, meta) = FrameRecord::decode(1, Some(Nanos(5)), 74, &REAL_CNP);
         assert!(meta.is_some_and(|m| m.is_roce()));
         assert_eq!(r.opcode_name, Some("CNP"));
         assert_eq!((r.icrc_ok, r.ip_checksum_ok), (Some(true), Some(true)));

@@ -149,9 +149,9 @@ pub struct Summary {
     pub frames: u64,
     /// Bytes on the wire.
     pub bytes: u64,
-    /// Timestamp of the first frame in file order, ns since the Unix epoch.
+    /// Timestamp of the first frame in file order that has one, ns since the Unix epoch.
     pub first_ts_ns: Option<u64>,
-    /// Timestamp of the last frame in file order, ns since the Unix epoch.
+    /// Timestamp of the last frame in file order that has one, ns since the Unix epoch.
     pub last_ts_ns: Option<u64>,
     /// RoCEv2 frames.
     pub roce_frames: u64,
@@ -256,8 +256,11 @@ impl Summary {
         i.roce_frames += u64::from(r.bth_opcode.is_some());
         i.ce_frames += u64::from(ce && r.ip_version.is_some());
         i.pfc_frames += u64::from(r.pfc_enable.is_some());
-        self.first_ts_ns.get_or_insert(r.ts_ns);
-        self.last_ts_ns = Some(r.ts_ns);
+        // A frame without a time (a Simple Packet Block) is left out of the span.
+        if let Some(ts) = r.ts_ns {
+            self.first_ts_ns.get_or_insert(ts);
+            self.last_ts_ns = Some(ts);
+        }
         if r.error.is_some() {
             self.malformed_frames += 1;
         }

@@ -26,14 +26,19 @@ pub fn write_header(out: &mut impl Write) -> io::Result<()> {
     )
 }
 
-/// Prints one frame; `first_ts` is the first frame's time (times are relative, as in tshark).
-pub fn write_frame(out: &mut impl Write, r: &FrameRecord, first_ts: Nanos) -> io::Result<()> {
+/// Prints one frame; `first_ts` is the first timed frame's time (times are relative, as in
+/// tshark). A frame without a time (a pcapng Simple Packet Block) shows none.
+pub fn write_frame(
+    out: &mut impl Write,
+    r: &FrameRecord,
+    first_ts: Option<Nanos>,
+) -> io::Result<()> {
     // A frame stamped before the first (captures are not always in time order) gets a
     // negative time, as tshark shows it, not 0.
-    let time = if r.ts_ns >= first_ts.0 {
-        Nanos(r.ts_ns - first_ts.0).to_string()
-    } else {
-        format!("-{}", Nanos(first_ts.0 - r.ts_ns))
+    let time = match (r.ts_ns, first_ts) {
+        (Some(ts), Some(first)) if ts >= first.0 => Nanos(ts - first.0).to_string(),
+        (Some(ts), Some(first)) => format!("-{}", Nanos(first.0 - ts)),
+        _ => String::new(),
     };
     let endpoints = match (&r.ip_src, &r.ip_dst) {
         (Some(src), Some(dst)) => match (r.udp_sport, r.udp_dport) {

@@ -110,11 +110,16 @@ pub struct ReplaySummary {
     /// Frames skipped because they are too short to carry the split key (a source MAC,
     /// 12 bytes).
     pub frames_skipped: u64,
+    /// Frames without a timestamp (pcapng Simple Packet Blocks): each entered at the time
+    /// of the frame before it in its capture (those before its first timed frame at that
+    /// frame's time).
+    pub frames_untimed: u64,
 }
 
-/// One input frame, with the port it enters on and when.
+/// One input frame, with the port it enters on and when (`None`: no timestamp, and none
+/// read before it in its capture).
 struct Arrival {
-    ts: Nanos,
+    ts: Option<Nanos>,
     port: usize,
     frame: Vec<u8>,
 }
@@ -130,6 +135,11 @@ struct Source {
     cut: u64,
     /// Frames with no port to enter on (too short to carry the split key).
     skipped: u64,
+    /// Frames without a timestamp (pcapng Simple Packet Blocks).
+    untimed: u64,
+    /// The time given to the last frame read, shift applied: a frame without a timestamp
+    /// takes it.
+    last_ts: Option<Nanos>,
 }
 
 /// The most ports `--split-by` may make.
@@ -144,6 +154,20 @@ fn open(path: &Path) -> Result<CaptureReader<BufReader<File>>, ReplayError> {
         path: path.to_owned(),
         error,
     })
+}
+
+/// The timestamp of the first frame of capture `path` that has one.
+fn first_timestamp(path: &Path) -> Result<Option<Nanos>, ReplayError> {
+    let mut reader = open(path)?;
+    while let Some(p) = reader.next_packet().map_err(|error| ReplayError::Capture {
+        path: path.to_owned(),
+        error,
+    })? {
+        if p.ts.is_some() {
+            return Ok(p.ts);
+        }
+    }
+    Ok(None)
 }
 
 /// The port-name key of a frame when splitting.
@@ -248,6 +272,8 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
                     shift: 0,
                     cut: 0,
                     skipped: 0,
+                    untimed: 0,
+                    last_ts: None,
                 });
             }
         }
@@ -288,6 +314,8 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
                     shift: 0,
                     cut: 0,
                     skipped: 0,
+                    untimed: 0,
+                    last_ts: None,
                 });
             }
         }
@@ -296,21 +324,38 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
     // Time: t' = start + (t + shift - start) / speed.
     let mut heads: Vec<Option<Arrival>> = Vec::new();
     for s in &mut sources {
-        heads.push(next_arrival(s, split.as_ref())?);
+        let mut head = next_arrival(s, split.as_ref())?;
+        // Frames without a timestamp before a capture's first timed one enter at its time.
+        if let Some(a) = head.as_mut().filter(|a| a.ts.is_none()) {
+            a.ts = first_timestamp(&s.path)?;
+        }
+        heads.push(head);
     }
-    let firsts: Vec<Nanos> = heads.iter().flatten().map(|a| a.ts).collect();
-    let Some(&start) = firsts.iter().min() else {
+    if heads.iter().all(Option::is_none) {
         return Err(ReplayError::Usage(
             "the input captures hold no frames".into(),
         ));
-    };
-    if opts.align_start {
-        for (s, head) in sources.iter_mut().zip(&mut heads) {
-            if let Some(a) = head {
-                s.shift = i128::from(start.0) - i128::from(a.ts.0);
-                a.ts = start;
+    }
+    // Captures with no timestamp at all (Simple Packet Blocks only) start at 0, or with the
+    // others.
+    let start = heads
+        .iter()
+        .flatten()
+        .filter_map(|a| a.ts)
+        .min()
+        .unwrap_or(Nanos::ZERO);
+    for (s, head) in sources.iter_mut().zip(&mut heads) {
+        let Some(a) = head else { continue };
+        match a.ts {
+            // A capture without any timestamp enters when the replay starts.
+            None => a.ts = Some(start),
+            Some(ts) if opts.align_start => {
+                s.shift = i128::from(start.0) - i128::from(ts.0);
+                a.ts = Some(start);
             }
+            Some(_) => {}
         }
+        s.last_ts = a.ts;
     }
     let scale = |ts: Nanos| -> Nanos {
         let rel = ts.0.saturating_sub(start.0) as f64 / opts.speed;
@@ -356,6 +401,7 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         start_ns: 0,
         frames_cut: 0,
         frames_skipped: 0,
+        frames_untimed: 0,
     };
     let mut write_error = None;
     let mut last_out = start;
@@ -381,13 +427,13 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         let next = heads
             .iter()
             .enumerate()
-            .filter_map(|(i, h)| h.as_ref().map(|a| (a.ts, i)))
+            .filter_map(|(i, h)| h.as_ref().map(|a| (a.ts.unwrap_or(start), i)))
             .min();
         let Some((_, i)) = next else { break };
         let Some(arrival) = heads[i].take() else {
             break;
         };
-        let ready = scale(arrival.ts);
+        let ready = scale(arrival.ts.unwrap_or(start));
         fabric.run_until(Nanos(ready.0.saturating_sub(1)), &mut sink)?;
         fabric.offer(arrival.port, ready, arrival.frame);
         summary.frames_in += 1;
@@ -437,6 +483,7 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
     summary.start_ns = start.0;
     summary.frames_cut = sources.iter().map(|s| s.cut).sum();
     summary.frames_skipped = sources.iter().map(|s| s.skipped).sum();
+    summary.frames_untimed = sources.iter().map(|s| s.untimed).sum();
     let fabric_switch = fabric.into_switch();
     Ok((summary, fabric_switch))
 }
@@ -467,7 +514,19 @@ fn next_arrival(
             source.skipped += 1;
             continue;
         };
-        let ts = Nanos((i128::from(p.ts.0) + source.shift).clamp(0, i128::from(u64::MAX)) as u64);
+        // A frame without a timestamp enters with the frame before it.
+        let ts = match p.ts {
+            Some(ts) => {
+                let shifted = i128::from(ts.0) + source.shift;
+                let ts = Nanos(shifted.clamp(0, i128::from(u64::MAX)) as u64);
+                source.last_ts = Some(ts);
+                Some(ts)
+            }
+            None => {
+                source.untimed += 1;
+                source.last_ts
+            }
+        };
         let mut frame = p.data.to_vec();
         let original = (p.orig_len as usize).min(MAX_FRAME_BYTES);
         if original > frame.len() {

@@ -86,7 +86,7 @@ pub fn shared_pcaps(test: &str) -> Option<PathBuf> {
     }
 }
 
-/// Every frame of a capture, with its timestamp.
+/// Every frame of a capture, with its timestamp (every frame must have one).
 pub fn read_frames(path: &Path) -> Vec<(Nanos, Vec<u8>)> {
     let mut reader =
         CaptureReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -95,7 +95,10 @@ pub fn read_frames(path: &Path) -> Vec<(Nanos, Vec<u8>)> {
         .next_packet()
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     {
-        out.push((p.ts, p.data.to_vec()));
+        let ts = p
+            .ts
+            .unwrap_or_else(|| panic!("{}: frame {} has no timestamp", path.display(), p.number));
+        out.push((ts, p.data.to_vec()));
     }
     out
 }
