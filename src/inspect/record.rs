@@ -181,9 +181,31 @@ impl FrameRecord {
                 return (r, None);
             }
         };
-        r.ethertype = Some(meta.ethertype());
+        // The EtherType of a frame cut inside its Ethernet header is the padding's.
+        if usize::from(meta.l3_offset()) <= captured {
+            r.ethertype = Some(meta.ethertype());
+        }
         r.fill(bytes, captured, &meta);
         (r, Some(meta))
+    }
+
+    /// True when the capture kept fewer bytes than the frame had (its snap length).
+    pub fn cut(&self) -> bool {
+        self.caplen.is_some_and(|c| c < self.len)
+    }
+
+    /// True for a RoCEv2 frame (UDP to port 4791, decoded without error) whose BTH the
+    /// capture cut off: its transport is unknown, and it is not counted as RoCE.
+    pub fn bth_cut(&self) -> bool {
+        self.cut()
+            && self.udp_dport == Some(crate::wire::udp::ROCEV2_PORT)
+            && self.bth_opcode.is_none()
+            && self.error.is_none()
+    }
+
+    /// True for a RoCE frame whose ICRC was not judged: the capture cut it off.
+    pub fn icrc_unchecked(&self) -> bool {
+        self.bth_opcode.is_some() && self.icrc_ok.is_none()
     }
 
     /// Fills every field of a parsed frame whose bytes were captured (`captured` bytes of

@@ -159,6 +159,12 @@ pub struct Summary {
     pub malformed_frames: u64,
     /// RoCE frames whose ICRC does not verify.
     pub icrc_failures: u64,
+    /// RoCE frames whose ICRC was not checked: the capture cut it off.
+    pub icrc_unchecked: u64,
+    /// Frames the capture cut short (its snap length): fewer bytes captured than sent.
+    pub frames_cut: u64,
+    /// Frames to UDP 4791 whose BTH the capture cut off: not counted as RoCE.
+    pub bth_cut: u64,
     /// pcapng frames on non-Ethernet interfaces, skipped.
     pub skipped_non_ethernet: u64,
     /// Per interface and destination QP, sorted by interface, address and QP.
@@ -195,6 +201,9 @@ impl Default for Summary {
             roce_frames: 0,
             malformed_frames: 0,
             icrc_failures: 0,
+            icrc_unchecked: 0,
+            frames_cut: 0,
+            bth_cut: 0,
             skipped_non_ethernet: 0,
             qps: Vec::new(),
             ecn: EcnStats::default(),
@@ -264,6 +273,8 @@ impl Summary {
         if r.error.is_some() {
             self.malformed_frames += 1;
         }
+        self.frames_cut += u64::from(r.cut());
+        self.bth_cut += u64::from(r.bth_cut());
         if let (Some(enable), Some(quanta)) = (r.pfc_enable, r.pfc_quanta) {
             for p in self.priorities.iter_mut() {
                 if enable & (1 << p.priority) != 0 {
@@ -285,6 +296,7 @@ impl Summary {
         if r.icrc_ok == Some(false) {
             self.icrc_failures += 1;
         }
+        self.icrc_unchecked += u64::from(r.icrc_unchecked());
         let Some(ip_dst) = r.ip_dst.as_deref().and_then(|s| s.parse::<IpAddr>().ok()) else {
             return;
         };

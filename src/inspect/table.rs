@@ -73,6 +73,8 @@ pub fn write_frame(
     let icrc = match r.icrc_ok {
         Some(true) => "ok",
         Some(false) => "BAD",
+        None if r.icrc_unchecked() && r.cut() => "cut",
+        None if r.icrc_unchecked() => "-",
         None => "",
     };
     writeln!(
@@ -119,12 +121,18 @@ fn kind_of(r: &FrameRecord) -> String {
     if let Some(op) = r.mac_control_opcode {
         return format!("MAC Control {op:#06x}");
     }
+    if r.bth_cut() {
+        return "RoCEv2, BTH not captured".into();
+    }
     match (r.ip_proto, r.ethertype) {
         (Some(17), _) => "UDP".into(),
         (Some(6), _) => "TCP".into(),
         (Some(1), _) => "ICMP".into(),
         (Some(58), _) => "ICMPv6".into(),
         (Some(p), _) => format!("IP proto {p}"),
+        // An IP header the capture cut short.
+        (None, Some(ethertype::IPV4)) => "IPv4".into(),
+        (None, Some(ethertype::IPV6)) => "IPv6".into(),
         (None, Some(ethertype::ARP)) => "ARP".into(),
         (None, Some(t)) => format!("EtherType {t:#06x}"),
         (None, None) => "?".into(),
@@ -168,6 +176,9 @@ fn detail_of(r: &FrameRecord) -> String {
     if r.ip_checksum_ok == Some(false) {
         d.push_str("IP-CHECKSUM-BAD ");
     }
+    if let Some(caplen) = r.caplen.filter(|_| r.cut()) {
+        let _ = write!(d, "CUT: {caplen} of {} B captured ", r.len);
+    }
     if let Some(e) = &r.error {
         let _ = write!(d, "MALFORMED: {e}");
     }
@@ -183,15 +194,35 @@ pub fn write_summary(out: &mut impl Write, s: &Summary, partial: bool) -> io::Re
     writeln!(out)?;
     writeln!(
         out,
-        "Summary{}: {} frames, {} bytes over {} s; {} RoCE, {} ICRC failures, {} malformed",
+        "Summary{}: {} frames, {} bytes over {} s; {} RoCE, {} ICRC failures{}, {} malformed",
         if partial { " of the frames read" } else { "" },
         s.frames,
         s.bytes,
         span,
         s.roce_frames,
         s.icrc_failures,
+        if s.icrc_unchecked > 0 {
+            format!(" ({} not checked)", s.icrc_unchecked)
+        } else {
+            String::new()
+        },
         s.malformed_frames
     )?;
+    if s.frames_cut > 0 {
+        let mut line = format!(
+            "{} frame(s) cut short by the capture (snap length): decoded as far as their bytes \
+             go (an ICRC cut off is not checked)",
+            s.frames_cut
+        );
+        if s.bth_cut > 0 {
+            let _ = write!(
+                line,
+                "; {} to UDP 4791 with the BTH cut off, not counted as RoCE",
+                s.bth_cut
+            );
+        }
+        writeln!(out, "{line}")?;
+    }
     if s.skipped_non_ethernet > 0 {
         writeln!(
             out,
