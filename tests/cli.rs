@@ -435,3 +435,56 @@ fn frames_cut_by_the_snap_length_are_marked_and_counted() {
     assert!(!table.contains("EtherType 0x0000"), "{table}");
     assert!(table.contains("CUT: 10 of 1098 B captured"), "{table}");
 }
+
+/// QA: `inspect --filter port=eth9` on a capture with no such interface printed
+/// "0 frames" and exited 0: a typo looked like an empty capture. A port the capture does
+/// not have is refused, with those it has, and nothing is printed.
+#[test]
+fn a_filter_port_the_capture_does_not_have_is_refused() {
+    use common::net::roce;
+    use rocelab::time::Nanos;
+    use rocelab::wire::Ecn;
+    let dir = tempfile::tempdir().unwrap();
+    let ng = dir.path().join("two.pcapng");
+    let mut w = rocelab::capture::PcapNgWriter::new(Vec::new(), "test").unwrap();
+    for name in ["eth0", "eth1"] {
+        w.add_interface(name).unwrap();
+    }
+    for i in 0..2 {
+        let f = roce(i, 1 - i, 26, Ecn::Ect0, 1082, 1);
+        w.write_packet(i as u32, Nanos(1_000 * i as u64), &f, None)
+            .unwrap();
+    }
+    std::fs::write(&ng, w.finish().unwrap()).unwrap();
+    let ng = ng.to_str().unwrap();
+
+    let o = rocelab(&["inspect", "--filter", "roce,port=eth9", ng]);
+    assert!(!o.status.success());
+    assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("port=eth9: the capture has no interface eth9")
+            && e.contains("eth0 (id 0), eth1 (id 1)"),
+        "{e}"
+    );
+    for known in ["port=eth1", "port=1"] {
+        let o = rocelab(&["inspect", "--json", "--filter", known, ng]);
+        assert!(o.status.success(), "{known}: {}", text(&o.stderr));
+        assert_eq!(text(&o.stdout).lines().count(), 2, "{known}: one frame");
+    }
+    // A pcap has one interface, 0, without a name.
+    let pcap = common::repo("pcaps/roce_streams.pcap");
+    let pcap = pcap.to_str().unwrap();
+    assert!(
+        rocelab(&["inspect", "--filter", "port=0", pcap])
+            .status
+            .success()
+    );
+    let o = rocelab(&["inspect", "--filter", "port=eth0", pcap]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("id 0 (no name)"),
+        "{}",
+        text(&o.stderr)
+    );
+}

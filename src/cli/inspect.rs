@@ -18,7 +18,8 @@ pub struct Args {
     json: bool,
     /// Keep only some frames, in the listing and the summary: comma-separated terms that
     /// must all hold: qp=N (0x hex too), opcode=NAME (RC_RDMA_WRITE_FIRST, CNP, or a
-    /// number), ecn=ce|ect0|ect1|not-ect, pfc, roce, port=NAME (pcapng interface).
+    /// number), ecn=ce|ect0|ect1|not-ect, pfc, roce, port=NAME (pcapng interface, by name
+    /// or id; one the capture does not have is refused, with those it has).
     #[arg(long, value_name = "TERMS")]
     filter: Option<String>,
 }

@@ -1,7 +1,8 @@
 //! `inspect --filter`: the common cases of a display filter, every term of a
 //! comma-separated list must hold: `qp=0x12`, `opcode=RC_RDMA_WRITE_FIRST` (or Wireshark's
 //! name, or the number), `ecn=ce|ect0|ect1|not-ect`, `pfc`, `roce`, `port=NAME` (the
-//! pcapng interface, by name or id; a replay's output has one per switch port).
+//! pcapng interface, by name or id; a replay's output has one per switch port; one the
+//! capture does not have is refused at the end, with the names it has).
 
 use super::record::FrameRecord;
 use crate::wire::bth::Opcode;
@@ -105,9 +106,34 @@ impl Filter {
             Term::Ecn(e) => r.ip_version.is_some() && r.ecn == Some(*e),
             Term::Pfc => r.pfc_enable.is_some(),
             Term::Roce => r.bth_opcode.is_some(),
-            Term::Port(p) => interface == Some(p.as_str()) || number(p) == Some(interface_id),
+            Term::Port(p) => port_is(p, interface_id, interface),
         })
     }
+
+    /// True when a term names an interface (`port=`).
+    pub fn names_ports(&self) -> bool {
+        self.terms.iter().any(|t| matches!(t, Term::Port(_)))
+    }
+
+    /// The first `port=` term that names none of `interfaces` (id, name): a typo would
+    /// otherwise look like an empty capture.
+    pub fn unknown_port(&self, interfaces: &[(u32, Option<String>)]) -> Option<&str> {
+        self.terms.iter().find_map(|t| match t {
+            Term::Port(p)
+                if !interfaces
+                    .iter()
+                    .any(|(id, name)| port_is(p, *id, name.as_deref())) =>
+            {
+                Some(p.as_str())
+            }
+            _ => None,
+        })
+    }
+}
+
+/// Whether `port=p` names interface `id` called `name`: by name, or by id.
+fn port_is(p: &str, id: u32, name: Option<&str>) -> bool {
+    name == Some(p) || number(p) == Some(id)
 }
 
 #[cfg(test)]
@@ -128,5 +154,19 @@ mod tests {
             let e = Filter::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn a_port_is_known_by_name_or_id() {
+        let interfaces = [(0, Some("eth0".to_owned())), (1, None)];
+        let f = Filter::parse("port=eth0,port=1").unwrap();
+        assert_eq!(f.unknown_port(&interfaces), None);
+        let f = Filter::parse("roce,port=eth9").unwrap();
+        assert_eq!(f.unknown_port(&interfaces), Some("eth9"));
+        assert_eq!(
+            Filter::parse("port=2").unwrap().unknown_port(&interfaces),
+            Some("2")
+        );
+        assert!(!Filter::parse("roce").unwrap().names_ports());
     }
 }

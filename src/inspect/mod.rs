@@ -39,6 +39,17 @@ pub enum InspectError {
     /// Writing the output failed.
     #[error("writing the output failed: {0}")]
     Output(#[from] io::Error),
+    /// A `port=` filter term names no interface of the capture (nothing was printed).
+    #[error(
+        "--filter port={port}: the capture has no interface {port}; its interfaces: {}",
+        interfaces.join(", ")
+    )]
+    UnknownPort {
+        /// The term's name or id.
+        port: String,
+        /// The capture's interfaces: `eth0 (id 0)`, or `id 0 (no name)`.
+        interfaces: Vec<String>,
+    },
 }
 
 /// The `schema` of every line of `inspect --json`.
@@ -85,9 +96,11 @@ pub fn run_filtered<R: Read>(
     })?;
     let mut summary = Summary::default();
     let mut first_ts: Option<Nanos> = None;
-    if format == Output::Table {
-        table::write_header(out)?;
-    }
+    // The table's header waits for its first line: a filter refused at the end (a port
+    // the capture does not have) prints nothing.
+    let mut header = format == Output::Table;
+    // The interfaces frames came from, for a port= term that names none.
+    let mut interfaces_seen: Vec<(u32, Option<String>)> = Vec::new();
     let mut frames_read = 0;
     let failure = loop {
         let packet = match reader.next_packet() {
@@ -106,6 +119,13 @@ pub fn run_filtered<R: Read>(
                 .interfaces()
                 .get(interface_id as usize)
                 .and_then(|i| i.name.as_deref());
+            if filter.names_ports()
+                && !interfaces_seen
+                    .iter()
+                    .any(|(id, n)| *id == interface_id && n.as_deref() == name)
+            {
+                interfaces_seen.push((interface_id, name.map(str::to_owned)));
+            }
             if !filter.matches(&record, interface_id, name) {
                 continue;
             }
@@ -117,6 +137,9 @@ pub fn run_filtered<R: Read>(
                 // Block has none, and shows none).
                 if let Some(ts) = ts {
                     first_ts.get_or_insert(ts);
+                }
+                if std::mem::take(&mut header) {
+                    table::write_header(out)?;
                 }
                 table::write_frame(out, &record, first_ts)?;
             }
@@ -146,6 +169,33 @@ pub fn run_filtered<R: Read>(
             .and_then(|f| f.name.clone());
     }
     summary.finish();
+    if failure.is_none() && filter.names_ports() {
+        // Interfaces of the last section that no frame came from are known too; a pcap
+        // has one, 0, without a name.
+        for (id, i) in reader.interfaces().iter().enumerate() {
+            interfaces_seen.push((id as u32, i.name.clone()));
+        }
+        if reader.format() == crate::capture::Format::Pcap {
+            interfaces_seen.push((0, None));
+        }
+        if let Some(port) = filter.unknown_port(&interfaces_seen) {
+            interfaces_seen.sort();
+            interfaces_seen.dedup();
+            return Err(InspectError::UnknownPort {
+                port: port.to_owned(),
+                interfaces: interfaces_seen
+                    .iter()
+                    .map(|(id, name)| match name {
+                        Some(n) => format!("{n} (id {id})"),
+                        None => format!("id {id} (no name)"),
+                    })
+                    .collect(),
+            });
+        }
+    }
+    if header {
+        table::write_header(out)?;
+    }
     match format {
         Output::Table => table::write_summary(out, &summary, failure.is_some())?,
         Output::Json => {
