@@ -307,3 +307,81 @@ fn scapy_recomputes_the_same_icrcs() {
         );
     }
 }
+
+/// QA: RoCEv2 over IPv6 behind a hop-by-hop header (`11 00 01 04 00 00 00 00`) showed as
+/// "IP proto 0" in inspect and was missing from the per-QP counts, while tshark decodes
+/// its BTH. rocelab walks the extension headers as tshark does; both read the builder's
+/// QP and PSN, and inspect counts the frame on its QP (its ICRC not judged).
+#[test]
+fn ipv6_extension_headers_are_walked_as_tshark_walks_them() {
+    let payload = [0x5a; 64];
+    let mut buf = [0u8; 2048];
+    let repr = write_only(v6(26, Ecn::Ect0), 0x00_0123, 4242, &payload);
+    let n = repr.emit(&mut buf).unwrap();
+    let hop_by_hop = (0u8, vec![0x00, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00]);
+    let routing = (43u8, vec![0u8; 23]);
+    let frames = [
+        common::net::with_ipv6_extensions(&buf[..n], 14, std::slice::from_ref(&hop_by_hop)),
+        common::net::with_ipv6_extensions(&buf[..n], 14, &[hop_by_hop, routing]),
+    ];
+    assert_eq!(frames[0][14 + 40..14 + 48], [0x11, 0, 1, 4, 0, 0, 0, 0]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = write_pcap(dir.path(), &frames);
+    let mut json = Vec::new();
+    let summary = rocelab::inspect::run(
+        std::fs::File::open(&pcap).unwrap(),
+        &mut json,
+        rocelab::inspect::Output::Json,
+    )
+    .unwrap();
+    let records: Vec<serde_json::Value> = String::from_utf8(json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v["type"] == "frame")
+        .collect();
+    for r in &records {
+        assert_eq!(
+            (&r["ip_proto"], &r["udp_dport"], &r["dest_qp"], &r["psn"]),
+            (
+                &serde_json::json!(17),
+                &serde_json::json!(4791),
+                &serde_json::json!(0x123),
+                &serde_json::json!(4242)
+            ),
+            "{r}"
+        );
+        assert!(r["icrc_ok"].is_null(), "{r}");
+    }
+    assert_eq!((summary.roce_frames, summary.icrc_unchecked), (2, 2));
+    assert_eq!(summary.qps.len(), 1);
+    assert_eq!(summary.qps[0].frames, 2);
+
+    if !common::have_tool(
+        "ipv6_extension_headers_are_walked_as_tshark_walks_them",
+        "tshark",
+        "apt-get install tshark",
+    ) {
+        return;
+    }
+    let out = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(&pcap)
+        .args(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"])
+        .args(["-e", "udp.dstport", "-e", "infiniband.bth.destqp"])
+        .args(["-e", "infiniband.bth.psn", "-e", "_ws.malformed"])
+        .output()
+        .expect("run tshark");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in text.lines() {
+        let cols: Vec<u64> = line
+            .split('\t')
+            .filter(|c| !c.is_empty())
+            .map(common::tshark_number)
+            .collect();
+        assert_eq!(cols, [4791, 0x123, 4242], "tshark read {line:?}");
+    }
+    assert_eq!(text.lines().count(), 2);
+}

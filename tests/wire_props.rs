@@ -3,6 +3,8 @@
 //! recomputation) and the ICRC valid; etherparse, an independent parser, agrees with
 //! rocelab on the L2-L4 fields of every frame rocelab builds.
 
+mod common;
+
 use proptest::prelude::*;
 use rocelab::inspect::FrameRecord;
 use rocelab::time::Nanos;
@@ -116,6 +118,32 @@ fn opcode_and_headers() -> impl Strategy<Value = (Opcode, ExtHeaders)> {
         })
 }
 
+/// An IPv6 extension header as `with_ipv6_extensions` takes it: `kind` (routing 43 or
+/// destination options 60, or hop-by-hop 0) of 8 to 32 bytes, or an atomic fragment header
+/// (44: offset 0, no More Fragments, any identification).
+fn ipv6_extension(kinds: Vec<u8>) -> impl Strategy<Value = (u8, Vec<u8>)> {
+    prop_oneof![
+        (prop::sample::select(kinds), 0usize..4, any::<u8>())
+            .prop_map(|(kind, units, fill)| (kind, vec![fill; 7 + 8 * units])),
+        any::<u32>().prop_map(|ident| {
+            let mut body = vec![0u8; 7];
+            body[3..].copy_from_slice(&ident.to_be_bytes());
+            (44, body)
+        }),
+    ]
+}
+
+/// A chain of one to five extension headers; hop-by-hop only first, as RFC 8200 section
+/// 4.1 requires.
+fn ipv6_extension_chain() -> impl Strategy<Value = Vec<(u8, Vec<u8>)>> {
+    (
+        proptest::option::of(ipv6_extension(vec![0])),
+        proptest::collection::vec(ipv6_extension(vec![43, 60]), 0..4),
+    )
+        .prop_map(|(first, rest)| first.into_iter().chain(rest).collect::<Vec<_>>())
+        .prop_filter("at least one", |c| !c.is_empty())
+}
+
 prop_compose! {
     fn roce_frame()(
         ip in ip(),
@@ -213,6 +241,40 @@ proptest! {
         prop_assert_eq!(pkt.bth, BthRepr { pad_count: pad as u8, ..repr.bth });
         prop_assert_eq!(pkt.ext, repr.ext);
         prop_assert_eq!(pkt.payload, repr.payload);
+    }
+
+    /// RoCEv2 over IPv6 behind extension headers parses as the same RoCE frame, UDP where
+    /// the chain ends (etherparse, which walks them too, agrees), its ICRC not judged.
+    #[test]
+    fn ipv6_extension_headers_lead_to_the_same_roce_frame(
+        built in roce_frame().prop_filter("IPv6", |b| matches!(b.header.ip, IpRepr::V6(_))),
+        chain in ipv6_extension_chain(),
+    ) {
+        let plain = rocelab::wire::parse(&built.frame).unwrap();
+        let l3 = usize::from(plain.l3_offset());
+        let frame = common::net::with_ipv6_extensions(&built.frame, l3, &chain);
+        let added = frame.len() - built.frame.len();
+        let meta = rocelab::wire::parse(&frame).unwrap();
+        prop_assert!(meta.is_roce());
+        prop_assert_eq!(meta.ip_proto(), 17);
+        prop_assert_eq!(usize::from(meta.l4_offset()), usize::from(plain.l4_offset()) + added);
+        prop_assert_eq!(meta.icrc_offset(), plain.icrc_offset() + added);
+        prop_assert_eq!(
+            (meta.bth_opcode(), meta.dest_qp(), meta.psn(), meta.flags()),
+            (plain.bth_opcode(), plain.dest_qp(), plain.psn(), plain.flags())
+        );
+        prop_assert_eq!((meta.tos(), meta.vlan_pcp()), (plain.tos(), plain.vlan_pcp()));
+        let repr = built.repr();
+        let pkt = RocePacket::parse(&frame, &meta).unwrap().unwrap();
+        prop_assert_eq!(pkt.ext, repr.ext);
+        prop_assert_eq!(pkt.payload, repr.payload);
+        prop_assert_eq!(icrc::verify(&frame, &meta), None);
+        use etherparse::{SlicedPacket, TransportSlice};
+        let sliced = SlicedPacket::from_ethernet(&frame).unwrap();
+        let Some(TransportSlice::Udp(u)) = sliced.transport.as_ref() else {
+            return Err(TestCaseError::fail(format!("etherparse saw {:?}", sliced.transport)));
+        };
+        prop_assert_eq!((u.source_port(), u.destination_port()), (repr.udp_src_port, 4791));
     }
 
     #[test]

@@ -46,7 +46,8 @@ pub struct FrameRecord {
     pub dscp: Option<u8>,
     /// ECN, 0-3.
     pub ecn: Option<u8>,
-    /// IP protocol (IPv6: next header).
+    /// IP protocol (IPv6: the next header after any hop-by-hop, routing, fragment or
+    /// destination options headers).
     pub ip_proto: Option<u8>,
     /// IPv4 header checksum verifies.
     pub ip_checksum_ok: Option<bool>,
@@ -203,7 +204,8 @@ impl FrameRecord {
             && self.error.is_none()
     }
 
-    /// True for a RoCE frame whose ICRC was not judged: the capture cut it off.
+    /// True for a RoCE frame whose ICRC was not judged: the capture cut it off, or IPv6
+    /// extension headers precede UDP (see [`icrc::compute`]).
     pub fn icrc_unchecked(&self) -> bool {
         self.bth_opcode.is_some() && self.icrc_ok.is_none()
     }
@@ -216,6 +218,10 @@ impl FrameRecord {
         let l4 = usize::from(meta.l4_offset());
         if meta.is_ip() && have(l3 + if meta.is_ipv4() { 20 } else { 40 }) {
             self.fill_ip_header(meta.ethertype(), &frame[l3..]);
+            // Behind IPv6 extension headers: the protocol they lead to.
+            if meta.is_ipv6() && have(l4) {
+                self.ip_proto = Some(meta.ip_proto());
+            }
         }
         if meta.is_ipv4()
             && have(l4.max(l3 + 20))

@@ -159,7 +159,8 @@ pub struct Summary {
     pub malformed_frames: u64,
     /// RoCE frames whose ICRC does not verify.
     pub icrc_failures: u64,
-    /// RoCE frames whose ICRC was not checked: the capture cut it off.
+    /// RoCE frames whose ICRC was not checked: the capture cut it off, or IPv6 extension
+    /// headers precede UDP.
     pub icrc_unchecked: u64,
     /// Frames the capture cut short (its snap length): fewer bytes captured than sent.
     pub frames_cut: u64,

@@ -14,7 +14,10 @@ use super::{bth, ipv4, ipv6, udp};
 /// Length of the ICRC.
 pub const ICRC_LEN: usize = 4;
 
-/// Computes the ICRC of a RoCE frame; `None` if `meta` is not RoCE or does not fit `frame`.
+/// Computes the ICRC of a RoCE frame; `None` if `meta` is not RoCE or does not fit `frame`,
+/// or if IPv6 extension headers precede UDP: the annex masks the variant fields of the
+/// fixed header only, RoCEv2 NICs send none (Linux rxe reads UDP right after the fixed
+/// header), and a hop-by-hop option may change on the way; such an ICRC is not judged.
 pub fn compute(frame: &[u8], meta: &FrameMeta) -> Option<u32> {
     if !meta.is_roce() {
         return None;

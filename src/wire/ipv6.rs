@@ -1,4 +1,6 @@
-//! IPv6 (RFC 8200) fixed header view. RoCEv2 carries UDP directly after the fixed header.
+//! IPv6 (RFC 8200) fixed header view. RoCEv2 carries UDP after the fixed header, which the
+//! frame parse finds behind any hop-by-hop, routing, fragment or destination options
+//! headers.
 
 use super::{
     BuildError, Field, Layer, ParseError, array, be16, ecn::Ecn, invalid, len16, need, truncated,
@@ -16,6 +18,15 @@ mod field {
 
 /// Length of the IPv6 fixed header.
 pub const HEADER_LEN: usize = 40;
+
+/// Next header: hop-by-hop options (RFC 8200 section 4.3).
+pub const NEXT_HOP_BY_HOP: u8 = 0;
+/// Next header: routing (RFC 8200 section 4.4).
+pub const NEXT_ROUTING: u8 = 43;
+/// Next header: fragment (RFC 8200 section 4.5).
+pub const NEXT_FRAGMENT: u8 = 44;
+/// Next header: destination options (RFC 8200 section 4.6).
+pub const NEXT_DEST_OPTIONS: u8 = 60;
 
 /// A view of an IPv6 packet whose header and payload length have been checked.
 #[derive(Debug, Clone)]
@@ -68,8 +79,8 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         usize::from(be16(array(self.b(), field::PAYLOAD_LEN)))
     }
 
-    /// Next header: the payload's IP protocol number, 17 for RoCEv2's UDP (extension headers
-    /// are not followed).
+    /// Next header of the fixed header: 17 for RoCEv2's UDP, or the first extension header
+    /// (the frame parse follows them; this view does not).
     pub fn next_header(&self) -> u8 {
         self.b()[field::NEXT_HEADER]
     }

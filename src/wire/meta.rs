@@ -374,12 +374,55 @@ fn parse_ipv6(frame: &[u8], l3: usize, meta: &mut FrameMeta) -> Result<usize, Pa
     let total_len = ipv6::check_header(h, l3, frame.len())?;
     meta.flags |= MetaFlags::IPV6;
     meta.tos = (h[0] << 4) | (h[1] >> 4);
-    // RoCEv2 puts UDP right after the fixed header; a packet with extension headers is
-    // "not RoCE" here.
-    meta.ip_proto = h[6];
-    meta.l4_offset = (l3 + ipv6::HEADER_LEN) as u16;
-    Ok(l3 + total_len)
+    let end = l3 + total_len;
+    // RoCEv2 puts UDP right after the fixed header, but a host or router may insert
+    // extension headers (RFC 8200 section 4) before it; walk the common ones, as tshark
+    // does, so that such a frame is classified as what it carries.
+    let mut next = h[6];
+    let mut at = l3 + ipv6::HEADER_LEN;
+    for _ in 0..MAX_IPV6_EXTENSIONS {
+        let ext = frame[..end].get(at..).unwrap_or_default();
+        let len = match next {
+            ipv6::NEXT_HOP_BY_HOP | ipv6::NEXT_ROUTING | ipv6::NEXT_DEST_OPTIONS => match ext {
+                // Hdr Ext Len: 8-octet units beyond the first 8.
+                [_, units, ..] => (usize::from(*units) + 1) * 8,
+                _ => return Err(truncated(Layer::Ipv6Extension, at, 2, end)),
+            },
+            ipv6::NEXT_FRAGMENT => IPV6_FRAGMENT_LEN,
+            _ => break,
+        };
+        if ext.len() < len {
+            return Err(truncated(Layer::Ipv6Extension, at, len, end));
+        }
+        let fragment = next == ipv6::NEXT_FRAGMENT && be16([ext[2], ext[3]]) & 0xfff9 != 0;
+        next = ext[0];
+        at += len;
+        if fragment {
+            // A fragment offset or More Fragments: as for IPv4, only the first fragment
+            // carries the UDP header, and a fragmented RoCE packet cannot be delivered;
+            // what follows a later fragment's header is not a header.
+            meta.flags |= MetaFlags::IP_FRAGMENT;
+            break;
+        }
+    }
+    meta.ip_proto = next;
+    meta.l4_offset = at as u16;
+    Ok(end)
 }
+
+/// The most IPv6 extension headers walked; behind a longer chain the packet counts as
+/// carrying the extension header it stopped at (not UDP). Real chains hold one or two.
+const MAX_IPV6_EXTENSIONS: usize = 8;
+
+// The walk ends within u16 of the frame's start: two tags, the fixed header and eight
+// extension headers of the largest length (2 KiB).
+const _: () = assert!(
+    ETH_LEN + 2 * VLAN_TAG_LEN + ipv6::HEADER_LEN + MAX_IPV6_EXTENSIONS * 256 * 8
+        <= u16::MAX as usize
+);
+
+/// Length of the IPv6 fragment header.
+const IPV6_FRAGMENT_LEN: usize = 8;
 
 #[inline(always)]
 fn parse_udp(frame: &[u8], ip_end: usize, meta: &mut FrameMeta) -> Result<(), ParseError> {
@@ -504,6 +547,102 @@ mod tests {
         assert_eq!(
             parse_untagged_rocev4(&REAL_CNP).map(Ok),
             Some(parse_general(&REAL_CNP))
+        );
+    }
+
+    /// An IPv6 CNP (14 + 40 + 8 + 12 + 16 + 4 bytes) to QP 0x118, with `chain` (each
+    /// header's bytes, its next-header byte set here) after the fixed header.
+    fn ipv6_cnp_with(chain: &[(u8, &[u8])]) -> Vec<u8> {
+        use crate::wire::cnp::CnpRepr;
+        use crate::wire::{IpRepr, Ipv6Repr, MacAddr};
+        let cnp = CnpRepr {
+            eth_dst: MacAddr([2, 0, 0, 0, 0, 1]),
+            eth_src: MacAddr([2, 0, 0, 0, 0, 2]),
+            vlan: None,
+            ip: IpRepr::V6(Ipv6Repr {
+                src: "2001:db8::2".parse().unwrap(),
+                dst: "2001:db8::1".parse().unwrap(),
+                dscp: 48,
+                ecn: Ecn::Ect0,
+                flow_label: 0,
+                hop_limit: 64,
+            }),
+            udp_src_port: 0xc000,
+            pkey: 0xffff,
+            dest_qp: 0x118,
+        }
+        .to_roce();
+        let mut f = vec![0u8; cnp.frame_len()];
+        let n = cnp.emit(&mut f).unwrap();
+        f.truncate(n);
+        let mut kinds: Vec<u8> = chain.iter().map(|(k, _)| *k).collect();
+        kinds.push(f[ETH_LEN + 6]);
+        let mut out = f[..ETH_LEN + ipv6::HEADER_LEN].to_vec();
+        out[ETH_LEN + 6] = kinds[0];
+        for (i, (_, bytes)) in chain.iter().enumerate() {
+            out.push(kinds[i + 1]);
+            out.extend(&bytes[1..]);
+        }
+        out.extend(&f[ETH_LEN + ipv6::HEADER_LEN..]);
+        let payload = (out.len() - ETH_LEN - ipv6::HEADER_LEN) as u16;
+        out[ETH_LEN + 4..ETH_LEN + 6].copy_from_slice(&payload.to_be_bytes());
+        out
+    }
+
+    /// QA: RoCEv2 over IPv6 behind a hop-by-hop header (`11 00 01 04 00 00 00 00`: UDP
+    /// next, length 0, a PadN option) parsed as "IP proto 0", not RoCE, where tshark
+    /// decodes the BTH. The parse walks the extension headers to UDP.
+    #[test]
+    fn ipv6_extension_headers_are_walked_to_udp() {
+        let hop_by_hop: &[u8] = &[0x11, 0x00, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00];
+        let f = ipv6_cnp_with(&[(0, hop_by_hop)]);
+        let m = parse(&f).unwrap();
+        assert!(m.is_roce() && m.is_ipv6() && m.becn());
+        assert_eq!((m.ip_proto(), m.l4_offset()), (17, 14 + 40 + 8));
+        assert_eq!((m.bth_opcode(), m.dest_qp()), (bth::Opcode::CNP, 0x118));
+        assert_eq!((m.dscp(), m.ecn()), (48, Ecn::Ect0));
+        // Routing (24 bytes: length 2) and destination options too, in a chain.
+        let routing: &[u8] = &[
+            0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        let f = ipv6_cnp_with(&[(0, hop_by_hop), (43, routing), (60, hop_by_hop)]);
+        let m = parse(&f).unwrap();
+        assert!(m.is_roce());
+        assert_eq!(m.l4_offset(), 14 + 40 + 8 + 24 + 8);
+        assert_eq!(m.icrc_offset(), f.len() - 4);
+        // An atomic fragment (offset 0, no More Fragments) is whole.
+        let atomic: &[u8] = &[0, 0, 0, 0, 0, 0, 0, 1];
+        assert!(parse(&ipv6_cnp_with(&[(44, atomic)])).unwrap().is_roce());
+    }
+
+    #[test]
+    fn ipv6_fragments_and_long_or_cut_chains_are_not_roce() {
+        // A first fragment (More Fragments) and a later one (offset 1): fragments, and
+        // what follows a later one's header is not read as a header.
+        for frag in [[0u8, 0, 0, 1, 0, 0, 0, 1], [0, 0, 0, 8, 0, 0, 0, 1]] {
+            let m = parse(&ipv6_cnp_with(&[(44, &frag)])).unwrap();
+            assert!(m.flags().contains(MetaFlags::IP_FRAGMENT) && !m.is_roce());
+        }
+        // Nine headers: the walk stops at eight, at an extension header, not UDP.
+        let empty: &[u8] = &[0; 8];
+        let nine = vec![(60, empty); 9];
+        let m = parse(&ipv6_cnp_with(&nine)).unwrap();
+        assert!(!m.is_roce() && !m.flags().contains(MetaFlags::UDP));
+        assert_eq!(m.ip_proto(), 60);
+        // A header that runs past the packet's payload length is an error naming it.
+        let mut f = ipv6_cnp_with(&[(0, empty)]);
+        f[ETH_LEN + 40 + 1] = 200; // Hdr Ext Len: 1608 bytes
+        let e = parse(&f).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ParseError::Truncated {
+                    layer: Layer::Ipv6Extension,
+                    offset: 54,
+                    ..
+                }
+            ),
+            "{e:?}"
         );
     }
 

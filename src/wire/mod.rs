@@ -45,6 +45,8 @@ pub enum Layer {
     Ipv4,
     /// IPv6 header or packet.
     Ipv6,
+    /// IPv6 extension header (hop-by-hop, routing, fragment, destination options).
+    Ipv6Extension,
     /// UDP header or datagram.
     Udp,
     /// InfiniBand Base Transport Header (with the ICRC behind the payload).
@@ -62,6 +64,7 @@ impl fmt::Display for Layer {
             Layer::Vlan => "802.1Q tag",
             Layer::Ipv4 => "IPv4",
             Layer::Ipv6 => "IPv6",
+            Layer::Ipv6Extension => "IPv6 extension header",
             Layer::Udp => "UDP",
             Layer::Bth => "BTH",
             Layer::ExtHeaders => "extended transport header",

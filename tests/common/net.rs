@@ -193,3 +193,36 @@ pub fn bits_to_ns(bits: u64, bits_per_sec: u64) -> u64 {
 pub fn pause_ns(quanta: u16, bits_per_sec: u64) -> u64 {
     bits_to_ns(u64::from(quanta) * 512, bits_per_sec)
 }
+
+/// `frame`, an IPv6 frame whose fixed header starts at `l3`, with extension headers
+/// inserted after that header: each `(next header value, body)` of the chain, its body
+/// (what follows the next-header byte) padded to a multiple of 8 with the next-header
+/// byte in front, and the lengths set as RFC 8200 section 4 says (Hdr Ext Len in 8-octet
+/// units beyond the first 8; the fragment header has none, its body must be 7 bytes).
+pub fn with_ipv6_extensions(frame: &[u8], l3: usize, chain: &[(u8, Vec<u8>)]) -> Vec<u8> {
+    let fixed_end = l3 + 40;
+    let mut next_after = frame[l3 + 6];
+    let mut headers = Vec::new();
+    for (kind, body) in chain.iter().rev() {
+        let mut h = vec![next_after];
+        h.extend(body);
+        h.resize(h.len().div_ceil(8).max(1) * 8, 0);
+        if *kind != 44 {
+            h[1] = (h.len() / 8 - 1) as u8;
+        } else {
+            assert_eq!(h.len(), 8, "a fragment header is 8 bytes");
+        }
+        headers.insert(0, h);
+        next_after = *kind;
+    }
+    let added: usize = headers.iter().map(Vec::len).sum();
+    let mut out = frame[..fixed_end].to_vec();
+    out[l3 + 6] = next_after;
+    let payload_len = u16::from_be_bytes([out[l3 + 4], out[l3 + 5]]) as usize + added;
+    out[l3 + 4..l3 + 6].copy_from_slice(&(payload_len as u16).to_be_bytes());
+    for h in headers {
+        out.extend(h);
+    }
+    out.extend(&frame[fixed_end..]);
+    out
+}
