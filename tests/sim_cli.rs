@@ -169,6 +169,94 @@ fn a_different_seed_gives_different_marks() {
     assert_ne!(run("3"), run("4"), "RED draws follow the seed");
 }
 
+/// A short Poisson workload on a 4-host star, its sizes from a file: flows drawn from the
+/// seed when the scenario is read.
+const SMALL_WORKLOAD: &str = r#"
+seed = 1
+duration_ms = 0.2
+[topology]
+kind = "star"
+hosts = 4
+link_gbps = 10
+[[workload]]
+kind = "poisson"
+cdf = "sizes.txt"
+load = 0.5
+"#;
+
+/// `--seed` once changed only the seed the report printed and the switch's draws: the
+/// workload's flows were drawn before it applied, so `--seed 1` and `--seed 2` ran the
+/// same flows under different seeds. It is now `--set seed=N`.
+#[test]
+fn the_seed_flag_draws_the_workload_as_set_seed_does() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "sizes.txt", "1000 0\n10000 1\n");
+    let scenario = write(dir.path(), "w.toml", SMALL_WORKLOAD);
+    let flows = |name: &str, args: &[&str]| {
+        let out = dir.path().join(name);
+        let mut all = vec!["sim", scenario.as_str(), "--out", out.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let o = rocelab(&all);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        let arrivals: Vec<(u64, u64, u64)> = report["fct"]["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let n = |k: &str| f[k].as_u64().unwrap();
+                (n("from"), n("arrival_ns"), n("bytes"))
+            })
+            .collect();
+        assert!(!arrivals.is_empty(), "{args:?} made no flows");
+        (report["seed"].as_u64().unwrap(), arrivals)
+    };
+    let one = flows("one", &[]);
+    let flag = flows("flag", &["--seed", "2"]);
+    let set = flows("set", &["--set", "seed=2"]);
+    assert_eq!(flag, set, "--seed 2 is --set seed=2");
+    assert_eq!(flag.0, 2);
+    assert_ne!(one.1, flag.1, "another seed draws other flows");
+    // compare runs the flows --seed draws too.
+    let compare = |args: &[&str]| {
+        let mut all = vec![
+            "compare",
+            scenario.as_str(),
+            "--fabrics",
+            "roce",
+            "--json",
+            "-",
+        ];
+        all.extend_from_slice(args);
+        let o = rocelab(&all);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        json["fabrics"][0]["fct"].clone()
+    };
+    assert_eq!(compare(&["--seed", "2"]), compare(&["--set", "seed=2"]));
+    assert_ne!(compare(&["--seed", "2"]), compare(&[]));
+}
+
+/// Seeds are TOML integers in a scenario: above 2^63 - 1 they are refused, not wrapped.
+#[test]
+fn seeds_past_the_largest_are_refused() {
+    let o = rocelab(&["sim", "incast", "--seed", "18446744073709551615"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("9223372036854775807"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = rocelab(&["sim", "incast", "--set", "seed=-1"]);
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("seed") && err.contains("9223372036854775807") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
 #[test]
 fn allreduce_sweep_prints_the_nccl_tests_table() {
     let dir = tempfile::tempdir().unwrap();

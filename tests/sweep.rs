@@ -249,3 +249,64 @@ fn a_two_key_sweep_writes_its_heatmap_and_bad_sweeps_are_refused() {
         );
     }
 }
+
+/// Seeds go into each run's scenario as TOML integers (64-bit signed): `--seed
+/// 18446744073709551615` failed as an internal error at point 0 ("invalid value: integer
+/// `-1`"), as did seeds that ran past 2^63 - 1. They are refused up front, with the range;
+/// the largest seed itself plans and runs.
+#[test]
+fn seeds_are_refused_up_front_past_the_largest() {
+    let max = "9223372036854775807";
+    for (args, says) in [
+        (
+            vec![
+                "sweep",
+                "incast",
+                "--grid",
+                "sample_us=20",
+                "--seed",
+                "18446744073709551615",
+            ],
+            max,
+        ),
+        (
+            vec![
+                "sweep",
+                "incast",
+                "--grid",
+                "sample_us=20",
+                "--seed",
+                max,
+                "--seeds",
+                "2",
+            ],
+            "largest seed",
+        ),
+    ] {
+        let o = rocelab(&args);
+        assert!(!o.status.success(), "{args:?}");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(says) && !err.contains("point 0"),
+            "{args:?}: {err}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan");
+    let o = rocelab(&[
+        "sweep",
+        "incast",
+        "--grid",
+        "sample_us=20",
+        "--seed",
+        max,
+        "--plan",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let planned: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(plan.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(planned["seeds"][0].as_u64(), Some(i64::MAX as u64));
+    let toml = std::fs::read_to_string(plan.join("runs/0000/scenario.toml")).unwrap();
+    assert!(toml.contains(&format!("seed = {max}")), "{toml}");
+}

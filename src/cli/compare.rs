@@ -37,8 +37,9 @@ pub struct Args {
     /// `--set ib.buffer_per_vl_bytes=32K`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
-    /// Seed of every run (default: the scenario's).
-    #[arg(long)]
+    /// Seed of every run's random draws, the workloads' flows included (default: the
+    /// scenario's): the same as `--set seed=N`. 0 to 9223372036854775807.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=rocelab::sim::scenario::MAX_SEED))]
     seed: Option<u64>,
     /// Runs at once (default: one per core).
     #[arg(long, value_name = "N")]
@@ -72,18 +73,18 @@ pub fn run(args: Args) -> Result<()> {
     let config = super::sim::absolute_config(args.config.as_deref())?;
     let mut scenarios = Vec::with_capacity(settings.len());
     for &setting in &settings {
-        let mut s = Scenario::load_edited(&args.scenario, |table| {
+        let s = Scenario::load_edited(&args.scenario, |table| {
             super::sim::replace_switch(table, config.as_deref(), args.preset);
             for assignment in &args.set {
                 rocelab::config::set_key(table, assignment)?;
             }
             setting.apply(table);
+            if let Some(seed) = args.seed {
+                rocelab::sim::scenario::set_seed(table, seed)?;
+            }
             Ok(())
         })
         .with_context(|| format!("{} on {}", args.scenario, setting.name()))?;
-        if let Some(seed) = args.seed {
-            s.seed = seed;
-        }
         scenarios.push((setting, s));
     }
     let first = &scenarios[0].1;

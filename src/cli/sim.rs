@@ -3,7 +3,7 @@
 use super::{Counters, Preset};
 use anyhow::{Context, Result};
 use rocelab::report::{bundle, sim as report};
-use rocelab::sim::scenario::{SCENARIOS, Scenario, names, scenario_text};
+use rocelab::sim::scenario::{MAX_SEED, SCENARIOS, Scenario, names, scenario_text, set_seed};
 use std::path::{Path, PathBuf};
 
 /// Run a scenario (incasts, NIC faults, ring all-reduce, variants side by side) in
@@ -29,8 +29,9 @@ pub struct Args {
     /// `--set switch.buffer.shared_bytes=4M`, `--set topology.link_gbps=100`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
-    /// Seed of every random draw, instead of the scenario's.
-    #[arg(long)]
+    /// Seed of every random draw (RED, link loss, the workloads' flows), instead of the
+    /// scenario's: the same as `--set seed=N`. 0 to 9223372036854775807.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=MAX_SEED))]
     seed: Option<u64>,
     /// Write report.json, series.csv, queues.svg, rates.svg, pauses.svg, pgs.svg (and
     /// fct.svg with workload flows) here.
@@ -87,17 +88,18 @@ pub fn run(args: Args) -> Result<()> {
         .or(args.scenario_flag)
         .unwrap_or_else(|| "incast".to_owned());
     let config_path = absolute_config(args.config.as_deref())?;
-    let mut scenario = Scenario::load_edited(&name, |table| {
+    let scenario = Scenario::load_edited(&name, |table| {
         replace_switch(table, config_path.as_deref(), args.preset);
         for assignment in &args.set {
             rocelab::config::set_key(table, assignment)?;
         }
+        // In the table, before the scenario is resolved: the workloads' flows are drawn
+        // then.
+        if let Some(seed) = args.seed {
+            set_seed(table, seed)?;
+        }
         Ok(())
     })?;
-    if let Some(seed) = args.seed {
-        scenario.seed = seed;
-        scenario.variants.iter_mut().for_each(|v| v.seed = seed);
-    }
     let plots_from = match args.plots_from_ms {
         None => rocelab::time::Nanos::ZERO,
         Some(ms) if ms.is_finite() && ms >= 0.0 && ms * 1e6 < scenario.duration.0 as f64 => {

@@ -4,7 +4,7 @@
 
 use super::JsonReport;
 use anyhow::{Context, Result};
-use rocelab::sim::scenario::{Scenario, scenario_text};
+use rocelab::sim::scenario::{MAX_SEED, Scenario, scenario_text, set_seed};
 use rocelab::sim::sweep::{Grid, MAX_RUNS, Metrics, Row, mark_pareto, table};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -37,8 +37,8 @@ pub struct Args {
     /// Runs per point, with seeds SEED, SEED + 1, ...; the table shows the median.
     #[arg(long)]
     seeds: Option<u64>,
-    /// The first seed (default: the scenario's).
-    #[arg(long)]
+    /// The first seed (default: the scenario's), 0 to 9223372036854775807.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=MAX_SEED))]
     seed: Option<u64>,
     /// Runs at once (default: one per core).
     #[arg(long, value_name = "N")]
@@ -124,6 +124,16 @@ pub fn run(args: Args) -> Result<()> {
     if seeds_per_point == 0 {
         anyhow::bail!("--seeds: give at least 1");
     }
+    // Each run's seed goes into its scenario, a TOML integer: the last must fit.
+    if first_seed
+        .checked_add(seeds_per_point - 1)
+        .is_none_or(|last| last > MAX_SEED)
+    {
+        anyhow::bail!(
+            "seeds {first_seed} to {first_seed} + {} run past the largest seed, {MAX_SEED}: give a smaller --seed",
+            seeds_per_point - 1
+        );
+    }
     let runs = grid.len().saturating_mul(seeds_per_point as usize);
     if runs > MAX_RUNS {
         anyhow::bail!(
@@ -131,9 +141,7 @@ pub fn run(args: Args) -> Result<()> {
             grid.len()
         );
     }
-    let seeds: Vec<u64> = (0..seeds_per_point)
-        .map(|k| first_seed.wrapping_add(k))
-        .collect();
+    let seeds: Vec<u64> = (0..seeds_per_point).map(|k| first_seed + k).collect();
     // Every run's scenario, checked before anything runs or is written.
     let points = grid.points();
     let mut texts = Vec::with_capacity(runs);
@@ -147,7 +155,7 @@ pub fn run(args: Args) -> Result<()> {
                 rocelab::config::set_key(&mut t, &format!("{key}={value}"))
                     .with_context(|| format!("point {p}"))?;
             }
-            t.insert("seed".into(), toml::Value::Integer(seed as i64));
+            set_seed(&mut t, seed)?;
             let text = toml::to_string(&t)?;
             Scenario::from_toml(&name, &text, dir.as_deref())
                 .map_err(|e| anyhow::anyhow!("point {p} ({}): {e}", values.join(", ")))?;

@@ -70,7 +70,7 @@ fn err(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
 struct ScenarioFile {
     #[serde(default)]
     description: String,
-    #[serde(default = "one")]
+    #[serde(default = "one", deserialize_with = "seed_value")]
     seed: u64,
     duration_ms: Option<f64>,
     #[serde(default)]
@@ -104,6 +104,32 @@ struct ScenarioFile {
 
 fn one() -> u64 {
     1
+}
+
+/// The largest seed: a scenario's `seed` is a TOML integer, and TOML's are 64-bit signed.
+pub const MAX_SEED: u64 = i64::MAX as u64;
+
+/// `seed`: a whole number from 0 to [`MAX_SEED`].
+fn seed_value<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    match toml::Value::deserialize(d)? {
+        toml::Value::Integer(n) if n >= 0 => Ok(n.unsigned_abs()),
+        other => Err(serde::de::Error::custom(format!(
+            "{other} is not a seed; give a whole number from 0 to {MAX_SEED}"
+        ))),
+    }
+}
+
+/// Sets a scenario table's `seed` (the command line's `--seed`), as `--set seed=N` does:
+/// every draw of the scenario, its workloads' flows included, follows it.
+pub fn set_seed(table: &mut toml::Table, seed: u64) -> Result<(), ConfigError> {
+    let n = i64::try_from(seed).map_err(|_| {
+        err(
+            "seed",
+            format!("{seed} is not allowed; give a whole number from 0 to {MAX_SEED}"),
+        )
+    })?;
+    table.insert("seed".into(), toml::Value::Integer(n));
+    Ok(())
 }
 
 fn ten() -> f64 {
@@ -306,7 +332,7 @@ pub struct Scenario {
     pub name: String,
     /// What it shows.
     pub description: String,
-    /// Seed of every random draw (RED, link loss).
+    /// Seed of every random draw (RED, link loss, the workloads' flows).
     pub seed: u64,
     /// How long flows run; with an all-reduce, the limit of each size's run.
     pub duration: Nanos,
