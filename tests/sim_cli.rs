@@ -238,6 +238,62 @@ fn the_seed_flag_draws_the_workload_as_set_seed_does() {
     assert_ne!(compare(&["--seed", "2"]), compare(&[]));
 }
 
+/// Runs rocelab, killed after `secs` seconds: a hang fails the test instead of holding it.
+fn rocelab_within(secs: u64, args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run rocelab");
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed().as_secs() >= secs {
+            child.kill().unwrap();
+            panic!("{args:?} still ran after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A `sample_us` under half a nanosecond rounded to a step of 0 ns, which the row limit
+/// did not catch (it divided by the step or 1) and the run sampled at one instant
+/// forever. Refused, naming the key, in `sim` and in a sweep's grid.
+#[test]
+fn a_sample_step_under_a_nanosecond_is_refused_not_a_hang() {
+    for args in [
+        vec![
+            "sim",
+            "incast",
+            "--set",
+            "duration_ms=1",
+            "--set",
+            "measure_from_ms=0",
+            "--set",
+            "sample_us=0.0001",
+        ],
+        vec![
+            "sweep",
+            "incast",
+            "--set",
+            "duration_ms=1",
+            "--set",
+            "measure_from_ms=0",
+            "--grid",
+            "sample_us=10,0.0001",
+        ],
+    ] {
+        let o = rocelab_within(20, &args);
+        assert!(!o.status.success(), "{args:?}");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains("sample_us") && err.contains("1 ns"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// Seeds are TOML integers in a scenario: above 2^63 - 1 they are refused, not wrapped.
 #[test]
 fn seeds_past_the_largest_are_refused() {

@@ -374,6 +374,8 @@ pub struct Scenario {
 const DEFAULT_ALLREDUCE_LIMIT: Nanos = Nanos(10_000_000_000);
 /// Most time-series rows a scenario may ask for.
 const MAX_ROWS: u64 = 2_000_000;
+/// The shortest time-series step: the simulator's clock counts whole nanoseconds.
+const MIN_SAMPLE: Nanos = Nanos(1);
 
 /// The most hosts a topology may have.
 pub const MAX_HOSTS: usize = 4096;
@@ -851,18 +853,29 @@ impl ScenarioFile {
             ));
         }
         let sample = positive_time("sample_us", self.sample_us, "µs", 1e3)?;
+        // Virtual time is whole nanoseconds: a shorter step rounds to none, and sampling
+        // every 0 ns never moves on.
+        if sample < MIN_SAMPLE {
+            return Err(err(
+                "sample_us",
+                format!(
+                    "{} µs is shorter than the simulator's clock tick, 1 ns: give 0.001 or more",
+                    self.sample_us
+                ),
+            ));
+        }
         let series_span = match &allreduce {
             Some(_) if self.duration_ms.is_none() => None,
             _ => Some(duration),
         };
         if let Some(span) = series_span
-            && span.0 / sample.0.max(1) > MAX_ROWS
+            && span.0 / sample.0 > MAX_ROWS
         {
             return Err(err(
                 "sample_us",
                 format!(
                     "{} rows of time series over {} ms; at most {MAX_ROWS}: sample less often",
-                    span.0 / sample.0.max(1),
+                    span.0 / sample.0,
                     span.0 / 1_000_000
                 ),
             ));
