@@ -41,7 +41,8 @@ pub struct SizeCdf {
 
 impl SizeCdf {
     /// A built-in distribution by name, or a file of `bytes fraction` lines (`#` starts a
-    /// comment; fractions rise from 0 to 1, or percentages to 100), relative to `dir`.
+    /// comment; fractions 0 to 1 that never decrease and end at 1, or percentages to 100; a
+    /// first fraction above 0 is the share of flows of the first size), relative to `dir`.
     pub fn load(key: &str, name: &str, dir: Option<&Path>) -> Result<SizeCdf, ConfigError> {
         if let Some((n, text)) = CDFS.iter().find(|(n, _)| *n == name) {
             return SizeCdf::parse(key, n, text);
@@ -82,6 +83,14 @@ impl SizeCdf {
                 return Err(err(
                     at(),
                     format!("'{line}': sizes 0 to 1 TiB, a finite fraction"),
+                ));
+            }
+            // Whether the file is in fractions or percent shows at its end; below 0 is
+            // neither, and above the end a later line must decrease.
+            if p < 0.0 {
+                return Err(err(
+                    at(),
+                    format!("'{line}': the fraction {p} is below 0; give 0 to 1 (or 0 to 100 %)"),
                 ));
             }
             if let Some(&(px, pp)) = points.last()
@@ -132,13 +141,17 @@ impl SizeCdf {
         (size.round() as u64).max(1)
     }
 
-    /// The mean size, bytes (of the interpolated distribution).
+    /// The mean size, bytes (of the interpolated distribution): the first point's size
+    /// for the fraction at it (the draws below it are that size), then each segment's
+    /// midpoint for the fraction it spans.
     pub fn mean(&self) -> f64 {
-        self.points
+        let (x0, p0) = self.points[0];
+        let segments: f64 = self
+            .points
             .windows(2)
             .map(|w| (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0)
-            .sum::<f64>()
-            .max(1.0)
+            .sum();
+        (x0 * p0 + segments).max(1.0)
     }
 
     /// One draw.
@@ -504,5 +517,37 @@ mod tests {
         // HPCC's percentages read the same as fractions.
         let pct = SizeCdf::parse("c", "p", "0 0\n100 50\n200 100\n").unwrap();
         assert_eq!(pct.quantile(0.75), 150);
+        // A fraction below 0 was taken (and weighed the mean negatively).
+        for text in ["1000 -1\n10000 1\n", "1000 -50\n10000 100\n"] {
+            let e = SizeCdf::parse("w.cdf", "f", text).unwrap_err();
+            assert!(
+                e.key.contains("line 1") && e.key.contains('f') && e.message.contains("below 0"),
+                "{e}"
+            );
+        }
+        let e = SizeCdf::parse("w.cdf", "f", "1000 0.5\n2000 1.5\n3000 1\n").unwrap_err();
+        assert!(
+            e.key.contains("line 3") && e.message.contains("decrease"),
+            "{e}"
+        );
+    }
+
+    /// A first fraction above 0 is the share of flows of the first size exactly: the mean
+    /// once left it out ("1000 0.5 / 1000 1" had a mean of 500 B, its flows all 1000 B,
+    /// and a Poisson workload offered twice its load).
+    #[test]
+    fn the_mass_at_the_first_point_counts_in_the_mean() {
+        let one = SizeCdf::parse("c", "f", "1000 0.5\n1000 1\n").unwrap();
+        assert_eq!(one.mean(), 1000.0);
+        assert_eq!((one.quantile(0.1), one.quantile(0.9)), (1000, 1000));
+        // Half the flows 1000 B, half spread evenly over 1000-3000 B (mean 2000): 1500 B.
+        for text in ["1000 0.5\n3000 1\n", "1000 50\n3000 100\n"] {
+            let c = SizeCdf::parse("c", "f", text).unwrap();
+            assert_eq!(c.mean(), 1500.0, "{text}");
+            let mut rng = Rng::new(5);
+            let n = 100_000;
+            let drawn = (0..n).map(|_| c.sample(&mut rng) as f64).sum::<f64>() / n as f64;
+            assert!((drawn / 1500.0 - 1.0).abs() < 0.01, "{drawn}");
+        }
     }
 }
