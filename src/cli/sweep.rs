@@ -34,7 +34,8 @@ pub struct Args {
     /// `--set duration_ms=2`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
-    /// Runs per point, with seeds SEED, SEED + 1, ...; the table shows the median.
+    /// Runs per point, with seeds SEED, SEED + 1, ...; the table shows the median (of an
+    /// even count, the mean of the two middle runs).
     #[arg(long)]
     seeds: Option<u64>,
     /// The first seed (default: the scenario's), 0 to 9223372036854775807.

@@ -128,10 +128,10 @@ pub struct Metrics {
     pub fct_p99_slowdown: Option<f64>,
     /// Time the hosts were paused by PFC, summed, ms.
     pub host_paused_ms: f64,
-    /// Frames the switches and the hosts dropped.
-    pub drops: u64,
-    /// The deepest egress queue, bytes.
-    pub max_queue_bytes: u64,
+    /// Frames the switches and the hosts dropped (a median of two runs may be a half).
+    pub drops: f64,
+    /// The deepest egress queue, bytes (a median of two runs may be a half).
+    pub max_queue_bytes: f64,
 }
 
 impl Metrics {
@@ -145,36 +145,46 @@ impl Metrics {
                 .get("fct_p99_slowdown")
                 .and_then(serde_json::Value::as_f64),
             host_paused_ms: n("host_paused_ns")? as f64 / 1e6,
-            drops: n("lossless_drops")? + n("lossy_drops")? + n("host_drops")?,
-            max_queue_bytes: n("max_queue_bytes")?,
+            drops: (n("lossless_drops")? + n("lossy_drops")? + n("host_drops")?) as f64,
+            max_queue_bytes: n("max_queue_bytes")? as f64,
         })
     }
 
-    /// The median of each metric over `runs` (the seeds of a point); the upper median of
-    /// an even count.
+    /// The median of each metric over `runs` (the seeds of a point): the middle value,
+    /// or the mean of the two middle values of an even count. A run without an FCT p99
+    /// (no flow finished) counts as the slowest, so a point has a p99 only when more than
+    /// half its runs have one.
     pub fn median(runs: &[Metrics]) -> Metrics {
-        fn mid<T: Copy + PartialOrd>(mut v: Vec<T>) -> Option<T> {
-            v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-            v.get(v.len() / 2).copied()
+        fn mid(mut v: Vec<f64>) -> f64 {
+            v.sort_by(f64::total_cmp);
+            match v.len() {
+                0 => 0.0,
+                n if n % 2 == 1 => v[n / 2],
+                n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+            }
         }
+        let of = |f: fn(&Metrics) -> f64| mid(runs.iter().map(f).collect());
+        let p99 = of(|m| m.fct_p99_slowdown.unwrap_or(f64::INFINITY));
         Metrics {
-            delivered_gbps: mid(runs.iter().map(|m| m.delivered_gbps).collect()).unwrap_or(0.0),
-            fct_p99_slowdown: mid(runs.iter().filter_map(|m| m.fct_p99_slowdown).collect()),
-            host_paused_ms: mid(runs.iter().map(|m| m.host_paused_ms).collect()).unwrap_or(0.0),
-            drops: mid(runs.iter().map(|m| m.drops).collect()).unwrap_or(0),
-            max_queue_bytes: mid(runs.iter().map(|m| m.max_queue_bytes).collect()).unwrap_or(0),
+            delivered_gbps: of(|m| m.delivered_gbps),
+            fct_p99_slowdown: p99.is_finite().then_some(p99),
+            host_paused_ms: of(|m| m.host_paused_ms),
+            drops: of(|m| m.drops),
+            max_queue_bytes: of(|m| m.max_queue_bytes),
         }
     }
 
-    /// The objectives, each to be made larger: goodput, and minus the p99 slowdown (when
-    /// there is one), the pause time, drops and the deepest queue.
+    /// The objectives, each to be made larger: goodput, and minus the p99 slowdown, the
+    /// pause time, drops and the deepest queue. A point without a p99 (no flow finished)
+    /// is the worst on it, never better than one with a value; points that all lack it
+    /// tie.
     fn objectives(&self) -> [f64; 5] {
         [
             self.delivered_gbps,
-            -self.fct_p99_slowdown.unwrap_or(0.0),
+            self.fct_p99_slowdown.map_or(f64::NEG_INFINITY, |x| -x),
             -self.host_paused_ms,
-            -(self.drops as f64),
-            -(self.max_queue_bytes as f64),
+            -self.drops,
+            -self.max_queue_bytes,
         ]
     }
 }
@@ -314,7 +324,53 @@ mod tests {
             rows.iter().map(|r| r.pareto).collect::<Vec<_>>(),
             [true, false, true, true]
         );
+        // A point where no flow finished has no p99: it counted as 0, the best, and
+        // knocked a point with a real p99 and the same other metrics off the front.
+        let mut missing = vec![row(0, 10.0, 2.22), row(1, 10.0, 0.0)];
+        missing[1].metrics.fct_p99_slowdown = None;
+        mark_pareto(&mut missing);
+        assert_eq!(
+            missing.iter().map(|r| r.pareto).collect::<Vec<_>>(),
+            [true, false]
+        );
         let m = Metrics::median(&[rows[0].metrics, rows[1].metrics, rows[2].metrics]);
         assert_eq!((m.delivered_gbps, m.fct_p99_slowdown), (10.0, Some(6.0)));
+    }
+
+    /// Of an even count, the median is the mean of the two middle values: with two seeds
+    /// it was the larger of each metric.
+    #[test]
+    fn the_median_of_two_runs_is_their_mean() {
+        let run = |gbps, p99, drops, queue| Metrics {
+            delivered_gbps: gbps,
+            fct_p99_slowdown: p99,
+            host_paused_ms: gbps / 10.0,
+            drops,
+            max_queue_bytes: queue,
+        };
+        let m = Metrics::median(&[
+            run(10.0, Some(3.0), 3.0, 1000.0),
+            run(12.0, Some(5.0), 4.0, 3000.0),
+        ]);
+        assert_eq!(m, run(11.0, Some(4.0), 3.5, 2000.0));
+        let m = Metrics::median(&[
+            run(10.0, Some(3.0), 1.0, 1.0),
+            run(30.0, Some(9.0), 9.0, 9.0),
+            run(12.0, Some(5.0), 4.0, 3.0),
+            run(20.0, Some(8.0), 5.0, 4.0),
+        ]);
+        assert_eq!(m, run(16.0, Some(6.5), 4.5, 3.5));
+        // A run where no flow finished is the slowest: half the runs without a p99 leave
+        // the point without one; fewer, and it is the middle of the rest with them last.
+        let none = run(10.0, None, 0.0, 0.0);
+        let two = Metrics::median(&[run(10.0, Some(3.0), 0.0, 0.0), none]);
+        assert_eq!(two.fct_p99_slowdown, None);
+        let three = Metrics::median(&[
+            run(10.0, Some(3.0), 0.0, 0.0),
+            none,
+            run(10.0, Some(2.0), 0.0, 0.0),
+        ]);
+        assert_eq!(three.fct_p99_slowdown, Some(3.0));
+        assert_eq!(Metrics::median(&[none, none]).fct_p99_slowdown, None);
     }
 }
