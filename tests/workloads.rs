@@ -314,6 +314,29 @@ fn bad_workloads_are_refused_with_the_key() {
         e.contains("workload[0].hosts") && e.contains("all-reduce rank"),
         "{e}"
     );
+    // Whether a host that sends a [[flow]] is one a workload sends from was decided by
+    // the flows drawn: a 3-host star with flow 0 -> 1 and Poisson arrivals on every host
+    // ran at 1 ms and was refused at 5 ms. It is refused at any duration, by the hosts
+    // the workload lists; an incast's receiver may be such a host.
+    let mixed = |duration: &str, workload: &str| {
+        format!(
+            "duration_ms = {duration}\n[topology]\nkind = \"star\"\nhosts = 3\nlink_gbps = 10\n\
+             [[flow]]\nfrom = 0\nto = 1\n[[workload]]\n{workload}\n"
+        )
+    };
+    let poisson = "kind = \"poisson\"\ncdf = \"web-search\"\nload = 0.5";
+    for duration in ["0.001", "1", "5"] {
+        let e = refused(&mixed(duration, poisson));
+        assert!(
+            e.contains("workload[0].hosts") && e.contains("host 0 sends flow[0]"),
+            "{duration} ms: {e}"
+        );
+    }
+    scenario(&mixed("1", &format!("{poisson}\nhosts = [1, 2]")));
+    let bursts = "kind = \"incast-bursts\"\nto = 0\nbytes = 1000\nperiod_us = 100";
+    scenario(&mixed("1", bursts));
+    let e = refused(&mixed("1", &bursts.replace("to = 0", "to = 2")));
+    assert!(e.contains("host 0 sends flow[0]"), "{e}");
     // Poisson arrivals need the run's end.
     let e = refused(
         &with("kind = \"poisson\"\ncdf = \"web-search\"\nload = 0.5")

@@ -1019,15 +1019,26 @@ fn resolve_workloads(
             dir,
             &mut rng,
         )?;
-        let busy = |h: usize| {
-            flows.iter().any(|f| f.from == h) || allreduce.is_some_and(|a| a.ranks.contains(&h))
-        };
-        if let Some(j) = made.iter().find(|j| busy(j.from)) {
+        // Checked against the hosts the entry may send from, not the flows drawn: whether
+        // a scenario is valid must not depend on its seed or duration.
+        let flow_sender = |h: usize| flows.iter().position(|f| f.from == h);
+        let rank = |h: usize| allreduce.is_some_and(|a| a.ranks.contains(&h));
+        if let Some(h) = spec
+            .senders(topology.hosts())
+            .into_iter()
+            .find(|&h| flow_sender(h).is_some() || rank(h))
+        {
+            let what = match flow_sender(h) {
+                Some(f) => format!("sends flow[{f}]"),
+                None => "is an all-reduce rank".to_owned(),
+            };
             return Err(err(
                 format!("workload[{i}].hosts"),
                 format!(
-                    "host {} already sends a [[flow]] or is an all-reduce rank; a host runs one application (it may still receive)",
-                    j.from
+                    "host {h} {what}, and this {} workload may send from it (from every host \
+                     it lists, all by default, but an incast's `to`); a host runs one \
+                     application: give the workload `hosts` without it",
+                    spec.kind()
                 ),
             ));
         }

@@ -470,6 +470,27 @@ impl WorkloadSpec {
     }
 }
 
+impl WorkloadSpec {
+    /// `poisson`, `all-to-all` or `incast-bursts`, as written.
+    pub(super) fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// The hosts the entry may send from, whatever the draws: every host it lists (all by
+    /// default), but an incast's receiver. Meaningful once [`resolve`](Self::resolve) took
+    /// the entry.
+    pub(super) fn senders(&self, hosts: usize) -> Vec<usize> {
+        let members: Vec<usize> = match &self.hosts {
+            Some(h) => h.clone(),
+            None => (0..hosts).collect(),
+        };
+        match (self.kind.as_str(), self.to) {
+            ("incast-bursts", Some(to)) => members.into_iter().filter(|&h| h != to).collect(),
+            _ => members,
+        }
+    }
+}
+
 /// A member other than `from`, uniformly.
 fn other(members: &[usize], from: usize, rng: &mut Rng) -> usize {
     loop {
