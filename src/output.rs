@@ -279,6 +279,23 @@ pub fn check_folder(dir: &Path) -> Result<(), OutputError> {
     }
 }
 
+/// Removes from folder `dir` the regular files among `names` that are there: outputs an
+/// earlier run wrote into a reused folder and this run does not, so that the folder holds
+/// one run's outputs. Called once this run's files are in place. Only the names given go
+/// (never anything else in the folder, nor a folder or link by such a name). The names
+/// removed.
+pub fn remove_stale<'a>(dir: &Path, names: &[&'a str]) -> Result<Vec<&'a str>, OutputError> {
+    let mut removed = Vec::new();
+    for &name in names {
+        let path = dir.join(name);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            std::fs::remove_file(&path).map_err(io_error(&path))?;
+            removed.push(name);
+        }
+    }
+    Ok(removed)
+}
+
 /// Makes folder `dir` (and no parents: [`check_folder`] vouched for them).
 pub fn make_folder(dir: &Path) -> Result<(), OutputError> {
     match std::fs::create_dir(dir) {
@@ -344,6 +361,22 @@ mod tests {
         make_folder(&out).unwrap();
         make_folder(&out).unwrap();
         assert!(out.is_dir());
+    }
+
+    #[test]
+    fn only_the_named_files_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("fct.svg"), "old").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+        std::fs::create_dir(dir.path().join("summary.json")).unwrap();
+        let removed =
+            remove_stale(dir.path(), &["fct.svg", "summary.json", "heatmap.svg"]).unwrap();
+        assert_eq!(removed, ["fct.svg"]);
+        assert!(dir.path().join("notes.txt").exists());
+        assert!(
+            dir.path().join("summary.json").is_dir(),
+            "a folder is not removed"
+        );
     }
 
     #[test]

@@ -238,6 +238,75 @@ fn the_seed_flag_draws_the_workload_as_set_seed_does() {
     assert_ne!(compare(&["--seed", "2"]), compare(&[]));
 }
 
+/// A reused `--out` folder kept the files of earlier runs that the new one does not
+/// write: a workload run's fct.svg (titled with the old scenario) beside another
+/// scenario's report.json, a run of variants' summary.json and variant folders beside a
+/// plain run's report. Each run now leaves its own outputs only; files that are not
+/// rocelab's stay.
+#[test]
+fn a_reused_out_folder_holds_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "sizes.txt", "1000 0\n10000 1\n");
+    let workload = write(dir.path(), "w.toml", SMALL_WORKLOAD);
+    let incast = write(dir.path(), "incast.toml", SMALL_INCAST);
+    let variants = write(
+        dir.path(),
+        "v.toml",
+        &format!(
+            "{}\n[[variant]]\nname = \"PFC only\"\n\n[[variant]]\nname = \"ECN\"\nswitch = {{ ecn = true }}\n",
+            SMALL_INCAST.replace("duration_ms = 3", "duration_ms = 1.5")
+        ),
+    );
+    let out = dir.path().join("out");
+    let run = |scenario: &str| {
+        let o = rocelab(&["sim", scenario, "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{scenario}: {}", text(&o.stderr));
+        text(&o.stderr)
+    };
+    let files = |d: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let report = [
+        "pauses.svg",
+        "pgs.svg",
+        "queues.svg",
+        "rates.svg",
+        "report.json",
+        "series.csv",
+    ];
+    run(&workload);
+    assert!(out.join("fct.svg").exists());
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let said = run(&incast);
+    assert!(said.contains("fct.svg"), "the removal is said: {said}");
+    let mut expected: Vec<&str> = report.to_vec();
+    expected.insert(0, "notes.txt");
+    assert_eq!(files(&out), expected, "no fct.svg of the workload run");
+
+    run(&variants);
+    assert_eq!(
+        files(&out),
+        ["ecn", "notes.txt", "pfc-only", "summary.json"]
+    );
+    assert_eq!(files(&out.join("ecn")), report);
+    std::fs::write(out.join("pfc-only/mine.txt"), "mine").unwrap();
+    run(&incast);
+    let mut expected: Vec<&str> = report.to_vec();
+    expected.extend(["notes.txt", "pfc-only"]);
+    expected.sort_unstable();
+    assert_eq!(files(&out), expected, "no summary.json, no variant folder");
+    assert_eq!(
+        files(&out.join("pfc-only")),
+        ["mine.txt"],
+        "a folder with a file of the user's stays, with that file only"
+    );
+}
+
 /// Runs rocelab, killed after `secs` seconds: a hang fails the test instead of holding it.
 fn rocelab_within(secs: u64, args: &[&str]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))

@@ -126,6 +126,19 @@ pub fn run(args: Args) -> Result<()> {
         for (name, svg) in &svgs {
             rocelab::output::write_whole(&dir.join(name), svg.as_bytes())?;
         }
+        // An earlier comparison's plots of metrics this scenario does not have.
+        let stale: Vec<&str> = rocelab::report::compare::SVG_FILES
+            .into_iter()
+            .filter(|f| !svgs.iter().any(|(n, _)| n == f))
+            .collect();
+        let removed = rocelab::output::remove_stale(dir, &stale)?;
+        if !removed.is_empty() {
+            noteln!(
+                "removed what an earlier run wrote to {} and this one did not: {}",
+                dir.display(),
+                removed.join(", ")
+            );
+        }
         sayln!(
             "\nwrote compare.json and {} to {}",
             svgs.iter()

@@ -115,8 +115,25 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(dir) = &args.out {
         rocelab::output::check_folder(dir)?;
     }
+    // A reused folder: what an earlier run of variants left there (read before anything
+    // is written), removed once this run's outputs are in place.
+    let earlier = args
+        .out
+        .as_deref()
+        .map(earlier_variant_folders)
+        .unwrap_or_default();
     if scenario.variants.is_empty() {
         run_one(&scenario, args.out.as_deref(), args.counters, plots_from)?;
+        if let Some(dir) = &args.out {
+            let mut removed = rocelab::output::remove_stale(dir, &[SUMMARY])?
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>();
+            for folder in &earlier {
+                removed.extend(remove_variant_folder(dir, folder)?);
+            }
+            note_removed(dir, &removed);
+        }
         return Ok(());
     }
     let n = scenario.variants.len();
@@ -143,7 +160,24 @@ pub fn run(args: Args) -> Result<()> {
             }),
         );
         let text = serde_json::to_string_pretty(&json)? + "\n";
-        rocelab::output::write_whole(&dir.join("summary.json"), text.as_bytes())?;
+        rocelab::output::write_whole(&dir.join(SUMMARY), text.as_bytes())?;
+        // A plain run's report beside the variants, and variant folders this scenario
+        // does not have.
+        let mut plain = bundle::FILES.to_vec();
+        plain.push(bundle::FCT_FILE);
+        let mut removed: Vec<String> = rocelab::output::remove_stale(dir, &plain)?
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let now: Vec<String> = scenario
+            .variants
+            .iter()
+            .map(|v| slug(v.variant.as_deref().unwrap_or_default()))
+            .collect();
+        for folder in earlier.iter().filter(|f| !now.contains(f)) {
+            removed.extend(remove_variant_folder(dir, folder)?);
+        }
+        note_removed(dir, &removed);
         sayln!(
             "\nwrote summary.json and one folder per variant ({}) to {}",
             scenario
@@ -156,6 +190,50 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The comparison of a run of variants, beside their folders.
+const SUMMARY: &str = "summary.json";
+
+/// The variant folders an earlier run's summary.json in `dir` names (none without one, or
+/// when it is not rocelab's).
+fn earlier_variant_folders(dir: &Path) -> Vec<String> {
+    let Some(json) = std::fs::read(dir.join(SUMMARY))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    else {
+        return Vec::new();
+    };
+    if json["schema"] != "rocelab.sim-summary/1" {
+        return Vec::new();
+    }
+    json["variants"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["variant"].as_str())
+        .map(slug)
+        .collect()
+}
+
+/// Removes variant folder `name` of `dir` an earlier run wrote: its report files, and the
+/// folder if nothing else is in it. What was removed, as paths under `dir`.
+fn remove_variant_folder(dir: &Path, name: &str) -> Result<Vec<String>> {
+    Ok(bundle::remove(&dir.join(name))?
+        .into_iter()
+        .map(|f| format!("{name}/{f}"))
+        .collect())
+}
+
+/// Says on standard error which files of an earlier run were removed from `dir`.
+fn note_removed(dir: &Path, removed: &[String]) {
+    if !removed.is_empty() {
+        noteln!(
+            "removed what an earlier run wrote to {} and this one did not: {}",
+            dir.display(),
+            removed.join(", ")
+        );
+    }
 }
 
 /// `--config FILE` as an absolute path (a scenario's own file paths are relative to the
@@ -276,7 +354,7 @@ fn run_one(
             );
         }
         let marks = rocelab::report::plot::ecn_thresholds(&scenario.switch);
-        bundle::write(
+        let removed = bundle::write(
             dir,
             &json,
             &outcome.series,
@@ -286,6 +364,10 @@ fn run_one(
             plots_from,
         )
         .with_context(|| format!("writing the report to {}", dir.display()))?;
+        note_removed(
+            dir,
+            &removed.iter().map(|&f| f.to_owned()).collect::<Vec<_>>(),
+        );
         sayln!(
             "\nwrote series.csv, queues.svg, rates.svg, pauses.svg, pgs.svg{} and report.json to {}",
             if outcome.flows.is_empty() {

@@ -81,6 +81,9 @@ struct PlannedRun {
 
 const PLAN_SCHEMA: &str = "rocelab.sweep-plan/1";
 
+/// The heatmap of a two-key sweep's `--out`.
+const HEATMAP: &str = "heatmap.svg";
+
 /// Runs `rocelab sweep`.
 pub fn run(args: Args) -> Result<()> {
     let report = JsonReport::create(args.json.as_deref(), &[] as &[&Path])?;
@@ -337,8 +340,13 @@ fn finish(
         let mut wrote = vec!["sweep.json"];
         if grid.keys.len() == 2 {
             let svg = heatmap(name, grid, &rows)?;
-            rocelab::output::write_whole(&dir.join("heatmap.svg"), svg.as_bytes())?;
-            wrote.push("heatmap.svg");
+            rocelab::output::write_whole(&dir.join(HEATMAP), svg.as_bytes())?;
+            wrote.push(HEATMAP);
+        } else if !rocelab::output::remove_stale(dir, &[HEATMAP])?.is_empty() {
+            noteln!(
+                "removed {HEATMAP}, an earlier two-key sweep's, from {}",
+                dir.display()
+            );
         }
         sayln!("\nwrote {} to {}", wrote.join(" and "), dir.display());
     }

@@ -38,7 +38,9 @@ pub enum BundleError {
 /// ([`FCT_FILE`]), into `dir`; the time-series plots from `plots_from` on (the CSV
 /// keeps every row),
 /// making the folder (its parent must exist: see [`output::check_folder`]). Everything is
-/// drawn before anything is written, and each file appears whole or not at all.
+/// drawn before anything is written, and each file appears whole or not at all. An
+/// earlier run's FCT plot, when this run has none, is removed once the rest is written.
+/// The names of the files removed.
 pub fn write(
     dir: &Path,
     json: &serde_json::Value,
@@ -47,7 +49,7 @@ pub fn write(
     thresholds: &[plot::Threshold],
     flows: &[crate::sim::fct::FlowFct],
     plots_from: crate::time::Nanos,
-) -> Result<(), BundleError> {
+) -> Result<Vec<&'static str>, BundleError> {
     let mut csv = Vec::new();
     series
         .write_csv(&mut csv)
@@ -76,8 +78,23 @@ pub fn write(
     for (name, bytes) in FILES.iter().zip(&files) {
         output::write_whole(&dir.join(name), bytes)?;
     }
-    if let Some(bytes) = fct {
-        output::write_whole(&dir.join(FCT_FILE), &bytes)?;
+    match fct {
+        Some(bytes) => {
+            output::write_whole(&dir.join(FCT_FILE), &bytes)?;
+            Ok(Vec::new())
+        }
+        None => Ok(output::remove_stale(dir, &[FCT_FILE])?),
     }
-    Ok(())
+}
+
+/// Removes a report folder an earlier run wrote: its files ([`FILES`], [`FCT_FILE`]),
+/// then the folder itself if nothing else is left in it (a file of the user's keeps it).
+/// The names of the files removed.
+pub fn remove(dir: &Path) -> Result<Vec<&'static str>, OutputError> {
+    let mut names = FILES.to_vec();
+    names.push(FCT_FILE);
+    let removed = output::remove_stale(dir, &names)?;
+    // Fails when something else is in it, or it is not there: both leave it as it is.
+    let _ = std::fs::remove_dir(dir);
+    Ok(removed)
 }

@@ -157,6 +157,17 @@ pub fn table(rows: &[Measured]) -> String {
     out
 }
 
+/// Every plot [`svgs`] may draw (each scenario gets those of the metrics it has).
+pub const SVG_FILES: [&str; 7] = [
+    "goodput.svg",
+    "victim.svg",
+    "fct.svg",
+    "busbw.svg",
+    "steps.svg",
+    "buffer.svg",
+    "stalls.svg",
+];
+
 /// One SVG per metric, the settings side by side: (file name, SVG).
 pub fn svgs(
     scenario: &str,
