@@ -175,17 +175,67 @@ fn a_plan_runs_whole_as_a_script_keeps_its_folder_and_merges_only_its_own_result
 
     // A result that ran with another seed is not that run's: not taken.
     let report = plan.join("runs/0002/result/report.json");
-    let mut json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let original = std::fs::read_to_string(&report).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&original).unwrap();
     json["seed"] = serde_json::json!(json["seed"].as_u64().unwrap() + 1);
     std::fs::write(&report, json.to_string()).unwrap();
     let stale = rocelab(&["sweep", "--merge", plan.to_str().unwrap()]);
     assert!(!stale.status.success());
     let says = text(&stale.stderr);
     assert!(
-        says.contains("1 of 4 runs have a result that is not theirs") && says.contains("runs/0002"),
+        says.contains("1 of 4 runs have a result that is not theirs")
+            && says.contains("runs/0002 (ran with seed 2, the run's is 1)"),
         "{says}"
     );
+
+    // Only the seed was checked: run 0000's result (point 0, seed 1) copied over run
+    // 0002's (point 2, seed 1) merged silently, point 0's numbers in point 2's row. A
+    // damaged report.json was "no result yet", `{}` "ran with another seed", and a
+    // report of another kind was taken. Each is now named for what it is.
+    let merge_says = |body: &[u8]| {
+        std::fs::write(&report, body).unwrap();
+        let o = rocelab(&["sweep", "--merge", plan.to_str().unwrap(), "--json", "-"]);
+        assert!(!o.status.success());
+        let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let points: Vec<u64> = json["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["point"].as_u64().unwrap())
+            .collect();
+        assert_eq!(points, [0, 1, 3], "point 2 is left out");
+        text(&o.stderr)
+    };
+    let copied = std::fs::read(plan.join("runs/0000/result/report.json")).unwrap();
+    let says = merge_says(&copied);
+    assert!(
+        says.contains("1 of 4 runs have a result that is not theirs")
+            && says.contains("runs/0002 (ran another scenario"),
+        "{says}"
+    );
+    for (body, why) in [
+        (&original.as_bytes()[..original.len() / 2], "cut short"),
+        (b"".as_slice(), "is empty"),
+        (b"{}".as_slice(), "schema missing"),
+        (
+            original
+                .replace("rocelab.sim/1", "rocelab.lab/1")
+                .as_bytes(),
+            "schema 'rocelab.lab/1'",
+        ),
+    ] {
+        let says = merge_says(body);
+        assert!(
+            says.contains("1 of 4 runs have a result that cannot be read")
+                && says.contains("runs/0002 (report.json")
+                && says.contains(why)
+                && !says.contains("no result yet"),
+            "{why}: {says}"
+        );
+    }
+    std::fs::write(&report, &original).unwrap();
+    let merged = rocelab(&["sweep", "--merge", plan.to_str().unwrap()]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
 }
 
 #[test]
@@ -309,4 +359,27 @@ fn seeds_are_refused_up_front_past_the_largest() {
     assert_eq!(planned["seeds"][0].as_u64(), Some(i64::MAX as u64));
     let toml = std::fs::read_to_string(plan.join("runs/0000/scenario.toml")).unwrap();
     assert!(toml.contains(&format!("seed = {max}")), "{toml}");
+}
+
+/// `--merge DIR` takes the scenario, grid and seeds from the plan: a scenario, --grid
+/// (even a bogus one), --seeds, --seed or --set given with it were ignored without a
+/// word. They are refused.
+#[test]
+fn merge_refuses_what_the_plan_already_says() {
+    for extra in [
+        vec!["incast"],
+        vec!["--grid", "bogus"],
+        vec!["--seeds", "3"],
+        vec!["--seed", "2"],
+        vec!["--set", "sample_us=20"],
+        vec!["--preset", "sonic"],
+        vec!["--jobs", "2"],
+    ] {
+        let mut args = vec!["sweep", "--merge", "/nonexistent"];
+        args.extend_from_slice(&extra);
+        let o = rocelab(&args);
+        assert!(!o.status.success(), "{extra:?}");
+        let err = text(&o.stderr);
+        assert!(err.contains("cannot be used with"), "{extra:?}: {err}");
+    }
 }

@@ -56,8 +56,14 @@ pub struct Args {
     #[arg(long, value_name = "DIR", conflicts_with = "merge")]
     plan: Option<PathBuf>,
     /// Gather the runs of a plan written by --plan DIR once they have finished (a result
-    /// that ran with another seed than its run's is refused).
-    #[arg(long, value_name = "DIR")]
+    /// that is not its run's, by seed or scenario, or that cannot be read is named and
+    /// left out). The plan holds the scenario, grid and seeds: give only --out and --json
+    /// with it.
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with_all = ["scenario", "grid", "config", "preset", "set", "seeds", "seed", "jobs"]
+    )]
     merge: Option<PathBuf>,
 }
 
@@ -77,12 +83,19 @@ struct PlannedRun {
     point: usize,
     seed: u64,
     dir: String,
+    /// Its scenario.toml's digest, which its report.json must carry
+    /// (`scenario_digest`): a result copied from another run has another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    digest: Option<String>,
 }
 
 const PLAN_SCHEMA: &str = "rocelab.sweep-plan/1";
 
 /// The heatmap of a two-key sweep's `--out`.
 const HEATMAP: &str = "heatmap.svg";
+
+/// The schema of the report.json each planned run writes.
+const SIM_SCHEMA: &str = "rocelab.sim/1";
 
 /// Runs `rocelab sweep`.
 pub fn run(args: Args) -> Result<()> {
@@ -428,6 +441,7 @@ fn write_plan(
             point,
             seed,
             dir: run_dir,
+            digest: Some(rocelab::sim::scenario::digest(&text)),
         });
     }
     let n = runs.len();
@@ -504,24 +518,22 @@ fn merge(dir: &Path, out: Option<&Path>, report: JsonReport) -> Result<()> {
     let mut per_point: Vec<Vec<Metrics>> = vec![Vec::new(); points.len()];
     let mut missing = Vec::new();
     let mut stale = Vec::new();
+    let mut damaged = Vec::new();
     for run in &plan.runs {
         let file = dir.join(&run.dir).join("result").join("report.json");
-        let report = std::fs::read(&file)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-        let Some(report) = report else {
-            missing.push(run.dir.clone());
-            continue;
-        };
-        // A result is this run's only if it ran with the run's seed (file times prove
-        // nothing: results gathered from other machines rarely keep them).
-        if report.get("seed").and_then(serde_json::Value::as_u64) != Some(run.seed) {
-            stale.push(run.dir.clone());
-            continue;
-        }
-        match (Metrics::of_report(&report), per_point.get_mut(run.point)) {
-            (Some(m), Some(p)) => p.push(m),
-            _ => missing.push(run.dir.clone()),
+        match check_result(&file, run) {
+            Ok(m) => match per_point.get_mut(run.point) {
+                Some(p) => p.push(m),
+                None => damaged.push(format!(
+                    "{} (plan.json gives it point {}, the grid has {})",
+                    run.dir,
+                    run.point,
+                    points.len()
+                )),
+            },
+            Err(Unusable::Missing) => missing.push(run.dir.clone()),
+            Err(Unusable::NotTheirs(why)) => stale.push(format!("{} ({why})", run.dir)),
+            Err(Unusable::Damaged(why)) => damaged.push(format!("{} ({why})", run.dir)),
         }
     }
     // A point counts only with all its seeds.
@@ -550,14 +562,89 @@ fn merge(dir: &Path, out: Option<&Path>, report: JsonReport) -> Result<()> {
     }
     if !stale.is_empty() {
         problems.push(format!(
-            "{} of {} runs have a result that is not theirs (it ran with another seed; their points are left out, run them again): {}",
+            "{} of {} runs have a result that is not theirs (their points are left out, run them again): {}",
             stale.len(),
             plan.runs.len(),
             stale.join(", ")
+        ));
+    }
+    if !damaged.is_empty() {
+        problems.push(format!(
+            "{} of {} runs have a result that cannot be read (their points are left out, run them again): {}",
+            damaged.len(),
+            plan.runs.len(),
+            damaged.join(", ")
         ));
     }
     if !problems.is_empty() {
         anyhow::bail!("{}", problems.join("; "));
     }
     Ok(())
+}
+
+/// Why a run's result is not taken.
+enum Unusable {
+    /// No report.json yet: the run has not finished (or not started).
+    Missing,
+    /// A sim report of another run: another seed or another scenario.
+    NotTheirs(String),
+    /// Not a sim report: empty, cut short, not JSON, another document.
+    Damaged(String),
+}
+
+/// The metrics of run `run`'s result `file`, if it is a whole sim report of that run: its
+/// seed and its scenario's digest (file times prove nothing: results gathered from other
+/// machines rarely keep them).
+fn check_result(file: &Path, run: &PlannedRun) -> Result<Metrics, Unusable> {
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unusable::Missing),
+        Err(e) => return Err(Unusable::Damaged(format!("report.json: {e}"))),
+    };
+    let report: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        Unusable::Damaged(if bytes.iter().all(u8::is_ascii_whitespace) {
+            "report.json is empty".to_owned()
+        } else {
+            format!("report.json is not JSON, or cut short: {e}")
+        })
+    })?;
+    let schema = report.get("schema").and_then(serde_json::Value::as_str);
+    if schema != Some(SIM_SCHEMA) {
+        return Err(Unusable::Damaged(format!(
+            "report.json is not a sim report: schema {}, expected {SIM_SCHEMA}",
+            schema.map_or_else(|| "missing".to_owned(), |s| format!("'{s}'"))
+        )));
+    }
+    match report.get("seed").and_then(serde_json::Value::as_u64) {
+        Some(seed) if seed == run.seed => {}
+        Some(seed) => {
+            return Err(Unusable::NotTheirs(format!(
+                "ran with seed {seed}, the run's is {}",
+                run.seed
+            )));
+        }
+        None => return Err(Unusable::Damaged("report.json has no seed".into())),
+    }
+    if let Some(planned) = &run.digest {
+        match report
+            .get("scenario_digest")
+            .and_then(serde_json::Value::as_str)
+        {
+            Some(d) if d == planned => {}
+            Some(_) => {
+                return Err(Unusable::NotTheirs(
+                    "ran another scenario than its scenario.toml: another point's result, or \
+                     the scenario was changed after the plan"
+                        .into(),
+                ));
+            }
+            None => {
+                return Err(Unusable::Damaged(
+                    "report.json has no scenario_digest (written by an older rocelab?)".into(),
+                ));
+            }
+        }
+    }
+    Metrics::of_report(&report)
+        .ok_or_else(|| Unusable::Damaged("report.json has no complete summary".into()))
 }

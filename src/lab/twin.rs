@@ -59,6 +59,7 @@ pub fn scenario(opts: &LabOptions) -> Scenario {
     Scenario {
         name: format!("lab {} (twin)", opts.workload),
         description: "the lab's fabric and workload in virtual time".into(),
+        digest: String::new(),
         seed: opts.seed,
         duration: twin_limit(opts),
         measure_from: Nanos::ZERO,

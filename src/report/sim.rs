@@ -275,6 +275,7 @@ pub fn json(scenario: &Scenario, outcome: &Outcome) -> serde_json::Value {
             "config": super::configs(Some(&scenario.switch), Some(&scenario.endpoint)),
             "switch_source": scenario.switch_source,
             "scenario": scenario.name,
+            "scenario_digest": scenario.digest,
             "description": scenario.description,
             "seed": scenario.seed,
             "end_ns": net.engine.now().0,

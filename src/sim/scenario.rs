@@ -330,6 +330,9 @@ pub struct AllReducePlan {
 pub struct Scenario {
     /// Its name (the built-in name or the file name).
     pub name: String,
+    /// A digest of the TOML text it was read from, edits included ([`digest`]); empty
+    /// for one built in code. A sweep's merge checks a result by it.
+    pub digest: String,
     /// What it shows.
     pub description: String,
     /// Seed of every random draw (RED, link loss, the workloads' flows).
@@ -542,6 +545,7 @@ impl Scenario {
         })?;
         let variant_tables = file.variants.clone();
         let mut scenario = file.resolve(name, dir)?;
+        scenario.digest = digest(text);
         if variant_tables.is_empty() {
             return Ok(scenario);
         }
@@ -604,6 +608,7 @@ impl Scenario {
                 .map_err(|e| prefix(err("scenario", e.message().trim_end().to_owned())))?;
             let mut resolved = file.resolve(name, dir).map_err(prefix)?;
             resolved.variant = Some(variant_name);
+            resolved.digest.clone_from(&scenario.digest);
             scenario.variants.push(resolved);
         }
         Ok(scenario)
@@ -732,6 +737,17 @@ impl Scenario {
             net.host_mut(from).app = Some(FlowSet::new(jobs, qps, WORKLOAD_MESSAGE_BYTES).into());
         }
     }
+}
+
+/// A scenario text's digest, as `sim`'s report.json carries it (`scenario_digest`):
+/// FNV-1a of its bytes, 64 bits, in hex. It tells one scenario from another (a sweep's
+/// runs apart), not an attacker's forgery from the real thing.
+pub fn digest(text: &str) -> String {
+    // FNV-1a's 64-bit offset basis and prime.
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("fnv1a64:{hash:016x}")
 }
 
 /// The built-in scenario names, comma-separated.
@@ -961,6 +977,7 @@ impl ScenarioFile {
             ));
         }
         Ok(Scenario {
+            digest: String::new(),
             faults,
             variant: None,
             variants: Vec::new(),
@@ -1494,5 +1511,15 @@ mod tests {
         assert_eq!(n.sizes, plan.sizes, "the same as plain integers");
         let err = with("\"8Q\"", "\"1M\"").unwrap_err().to_string();
         assert!(err.contains("'8Q'") && err.contains("line"), "{err}");
+    }
+
+    #[test]
+    fn the_digest_is_fnv1a_of_the_text() {
+        // FNV-1a 64's published test vectors (Fowler, Noll, Vo).
+        assert_eq!(digest(""), "fnv1a64:cbf29ce484222325");
+        assert_eq!(digest("a"), "fnv1a64:af63dc4c8601ec8c");
+        assert_eq!(digest("foobar"), "fnv1a64:85944171f73967e8");
+        let s = Scenario::from_toml("t", scenario_text("incast").unwrap(), None).unwrap();
+        assert_eq!(s.digest, digest(scenario_text("incast").unwrap()));
     }
 }
