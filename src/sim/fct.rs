@@ -208,10 +208,11 @@ pub const BUCKETS: [(&str, u64, u64); 5] = [
 pub struct Bucket {
     /// Its sizes, in words ("10-100 KB", or "all").
     pub label: String,
-    /// Smallest and largest size in it, bytes.
+    /// The bucket's bounds, not its flows' sizes: the smallest size it takes, bytes.
     pub min_bytes: u64,
-    /// Largest size in it, bytes.
-    pub max_bytes: u64,
+    /// The largest size it takes, bytes; `None` for the open bucket (`>= 10 MB`) and
+    /// `all` (no bound: u64::MAX was written, which JSON readers with doubles round).
+    pub max_bytes: Option<u64>,
     /// Flows that arrived.
     pub flows: usize,
     /// Of those, flows that finished (the percentiles are over these).
@@ -246,7 +247,7 @@ fn bucket(label: &str, min: u64, max: u64, flows: &[&FlowFct]) -> Bucket {
     Bucket {
         label: label.to_owned(),
         min_bytes: min,
-        max_bytes: max,
+        max_bytes: (max != u64::MAX).then_some(max),
         flows: flows.len(),
         finished: slow.len(),
         p50: nearest_rank(&slow, 0.50),
@@ -368,5 +369,36 @@ mod tests {
             (b[2].label.as_str(), b[2].flows, b[2].finished),
             ("all", 101, 100)
         );
+    }
+
+    /// A bucket's sizes are its bounds; the open bucket's upper bound was written as
+    /// 18446744073709551615, which jq reads as 18446744073709552000.
+    #[test]
+    fn open_buckets_have_no_upper_bound_in_json() {
+        let flow = |bytes| FlowFct {
+            id: 0,
+            workload: 0,
+            from: 0,
+            to: 1,
+            bytes,
+            arrival: Nanos(0),
+            started: None,
+            finished: None,
+            ideal: Nanos(1000),
+        };
+        let b = buckets(&[flow(5000), flow(20_000_000)]);
+        let json = serde_json::to_value(&b).unwrap();
+        let bounds: Vec<(u64, Option<u64>)> = json
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["min_bytes"].as_u64().unwrap(), b["max_bytes"].as_u64()))
+            .collect();
+        assert_eq!(
+            bounds,
+            [(0, Some(9_999)), (10_000_000, None), (0, None)],
+            "< 10 KB (bounds, not the one flow's 5000 B), >= 10 MB, all"
+        );
+        assert!(json[1]["max_bytes"].is_null());
     }
 }
