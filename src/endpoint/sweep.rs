@@ -154,8 +154,11 @@ impl Serialize for AllReduceResult {
         st.serialize_field("size", &self.size)?;
         st.serialize_field("count", &self.count())?;
         st.serialize_field("time_ns", &self.time_ns)?;
-        st.serialize_field("algbw_gbytes_per_s", &self.algbw())?;
-        st.serialize_field("busbw_gbytes_per_s", &self.busbw())?;
+        // A size that did not finish has no bandwidth: null, as its time (not 0, which
+        // reads as a measured stall).
+        let done = self.time_ns.is_some();
+        st.serialize_field("algbw_gbytes_per_s", &done.then(|| self.algbw()))?;
+        st.serialize_field("busbw_gbytes_per_s", &done.then(|| self.busbw()))?;
         st.serialize_field("wrong", &self.wrong)?;
         st.end()
     }
@@ -410,5 +413,15 @@ mod tests {
         let r = AllReduceResult::over_ranks(1 << 20, parts);
         // Sizes that never ran show nothing as wrong: nothing was checked.
         assert_eq!((r.time_ns, r.wrong, r.algbw()), (None, None, 0.0));
+        // In JSON, no bandwidth either: it was 0 beside a null time.
+        let json = serde_json::to_value(r).unwrap();
+        for key in [
+            "time_ns",
+            "algbw_gbytes_per_s",
+            "busbw_gbytes_per_s",
+            "wrong",
+        ] {
+            assert!(json[key].is_null(), "{key}: {json}");
+        }
     }
 }

@@ -38,31 +38,46 @@ pub fn row(r: &AllReduceResult, extra: &[u64]) -> String {
         || "timeout".to_owned(),
         |t| format!("{:.2}", t as f64 / 1e3),
     );
+    // No bandwidth for a size that did not finish, as no #wrong.
+    let bw = |v: f64| match r.time_ns {
+        Some(_) => format!("{v:.3}"),
+        None => "-".to_owned(),
+    };
     let values: String = extra.iter().map(|v| format!(" {v:>9}")).collect();
     format!(
-        "  {:>10} {:>11} {:>6} {:>6} {:>10} {:>7.3} {:>7.3} {:>7}{}{values}\n",
+        "  {:>10} {:>11} {:>6} {:>6} {:>10} {:>7} {:>7} {:>7}{}{values}\n",
         r.size,
         r.count(),
         "float",
         "sum",
         time,
-        r.algbw(),
-        r.busbw(),
+        bw(r.algbw()),
+        bw(r.busbw()),
         r.wrong.map_or_else(|| "-".to_owned(), |w| w.to_string()),
         gap(extra.len())
     )
 }
 
 /// nccl-tests' two summary lines over all the rows: the count of wrong values and the
-/// average bus bandwidth over the sizes that finished.
+/// average bus bandwidth over the sizes that finished; then, when some did not, a line
+/// that says how many (they are neither checked nor averaged). With none finished there
+/// is nothing to count wrong, and no average.
 pub fn foot(rows: &[AllReduceResult]) -> String {
     let mut out = String::new();
     let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
-    let _ = writeln!(
-        out,
-        "# Out of bounds values : {wrong} {}",
-        if wrong == 0 { "OK" } else { "WRONG" }
-    );
+    let unfinished = rows.iter().filter(|r| r.time_ns.is_none()).count();
+    if unfinished == rows.len() && !rows.is_empty() {
+        let _ = writeln!(
+            out,
+            "# Out of bounds values : - (nothing finished to check)"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "# Out of bounds values : {wrong} {}",
+            if wrong == 0 { "OK" } else { "WRONG" }
+        );
+    }
     let done: Vec<f64> = rows
         .iter()
         .filter(|r| r.time_ns.is_some())
@@ -73,6 +88,14 @@ pub fn foot(rows: &[AllReduceResult]) -> String {
             out,
             "# Avg bus bandwidth    : {:.3}",
             done.iter().sum::<f64>() / done.len() as f64
+        );
+    }
+    if unfinished > 0 {
+        let _ = writeln!(
+            out,
+            "# Did not finish       : {unfinished} of {} size{} (timeout): not checked, not averaged",
+            rows.len(),
+            if rows.len() == 1 { "" } else { "s" }
         );
     }
     out
@@ -118,8 +141,23 @@ mod tests {
         );
         // A size that did not finish: no time, nothing checked.
         assert!(lines[5].contains("timeout"));
-        assert_eq!(lines[5].split_whitespace().nth(7), Some("-"));
+        // No bandwidth (it printed 0.000) and nothing wrong: it was not checked.
+        let second: Vec<&str> = lines[5].split_whitespace().collect();
+        assert_eq!(&second[4..8], ["timeout", "-", "-", "-"]);
         assert_eq!(lines[6], "# Out of bounds values : 3 WRONG");
         assert_eq!(lines[7], "# Avg bus bandwidth    : 1.500");
+        assert_eq!(
+            lines[8],
+            "# Did not finish       : 1 of 2 sizes (timeout): not checked, not averaged"
+        );
+        // Every size timed out: it said "0 OK".
+        let foot = foot(&rows[1..]);
+        assert_eq!(
+            foot.lines().collect::<Vec<_>>(),
+            [
+                "# Out of bounds values : - (nothing finished to check)",
+                "# Did not finish       : 1 of 1 size (timeout): not checked, not averaged"
+            ]
+        );
     }
 }
