@@ -23,10 +23,11 @@ pub enum ColumnKind {
     /// CNPs a QP received since the previous sample.
     Cnps,
     /// 1 when a switch's ingress priority group held its peer in XOFF at the sample or
-    /// sent a PFC pause since the previous one (so pauses shorter than a step still show).
+    /// sent an XOFF since the previous one (so pauses shorter than a step still show; an
+    /// XON, which ends a pause, does not set it).
     Xoff,
     /// 1 when a host's data priority (or a switch's egress queue) was paused at the
-    /// sample, or a pause arrived since the previous one.
+    /// sample, or an XOFF arrived since the previous one (an XON does not set it).
     Paused,
     /// 1 when the PFC watchdog held a switch's egress queue as stormed at the sample.
     Stormed,
@@ -118,13 +119,15 @@ pub trait SwitchProbe {
     fn queue_peak_bytes(&self, port: usize, queue: usize) -> u64;
     /// True while ingress priority group `pg` of `port` holds its peer in XOFF.
     fn pg_xoff(&self, port: usize, pg: usize) -> bool;
-    /// PFC frames `port` has sent for priority `pg` so far.
-    fn pause_frames_sent(&self, port: usize, pg: usize) -> u64;
+    /// PFC XOFF frames (a pause time above 0) `port` has sent for priority `pg` so far;
+    /// XON frames are not counted: they end a pause.
+    fn xoff_frames_sent(&self, port: usize, pg: usize) -> u64;
     /// True when a PFC (or PAUSE) frame from the peer holds egress `queue` of `port` at
     /// `now`.
     fn queue_paused(&self, port: usize, queue: usize, now: Nanos) -> bool;
-    /// PFC frames received on `port` for priority `pg` so far (XON included).
-    fn pause_frames_received(&self, port: usize, pg: usize) -> u64;
+    /// PFC XOFF frames (a pause time above 0) received on `port` for priority `pg` so far;
+    /// XON frames are not counted.
+    fn xoff_frames_received(&self, port: usize, pg: usize) -> u64;
     /// True when the PFC watchdog holds egress `queue` of `port` as stormed.
     fn queue_stormed(&self, port: usize, queue: usize) -> bool;
     /// The most shared buffer ingress PG `pg` of `port` used since the previous call,
@@ -276,11 +279,11 @@ impl SwitchRecorder {
             }
             for (k, &pg) in self.lossless.iter().enumerate() {
                 let i = n * self.lossless.len() + k;
-                let sent = sw.pause_frames_sent(port, pg);
+                let sent = sw.xoff_frames_sent(port, pg);
                 let fresh = sent != std::mem::replace(&mut self.last_pauses[i], sent);
                 let on = sw.pg_xoff(port, pg) || fresh;
                 tracks[base + 4 * k].samples.push((now, flag(on)));
-                let got = sw.pause_frames_received(port, pg);
+                let got = sw.xoff_frames_received(port, pg);
                 let fresh = got != std::mem::replace(&mut self.last_received[i], got);
                 let paused = sw.queue_paused(port, self.queues[k], now) || fresh;
                 tracks[base + 4 * k + 1].samples.push((now, flag(paused)));
@@ -609,7 +612,7 @@ mod tests {
         fn pg_xoff(&self, _: usize, _: usize) -> bool {
             self.xoff
         }
-        fn pause_frames_sent(&self, _: usize, _: usize) -> u64 {
+        fn xoff_frames_sent(&self, _: usize, _: usize) -> u64 {
             self.pauses
         }
         fn queue_peak_bytes(&self, port: usize, queue: usize) -> u64 {
@@ -618,7 +621,7 @@ mod tests {
         fn queue_paused(&self, _: usize, _: usize, _: Nanos) -> bool {
             false
         }
-        fn pause_frames_received(&self, _: usize, _: usize) -> u64 {
+        fn xoff_frames_received(&self, _: usize, _: usize) -> u64 {
             0
         }
         fn queue_stormed(&self, _: usize, _: usize) -> bool {

@@ -141,6 +141,52 @@ fn xon_when_the_pg_drains_below_xon() {
     assert_eq!(d.data_sent(1).len() as u64, n);
 }
 
+/// The time series' XOFF flag is set by an XOFF in force at a sample or sent since the
+/// one before, not by the XON that ends it: an XON counted as a pause sent drew
+/// pfc-incast's XOFF bands solid from 0.18 ms to the end (2.83 ms) where the PG held its
+/// peer in XOFF for 2.135 ms. The same for the paused flag of a queue that receives an
+/// XON.
+#[test]
+fn an_xon_does_not_set_the_series_xoff_or_paused_flag() {
+    use rocelab::series::{ColumnKind, SwitchRecorder};
+    let cfg = config(STATIC, 2);
+    let mut d = Driver::new(&cfg);
+    d.learn_hosts();
+    let mut rec = SwitchRecorder::new("sw", &cfg);
+    rec.sample(d.now, &d.sw);
+    d.sw.set_tx_enabled(1, false);
+    let n = (RESERVE + XOFF).div_ceil(L as u64) + 20;
+    for psn in 0..n {
+        d.rx(0, &lossless(psn as u32));
+    }
+    // Port 1's queue 3 paused by its peer, then resumed.
+    d.rx(1, &pfc(1, PrioritySet::single(3), PAUSE_QUANTA));
+    rec.sample(d.now, &d.sw);
+    d.rx(1, &pfc(1, PrioritySet::single(3), 0));
+    d.sw.set_tx_enabled(1, true);
+    d.run_for(Nanos(1_000_000));
+    assert_eq!(
+        d.pfc_sent(0).len(),
+        2,
+        "XOFF, then XON since the last sample"
+    );
+    rec.sample(d.now, &d.sw);
+    let flags = |kind: ColumnKind, port: &str| -> Vec<f64> {
+        rec.clone()
+            .finish()
+            .into_iter()
+            .find(|t| t.kind == kind && t.name.contains(&format!("_{port}_")))
+            .unwrap()
+            .samples
+            .iter()
+            .map(|&(_, v)| v)
+            .collect()
+    };
+    let (p0, p1) = (&cfg.ports[0].name, &cfg.ports[1].name);
+    assert_eq!(flags(ColumnKind::Xoff, p0), [0.0, 1.0, 0.0]);
+    assert_eq!(flags(ColumnKind::Paused, p1), [0.0, 1.0, 0.0]);
+}
+
 /// A received PFC pauses the queue for exactly quanta × 512 bit times at the port's rate;
 /// a new PFC replaces the time left; time 0 resumes at once.
 #[test]

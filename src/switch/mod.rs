@@ -824,16 +824,18 @@ impl crate::series::SwitchProbe for Switch {
         self.pg_state(port, pg).xoff
     }
 
-    fn pause_frames_sent(&self, port: usize, pg: usize) -> u64 {
-        self.counters(port).classes[pg].tx_pause_frames
+    fn xoff_frames_sent(&self, port: usize, pg: usize) -> u64 {
+        let c = &self.counters(port).classes[pg];
+        c.tx_pause_frames - c.tx_xon_frames
     }
 
     fn queue_paused(&self, port: usize, queue: usize, now: Nanos) -> bool {
         self.ports[port].paused_until(queue) > now
     }
 
-    fn pause_frames_received(&self, port: usize, pg: usize) -> u64 {
-        self.counters(port).classes[pg].rx_pause_frames
+    fn xoff_frames_received(&self, port: usize, pg: usize) -> u64 {
+        let c = &self.counters(port).classes[pg];
+        c.rx_pause_frames - c.rx_xon_frames
     }
 
     fn queue_stormed(&self, port: usize, queue: usize) -> bool {
