@@ -639,8 +639,15 @@ fn plots_from_ms_draws_a_window_and_keeps_every_csv_row() {
         .position(|w| w[1] < w[0])
         .map_or(0, |i| i + 1);
     assert_eq!(ticks[first_x], 60.0, "{ticks:?}");
+    let bad_out = dir.path().join("bad");
     for bad in ["-1", "100", "nan"] {
-        let o = rocelab(&["sim", "incast", &format!("--plots-from-ms={bad}")]);
+        let o = rocelab(&[
+            "sim",
+            "incast",
+            &format!("--plots-from-ms={bad}"),
+            "--out",
+            bad_out.to_str().unwrap(),
+        ]);
         assert!(!o.status.success(), "{bad}");
         assert!(
             text(&o.stderr).contains("--plots-from-ms"),
@@ -648,6 +655,39 @@ fn plots_from_ms_draws_a_window_and_keeps_every_csv_row() {
             text(&o.stderr)
         );
     }
+    assert!(!bad_out.exists());
+}
+
+/// `--plots-from-ms` past the end of a run that ends before its duration (sized flows, an
+/// all-reduce) drew empty plots on a 0-1 ms axis; the plots now show the whole run, with
+/// a note. Without `--out` there are no plots: refused (it was accepted without a word).
+#[test]
+fn plots_from_ms_past_the_end_of_the_run_draws_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let sized = SMALL_INCAST
+        .replace("duration_ms = 3\nmeasure_from_ms = 1\n", "")
+        .replace("to = 2\n", "to = 2\nbytes = 200000\n");
+    let scenario = write(dir.path(), "sized.toml", &sized);
+    let out = dir.path().join("out");
+    let o = rocelab(&[
+        "sim",
+        &scenario,
+        "--plots-from-ms",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("--plots-from-ms 5") && err.contains("the whole run"),
+        "{err}"
+    );
+    let svg = std::fs::read_to_string(out.join("queues.svg")).unwrap();
+    assert!(svg.contains("sw/h2 q3"), "the queue is drawn");
+    let o = rocelab(&["sim", "incast", "--plots-from-ms", "60"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("--out"), "{}", text(&o.stderr));
 }
 
 #[test]

@@ -38,8 +38,9 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Draw the time-series plots from this virtual time on, ms, to look at a steady
-    /// state past a start-up transient (series.csv keeps every row).
-    #[arg(long, value_name = "MS")]
+    /// state past a start-up transient (series.csv keeps every row). With --out. A run
+    /// whose series ends before it gets plots of the whole run, with a note.
+    #[arg(long, value_name = "MS", requires = "out")]
     plots_from_ms: Option<f64>,
     /// List the built-in scenarios.
     #[arg(long)]
@@ -354,6 +355,21 @@ fn run_one(
             );
         }
         let marks = rocelab::report::plot::ecn_thresholds(&scenario.switch);
+        // The run may end before its duration (an all-reduce, sized flows): a window that
+        // starts after its last sample but one would draw empty plots.
+        let times = &outcome.series.times;
+        let plots_from = if plots_from > rocelab::time::Nanos::ZERO
+            && times.len() - times.partition_point(|&t| t < plots_from) < 2
+        {
+            noteln!(
+                "--plots-from-ms {}: the run's time series ends at {}, before it; the plots show the whole run",
+                plots_from.0 as f64 / 1e6,
+                times.last().copied().unwrap_or_default().human()
+            );
+            rocelab::time::Nanos::ZERO
+        } else {
+            plots_from
+        };
         let removed = bundle::write(
             dir,
             &json,

@@ -253,15 +253,59 @@ fn lines(
             "start-up peak {v:.1} at {at:.2} ms above the scale"
         ));
     }
-    // The legend gets a column of its own at the right, so that it covers no line.
+    // Dashed lines off the scale, named; many of them (a QP's Rt each) counted, in a line.
+    let (mut always, mut at_times) = (Vec::new(), Vec::new());
+    for (c, pts) in dashed.iter().zip(&dashed_data) {
+        if pts.iter().all(|p| p.1 > top) {
+            always.push(c.label.as_str());
+        } else if pts.iter().any(|p| p.1 > top) {
+            at_times.push(c.label.as_str());
+        }
+    }
+    for (labels, when) in [(always, ""), (at_times, " at times")] {
+        match labels.len() {
+            0 => {}
+            1 | 2 => notes.extend(labels.iter().map(|l| format!("{l} above the scale{when}"))),
+            n => notes.push(format!(
+                "{n} of the {} dashed lines above the scale{when}",
+                dashed.len()
+            )),
+        }
+    }
+    // The legend gets a column of its own at the right, so that it covers no line; the
+    // notes a band of their own between the title and the plot, for the same reason.
     let width = area.dim_in_pixel().0;
     let (area, legend) = area.split_horizontally(width.saturating_sub(LEGEND_WIDTH));
+    let (head, area) = if notes.is_empty() {
+        area.split_vertically(0)
+    } else {
+        area.split_vertically(TITLE_BAND + NOTE_LINE * notes.len() as u32)
+    };
     let area = &area;
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 18))
+    let mut builder = ChartBuilder::on(area);
+    builder
         .margin(12)
         .x_label_area_size(36)
-        .y_label_area_size(64)
+        .y_label_area_size(64);
+    if notes.is_empty() {
+        builder.caption(title, ("sans-serif", 18));
+    } else {
+        builder.margin_top(4);
+        let centre = (head.dim_in_pixel().0 / 2) as i32;
+        let style =
+            TextStyle::from(("sans-serif", 18).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        head.draw(&Text::new(title.to_owned(), (centre, 12), style))
+            .map_err(plot_err)?;
+        for (k, note) in notes.iter().enumerate() {
+            let style = TextStyle::from(("sans-serif", 12).into_font())
+                .color(&RGBColor(90, 90, 90))
+                .pos(Pos::new(HPos::Left, VPos::Top));
+            let y = (TITLE_BAND + NOTE_LINE * k as u32) as i32;
+            head.draw(&Text::new(note.clone(), (12 + 64 + 6, y), style))
+                .map_err(plot_err)?;
+        }
+    }
+    let mut chart = builder
         .build_cartesian_2d(start_ms(series)..span_ms(series), 0.0..top)
         .map_err(plot_err)?;
     chart
@@ -297,11 +341,7 @@ fn lines(
         };
         let (on, off) = if dash == Dash::Dots { (2, 3) } else { (6, 4) };
         if pts.iter().all(|p| p.1 > top) {
-            notes.push(format!("{} above the scale", c.label));
-            continue;
-        }
-        if pts.iter().any(|p| p.1 > top) {
-            notes.push(format!("{} above the scale at times", c.label));
+            continue; // named in the notes
         }
         // Drawn where it is within the scale: a line flat along the top would read as a
         // value.
@@ -346,31 +386,27 @@ fn lines(
                 grey.stroke_width(1),
             ))
             .map_err(plot_err)?;
+        // The backend's pixels, the area's own from its corner (below any notes).
         let (x, py) = chart.backend_coord(&(start_ms(series), y));
+        let (x0, y0) = area.get_base_pixel();
         let style = TextStyle::from(("sans-serif", 12).into_font())
             .color(&grey)
             .pos(Pos::new(HPos::Left, VPos::Bottom));
         area.draw(&Text::new(
             format!("{} {:.1}", t.label, y),
-            (x + 4, py - 2),
-            style,
-        ))
-        .map_err(plot_err)?;
-    }
-    for (k, note) in notes.iter().enumerate() {
-        let (x, y) = chart.backend_coord(&(0.0, top));
-        let style = TextStyle::from(("sans-serif", 12).into_font())
-            .color(&grey)
-            .pos(Pos::new(HPos::Left, VPos::Top));
-        area.draw(&Text::new(
-            note.clone(),
-            (x + 6, y + 4 + 15 * k as i32),
+            (x - x0 + 4, py - y0 - 2),
             style,
         ))
         .map_err(plot_err)?;
     }
     Ok(())
 }
+
+/// The height of a line of a chart's notes ("... above the scale"), pixels.
+const NOTE_LINE: u32 = 15;
+
+/// The band of a chart's title, above its notes, pixels: the margin and the title.
+const TITLE_BAND: u32 = 40;
 
 /// The columns (largest first) whose peak reaches 1 % of the largest one's: queues that
 /// held only a CNP or an ACK now and then stay flat at zero and would only fill the
@@ -852,6 +888,20 @@ pub fn bars_svg(
             .draw()
             .map_err(plot_err)?;
         let width = 0.8 / ns as f64;
+        // A value over each bar, across when the widest fits the bar (with a gap to the
+        // next), else upwards: side by side they ran into one another ("2.852.99").
+        let bar_px = {
+            let (a, _) = chart.backend_coord(&(0.0, 0.0));
+            let (b, _) = chart.backend_coord(&(width, 0.0));
+            f64::from(b - a)
+        };
+        let widest = series
+            .iter()
+            .flat_map(|(_, v)| v.iter())
+            .map(|v| v.map_or(1, |v| short_number(v).len()))
+            .max()
+            .unwrap_or(1);
+        let upright = widest as f64 * LABEL_CHAR_PX + 4.0 > bar_px;
         for (k, (name, values)) in series.iter().enumerate() {
             let colour = BAR_COLOURS[k % BAR_COLOURS.len()];
             let bars = values.iter().enumerate().filter_map(|(g, v)| {
@@ -871,10 +921,13 @@ pub fn bars_svg(
             for (g, v) in values.iter().enumerate() {
                 let x = g as f64 + 0.1 + (k as f64 + 0.5) * width;
                 let text = v.map_or_else(|| "-".to_owned(), short_number);
-                let style = ("sans-serif", 13)
-                    .into_font()
-                    .color(&BLACK)
-                    .pos(Pos::new(HPos::Center, VPos::Bottom));
+                let font = ("sans-serif", 13).into_font().color(&BLACK);
+                let style = if upright {
+                    font.transform(FontTransform::Rotate270)
+                        .pos(Pos::new(HPos::Left, VPos::Center))
+                } else {
+                    font.pos(Pos::new(HPos::Center, VPos::Bottom))
+                };
                 chart
                     .draw_series([Text::new(text, (x, v.unwrap_or(0.0) + top * 0.01), style)])
                     .map_err(plot_err)?;
@@ -885,6 +938,11 @@ pub fn bars_svg(
     Ok(svg)
 }
 
+/// About how wide a character of a bar's label is, pixels: plotters writes a 13-point font
+/// as 10.5 px in SVG, and a digit of DejaVu Sans is 0.64 em (6.7 px); a little more, so
+/// that a label judged to fit does.
+const LABEL_CHAR_PX: f64 = 7.0;
+
 /// A value in three or four significant digits, for a label.
 fn short_number(v: f64) -> String {
     match v.abs() {
@@ -892,5 +950,115 @@ fn short_number(v: f64) -> String {
         a if a >= 10.0 => format!("{v:.1}"),
         a if a >= 1.0 => format!("{v:.2}"),
         _ => format!("{v:.3}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::Nanos;
+
+    /// The `y` of each `<text>` element whose content contains `needle`, and its
+    /// `transform`, if any.
+    fn texts(svg: &str, needle: &str) -> Vec<(f64, Option<String>)> {
+        svg.split("<text ")
+            .skip(1)
+            .filter(|t| {
+                t.split_once('>')
+                    .is_some_and(|(_, body)| body.contains(needle))
+            })
+            .map(|t| {
+                let attr = |name: &str| {
+                    t.split_once(&format!(" {name}=\""))
+                        .and_then(|(_, rest)| rest.split_once('"'))
+                        .map(|(v, _)| v.to_owned())
+                };
+                let y = t
+                    .split_once("y=\"")
+                    .and_then(|(_, r)| r.split_once('"'))
+                    .and_then(|(v, _)| v.parse().ok())
+                    .unwrap();
+                (y, attr("transform"))
+            })
+            .collect()
+    }
+
+    /// compare's goodput bars: 9 groups of 3 bars side by side ran their values together
+    /// ("2.852.99"); too narrow for its label, a bar's value stands upright.
+    #[test]
+    fn bar_values_stand_upright_when_the_bars_are_narrow() {
+        let groups: Vec<String> = (0..9).map(|g| format!("h{g}->h8")).collect();
+        let series: Vec<(String, Vec<Option<f64>>)> = ["a", "b", "c"]
+            .iter()
+            .map(|n| ((*n).to_owned(), vec![Some(2.85); 9]))
+            .collect();
+        let narrow = bars_svg("t", "Gb/s", &groups, &series).unwrap();
+        let labels = texts(&narrow, "2.85");
+        assert_eq!(labels.len(), 27);
+        assert!(
+            labels
+                .iter()
+                .all(|(_, t)| t.as_deref().is_some_and(|t| t.starts_with("rotate(270")))
+        );
+        let one = [("a".to_owned(), vec![Some(2.85)])];
+        let wide = bars_svg("t", "Gb/s", &groups[..1], &one).unwrap();
+        let labels = texts(&wide, "2.85");
+        assert_eq!(labels.len(), 1);
+        assert_eq!(labels[0].1, None, "across, as before");
+    }
+
+    /// "... above the scale" notes were written inside the plot, over its top-left
+    /// curves; they sit in a band between the title and the plot.
+    #[test]
+    fn notes_are_above_the_plot_not_on_it() {
+        let times: Vec<Nanos> = (0..200).map(|i| Nanos(i * 10_000)).collect();
+        // A start-up spike, then a queue of 10 to 20 KB: the spike is left off the scale.
+        let values: Vec<f64> = (0..200)
+            .map(|i| {
+                if i == 1 {
+                    400_000.0
+                } else {
+                    10_000.0 + (i % 10) as f64 * 1000.0
+                }
+            })
+            .collect();
+        let series = Series {
+            times,
+            columns: vec![Column {
+                name: "queue_sw_h2_q3_bytes".into(),
+                label: "sw/h2 q3".into(),
+                kind: ColumnKind::QueueBytes,
+                values,
+            }],
+        };
+        let kmax = Threshold {
+            label: "q3 Kmax".into(),
+            value: 1_000_000.0,
+        };
+        let svg = queues_svg(&series, "t", &[kmax]).unwrap();
+        let notes: Vec<f64> = texts(&svg, "above the scale").iter().map(|n| n.0).collect();
+        assert_eq!(notes.len(), 2, "the spike and Kmax");
+        // The plot's top: the highest point of its lines (the clipped spike runs along
+        // it), the legend's samples in the column at the right left out.
+        let plot_right = f64::from(SIZE.0 - LEGEND_WIDTH);
+        let top = svg
+            .split("points=\"")
+            .skip(1)
+            .filter_map(|p| p.split_once('"'))
+            .flat_map(|(pts, _)| {
+                pts.split_whitespace()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .filter_map(|xy| {
+                let (x, y) = xy.split_once(',')?;
+                let (x, y) = (x.parse::<f64>().ok()?, y.parse::<f64>().ok()?);
+                (x < plot_right).then_some(y)
+            })
+            .fold(f64::MAX, f64::min);
+        assert!(
+            notes.iter().all(|&y| y + 12.0 < top),
+            "{notes:?} against the top at {top}"
+        );
     }
 }
