@@ -363,6 +363,25 @@ fn a_sample_step_under_a_nanosecond_is_refused_not_a_hang() {
     }
 }
 
+/// `compare --help` ended its SCENARIO's text mid-sentence ("the fabrics are"), and
+/// `--jobs 0` was taken as 1 without a word.
+#[test]
+fn compare_says_what_it_does_with_variants_and_refuses_no_jobs() {
+    let o = rocelab(&["compare", "--help"]);
+    assert!(o.status.success());
+    let help = text(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains("Its [[variant]]s are left out: the fabrics take their place"),
+        "{help}"
+    );
+    let o = rocelab(&["compare", "incast", "--jobs", "0"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("--jobs"), "{}", text(&o.stderr));
+}
+
 /// Seeds are TOML integers in a scenario: above 2^63 - 1 they are refused, not wrapped.
 #[test]
 fn seeds_past_the_largest_are_refused() {

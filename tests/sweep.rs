@@ -383,3 +383,47 @@ fn merge_refuses_what_the_plan_already_says() {
         assert!(err.contains("cannot be used with"), "{extra:?}: {err}");
     }
 }
+
+/// From a QA pass: an unknown key in `[sweep]` was taken without a word (by `sweep` and by
+/// `sim`); errors about the table's values named the command line's flags (`--seeds`,
+/// `--grid`); the same grid value twice ran one point twice; `--jobs 0` ran one at a time.
+#[test]
+fn the_sweep_table_and_flags_are_checked_by_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path());
+    let body = std::fs::read_to_string(&file).unwrap();
+    let with = |name: &str, replace: (&str, &str)| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, body.replace(replace.0, replace.1)).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let bogus = with("bogus.toml", ("[sweep]\n", "[sweep]\nbogus = 1\n"));
+    let seeds0 = with("seeds0.toml", ("[sweep]\n", "[sweep]\nseeds = 0\n"));
+    let twice = with("twice.toml", ("[\"5K\", \"50K\"]", "[\"5K\", \"5K\"]"));
+    for (args, says, not) in [
+        (vec!["sweep", bogus.as_str()], "bogus", ""),
+        (vec!["sim", bogus.as_str()], "bogus", ""),
+        (
+            vec!["sweep", seeds0.as_str()],
+            "[sweep] seeds: give at least 1",
+            "--seeds",
+        ),
+        (
+            vec!["sweep", twice.as_str()],
+            "[sweep] grid.\"switch.queue.3.ecn.kmin_bytes\": the value \"5K\" is given twice",
+            "--grid",
+        ),
+        (
+            vec!["sweep", file.as_str(), "--grid", "topology.link_gbps=10,10"],
+            "--grid topology.link_gbps=10,10: the value 10 is given twice",
+            "",
+        ),
+        (vec!["sweep", file.as_str(), "--jobs", "0"], "--jobs", ""),
+    ] {
+        let o = rocelab(&args);
+        assert!(!o.status.success(), "{args:?}");
+        let err = text(&o.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(not.is_empty() || !err.contains(not), "{args:?}: {err}");
+    }
+}

@@ -345,6 +345,26 @@ fn bad_workloads_are_refused_with_the_key() {
     assert!(e.contains("duration_ms"), "{e}");
 }
 
+/// Flows a workload makes after the run's end never start: `bursts = 100` said "300
+/// flows" where the table counted 39. The plan says how many arrive within the run.
+#[test]
+fn a_workload_says_how_many_of_its_flows_arrive_within_the_run() {
+    let text = "duration_ms = 1.2\n[topology]\nkind = \"star\"\nhosts = 4\nlink_gbps = 10\n\
+                [[workload]]\nkind = \"incast-bursts\"\nto = 3\nbytes = 1000\nperiod_us = 100\nbursts = 100\n";
+    let (s, o) = outcome(text);
+    // Bursts at 0, 100, ..., 1200 µs arrive by the end at 1.2 ms: 13 of 100, 3 flows each.
+    assert_eq!(
+        (s.workloads[0].flows, s.workloads[0].flows_in_run),
+        (300, 39)
+    );
+    assert_eq!(o.flows.len(), 39);
+    let table = rocelab::report::sim::fct_table(&s, &o);
+    assert!(
+        table.contains("(300 flows; 39 arrive within the run, 261 after it ends and never start)"),
+        "{table}"
+    );
+}
+
 #[test]
 fn a_run_that_would_take_hours_is_refused_before_it_starts() {
     // 128 hosts at 100 G for 2 s: up to 1.4e10 frames.

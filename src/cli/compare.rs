@@ -15,7 +15,8 @@ use std::time::Instant;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A scenario file (TOML) or a built-in scenario (`rocelab sim --list` marks the
-    /// ones meant for comparison). Its [[variant]]s are left out: the fabrics are.
+    /// ones meant for comparison). Its [[variant]]s are left out: the fabrics take their
+    /// place.
     #[arg(value_name = "SCENARIO")]
     scenario: String,
     /// The fabrics, in order: roce (PFC + ECN + DCQCN), roce-pfc (PFC alone), ib
@@ -41,8 +42,8 @@ pub struct Args {
     /// scenario's): the same as `--set seed=N`. 0 to 9223372036854775807.
     #[arg(long, value_parser = clap::value_parser!(u64).range(..=rocelab::sim::scenario::MAX_SEED))]
     seed: Option<u64>,
-    /// Runs at once (default: one per core).
-    #[arg(long, value_name = "N")]
+    /// Runs at once (default: one per core), 1 or more.
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     jobs: Option<usize>,
     /// Write the comparison as JSON here (`-` for standard output).
     #[arg(long, value_name = "FILE")]

@@ -5,7 +5,8 @@
 use super::JsonReport;
 use anyhow::{Context, Result};
 use rocelab::sim::scenario::{MAX_SEED, Scenario, scenario_text, set_seed};
-use rocelab::sim::sweep::{Grid, MAX_RUNS, Metrics, Row, mark_pareto, table};
+use rocelab::sim::sweep::{Grid, MAX_RUNS, Metrics, Row, SweepTable, mark_pareto, table};
+use serde::Deserialize as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,8 +42,8 @@ pub struct Args {
     /// The first seed (default: the scenario's), 0 to 9223372036854775807.
     #[arg(long, value_parser = clap::value_parser!(u64).range(..=MAX_SEED))]
     seed: Option<u64>,
-    /// Runs at once (default: one per core).
-    #[arg(long, value_name = "N")]
+    /// Runs at once (default: one per core), 1 or more.
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     jobs: Option<usize>,
     /// Write sweep.json (and heatmap.svg for a two-key grid) here.
     #[arg(long, value_name = "DIR", conflicts_with = "plan")]
@@ -112,22 +113,26 @@ pub fn run(args: Args) -> Result<()> {
     }
     let config = super::sim::absolute_config(args.config.as_deref())?;
     super::sim::replace_switch(&mut base, config.as_deref(), args.preset);
-    let sweep = match base.remove("sweep") {
-        Some(toml::Value::Table(t)) => t,
-        Some(_) => anyhow::bail!("{name}: [sweep] must be a table"),
-        None => toml::Table::new(),
+    let sweep: SweepTable = match base.remove("sweep") {
+        Some(t) => SweepTable::deserialize(t)
+            .map_err(|e| anyhow::anyhow!("{name}: [sweep]: {}", e.message().trim_end()))?,
+        None => SweepTable::default(),
     };
-    let mut grid_args = args.grid.clone();
-    if grid_args.is_empty() {
-        grid_args = grid_from_table(&sweep).with_context(|| format!("{name}: [sweep]"))?;
-    }
-    let grid = Grid::parse(&grid_args)?;
-    let seeds_per_point = match (args.seeds, sweep.get("seeds")) {
+    // Errors name where the value came from: the command line's flag or the table's key.
+    let grid = if args.grid.is_empty() {
+        let from_table = grid_from_table(&sweep).with_context(|| format!("{name}: [sweep]"))?;
+        Grid::parse(&from_table).map_err(|e| {
+            let key = e.arg.split_once('=').map_or(e.arg.as_str(), |(k, _)| k);
+            anyhow::anyhow!("{name}: [sweep] grid.\"{key}\": {}", e.message)
+        })?
+    } else {
+        Grid::parse(&args.grid)?
+    };
+    let seeds_per_point = match (args.seeds, sweep.seeds) {
+        (Some(0), _) => anyhow::bail!("--seeds: give at least 1"),
         (Some(n), _) => n,
-        (None, Some(v)) => v
-            .as_integer()
-            .and_then(|n| u64::try_from(n).ok())
-            .context("[sweep] seeds: give a whole number")?,
+        (None, Some(0)) => anyhow::bail!("{name}: [sweep] seeds: give at least 1"),
+        (None, Some(n)) => n,
         (None, None) => 1,
     };
     let first_seed = match args.seed {
@@ -138,9 +143,6 @@ pub fn run(args: Args) -> Result<()> {
             .and_then(|s| u64::try_from(s).ok())
             .unwrap_or(1),
     };
-    if seeds_per_point == 0 {
-        anyhow::bail!("--seeds: give at least 1");
-    }
     // Each run's seed goes into its scenario, a TOML integer: the last must fit.
     if first_seed
         .checked_add(seeds_per_point - 1)
@@ -238,13 +240,13 @@ fn scenario_table(name: &str) -> Result<(toml::Table, Option<PathBuf>)> {
 }
 
 /// `--grid` arguments from a `[sweep]` table's `grid = { "key" = [values] }`.
-fn grid_from_table(sweep: &toml::Table) -> Result<Vec<String>> {
-    let Some(grid) = sweep.get("grid") else {
+fn grid_from_table(sweep: &SweepTable) -> Result<Vec<String>> {
+    let Some(grid) = &sweep.grid else {
         anyhow::bail!("no grid: give --grid KEY=V1,V2,... or a [sweep] grid table");
     };
-    let grid = grid
-        .as_table()
-        .context("grid: give a table of key = [values]")?;
+    if grid.is_empty() {
+        anyhow::bail!("grid: give at least one key = [values]");
+    }
     grid.iter()
         .map(|(key, values)| {
             let values = values

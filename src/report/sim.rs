@@ -83,7 +83,14 @@ pub fn fct_table(scenario: &Scenario, outcome: &Outcome) -> String {
 ",
     );
     for w in &scenario.workloads {
-        let _ = writeln!(out, "  workload: {} ({} flows)", w.summary, w.flows);
+        let _ = match w.flows - w.flows_in_run {
+            0 => writeln!(out, "  workload: {} ({} flows)", w.summary, w.flows),
+            late => writeln!(
+                out,
+                "  workload: {} ({} flows; {} arrive within the run, {late} after it ends and never start)",
+                w.summary, w.flows, w.flows_in_run
+            ),
+        };
     }
     let _ = writeln!(
         out,

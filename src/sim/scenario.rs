@@ -93,10 +93,11 @@ struct ScenarioFile {
     workloads: Vec<WorkloadSpec>,
     fabric: Option<String>,
     ib: Option<super::fabric::IbSpec>,
-    /// `rocelab sweep`'s grid and seeds; `sim` runs the scenario as written.
+    /// `rocelab sweep`'s grid and seeds; `sim` runs the scenario as written (its keys are
+    /// checked: a misspelt one would be lost on the sweep).
     #[serde(default)]
     #[allow(dead_code)]
-    sweep: Option<toml::Table>,
+    sweep: Option<super::sweep::SweepTable>,
     /// Checked and applied by [`Scenario::from_toml`], before this struct is resolved.
     #[serde(default, rename = "variant")]
     variants: Vec<toml::Table>,

@@ -16,6 +16,17 @@ pub struct Grid {
     pub values: Vec<Vec<String>>,
 }
 
+/// A scenario's `[sweep]` table: the grid and the seeds `rocelab sweep` runs it over
+/// (`rocelab sim` runs the scenario as written, but refuses a key it does not know).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepTable {
+    /// `grid = { "key" = [values] }`: per dotted key, its values.
+    pub grid: Option<toml::Table>,
+    /// `seeds = N`: runs per point.
+    pub seeds: Option<u64>,
+}
+
 /// A grid argument that does not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("--grid {arg}: {message}")]
@@ -55,6 +66,17 @@ impl Grid {
             let values = split_values(list);
             if values.is_empty() || values.iter().any(String::is_empty) {
                 return Err(bad("give at least one value, none empty"));
+            }
+            // The same point twice would run twice and take two rows.
+            if let Some((i, v)) = values
+                .iter()
+                .enumerate()
+                .find(|(i, v)| values[..*i].contains(v))
+            {
+                return Err(bad(&format!(
+                    "the value {v} is given twice (value {})",
+                    i + 1
+                )));
             }
             grid.keys.push(key.to_owned());
             grid.values.push(values);
@@ -297,6 +319,9 @@ mod tests {
         }
         assert!(Grid::parse(&args(&["a=1", "a=2"])).is_err());
         assert!(Grid::parse(&[]).is_err());
+        // The same value twice ran the same point twice, in two rows.
+        let e = Grid::parse(&args(&["topology.link_gbps=10,25,10"])).unwrap_err();
+        assert!(e.to_string().contains("10 is given twice"), "{e}");
     }
 
     #[test]

@@ -211,6 +211,8 @@ pub struct WorkloadPlan {
     pub summary: String,
     /// Flows it made.
     pub flows: usize,
+    /// Of those, the flows that arrive by the end of the run; the others never start.
+    pub flows_in_run: usize,
 }
 
 fn time(key: &str, us: f64) -> Result<Nanos, ConfigError> {
@@ -464,6 +466,7 @@ impl WorkloadSpec {
                 kind: self.kind.clone(),
                 summary,
                 flows: jobs.len(),
+                flows_in_run: jobs.iter().filter(|j| j.arrival <= end).count(),
             },
             jobs,
         ))
