@@ -200,6 +200,14 @@ pub fn run(args: Args) -> Result<()> {
     let limit = seconds("--limit", args.limit)?;
     let stop = rocelab::runtime::stop_on_signals()?;
     for (k, (workload, switch, note)) in phases.into_iter().enumerate() {
+        // A part that ended in a stop has failed already; one that came after the last
+        // part finished starts no other.
+        if rocelab::runtime::stopped(&stop) {
+            anyhow::bail!(
+                "stopped (Ctrl-C or SIGTERM) before part {} of {parts}; it did not run",
+                k + 1
+            );
+        }
         if parts > 1 {
             if k > 0 {
                 sayln!();
@@ -294,11 +302,22 @@ fn run_part(
         );
     }
     say!("{}", report::text(opts, &outcome, args.counters.style()));
+    let nothing_written = || {
+        dir.map_or_else(String::new, |d| {
+            format!(", and nothing was written to {}", d.display())
+        })
+    };
     let twin = if args.no_twin || outcome.interrupted {
         None
     } else {
         let wall = std::time::Instant::now();
-        let c = rocelab::lab::twin::compare(opts, &outcome).context("the simulated twin")?;
+        let c = match rocelab::lab::twin::compare(opts, &outcome, stop) {
+            Err(rocelab::sim::run::RunError::Stopped) => anyhow::bail!(
+                "stopped (Ctrl-C or SIGTERM) while the simulated twin ran; everything was removed{}",
+                nothing_written()
+            ),
+            c => c.context("the simulated twin")?,
+        };
         say!("{}", report::twin_table(&c));
         noteln!(
             "the twin simulated {} frames in {:.2} s of wall time",
@@ -322,10 +341,14 @@ fn run_part(
     if outcome.interrupted {
         anyhow::bail!(
             "stopped before the work finished (Ctrl-C, SIGTERM or --limit); everything was removed{}",
-            dir.map_or_else(String::new, |d| format!(
-                ", and nothing was written to {}",
-                d.display()
-            ))
+            nothing_written()
+        );
+    }
+    // A stop after the work finished, before the outputs: a stopped part writes nothing.
+    if rocelab::runtime::stopped(stop) {
+        anyhow::bail!(
+            "stopped (Ctrl-C or SIGTERM) after the work finished; everything was removed{}",
+            nothing_written()
         );
     }
     if let Some(dir) = dir {

@@ -140,6 +140,10 @@ pub enum LabError {
     /// A switch port failed.
     #[error("switch: {0}")]
     Switch(PortError),
+    /// Ctrl-C or SIGTERM came while the lab was being prepared or built: no traffic ran,
+    /// and whatever was made is removed.
+    #[error("stopped (Ctrl-C or SIGTERM) before the traffic started; everything made was removed")]
+    Stopped,
 }
 
 /// What the lab gives.
@@ -261,10 +265,18 @@ pub fn run(
             qpn: 0x100 * (i as u32 + 1),
         })
         .collect();
-    // The work first (all-reduce buffers of every size: tens of ms), then the network.
-    let work: Vec<Work> = (0..n)
-        .map(|i| Work::new(i, &names[i], &peers, opts))
-        .collect();
+    // The work first (all-reduce buffers of every size: tens of ms, seconds for large
+    // sizes), then the network. A stop meanwhile builds nothing.
+    let mut work: Vec<Work> = Vec::with_capacity(n);
+    for (i, name) in names.iter().enumerate() {
+        if stopped(stop) {
+            return Err(LabError::Stopped);
+        }
+        work.push(Work::new(i, name, &peers, opts));
+    }
+    if stopped(stop) {
+        return Err(LabError::Stopped);
+    }
 
     let mut switch_cfg = opts.switch.clone();
     switch_cfg.ports = names
@@ -277,8 +289,10 @@ pub fn run(
         .collect();
     let mut net = Netns::new()?;
     let prefix = net.name("");
+    // A command that failed because of the stop is the stop.
     let (t0, socket_open, switch_ports, host_ports) =
-        build_network(&mut net, &names, &switch_cfg, opts)?;
+        build_network(&mut net, &names, &switch_cfg, opts, stop)
+            .map_err(|e| if stopped(stop) { LabError::Stopped } else { e })?;
     let switch_stop = Arc::new(AtomicBool::new(false));
     let hosts_stop = Arc::new(AtomicBool::new(false));
     let sw_opts = SwitchOptions {
@@ -550,12 +564,14 @@ type HostPorts = (Ports, Vec<Option<std::net::UdpSocket>>);
 /// overlap the configuring of the namespaces (tens of ms of `ip` per host); so does
 /// mapping the two sets' frame buffers (tens of MB). Returns when the namespaces were up
 /// (the lab's clock reads 0 then), when every socket was open after that (0 if before),
-/// the switch's ports and the hosts'.
+/// the switch's ports and the hosts'. A raised `stop` ends the building between two `ip`
+/// commands with [`LabError::Stopped`] (`net` removes what was made).
 fn build_network(
     net: &mut Netns,
     names: &[String],
     switch_cfg: &SwitchConfig,
     opts: &LabOptions,
+    stop: &AtomicBool,
 ) -> Result<(Instant, Nanos, Ports, HostPorts), LabError> {
     let mtu = opts.switch.port_defaults.mtu.min(9000);
     let switch_frame = crate::runtime::switch::frame_mtu(switch_cfg);
@@ -567,8 +583,17 @@ fn build_network(
         let host_set = scope.spawn(move || Ports::for_frames(host_frame));
         let mut openers = Vec::new();
         let mut namespaces = Vec::new();
+        let go_on = || {
+            if stopped(stop) {
+                Err(LabError::Stopped)
+            } else {
+                Ok(())
+            }
+        };
         for (i, name) in names.iter().enumerate() {
+            go_on()?;
             let ns = net.namespace(name)?;
+            go_on()?;
             let mac = mac(i).to_string();
             net.veth_pair(
                 &format!("s{name}"),
@@ -592,6 +617,7 @@ fn build_network(
             openers.push((switch_side, host_side));
         }
         for (i, (name, ns)) in names.iter().zip(&namespaces).enumerate() {
+            go_on()?;
             net.configure(
                 &format!("s{name}"),
                 ns,

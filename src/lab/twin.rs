@@ -5,12 +5,12 @@
 
 use super::run::{LabOptions, LabOutcome, Workload};
 use crate::endpoint::sweep::AllReduceResult;
-use crate::sim::engine::Stalled;
-use crate::sim::run::Outcome;
+use crate::sim::run::{Outcome, RunError};
 use crate::sim::scenario::{AllReducePlan, FlowPlan, Scenario, Shape, Topology};
 use crate::switch::Switch;
 use crate::time::Nanos;
 use serde::Serialize;
+use std::sync::atomic::AtomicBool;
 
 /// How long the twin may run in virtual time at most (as the lab's own limit).
 fn twin_limit(opts: &LabOptions) -> Nanos {
@@ -198,10 +198,29 @@ pub struct Comparison {
     pub twin_frames: u64,
 }
 
-/// Runs the twin of `opts` and compares it with the live `out`.
-pub fn compare(opts: &LabOptions, out: &LabOutcome) -> Result<Comparison, Stalled> {
-    let scenario = scenario(opts);
-    let twin: Outcome = crate::sim::run::run(&scenario)?;
+/// Asks the simulator to stop when `stop` (Ctrl-C) is raised.
+struct UntilStopped<'a>(&'a AtomicBool);
+
+impl crate::sim::run::Progress for UntilStopped<'_> {
+    fn stopped(&self) -> bool {
+        crate::runtime::stopped(self.0)
+    }
+}
+
+/// Runs the twin of `opts` in virtual time; it ends within one sample step (100 µs of
+/// virtual time) of `stop` being raised, with [`RunError::Stopped`].
+pub fn run(opts: &LabOptions, stop: &AtomicBool) -> Result<Outcome, RunError> {
+    crate::sim::run::run_with(&scenario(opts), &mut UntilStopped(stop))
+}
+
+/// Runs the twin of `opts` and compares it with the live `out`; `stop` ends it early, as
+/// in [`run`].
+pub fn compare(
+    opts: &LabOptions,
+    out: &LabOutcome,
+    stop: &AtomicBool,
+) -> Result<Comparison, RunError> {
+    let twin = run(opts, stop)?;
     let allreduce = out
         .allreduce
         .iter()
@@ -287,6 +306,33 @@ mod tests {
                 .iter()
                 .all(|f| f.to == 0 && f.bytes == Some(1 << 20))
         );
+    }
+
+    /// Ctrl-C while the twin ran was not heard: it ran to the end and the lab went on to
+    /// write its outputs and run its next part. The simulator asks after every sample step.
+    #[test]
+    fn a_raised_stop_ends_the_twin_within_a_sample_step() {
+        struct StopAfter(usize, usize);
+        impl crate::sim::run::Progress for StopAfter {
+            fn at(&mut self, _: Nanos, _: Nanos, _: usize, _: usize) {
+                self.0 += 1;
+            }
+            fn stopped(&self) -> bool {
+                self.0 >= self.1
+            }
+        }
+        // The sweep (sizes run one after another) and the flows (one run) each stop at
+        // the third step they are asked at.
+        for workload in [Workload::Ring, Workload::Incast] {
+            let mut progress = StopAfter(0, 3);
+            let out = crate::sim::run::run_with(&scenario(&opts(workload)), &mut progress);
+            assert_eq!(out.err(), Some(RunError::Stopped), "{workload}");
+            assert_eq!(progress.0, 3, "{workload}: steps after the stop");
+        }
+        // A stop raised before the start: the first step is the last.
+        let stop = AtomicBool::new(true);
+        let out = run(&opts(Workload::RingIncast), &stop);
+        assert_eq!(out.err(), Some(RunError::Stopped));
     }
 
     #[test]

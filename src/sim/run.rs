@@ -105,25 +105,43 @@ pub struct Outcome {
 }
 
 /// What a run reports while it goes: the command line's progress line and the nccl-tests
-/// rows it prints as each size finishes. Both methods do nothing by default.
+/// rows it prints as each size finishes; and whether it is to stop. By default nothing is
+/// reported and nothing stops it.
 pub trait Progress {
     /// The current run (`part` of `parts`: the sizes of a sweep, or 1) reached virtual
     /// time `now`; it ends at `end` at the latest. Called at every sample step.
     fn at(&mut self, _now: Nanos, _end: Nanos, _part: usize, _parts: usize) {}
     /// One size of the all-reduce sweep finished.
     fn size_done(&mut self, _row: &AllReduceRow) {}
+    /// True to end the run now (Ctrl-C): asked after every sample step, so the run stops
+    /// within one `sample` of virtual time, and [`run_with`] returns
+    /// [`RunError::Stopped`].
+    fn stopped(&self) -> bool {
+        false
+    }
 }
 
 /// No progress reports.
 impl Progress for () {}
 
+/// Why a scenario run gave no outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// A node made no progress: a bug.
+    #[error(transparent)]
+    Stalled(#[from] Stalled),
+    /// [`Progress::stopped`] said to stop.
+    #[error("stopped before the end (Ctrl-C or SIGTERM)")]
+    Stopped,
+}
+
 /// Runs `scenario`.
-pub fn run(scenario: &Scenario) -> Result<Outcome, Stalled> {
+pub fn run(scenario: &Scenario) -> Result<Outcome, RunError> {
     run_with(scenario, &mut ())
 }
 
 /// Runs `scenario`, reporting to `progress` as it goes.
-pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outcome, Stalled> {
+pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outcome, RunError> {
     match &scenario.allreduce {
         None => {
             let mut net = scenario.build(scenario.seed);
@@ -157,7 +175,10 @@ pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outc
                     s.sample(&net);
                 }
                 // The background flows run alone until the ranks start; count from there.
-                let mut tick = |now: Nanos| progress.at(now, scenario.duration, part, parts);
+                let mut tick = |now: Nanos| {
+                    progress.at(now, scenario.duration, part, parts);
+                    !progress.stopped()
+                };
                 if plan.start > Nanos::ZERO {
                     run_until(&mut net, plan.start, series.as_mut(), &mut tick, |_| false)?;
                 }
@@ -198,20 +219,23 @@ pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outc
 }
 
 /// Runs the started `net` to `limit`, or until `done` holds after a step, sampling into
-/// `series` at every step. Returns the time reached.
+/// `series` at every step and telling `tick` the time, which says whether to go on.
+/// Returns the time reached.
 fn run_until(
     net: &mut Network,
     limit: Nanos,
     mut series: Option<&mut Recorder>,
-    tick: &mut impl FnMut(Nanos),
+    tick: &mut impl FnMut(Nanos) -> bool,
     mut done: impl FnMut(&Network) -> bool,
-) -> Result<Nanos, Stalled> {
+) -> Result<Nanos, RunError> {
     loop {
         let step = net.engine.run(limit)?;
         if let Some(s) = series.as_deref_mut() {
             s.sample(net);
         }
-        tick(net.engine.now());
+        if !tick(net.engine.now()) {
+            return Err(RunError::Stopped);
+        }
         if step != Step::Sampled || done(net) {
             return Ok(net.engine.now());
         }
@@ -224,7 +248,7 @@ fn run_flows(
     scenario: &Scenario,
     net: &mut Network,
     progress: &mut dyn Progress,
-) -> Result<FlowRun, Stalled> {
+) -> Result<FlowRun, RunError> {
     let mut series = Recorder::new(net, &scenario.active_hosts());
     let from = scenario.measure_from;
     let mut before = Vec::new();
@@ -239,6 +263,9 @@ fn run_flows(
         let step = net.engine.run(scenario.duration)?;
         series.sample(net);
         progress.at(net.engine.now(), scenario.duration, 0, 1);
+        if progress.stopped() {
+            return Err(RunError::Stopped);
+        }
         if before.is_empty() && net.engine.now() >= from {
             before = sent_bytes(net);
         }
