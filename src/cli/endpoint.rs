@@ -233,7 +233,10 @@ pub fn run(args: Args) -> Result<()> {
     if outcome.app.sweep().is_some() {
         // The sizes the sampler did not see finish: the last one, and any that did not.
         for r in rows.iter().skip(printed) {
-            say!("{}", nccl::row(r, &[]));
+            say!(
+                "{}",
+                nccl::row_unfinished_as(r, &[], super::unfinished(&stop))
+            );
         }
         say!("{}", nccl::foot(&rows));
     }

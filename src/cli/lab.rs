@@ -274,7 +274,7 @@ fn run_part(
         sayln!();
         say!("{}", nccl::head(&report::allreduce_title(opts), &[]));
     }
-    let mut progress = LabProgress::new();
+    let mut progress = LabProgress::new(std::sync::Arc::clone(stop));
     let outcome = lab::run(opts, stop, &mut progress);
     progress.clear();
     let outcome = outcome?;
@@ -387,15 +387,18 @@ fn run_part(
 struct LabProgress {
     terminal: bool,
     shown: bool,
+    /// Ctrl-C or SIGTERM: a size it cut short says `interrupted` (the limit: `timeout`).
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl LabProgress {
-    fn new() -> LabProgress {
+    fn new(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> LabProgress {
         use std::io::IsTerminal as _;
         LabProgress {
             // Only on a terminal: a log file gets no carriage returns.
             terminal: std::io::stderr().is_terminal(),
             shown: false,
+            stop,
         }
     }
 
@@ -418,6 +421,9 @@ impl lab::Progress for LabProgress {
 
     fn size_done(&mut self, result: &rocelab::endpoint::sweep::AllReduceResult) {
         self.clear();
-        say!("{}", nccl::row(result, &[]));
+        say!(
+            "{}",
+            nccl::row_unfinished_as(result, &[], super::unfinished(&self.stop))
+        );
     }
 }

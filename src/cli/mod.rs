@@ -329,6 +329,16 @@ pub fn key_value<'a>(
         .with_context(|| format!("{flag} {spec}: expected {form}, e.g. {flag} {example}"))
 }
 
+/// What an all-reduce size that did not finish says in its time column: `interrupted`
+/// after Ctrl-C or SIGTERM, `timeout` when a limit ended the run.
+pub fn unfinished(stop: &std::sync::atomic::AtomicBool) -> &'static str {
+    if rocelab::runtime::stopped(stop) {
+        "interrupted"
+    } else {
+        "timeout"
+    }
+}
+
 /// A flag's value in seconds as a duration.
 pub fn seconds(flag: &str, v: f64) -> Result<Duration> {
     if (0.0..1e9).contains(&v) {

@@ -32,12 +32,18 @@ pub fn head(title: &str, extra_headers: &[&str]) -> String {
     out
 }
 
-/// One size's line, with `extra` values under the head's extra columns.
+/// One size's line, with `extra` values under the head's extra columns; a size that did
+/// not finish says `timeout` in its time column.
 pub fn row(r: &AllReduceResult, extra: &[u64]) -> String {
-    let time = r.time_ns.map_or_else(
-        || "timeout".to_owned(),
-        |t| format!("{:.2}", t as f64 / 1e3),
-    );
+    row_unfinished_as(r, extra, "timeout")
+}
+
+/// As [`row`], a size that did not finish saying `why` in its time column (`interrupted`
+/// when Ctrl-C or SIGTERM ended the run, `timeout` when its time limit did).
+pub fn row_unfinished_as(r: &AllReduceResult, extra: &[u64], why: &str) -> String {
+    let time = r
+        .time_ns
+        .map_or_else(|| why.to_owned(), |t| format!("{:.2}", t as f64 / 1e3));
     // No bandwidth for a size that did not finish, as no #wrong.
     let bw = |v: f64| match r.time_ns {
         Some(_) => format!("{v:.3}"),
@@ -158,6 +164,14 @@ mod tests {
                 "# Out of bounds values : - (nothing finished to check)",
                 "# Did not finish       : 1 of 1 size (timeout): not checked, not averaged"
             ]
+        );
+        // Stopped by Ctrl-C rather than by the limit (every unfinished size said
+        // "timeout"); a size that finished is the same either way.
+        let cut = row_unfinished_as(&rows[1], &[7], "interrupted");
+        assert_eq!(cut.split_whitespace().nth(4), Some("interrupted"), "{cut}");
+        assert_eq!(
+            row_unfinished_as(&rows[0], &[5], "interrupted"),
+            row(&rows[0], &[5])
         );
     }
 }
