@@ -769,12 +769,30 @@ fn what_a_killed_run_left_is_removed_by_the_next() {
         "name",
         &format!("{prefix}g"),
     ]);
-    assert_eq!(netns::leftovers_of(pid).len(), 4);
+    // What a lab killed between `ip netns add` and its veth, or between `ip link add` and
+    // the alias, leaves: an empty namespace and a pair without the alias, named exactly
+    // as the lab names them (netns::lab_host_role): removed all the same.
+    let (lab_ns, lab_root, lab_host) = (
+        format!("{prefix}r0"),
+        format!("{prefix}sr0"),
+        format!("{prefix}hr0"),
+    );
+    ip_ok(&["netns", "add", &lab_ns]);
+    ip_ok(&[
+        "link", "add", &lab_root, "type", "veth", "peer", "name", &lab_host,
+    ]);
+    // An empty namespace of that pid not named as the lab's: left alone.
+    let foreign_ns = format!("{prefix}n");
+    ip_ok(&["netns", "add", &foreign_ns]);
+    assert_eq!(netns::leftovers_of(pid).len(), 8);
     let _next = Netns::new().unwrap();
     let mut left = netns::leftovers_of(pid);
     let _ = Command::new("ip").args(["link", "del", &foreign]).status();
+    let _ = Command::new("ip")
+        .args(["netns", "del", &foreign_ns])
+        .status();
     left.sort();
-    assert_eq!(left, vec![foreign, format!("{prefix}g")]);
+    assert_eq!(left, vec![foreign, format!("{prefix}g"), foreign_ns]);
 }
 
 /// Issue 10, item 10: `traffic send --pps` once paced batches of 64 frames (64 frames went

@@ -1,19 +1,51 @@
 //! Network namespaces and veth pairs for live runs and tests, made with iproute2 and always
 //! removed: names carry a per-run prefix (`rl` + the process id in base 36), [`Netns`]
-//! removes what it made when dropped (also on panic), and [`remove_stale`] removes what a
-//! killed run left behind.
+//! records each name before the command that makes it runs and removes what it made when
+//! dropped (also on panic), and [`remove_stale`] removes what a killed run left behind.
+//! The `ip` commands run in a process group of their own with SIGINT ignored, so that a
+//! terminal's Ctrl-C, sent to the whole foreground group, reaches rocelab (which stops
+//! and removes what it made) and not a command halfway through its work.
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Output, Stdio};
 
 /// The prefix every name starts with.
 pub const FAMILY: &str = "rl";
 
-/// The alias of every veth rocelab makes: only links (and namespaces holding links) with
-/// it are ever removed as leftovers.
+/// The alias of every veth rocelab makes. Leftovers of a dead process are removed when
+/// they carry it, or when their names are exactly those `rocelab lab` gives (see
+/// [`lab_host_role`]): the alias is set by a command after the one that makes the link.
 pub const ALIAS: &str = "rocelab-lab";
+
+/// True for the roles `rocelab lab` names its hosts' namespaces with: `r0` to `r63` (the
+/// ranks) and `b0`, `b1` (background senders), a number without leading zeros.
+pub fn lab_host_role(role: &str) -> bool {
+    let Some(number) = role.strip_prefix(['r', 'b']) else {
+        return false;
+    };
+    (1..=2).contains(&number.len())
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && (number == "0" || !number.starts_with('0'))
+}
+
+/// The role of host `host`'s veth end in the root namespace, the switch's port.
+pub fn switch_end_role(host: &str) -> String {
+    format!("s{host}")
+}
+
+/// The role of host `host`'s veth end in its namespace.
+pub fn host_end_role(host: &str) -> String {
+    format!("h{host}")
+}
+
+/// True for the roles of the lab's veth ends ([`switch_end_role`], [`host_end_role`] of a
+/// [`lab_host_role`]).
+pub fn lab_link_role(role: &str) -> bool {
+    role.strip_prefix(['s', 'h']).is_some_and(lab_host_role)
+}
 
 /// The run prefix of process `pid`: `rl` and the pid in base 36, then `-`.
 pub fn prefix_of(pid: u32) -> String {
@@ -39,34 +71,71 @@ fn pid_in(name: &str) -> Option<u32> {
     name.starts_with(&prefix_of(pid)).then_some(pid)
 }
 
-fn ip(args: &[&str]) -> io::Result<Output> {
-    Command::new("ip")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot run `ip` ({e}): install iproute2 (apt-get install iproute2)"),
-            )
-        })
+/// The role in `name` after a run prefix (`rlab-sr0`: `sr0`), and the pid the prefix
+/// carries.
+fn split_name(name: &str) -> Option<(u32, &str)> {
+    let pid = pid_in(name)?;
+    Some((pid, &name[prefix_of(pid).len()..]))
 }
 
-fn ip_ok(args: &[&str]) -> io::Result<()> {
-    let out = ip(args)?;
+/// Runs `ip args`, in a process group of its own (see the module's comment), with SIGINT
+/// ignored: a Ctrl-C that reaches the child in the instant before it leaves rocelab's
+/// group would otherwise still kill it (a process-group spawn resets caught signals to
+/// their default before it moves the child).
+fn ip(args: &[&str]) -> io::Result<Output> {
+    let mut command = Command::new("ip");
+    command.args(args).stdin(Stdio::null()).process_group(0);
+    // SAFETY: the hook runs in the forked child before exec and calls only signal(2),
+    // which is async-signal-safe; until then the child has rocelab's handler, which only
+    // raises a flag in the child's copy of memory.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    command.output().map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot run `ip` ({e}): install iproute2 (apt-get install iproute2)"),
+        )
+    })
+}
+
+/// How `ip` runs: the real command, or a test's stand-in.
+type IpRunner = fn(&[&str]) -> io::Result<Output>;
+
+/// Why an `ip` command failed, and whether it may have done its work all the same.
+#[derive(Debug)]
+struct IpFailed {
+    error: io::Error,
+    /// Killed by a signal (or never seen to end): what it was making may exist.
+    maybe_done: bool,
+}
+
+fn ip_ok_with(run: IpRunner, args: &[&str]) -> Result<(), IpFailed> {
+    let out = run(args).map_err(|error| IpFailed {
+        error,
+        maybe_done: false,
+    })?;
     if out.status.success() {
         return Ok(());
     }
     let said = String::from_utf8_lossy(&out.stderr).trim().to_owned();
-    // A child killed by a signal (Ctrl-C reaches the whole process group) says nothing.
+    let signal = std::os::unix::process::ExitStatusExt::signal(&out.status);
+    // A child killed by a signal says nothing; it may have been killed after the kernel
+    // did the work.
     let why = if !said.is_empty() {
         said
-    } else if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&out.status) {
-        format!("killed by signal {signal} (the lab was being stopped)")
+    } else if let Some(signal) = signal {
+        format!("killed by signal {signal}")
     } else {
         format!("failed ({}) without a message", out.status)
     };
-    Err(io::Error::other(format!("ip {}: {why}", args.join(" "))))
+    Err(IpFailed {
+        error: io::Error::other(format!("ip {}: {why}", args.join(" "))),
+        maybe_done: signal.is_some(),
+    })
 }
 
 /// Why namespaces cannot be made here.
@@ -106,20 +175,27 @@ pub fn enter(ns: &str) -> io::Result<()> {
 #[derive(Debug)]
 pub struct Netns {
     prefix: String,
+    /// Namespaces made, or being made.
     namespaces: Vec<String>,
-    /// veth ends in the root namespace (deleting one deletes its pair).
+    /// veth ends in the root namespace (deleting one deletes its pair), made or being made.
     links: Vec<String>,
+    run: IpRunner,
 }
 
 impl Netns {
     /// A set for this process; first removes what killed runs left behind.
     pub fn new() -> io::Result<Netns> {
         remove_stale();
-        Ok(Netns {
+        Ok(Netns::with_runner(ip))
+    }
+
+    fn with_runner(run: IpRunner) -> Netns {
+        Netns {
             prefix: prefix_of(std::process::id()),
             namespaces: Vec::new(),
             links: Vec::new(),
-        })
+            run,
+        }
     }
 
     /// The full name of `role` (at most 15 bytes for an interface).
@@ -127,12 +203,36 @@ impl Netns {
         format!("{}{role}", self.prefix)
     }
 
+    fn ip_ok(&self, args: &[&str]) -> io::Result<()> {
+        ip_ok_with(self.run, args).map_err(|f| f.error)
+    }
+
+    /// Runs `args`, which make `name`, recorded in `made` before they run: whatever
+    /// happens to the command, `name` is removed with the rest, unless the command said
+    /// it failed (then it made nothing, and a name that was there before is not ours).
+    fn make(
+        &mut self,
+        list: fn(&mut Netns) -> &mut Vec<String>,
+        name: &str,
+        args: &[&str],
+    ) -> io::Result<()> {
+        list(self).push(name.to_owned());
+        match ip_ok_with(self.run, args) {
+            Ok(()) => Ok(()),
+            Err(f) => {
+                if !f.maybe_done {
+                    list(self).pop();
+                }
+                Err(f.error)
+            }
+        }
+    }
+
     /// Makes namespace `role` with its loopback up; returns its full name.
     pub fn namespace(&mut self, role: &str) -> io::Result<String> {
         let name = self.name(role);
-        ip_ok(&["netns", "add", &name])?;
-        self.namespaces.push(name.clone());
-        ip_ok(&["-n", &name, "link", "set", "lo", "up"])?;
+        self.make(|n| &mut n.namespaces, &name, &["netns", "add", &name])?;
+        self.ip_ok(&["-n", &name, "link", "set", "lo", "up"])?;
         Ok(name)
     }
 
@@ -180,14 +280,14 @@ impl Netns {
         if let Some(mac) = mac {
             add.extend(["address", mac]);
         }
-        ip_ok(&add)?;
-        self.links.push(root_end.clone());
-        // The alias marks the pair as rocelab's for `remove_stale`.
-        ip_ok(&["link", "set", &root_end, "alias", ALIAS])?;
-        ip_ok(&["link", "set", &ns_end, "alias", ALIAS])?;
-        ip_ok(&["link", "set", &ns_end, "netns", ns])?;
-        ip_ok(&["-n", ns, "link", "set", &ns_end, "up"])?;
-        ip_ok(&["link", "set", &root_end, "up"])
+        self.make(|n| &mut n.links, &root_end, &add)?;
+        // The alias marks the pair as rocelab's for `remove_stale` (the kernel ignores an
+        // alias given to `ip link add`).
+        self.ip_ok(&["link", "set", &root_end, "alias", ALIAS])?;
+        self.ip_ok(&["link", "set", &ns_end, "alias", ALIAS])?;
+        self.ip_ok(&["link", "set", &ns_end, "netns", ns])?;
+        self.ip_ok(&["-n", ns, "link", "set", &ns_end, "up"])?;
+        self.ip_ok(&["link", "set", &root_end, "up"])
     }
 
     /// The second half of [`veth`](Self::veth), on a pair [`veth_pair`](Self::veth_pair)
@@ -201,7 +301,7 @@ impl Netns {
     ) -> io::Result<()> {
         let (root_end, ns_end) = (self.name(root_end), self.name(ns_end));
         if let Some(cidr) = cidr {
-            ip_ok(&["-n", ns, "addr", "add", cidr, "dev", &ns_end])?;
+            self.ip_ok(&["-n", ns, "addr", "add", cidr, "dev", &ns_end])?;
         }
         offloads_off(None, &root_end)?;
         offloads_off(Some(ns), &ns_end)?;
@@ -217,11 +317,11 @@ impl Netns {
 
     /// Removes everything now (also done on drop).
     pub fn remove(&mut self) {
-        for link in self.links.drain(..) {
-            let _ = ip(&["link", "del", &link]);
+        for link in std::mem::take(&mut self.links) {
+            let _ = (self.run)(&["link", "del", &link]);
         }
-        for ns in self.namespaces.drain(..) {
-            let _ = ip(&["netns", "del", &ns]);
+        for ns in std::mem::take(&mut self.namespaces) {
+            let _ = (self.run)(&["netns", "del", &ns]);
         }
     }
 }
@@ -232,20 +332,50 @@ impl Drop for Netns {
     }
 }
 
-/// Removes namespaces and root-namespace links that rocelab made (named with a run prefix
-/// and holding a veth with rocelab's alias) for processes that are gone.
+/// The interface name of one line of `ip -o link show`: "7: rlabc-s0@if6: <...> ... alias
+/// rocelab-lab" names `rlabc-s0` (the name ends at '@' or ':').
+fn link_name(line: &str) -> Option<&str> {
+    line.split(": ")
+        .nth(1)
+        .map(|n| n.split(['@', ':']).next().unwrap_or(n))
+}
+
+/// Whether a link of a dead run, `name` as `ip -o link show` lists it in `line`, is
+/// rocelab's: it carries the alias, or its name is exactly a lab veth end's (a run killed
+/// between making the pair and setting its alias leaves one without).
+fn stale_link_is_ours(name: &str, line: &str) -> bool {
+    line.contains(ALIAS) || split_name(name).is_some_and(|(_, role)| lab_link_role(role))
+}
+
+/// Whether a namespace of a dead run, `name` holding the links `ip -o link show` lists in
+/// `links`, is rocelab's: it holds a link with the alias, or its name is exactly a lab
+/// host's and it holds nothing but its loopback and lab veth ends (a run killed between
+/// making the namespace and its veth leaves it empty).
+fn stale_namespace_is_ours(name: &str, links: &str) -> bool {
+    if links.contains(ALIAS) {
+        return true;
+    }
+    split_name(name).is_some_and(|(_, role)| lab_host_role(role))
+        && links.lines().filter_map(link_name).all(|link| {
+            link == "lo" || split_name(link).is_some_and(|(_, role)| lab_link_role(role))
+        })
+}
+
+/// Removes namespaces and root-namespace links that rocelab made (named with a run prefix,
+/// and carrying rocelab's alias or named exactly as the lab names them) for processes that
+/// are gone.
 pub fn remove_stale() {
     let dead = |name: &str| {
         pid_in(name).is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
     };
-    let ours = |links: &str| links.contains(ALIAS);
     // Namespaces first, while their veth (and its alias) is still inside.
     if let Ok(out) = ip(&["netns", "list"]) {
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let name = line.split_whitespace().next().unwrap_or("");
             if dead(name)
                 && let Ok(links) = ip(&["-n", name, "-o", "link", "show"])
-                && ours(&String::from_utf8_lossy(&links.stdout))
+                && links.status.success()
+                && stale_namespace_is_ours(name, &String::from_utf8_lossy(&links.stdout))
             {
                 let _ = ip(&["netns", "del", name]);
             }
@@ -253,15 +383,10 @@ pub fn remove_stale() {
     }
     if let Ok(out) = ip(&["-o", "link", "show"]) {
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            // "7: rlabc-s0@if6: <...> ... alias rocelab-lab": the name ends at '@' or ':'.
-            let Some(name) = line
-                .split(": ")
-                .nth(1)
-                .map(|n| n.split(['@', ':']).next().unwrap_or(n))
-            else {
+            let Some(name) = link_name(line) else {
                 continue;
             };
-            if dead(name) && ours(line) {
+            if dead(name) && stale_link_is_ours(name, line) {
                 let _ = ip(&["link", "del", name]);
             }
         }
@@ -274,10 +399,7 @@ pub fn leftovers_of(pid: u32) -> Vec<String> {
     let mut found = Vec::new();
     if let Ok(out) = ip(&["-o", "link", "show"]) {
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if let Some(name) = line
-                .split(": ")
-                .nth(1)
-                .map(|n| n.split(['@', ':']).next().unwrap_or(n))
+            if let Some(name) = link_name(line)
                 && name.starts_with(&prefix)
             {
                 found.push(name.to_owned());
@@ -405,5 +527,100 @@ mod tests {
         // rocelab's alias (see `remove_stale`).
         assert_eq!(pid_in("rlab-test"), Some(371));
         assert_eq!(pid_in("rl00a-x"), None, "not the canonical spelling of 10");
+    }
+
+    /// A run killed between `ip link add` and the alias left a veth that no later run
+    /// removed. Names exactly the lab's are now recognised; nothing else without the alias.
+    #[test]
+    fn a_dead_runs_lab_names_are_its_own_and_look_alikes_are_not() {
+        let p = prefix_of(4_000_000);
+        let line = |name: &str, alias: bool| {
+            format!(
+                "9: {name}@if8: <BROADCAST,MULTICAST> mtu 9000 qdisc noop state DOWN\\    link/ether 02:00:c6:12:00:00 brd ff:ff:ff:ff:ff:ff{}",
+                if alias { " alias rocelab-lab" } else { "" }
+            )
+        };
+        for role in ["sr0", "hr0", "sr63", "hb1", "sb0"] {
+            let name = format!("{p}{role}");
+            assert_eq!(link_name(&line(&name, false)), Some(name.as_str()));
+            assert!(stale_link_is_ours(&name, &line(&name, false)), "{role}");
+        }
+        for role in [
+            "f", "g", "s", "sr", "sr00", "sr012", "sx0", "xr0", "r0", "sr0x", "kls0",
+        ] {
+            let name = format!("{p}{role}");
+            assert!(!stale_link_is_ours(&name, &line(&name, false)), "{role}");
+            // The alias (set by rocelab on every veth it makes) makes any name ours.
+            assert!(stale_link_is_ours(&name, &line(&name, true)), "{role}");
+        }
+        assert!(!stale_link_is_ours("eth0", &line("eth0", false)));
+        let lo = "1: lo: <LOOPBACK> mtu 65536 qdisc noop state DOWN\\    link/loopback 00:00:00:00:00:00";
+        let ns = format!("{p}r3");
+        // Empty (killed before its veth was made), or holding the lab's own veth end.
+        assert!(stale_namespace_is_ours(&ns, lo));
+        let with_end = format!("{lo}\n{}", line(&format!("{p}hr3"), false));
+        assert!(stale_namespace_is_ours(&ns, &with_end));
+        // Holding something else, or not named as a lab host: not ours.
+        let other = format!("{lo}\n{}", line("eth1", false));
+        assert!(!stale_namespace_is_ours(&ns, &other));
+        assert!(!stale_namespace_is_ours(&format!("{p}x"), lo));
+        assert!(!stale_namespace_is_ours(&format!("{p}r03"), lo));
+        assert!(stale_namespace_is_ours(
+            &format!("{p}x"),
+            &format!("{lo}\n{}", line("v", true))
+        ));
+    }
+
+    thread_local! {
+        static CALLS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// An `ip` that records its commands; an `add` is killed by SIGINT (after the kernel
+    /// could have done it), a `netns add` of `…taken` fails with a message.
+    fn fake_ip(args: &[&str]) -> io::Result<Output> {
+        use std::os::unix::process::ExitStatusExt as _;
+        CALLS.with(|c| c.borrow_mut().push(args.join(" ")));
+        let status = if args.contains(&"add") && args.iter().any(|a| a.ends_with("taken")) {
+            std::process::ExitStatus::from_raw(1 << 8)
+        } else if args.contains(&"add") {
+            std::process::ExitStatus::from_raw(libc::SIGINT)
+        } else {
+            std::process::ExitStatus::from_raw(0)
+        };
+        Ok(Output {
+            status,
+            stdout: Vec::new(),
+            stderr: if status.code() == Some(1) {
+                b"File exists".to_vec()
+            } else {
+                Vec::new()
+            },
+        })
+    }
+
+    /// Ctrl-C killed `ip link add` after the kernel had made the pair, and the name, then
+    /// recorded only after the command succeeded, was never removed. It is recorded first.
+    #[test]
+    fn a_name_is_removed_even_when_the_command_making_it_was_killed() {
+        CALLS.with(|c| c.borrow_mut().clear());
+        let mut net = Netns::with_runner(fake_ip);
+        let (ns, root_end, p) = (net.name("r0"), net.name("sr0"), net.name(""));
+        assert!(net.namespace("r0").is_err());
+        assert!(
+            net.veth_pair("sr0", &ns, "hr0", None, 9000)
+                .unwrap_err()
+                .to_string()
+                .contains("killed by signal 2")
+        );
+        // A command that said it failed made nothing: what has that name is not ours.
+        assert!(net.namespace("taken").is_err());
+        CALLS.with(|c| c.borrow_mut().clear());
+        net.remove();
+        let calls = CALLS.with(|c| c.borrow().clone());
+        assert_eq!(
+            calls,
+            [format!("link del {root_end}"), format!("netns del {ns}")],
+            "not {p}taken"
+        );
     }
 }

@@ -7,7 +7,7 @@
 //! veths come from [`Netns`], removed on every way out but SIGKILL, and then by the next
 //! run.
 
-use super::netns::Netns;
+use super::netns::{self, Netns};
 use crate::config::SwitchConfig;
 use crate::config::endpoint::EndpointConfig;
 use crate::endpoint::Endpoint;
@@ -299,7 +299,7 @@ pub fn run(
         config: switch_cfg.clone(),
         ifaces: names
             .iter()
-            .map(|name| net.name(&format!("s{name}")))
+            .map(|name| net.name(&netns::switch_end_role(name)))
             .collect(),
         backend: opts.backend,
         // One thread for the switch: the hosts' thread has the next core.
@@ -596,15 +596,17 @@ fn build_network(
             go_on()?;
             let mac = mac(i).to_string();
             net.veth_pair(
-                &format!("s{name}"),
+                &netns::switch_end_role(name),
                 &ns,
-                &format!("h{name}"),
+                &netns::host_end_role(name),
                 Some(&mac),
                 mtu,
             )?;
             namespaces.push(ns.clone());
-            let (switch_end, host_end) =
-                (net.name(&format!("s{name}")), net.name(&format!("h{name}")));
+            let (switch_end, host_end) = (
+                net.name(&netns::switch_end_role(name)),
+                net.name(&netns::host_end_role(name)),
+            );
             // This thread is in the root namespace, and so are the threads it starts.
             let switch_side = scope.spawn(move || Opened::open(backend, &switch_end, switch_frame));
             let host_side = scope.spawn(move || -> HostSide {
@@ -619,9 +621,9 @@ fn build_network(
         for (i, (name, ns)) in names.iter().zip(&namespaces).enumerate() {
             go_on()?;
             net.configure(
-                &format!("s{name}"),
+                &netns::switch_end_role(name),
                 ns,
-                &format!("h{name}"),
+                &netns::host_end_role(name),
                 Some(&format!("{}/24", ip(i))),
             )?;
         }
@@ -826,4 +828,41 @@ fn table(opts: &LabOptions, hosts: &[HostOutcome]) -> Vec<AllReduceResult> {
             AllReduceResult::over_ranks(size, parts)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::netns::{host_end_role, lab_host_role, lab_link_role, switch_end_role};
+
+    fn opts(workload: Workload, ranks: usize) -> LabOptions {
+        LabOptions {
+            workload,
+            ranks,
+            switch: SwitchConfig::preset("nexus-ai").unwrap(),
+            endpoint: EndpointConfig::default(),
+            sizes: vec![8192],
+            incast_bytes: 1 << 20,
+            backend: crate::io::Backend::Pnet,
+            cores: CoreList::default(),
+            seed: 1,
+            limit: Duration::from_secs(5),
+            sample_every: Duration::from_millis(1),
+        }
+    }
+
+    /// What a killed lab leaves is found by its names (netns::remove_stale): every name
+    /// the lab gives must be of the shapes recognised there.
+    #[test]
+    fn every_name_the_lab_gives_is_one_a_later_run_recognises() {
+        for workload in [Workload::Ring, Workload::Incast, Workload::RingIncast] {
+            for ranks in [2, 10, 64] {
+                for host in host_names(&opts(workload, ranks)) {
+                    assert!(lab_host_role(&host), "{host}");
+                    assert!(lab_link_role(&switch_end_role(&host)), "{host}");
+                    assert!(lab_link_role(&host_end_role(&host)), "{host}");
+                }
+            }
+        }
+    }
 }
