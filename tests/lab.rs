@@ -307,6 +307,21 @@ fn without_pfc_an_incast_drops_and_go_back_n_keeps_the_allreduce_right() {
         .sum();
     assert!(drops > 0, "the lossy class must drop under incast");
     assert_eq!(pfc, 0, "PFC is off");
+    // The switch knows every host from the start: the background senders' ports carry
+    // only the ACKs and CNPs r0 sends them (under 100 B a frame), never a 4 KB data frame
+    // flooded while r0's or r1's address was still to be learned.
+    for port in r["switch"]["ports"].as_array().unwrap() {
+        if !["b0", "b1"].contains(&port["name"].as_str().unwrap()) {
+            continue;
+        }
+        for c in port["classes"].as_array().unwrap() {
+            let (frames, bytes) = (
+                c["tx_frames"].as_u64().unwrap(),
+                c["tx_bytes"].as_u64().unwrap(),
+            );
+            assert!(bytes <= 100 * frames, "{}: {c}", port["name"]);
+        }
+    }
     assert!(
         host_sum(&r, "retransmitted_packets") > 0,
         "go-back-N resends what was dropped"

@@ -96,6 +96,7 @@ pub fn run(args: Args) -> Result<()> {
             .map(runtime::metrics::bind)
             .transpose()?
             .map(std::sync::Arc::new),
+        static_macs: Vec::new(),
     };
     let serving = match &opts.metrics {
         Some(listener) => format!("; metrics at http://{}/metrics", listener.local_addr()?),

@@ -295,20 +295,14 @@ pub fn run(
             .map_err(|e| if stopped(stop) { LabError::Stopped } else { e })?;
     let switch_stop = Arc::new(AtomicBool::new(false));
     let hosts_stop = Arc::new(AtomicBool::new(false));
-    let sw_opts = SwitchOptions {
-        config: switch_cfg.clone(),
-        ifaces: names
+    let sw_opts = switch_options(
+        opts,
+        &switch_cfg,
+        names
             .iter()
             .map(|name| net.name(&netns::switch_end_role(name)))
             .collect(),
-        backend: opts.backend,
-        // One thread for the switch: the hosts' thread has the next core.
-        cores: CoreList(opts.cores.0.iter().take(1).copied().collect()),
-        busy_poll: false,
-        duration: None,
-        interval: None,
-        metrics: None,
-    };
+    );
     let every = opts.sample_every;
     // The switch's first sample comes as soon as its ports are open: the hosts start then.
     let switch_ready = Arc::new(AtomicBool::new(false));
@@ -448,6 +442,29 @@ pub fn run(
         hosts_thread,
         into_r0,
     })
+}
+
+/// The lab's switch: `switch_cfg` on `ifaces`, host i's on port i. Every host's MAC is
+/// known from the start, as a fabric that has long since learned them from ARP knows them
+/// (and as the twin's switch has them): before, the switch flooded RoCE data to every host
+/// until the receiver's first frame taught it where the receiver was.
+fn switch_options(
+    opts: &LabOptions,
+    switch_cfg: &SwitchConfig,
+    ifaces: Vec<String>,
+) -> SwitchOptions {
+    SwitchOptions {
+        config: switch_cfg.clone(),
+        static_macs: (0..ifaces.len()).map(|i| (mac(i), i)).collect(),
+        ifaces,
+        backend: opts.backend,
+        // One thread for the switch: the hosts' thread has the next core.
+        cores: CoreList(opts.cores.0.iter().take(1).copied().collect()),
+        busy_poll: false,
+        duration: None,
+        interval: None,
+        metrics: None,
+    }
 }
 
 /// All-reduce runs before the timed sizes: one, of the smallest size or 64 KiB.
@@ -849,6 +866,42 @@ mod tests {
             limit: Duration::from_secs(5),
             sample_every: Duration::from_millis(1),
         }
+    }
+
+    /// The lab's switch flooded r1's first data frames to r0 out of every port (126
+    /// frames to each of r1..r3 in an incast of 1 MB) until r0's MAC was learned. It knows
+    /// every host's from the start: the first frame to r0 leaves by r0's port alone.
+    #[test]
+    fn the_labs_switch_knows_every_host_before_the_first_frame() {
+        let o = opts(Workload::Incast, 4);
+        let mut cfg = o.switch.clone();
+        cfg.ports = host_names(&o)
+            .iter()
+            .map(|name| cfg.port_or_default(name))
+            .collect();
+        let ifaces = (0..4).map(|i| format!("x{i}")).collect();
+        let mut sw = crate::runtime::switch::core_of(&switch_options(&o, &cfg, ifaces));
+        // An Ethernet frame from r1 to r0 (an unknown EtherType: forwarded by MAC alone).
+        let mut frame = vec![0u8; 60];
+        frame[..6].copy_from_slice(&mac(0).0);
+        frame[6..12].copy_from_slice(&mac(1).0);
+        frame[12..14].copy_from_slice(&[0x88, 0xb5]);
+        sw.handle_frame(Nanos::ZERO, 1, &frame);
+        let mut out = Vec::new();
+        let mut now = Nanos::ZERO;
+        for _ in 0..100 {
+            while let Some((port, _)) = sw.poll_transmit_owned(now) {
+                out.push(port);
+            }
+            match sw.poll_timeout() {
+                Some(t) => {
+                    now = t.max(now);
+                    sw.handle_timeout(now);
+                }
+                None => break,
+            }
+        }
+        assert_eq!(out, [0], "sent on these ports");
     }
 
     /// What a killed lab leaves is found by its names (netns::remove_stale): every name

@@ -17,6 +17,7 @@ use crate::config::{CLASSES, SwitchConfig};
 use crate::io::{Backend, KernelStats};
 use crate::switch::Switch;
 use crate::time::Nanos;
+use crate::wire::MacAddr;
 use std::io::Write;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +43,10 @@ pub struct SwitchOptions {
     pub interval: Option<Duration>,
     /// Serve Prometheus text on this listener ([`metrics::bind`]: loopback only).
     pub metrics: Option<Arc<TcpListener>>,
+    /// MAC addresses known from the start, each behind its port (static FDB entries, as
+    /// [`Switch::add_route`] makes them): a frame to one goes out of its port alone, never
+    /// flooded while the address is still to be learned. Empty: everything is learned.
+    pub static_macs: Vec<(MacAddr, usize)>,
 }
 
 /// How the run ended.
@@ -170,6 +175,15 @@ pub fn frame_mtu(cfg: &SwitchConfig) -> usize {
     cfg.ports.iter().map(|p| p.mtu).max().unwrap_or(9216) as usize + 18
 }
 
+/// The switch core `opts` describe: its configuration, and its static MAC addresses.
+pub fn core_of(opts: &SwitchOptions) -> Switch {
+    let mut switch = Switch::new(&opts.config);
+    for &(mac, port) in &opts.static_macs {
+        switch.add_route(mac, &[port]);
+    }
+    switch
+}
+
 /// Runs the switch until `stop` is raised, the duration passes, or a port fails. Summary
 /// lines go to `out`.
 pub fn run(
@@ -220,7 +234,7 @@ pub fn run_sampled_on(
     let owner = port_threads(ports.len(), threads);
     let thread_ports = threads_ports(ports.len(), threads);
     let shared = Arc::new(Mutex::new(Shared {
-        switch: Switch::new(&opts.config),
+        switch: core_of(opts),
         keeper: 0,
         kernel: vec![KernelStats::default(); ports.len()],
     }));
