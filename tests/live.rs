@@ -729,6 +729,32 @@ fn a_killed_switch_leaves_everything_removable() {
     );
 }
 
+/// Two `rocelab switch` processes on the same interfaces ran silently, and every frame was
+/// delivered twice. The second is refused, told the first one's pid.
+#[test]
+fn a_second_switch_on_the_same_interfaces_is_refused() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_second_switch_on_the_same_interfaces_is_refused") {
+        return;
+    }
+    let lab = Lab::new("dw", 2);
+    let config = switch_config(&lab, 1.0, &[]);
+    let first = lab.switch(&config, &[]);
+    let pid = first.id();
+    let second = lab.switch(&config, &[]).wait_with_output().unwrap();
+    let first = stop(first);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    assert!(!second.status.success());
+    let said = text(&second.stderr);
+    assert!(
+        said.contains(&format!(
+            "{} is already a port of another rocelab switch (pid {pid})",
+            lab.root_if(0)
+        )),
+        "{said}"
+    );
+}
+
 #[test]
 fn what_a_killed_run_left_is_removed_by_the_next() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -74,6 +74,9 @@ pub enum RuntimeError {
         "frame size {0}: give 62 or more, with (size - 58) a multiple of 4 (e.g. 62, 66, 1082)"
     )]
     FrameSize(usize),
+    /// An interface another rocelab switch has as a port.
+    #[error(transparent)]
+    Held(#[from] super::port_lock::Held),
     /// A thread of the run panicked (a bug: its message went to standard error).
     #[error("a {0} thread panicked")]
     ThreadPanicked(&'static str),

@@ -9,6 +9,7 @@
 pub mod endpoint;
 mod error;
 pub mod metrics;
+pub mod port_lock;
 pub mod ports;
 pub mod switch;
 pub mod traffic;

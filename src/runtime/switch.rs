@@ -214,7 +214,9 @@ pub fn run_sampled(
 }
 
 /// As [`run_sampled`], on `ports` opened beforehand (`opts.ifaces`, in that order, for
-/// frames up to [`frame_mtu`]).
+/// frames up to [`frame_mtu`]). Refused when another rocelab switch has one of the
+/// interfaces ([`port_lock`](super::port_lock)), which this one then holds until it
+/// returns.
 pub fn run_sampled_on(
     mut ports: Ports,
     opts: &SwitchOptions,
@@ -222,6 +224,7 @@ pub fn run_sampled_on(
     out: &mut dyn Write,
     mut sampler: Option<Sampler<'_, Switch>>,
 ) -> Result<SwitchOutcome, RuntimeError> {
+    let _locks = super::port_lock::PortLocks::take(&opts.ifaces)?;
     for (k, p) in opts.config.ports.iter().enumerate().take(ports.len()) {
         ports.emulate_link(k, p.bits_per_sec, p.cable);
     }
