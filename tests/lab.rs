@@ -84,6 +84,23 @@ fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
 
     let r = report(dir.path());
     assert_eq!(common::undocumented_keys("lab", &r), Vec::<String>::new());
+    // elapsed_s is how long the traffic ran: it ends when the last rank's last size does
+    // (seen by the hosts' thread), before the 300 ms the ranks then linger, the threads'
+    // ends and the teardown, which it once counted.
+    let last_end = r["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|h| h["sweep"].as_array().unwrap().iter())
+        .map(|s| s["span_ns"][1].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let traffic_ns = last_end - r["start_ns"].as_u64().unwrap();
+    let elapsed_ns = (r["elapsed_s"].as_f64().unwrap() * 1e9).round() as u64;
+    assert!(
+        (traffic_ns..traffic_ns + 300_000_000).contains(&elapsed_ns),
+        "elapsed_s {elapsed_ns} ns, the work ended {traffic_ns} ns after the start"
+    );
     let rows = r["allreduce"].as_array().unwrap();
     assert_eq!(rows.len(), 3, "8K, 64K, 512K");
     for row in rows {

@@ -109,18 +109,24 @@ pub struct HostOutcome {
     pub paused_ns: u64,
 }
 
-/// What the hosts' thread gives back: every host, their tracks, when they started, and
-/// how the thread fared.
-type HostsResult = Result<
-    (
-        Vec<HostOutcome>,
-        Vec<Track>,
-        Nanos,
-        ThreadStats,
-        Vec<Inflow>,
-    ),
-    LabError,
->;
+/// What the hosts' thread gives back.
+struct HostsDone {
+    /// Every host.
+    hosts: Vec<HostOutcome>,
+    /// Their time series.
+    tracks: Vec<Track>,
+    /// When they started, on the lab's clock.
+    start: Nanos,
+    /// When the last of the hosts whose work the lab waits for (ranks, incast senders)
+    /// finished it; `None` if one did not.
+    work_end: Option<Nanos>,
+    /// How the thread fared.
+    thread: ThreadStats,
+    /// What r0 received from each sender.
+    into_r0: Vec<Inflow>,
+}
+
+type HostsResult = Result<HostsDone, LabError>;
 
 /// A lab that could not be built or run through.
 #[derive(Debug, thiserror::Error)]
@@ -159,7 +165,9 @@ pub struct LabOutcome {
     pub allreduce: Vec<AllReduceResult>,
     /// The switch's and the hosts' time series, sampled about every `sample_every`.
     pub series: Series,
-    /// How long the traffic ran.
+    /// How long the traffic ran: from the hosts' start to the end of the work they wait
+    /// for, as they timed it (or to the stop, when it did not finish); the lingering, the
+    /// threads' ends and the teardown after it are not counted.
     pub elapsed: Duration,
     /// Stopped by Ctrl-C / SIGTERM or the limit before the work finished.
     pub interrupted: bool,
@@ -356,10 +364,7 @@ pub fn run(
     };
 
     // Wait for the work: the ranks (or the incast senders); background senders stop then.
-    let primary: Vec<usize> = match opts.workload {
-        Workload::Ring | Workload::RingIncast => (0..opts.ranks).collect(),
-        Workload::Incast => (1..opts.ranks).collect(),
-    };
+    let primary = primary_hosts(opts);
     let deadline = Instant::now() + opts.limit;
     let mut streamed = 0;
     let finished = || {
@@ -409,17 +414,28 @@ pub fn run(
     // Not finished is interrupted, however the loop ended: Ctrl-C, the lab's limit, or
     // the hosts' own limit (which stops their thread).
     let interrupted = !finished();
+    let stopped_at = since(t0);
     hosts_stop.store(true, Ordering::Relaxed);
     let hosts_out = hosts_thread.join().map_err(|_| LabError::HostsPanicked);
     switch_stop.store(true, Ordering::Relaxed);
     let switch_out = switch_thread.join().map_err(|_| LabError::SwitchPanicked);
     net.remove();
-    let (hosts, mut tracks, start, hosts_thread, into_r0) = hosts_out??;
+    let HostsDone {
+        hosts,
+        mut tracks,
+        start,
+        work_end,
+        thread: hosts_thread,
+        into_r0,
+    } = hosts_out??;
     let (sw_out, rec) = switch_out??;
     if let Some(e) = sw_out.error {
         return Err(LabError::Switch(e));
     }
-    let elapsed = t0.elapsed().saturating_sub(Duration::from_nanos(start.0));
+    // How long the traffic ran: to the end of the work as the hosts timed it, or to the
+    // stop; not the lingering, the joins and the teardown after it.
+    let end = work_end.filter(|_| !interrupted).unwrap_or(stopped_at);
+    let elapsed = Duration::from_nanos(end.0.saturating_sub(start.0));
     let allreduce = table(opts, &hosts);
     // The rows the loop above did not print: the last ones, and those that never finished.
     let streamed = status.stream_rows(streamed, progress);
@@ -762,6 +778,11 @@ fn hosts(
     // Every host stops when the lab says so, or once all are done.
     let outs = live::run_hosts(&run, hosts, ports, stop, Some(sampler))?;
     let thread = outs.first().map(|o| o.thread).unwrap_or_default();
+    let work_end = primary_hosts(opts)
+        .into_iter()
+        .map(|i| outs.get(i).and_then(|o| o.done_at))
+        .collect::<Option<Vec<Nanos>>>()
+        .and_then(|ends| ends.into_iter().max());
     // Incast: the whole run is the window.
     let r0_end = outs.first().map(|o| received_per_peer(&o.endpoint, o.end));
     let whole_run = r0_end.map_or_else(Vec::new, |to| inflows(&to, &[], &names));
@@ -807,7 +828,23 @@ fn hosts(
             }
         })
         .collect();
-    Ok((hosts, tracks, start, thread, into_r0))
+    Ok(HostsDone {
+        hosts,
+        tracks,
+        start,
+        work_end,
+        thread,
+        into_r0,
+    })
+}
+
+/// The hosts whose work the lab waits for: the ranks, or the incast's senders (the
+/// background senders of ring-incast run until the ring is done).
+fn primary_hosts(opts: &LabOptions) -> Vec<usize> {
+    match opts.workload {
+        Workload::Ring | Workload::RingIncast => (0..opts.ranks).collect(),
+        Workload::Incast => (1..opts.ranks).collect(),
+    }
 }
 
 /// Time since `t0`, as the cores count it.
