@@ -39,7 +39,11 @@ pub struct SwitchOptions {
     pub busy_poll: bool,
     /// Stop after this long.
     pub duration: Option<Duration>,
-    /// Print a summary line this often.
+    /// Print a summary line this often. Its deepest queue is the deepest since the line
+    /// before, read as a time-series recorder reads it
+    /// ([`SwitchProbe::queue_peak_bytes`](crate::series::SwitchProbe::queue_peak_bytes)),
+    /// which starts the next interval: a sampler that records queue peaks and this line do
+    /// not go together (the lab has no line).
     pub interval: Option<Duration>,
     /// Serve Prometheus text on this listener ([`metrics::bind`]: loopback only).
     pub metrics: Option<Arc<TcpListener>>,
@@ -574,13 +578,15 @@ fn rate(frames: u64, bytes: u64, secs: f64) -> String {
     )
 }
 
-/// One line: rates since the last line, the deepest queue now, PFC, marks and drops.
+/// One line: rates since the last line, the deepest any queue got since the last line
+/// (each queue's peak, read and restarted here), PFC, marks and drops.
 fn summary_line(sw: &Switch, last: &Totals, now: &Totals, at: Duration, span: Duration) -> String {
+    use crate::series::SwitchProbe as _;
     let secs = span.as_secs_f64().max(1e-9);
     let mut deepest = (0u64, String::new());
     for p in 0..sw.port_count() {
         for q in 0..CLASSES {
-            let b = sw.queue_bytes(p, q);
+            let b = sw.queue_peak_bytes(p, q);
             if b > deepest.0 {
                 deepest = (b, format!(" ({} q{q})", sw.config().ports[p].name));
             }
@@ -611,6 +617,44 @@ fn summary_line(sw: &Switch, last: &Totals, now: &Totals, at: Duration, span: Du
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line's "queue max" was the depth at the instant the line was made, 0 whenever
+    /// the queues had drained by then, though the README calls it the deepest queue. It is
+    /// the deepest since the line before.
+    #[test]
+    fn the_interval_line_gives_the_deepest_queue_since_the_last_line() {
+        let mut cfg = SwitchConfig::preset("default").unwrap();
+        cfg.ports = vec![cfg.port_or_default("p0"), cfg.port_or_default("p1")];
+        let mut sw = Switch::new(&cfg);
+        // Ten 60-byte frames from p1 at once, to an address not learned: all flooded to
+        // p0, the only other port, where they queue behind its shaper: 600 B at most.
+        let mut frame = vec![0u8; 60];
+        frame[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xa]);
+        frame[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xb]);
+        frame[12..14].copy_from_slice(&[0x88, 0xb5]);
+        for _ in 0..10 {
+            sw.handle_frame(Nanos::ZERO, 1, &frame);
+        }
+        let mut now = Nanos::ZERO;
+        loop {
+            while sw.poll_transmit_owned(now).is_some() {}
+            match sw.poll_timeout() {
+                Some(t) => {
+                    now = t.max(now);
+                    sw.handle_timeout(now);
+                }
+                None => break,
+            }
+        }
+        assert_eq!(sw.queue_bytes(0, 0), 0, "drained before the line");
+        let totals = Totals::of(&sw);
+        let second = Duration::from_secs(1);
+        let line = summary_line(&sw, &Totals::default(), &totals, second, second);
+        assert!(line.contains("queue max 600 B (p0 q0)"), "{line}");
+        // The next line starts from there: nothing queued since.
+        let line = summary_line(&sw, &totals, &totals, 2 * second, second);
+        assert!(line.contains("queue max 0 B "), "{line}");
+    }
 
     #[test]
     fn ports_are_dealt_to_threads_in_turn() {
