@@ -166,9 +166,30 @@ fn not_a_capture_and_missing_file_are_clear_errors() {
 
 #[test]
 fn live_commands_check_their_arguments_before_touching_the_network() {
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["switch", "--port", "p0"], "expected NAME=IFNAME"),
         (&["switch", "--port", "p0=lo"], "loopback interface"),
+        // `traffic send` on lo was accepted while `switch` refused it as a port.
+        (
+            &[
+                "traffic",
+                "send",
+                "--iface",
+                "lo",
+                "--dst-mac",
+                "02:00:00:00:00:02",
+            ],
+            "--iface lo: lo is a loopback interface",
+        ),
+        // A line each 0.1 µs was accepted (200,000 lines a second); 0 is none.
+        (
+            &["switch", "--port", "p0=a", "--interval", "0.0000001"],
+            "--interval 0.0000001: give at least 0.01 s",
+        ),
+        (
+            &["switch", "--port", "p0=a", "--interval", "0.009"],
+            "give at least 0.01 s",
+        ),
         (
             &["switch", "--port", "p0=a", "--cores", "0,0"],
             "listed twice",

@@ -355,6 +355,19 @@ pub fn parse_mac(flag: &str, s: &str) -> Result<MacAddr> {
         .with_context(|| format!("{flag} {s}: give a MAC address like 02:00:c6:12:00:01"))
 }
 
+/// Refuses a loopback interface (ARPHRD_LOOPBACK, type 772) where an Ethernet port is
+/// wanted: it has no Ethernet peer, and every frame sent on it comes back in. `what` is
+/// the flag as given (`--port p0=lo`, `--iface lo`).
+pub fn not_loopback(what: &str, iface: &str) -> Result<()> {
+    let kind = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"));
+    if kind.is_ok_and(|k| k.trim() == "772") {
+        anyhow::bail!(
+            "{what}: {iface} is a loopback interface, not an Ethernet port; give a veth or a NIC"
+        );
+    }
+    Ok(())
+}
+
 /// The MAC address of an interface in this network namespace.
 pub fn interface_mac(iface: &str) -> Result<MacAddr> {
     let path = format!("/sys/class/net/{iface}/address");

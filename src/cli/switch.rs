@@ -30,7 +30,7 @@ pub struct Args {
     /// Stop after this many seconds (default: run until Ctrl-C or SIGTERM).
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
-    /// Print a summary line this often, in seconds (0: none).
+    /// Print a summary line this often, in seconds: 0.01 or more, or 0 for none.
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     interval: f64,
     /// Write the final counters (and kernel drop counts) as JSON (`-`: standard output,
@@ -48,8 +48,20 @@ pub struct Args {
     counters: Counters,
 }
 
+/// The shortest `--interval` between summary lines: one each 0.1 µs once printed 200,000
+/// lines a second.
+const MIN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Runs `rocelab switch`.
 pub fn run(args: Args) -> Result<()> {
+    let interval = seconds("--interval", args.interval)?;
+    if !interval.is_zero() && interval < MIN_INTERVAL {
+        anyhow::bail!(
+            "--interval {}: give at least {} s (a line every 10 ms is 100 a second), or 0 for no lines",
+            args.interval,
+            MIN_INTERVAL.as_secs_f64()
+        );
+    }
     let mut config = args.switch.load(Preset::Default)?;
     let inputs: Vec<&std::path::Path> = args.switch.config.iter().map(|p| p.as_path()).collect();
     let stats = JsonReport::create(args.stats_json.as_deref(), &inputs)?;
@@ -63,13 +75,7 @@ pub fn run(args: Args) -> Result<()> {
         if ifaces.iter().any(|i: &String| i == iface) {
             anyhow::bail!("--port {spec}: interface {iface} is already a port");
         }
-        // ARPHRD_LOOPBACK: no Ethernet peer, and every frame sent comes back in.
-        let kind = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"));
-        if kind.is_ok_and(|k| k.trim() == "772") {
-            anyhow::bail!(
-                "--port {spec}: {iface} is a loopback interface, not an Ethernet port; give a veth or a NIC"
-            );
-        }
+        super::not_loopback(&format!("--port {spec}"), iface)?;
         names.push(name);
         ifaces.push(iface.to_owned());
     }
@@ -89,7 +95,7 @@ pub fn run(args: Args) -> Result<()> {
             .duration
             .map(|d| seconds("--duration", d))
             .transpose()?,
-        interval: Some(seconds("--interval", args.interval)?).filter(|d| !d.is_zero()),
+        interval: Some(interval).filter(|d| !d.is_zero()),
         // Bound now: an address in use stops the run before any port is opened.
         metrics: args
             .metrics

@@ -79,6 +79,8 @@ pub fn run(args: Args) -> Result<()> {
             pps,
             count,
         } => {
+            // As `switch` refuses it for a port.
+            super::not_loopback(&format!("--iface {iface}"), &iface)?;
             if dscp > 63 {
                 anyhow::bail!("--dscp {dscp}: DSCPs are 0-63");
             }
