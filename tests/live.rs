@@ -755,6 +755,51 @@ fn a_second_switch_on_the_same_interfaces_is_refused() {
     );
 }
 
+/// `endpoint --json` was written when the run failed, while docs/limits.md said outputs
+/// are put in place only on success. A failed rank's report is kept, and says why.
+#[test]
+fn a_failed_endpoint_reports_how_far_it_got_and_why() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_failed_endpoint_reports_how_far_it_got_and_why") {
+        return;
+    }
+    // No switch: what rank 0 sends to rank 1 goes nowhere, and it never finishes.
+    let lab = Lab::new("ef", 2);
+    let report = lab.path("ep0.json");
+    let out = lab
+        .endpoint(
+            0,
+            &[
+                "--mode",
+                "send",
+                "--to",
+                "1",
+                "--bytes",
+                "1M",
+                "--limit",
+                "0.3",
+                "--json",
+                report.to_str().unwrap(),
+            ],
+        )
+        .wait_with_output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("not finished before --limit"),
+        "{}",
+        text(&out.stderr)
+    );
+    let r = json(&report);
+    assert_eq!(r["done"], false);
+    assert_eq!(r["error"], "not finished before --limit");
+    assert!(r["counters"]["data_packets_sent"].as_u64().unwrap() > 0);
+    assert_eq!(
+        common::undocumented_keys("endpoint", &r),
+        Vec::<String>::new()
+    );
+}
+
 #[test]
 fn what_a_killed_run_left_is_removed_by_the_next() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -89,7 +89,7 @@ pub struct Args {
     #[arg(long)]
     cores: Option<CoreList>,
     /// Write what happened as JSON (`-`: standard output, the text then going to
-    /// standard error).
+    /// standard error), also when the run fails or is stopped: `done` and `error` say so.
     #[arg(long = "json", alias = "report", value_name = "FILE")]
     report: Option<PathBuf>,
 }
@@ -264,24 +264,35 @@ pub fn run(args: Args) -> Result<()> {
         counters.pauses_received + counters.link_pauses_received,
         outcome.kernel.drops
     );
+    // The report is that of the run however it ended: a rank that failed or was stopped
+    // says how far it got and why (docs/limits.md); it is the record to look at when
+    // one rank of several did not finish.
+    let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
+    let failure = if let Some(e) = &outcome.error {
+        Some(format!("stopped: {e}"))
+    } else if args.mode != Mode::Receive && !outcome.app.done() {
+        Some(if runtime::stopped(&stop) {
+            "interrupted (Ctrl-C or SIGTERM) before the work finished".to_owned()
+        } else {
+            "not finished before --limit".to_owned()
+        })
+    } else if wrong > 0 {
+        Some(format!("{wrong} values differ from the expected sum"))
+    } else {
+        None
+    };
     report.write(&rocelab::report::document(
         "endpoint",
         serde_json::json!({
             "rank": args.rank, "mode": args.mode.name(), "done": outcome.app.done(),
+            "error": failure,
             "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
             "thread": outcome.thread,
             "config": rocelab::report::configs(None, Some(&cfg)),
         }),
     ))?;
-    if let Some(e) = outcome.error {
-        return Err(anyhow::Error::new(e).context("stopped"));
+    match failure {
+        Some(why) => Err(anyhow::anyhow!(why)),
+        None => Ok(()),
     }
-    if args.mode != Mode::Receive && !outcome.app.done() {
-        anyhow::bail!("not finished before --limit or a stop signal");
-    }
-    let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
-    if wrong > 0 {
-        anyhow::bail!("{wrong} values differ from the expected sum");
-    }
-    Ok(())
 }
