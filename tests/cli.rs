@@ -248,6 +248,47 @@ fn live_commands_check_their_arguments_before_touching_the_network() {
     );
 }
 
+/// `--start-at` far ahead said "is 18446744073.71 s from now": the wait, in ns, saturated.
+#[test]
+fn an_endpoint_start_far_ahead_is_refused_with_the_real_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let peers = dir.path().join("peers.toml");
+    // lo's MAC is all zeros: rank 0 on lo passes the MAC check, no root needed.
+    std::fs::write(&peers, "[[peer]]\nrank = 0\nmac = \"00:00:00:00:00:00\"\nip = \"198.18.0.1\"\nqpn = 256\n[[peer]]\nrank = 1\nmac = \"02:00:00:00:00:02\"\nip = \"198.18.0.2\"\nqpn = 512\n").unwrap();
+    let at_ms = 99_999_999_999_999u64;
+    let out = rocelab(&[
+        "endpoint",
+        "--iface",
+        "lo",
+        "--peers",
+        peers.to_str().unwrap(),
+        "--rank",
+        "0",
+        "--start-at",
+        &at_ms.to_string(),
+    ]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // Julian years of 365.25 days.
+    let years = (at_ms / 1000 - now_s) / 31_557_600;
+    let said: u64 = err
+        .split("from now")
+        .next()
+        .and_then(|head| head.strip_suffix(" years "))
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no wait in years: {err}"));
+    assert!(
+        said.abs_diff(years) <= 1,
+        "{said} years, not {years}: {err}"
+    );
+    assert!(err.contains("past --limit (60 s)"), "{err}");
+}
+
 #[test]
 fn one_vocabulary_config_list_positional_scenarios_and_lab_names() {
     // `config list` names every preset `config show` takes.

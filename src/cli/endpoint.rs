@@ -94,6 +94,20 @@ pub struct Args {
     report: Option<PathBuf>,
 }
 
+/// How far off `wait` is, as a reader takes it in: "2.5 s", "3 h 20 min", "3171 years".
+fn far(wait: std::time::Duration) -> String {
+    let secs = wait.as_secs();
+    const DAY: u64 = 24 * 3600;
+    const YEAR: u64 = 365 * DAY + DAY / 4;
+    match secs {
+        0..60 => format!("{:.3} s", wait.as_secs_f64()),
+        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
+        3600..DAY => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
+        DAY..YEAR => format!("{} days {} h", secs / DAY, secs % DAY / 3600),
+        _ => format!("{} years", secs / YEAR),
+    }
+}
+
 /// Runs `rocelab endpoint`.
 pub fn run(args: Args) -> Result<()> {
     let report = JsonReport::create(args.report.as_deref(), &[&args.peers])?;
@@ -137,15 +151,17 @@ pub fn run(args: Args) -> Result<()> {
                     now_ms - ms
                 );
             }
-            let wait = Nanos(ms.saturating_sub(now_ms).saturating_mul(1_000_000));
-            if std::time::Duration::from_nanos(wait.0) >= seconds("--limit", args.limit)? {
+            // In ms, as given: in ns, a time more than 584 years away does not fit.
+            let wait = std::time::Duration::from_millis(ms.saturating_sub(now_ms));
+            if wait >= seconds("--limit", args.limit)? {
                 anyhow::bail!(
                     "--start-at {ms} is {} from now, past --limit ({} s): the run would end before it starts; give a nearer time (ms since the Unix epoch) or a longer --limit",
-                    wait.human(),
+                    far(wait),
                     args.limit
                 );
             }
-            wait
+            // Below --limit (at most 1e9 s): it fits.
+            Nanos(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX))
         }
         None => Nanos::ZERO,
     };
