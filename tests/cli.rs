@@ -248,6 +248,26 @@ fn live_commands_check_their_arguments_before_touching_the_network() {
     );
 }
 
+/// `lab` without iproute2 told root to run it with sudo. Root is told what is missing;
+/// anyone else to be root first.
+#[test]
+fn lab_without_iproute2_says_what_is_missing_and_suggests_sudo_only_to_others() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .arg("lab")
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(err.contains("`ip` (iproute2) is not installed"), "{err}");
+        assert!(!err.contains("sudo"), "{err}");
+    } else {
+        assert!(err.contains("run `sudo rocelab lab`"), "{err}");
+    }
+}
+
 /// `--start-at` far ahead said "is 18446744073.71 s from now": the wait, in ns, saturated.
 #[test]
 fn an_endpoint_start_far_ahead_is_refused_with_the_real_wait() {

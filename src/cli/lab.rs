@@ -102,7 +102,15 @@ pub struct Args {
 
 /// Runs `rocelab lab`.
 pub fn run(args: Args) -> Result<()> {
-    rocelab::lab::netns::can_make_namespaces().context("run `sudo rocelab lab` (or as root)")?;
+    use rocelab::lab::netns::Unavailable;
+    match rocelab::lab::netns::can_make_namespaces() {
+        Ok(()) => {}
+        Err(e @ Unavailable::NotRoot) => {
+            return Err(anyhow::Error::new(e).context("run `sudo rocelab lab` (or as root)"));
+        }
+        // Root already: sudo would not help.
+        Err(e @ Unavailable::NoIproute) => return Err(anyhow::Error::new(e).context("rocelab lab")),
+    }
     if !(2..=64).contains(&args.ranks) {
         anyhow::bail!("--ranks {}: give 2 to 64", args.ranks);
     }
