@@ -324,6 +324,11 @@ fn without_pfc_an_incast_drops_and_go_back_n_keeps_the_allreduce_right() {
         .sum();
     assert!(drops > 0, "the lossy class must drop under incast");
     assert_eq!(pfc, 0, "PFC is off");
+    // The story no longer says the lossless class lost nothing when there is none.
+    assert!(
+        stdout.contains("loss: no class is lossless here (no PFC priority)"),
+        "{stdout}"
+    );
     // The switch knows every host from the start: the background senders' ports carry
     // only the ACKs and CNPs r0 sends them (under 100 B a frame), never a 4 KB data frame
     // flooded while r0's or r1's address was still to be learned.
