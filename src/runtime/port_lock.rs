@@ -26,10 +26,28 @@ pub struct Held {
     pub holder: String,
 }
 
-/// Held locks on interfaces, let go when dropped.
+/// Held locks on interfaces, let go when dropped, their files removed.
 #[derive(Debug, Default)]
 pub struct PortLocks {
-    files: Vec<File>,
+    held: Vec<HeldFile>,
+}
+
+/// One lock: its file, open and locked, and where it is.
+#[derive(Debug)]
+struct HeldFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl Drop for HeldFile {
+    /// Removes the file while still holding its lock (one is made per interface index, and
+    /// the lab's veths take new indices every run): a process that opened it meanwhile
+    /// finds it gone once it has the lock, and makes a new one (see [`lock_file`]).
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        // The lock goes when `file` closes, after this.
+        let _ = &self.file;
+    }
 }
 
 impl PortLocks {
@@ -46,8 +64,9 @@ impl PortLocks {
             let Some(index) = if_index(iface) else {
                 continue;
             };
-            if let Some(file) = lock_file(&path_in(Path::new(LOCK_DIR), netns, index), iface)? {
-                locks.files.push(file);
+            let path = path_in(Path::new(LOCK_DIR), netns, index);
+            if let Some(file) = lock_file(&path, iface)? {
+                locks.held.push(HeldFile { file, path });
             }
         }
         Ok(locks)
@@ -55,18 +74,39 @@ impl PortLocks {
 
     /// How many interfaces are locked.
     pub fn len(&self) -> usize {
-        self.files.len()
+        self.held.len()
     }
 
     /// True when none is.
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
+        self.held.is_empty()
     }
 }
 
 /// The lock of `path`, for `iface`, with this process's id written in it; `None` when the
 /// file cannot be made or locked (no lock is taken then), [`Held`] when another holds it.
+/// A file its holder removed as this one waited for it is not the lock any more: it is
+/// made again.
 fn lock_file(path: &Path, iface: &str) -> Result<Option<File>, Held> {
+    for _ in 0..16 {
+        match lock_once(path, iface)? {
+            Some(file) => {
+                let same = std::fs::metadata(path)
+                    .ok()
+                    .zip(file.metadata().ok())
+                    .is_some_and(|(p, f)| p.dev() == f.dev() && p.ino() == f.ino());
+                if same {
+                    return Ok(Some(file));
+                }
+            }
+            None => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// One attempt of [`lock_file`].
+fn lock_once(path: &Path, iface: &str) -> Result<Option<File>, Held> {
     if let Some(dir) = path.parent()
         && std::fs::create_dir_all(dir).is_err()
     {
@@ -155,6 +195,22 @@ mod tests {
         );
         drop(first);
         assert!(lock_file(&path, "veth7").unwrap().is_some());
+    }
+
+    /// A lock file was left behind for every interface index ever used (the lab's veths
+    /// take new ones every run): a holder removes it as it lets go.
+    #[test]
+    fn a_lock_let_go_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_in(dir.path(), 1, 2);
+        let file = lock_file(&path, "veth2").unwrap().expect("locked");
+        let held = HeldFile {
+            file,
+            path: path.clone(),
+        };
+        assert!(path.exists());
+        drop(held);
+        assert!(!path.exists());
     }
 
     #[test]
