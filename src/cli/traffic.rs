@@ -79,8 +79,7 @@ pub fn run(args: Args) -> Result<()> {
             pps,
             count,
         } => {
-            // As `switch` refuses it for a port.
-            super::not_loopback(&format!("--iface {iface}"), &iface)?;
+            // The values first, then the interface (as `switch` refuses it for a port).
             if dscp > 63 {
                 anyhow::bail!("--dscp {dscp}: DSCPs are 0-63");
             }
@@ -89,6 +88,7 @@ pub fn run(args: Args) -> Result<()> {
             {
                 anyhow::bail!("--pps {p}: give 0.001 to 1e9 frames per second");
             }
+            super::not_loopback(&format!("--iface {iface}"), &iface)?;
             let spec = traffic::SendSpec {
                 dst_mac: parse_mac("--dst-mac", &dst_mac)?,
                 src_mac: match src_mac {
