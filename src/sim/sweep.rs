@@ -63,6 +63,13 @@ impl Grid {
             if grid.keys.iter().any(|k| k == key) {
                 return Err(bad("this key is already in the grid"));
             }
+            // Each run's seed is the sweep's (--seed, --seeds): a grid of seeds would be
+            // overwritten by it, run after run.
+            if key == "seed" {
+                return Err(bad(
+                    "the sweep sets each run's seed: give --seed FIRST and --seeds N instead",
+                ));
+            }
             let values = split_values(list);
             if values.is_empty() || values.iter().any(String::is_empty) {
                 return Err(bad("give at least one value, none empty"));
@@ -322,6 +329,9 @@ mod tests {
         // The same value twice ran the same point twice, in two rows.
         let e = Grid::parse(&args(&["topology.link_gbps=10,25,10"])).unwrap_err();
         assert!(e.to_string().contains("10 is given twice"), "{e}");
+        // The sweep sets every run's seed: a grid of seeds was silently overwritten.
+        let e = Grid::parse(&args(&["seed=1,2"])).unwrap_err();
+        assert!(e.to_string().contains("--seeds"), "{e}");
     }
 
     #[test]
