@@ -71,7 +71,8 @@ pub struct Args {
     headroom_ms: f64,
     /// Write report.json, series.csv, queues.svg, rates.svg, pauses.svg and pgs.svg here
     /// (as `sim --out`; `--report` is the older name); the story writes a folder per part
-    /// (DIR/ring, DIR/ring-incast). A failed or interrupted part writes nothing.
+    /// (DIR/ring, DIR/ring-incast). A failed or interrupted part writes nothing, and no
+    /// later part runs.
     #[arg(long = "out", visible_alias = "report", value_name = "DIR")]
     report: Option<PathBuf>,
     /// Socket backend: mmap (a receive ring and batched sends) or pnet (pnet's channel,
