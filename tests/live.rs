@@ -456,6 +456,13 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     }
     let lab = Lab::new("ic", 3);
     let config = pressure_config(&lab);
+    // The receiver's port at half the senders' rate: congested (CE, then PFC) even when a
+    // loaded machine slows both senders well below their 1 Gb/s. At 1 Gb/s out, two
+    // senders starved to 385 Mb/s each (the three tshark captures take the CPUs) did not
+    // fill it, and no PFC fired (3 runs of 8 today).
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml.push_str("\n[[ports]]\nname = \"p2\"\nspeed_gbps = 0.5\n");
+    std::fs::write(&config, toml).unwrap();
     let stats = lab.path("stats.json");
     let sw = lab.switch(&config, &["--json", stats.to_str().unwrap()]);
     let pcaps: Vec<PathBuf> = (0..3).map(|i| lab.path(&format!("h{i}.pcapng"))).collect();
@@ -539,8 +546,8 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
         );
         assert!(stdout.contains(&format!("sent {bytes} bytes")), "{stdout}");
         // The transfer's time, not the time since the process started (which counts the
-        // wait for --start-at, 2 s): 4 MB at 0.5-1 Gb/s takes 32-64 ms, longer if
-        // resends stretch it, never seconds.
+        // wait for --start-at, 2 s): 4 MB each through a 0.5 Gb/s port takes 64-128 ms,
+        // longer if resends stretch it, never seconds.
         let took = stdout
             .split(&format!("sent {bytes} bytes in "))
             .nth(1)
