@@ -59,6 +59,7 @@ impl PortLocks {
         let Some(netns) = netns_id() else {
             return Ok(PortLocks::default());
         };
+        sweep_stale(Path::new(LOCK_DIR), netns, index_exists);
         let mut locks = PortLocks::default();
         for iface in ifaces {
             let Some(index) = if_index(iface) else {
@@ -149,6 +150,55 @@ fn lock_once(path: &Path, iface: &str) -> Result<Option<File>, Held> {
     Ok(Some(file))
 }
 
+/// Removes the lock files under `dir` of namespace `netns` whose interface is gone
+/// (`exists` says it is not), which a switch killed with SIGKILL could not remove: each is
+/// locked first and removed while held, as a holder removes its own, and one still held is
+/// left alone. A file of an interface that exists is never touched, so a switch taking
+/// its lock meanwhile is not disturbed; interface indices are not reused.
+fn sweep_stale(dir: &Path, netns: u64, exists: impl Fn(u32) -> bool) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!("switch-net{netns}-if");
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(index) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|n| n.strip_suffix(".lock"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if exists(index) {
+            continue;
+        }
+        let Ok(file) = File::open(&path) else {
+            continue;
+        };
+        // SAFETY: flock on a descriptor `file` owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            continue;
+        }
+        let same = std::fs::metadata(&path)
+            .ok()
+            .zip(file.metadata().ok())
+            .is_some_and(|(p, f)| p.dev() == f.dev() && p.ino() == f.ino());
+        if same {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// Whether interface index `index` exists in the calling thread's network namespace.
+fn index_exists(index: u32) -> bool {
+    let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
+    // SAFETY: a buffer of IF_NAMESIZE bytes, as if_indextoname requires; it returns NULL
+    // for an unknown index.
+    !unsafe { libc::if_indextoname(index, name.as_mut_ptr()) }.is_null()
+}
+
 /// The calling thread's network namespace, as its inode number.
 fn netns_id() -> Option<u64> {
     std::fs::metadata("/proc/thread-self/ns/net")
@@ -211,6 +261,34 @@ mod tests {
         assert!(path.exists());
         drop(held);
         assert!(!path.exists());
+    }
+
+    /// A switch killed with SIGKILL left its lock files (the kernel lets the lock go, not
+    /// the file): two more per run of the live tests. The next switch removes those of
+    /// interfaces that are gone and nobody holds, and leaves the others.
+    #[test]
+    fn lock_files_of_gone_interfaces_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let netns = 4026531840;
+        let stale = path_in(dir.path(), netns, 10);
+        std::fs::write(&stale, "1 gone0\n").unwrap();
+        let alive = path_in(dir.path(), netns, 11);
+        std::fs::write(&alive, "1 veth11\n").unwrap();
+        let held_path = path_in(dir.path(), netns, 12);
+        let held = lock_file(&held_path, "gone12").unwrap().expect("locked");
+        let other_netns = path_in(dir.path(), netns + 1, 13);
+        std::fs::write(&other_netns, "1 veth13\n").unwrap();
+        let mine = dir.path().join("notes.txt");
+        std::fs::write(&mine, "a user's file").unwrap();
+        sweep_stale(dir.path(), netns, |index| index == 11);
+        assert!(!stale.exists(), "gone and unheld: removed");
+        assert!(alive.exists(), "its interface exists");
+        assert!(held_path.exists(), "still held");
+        assert!(other_netns.exists(), "another namespace's");
+        assert!(mine.exists());
+        drop(held);
+        assert!(index_exists(1), "lo is index 1");
+        assert!(!index_exists(u32::MAX));
     }
 
     #[test]
