@@ -792,19 +792,19 @@ fn buffers(
         let applied = bound
             .iter()
             .max_by_key(|(_, pr, _)| pr.xoff.unwrap_or(0))
-            .map(|(_, pr, _)| pr.name.clone());
+            .map(|(_, pr, _)| pr);
         let mut short: Vec<(&str, u64, Vec<String>)> = Vec::new();
-        let checked = bound.iter().map(|(port, pr, _)| (port.as_str(), pr)).chain(
-            applied
-                .iter()
-                .flat_map(|a| bound.iter().find(|(_, pr, _)| pr.name == *a))
-                .flat_map(|(_, pr, _)| {
-                    ports
-                        .iter()
-                        .filter(|q| !bound.iter().any(|(b, _, _)| *b == q.name))
-                        .map(move |q| (q.name.as_str(), pr))
-                }),
-        );
+        let unbound = ports
+            .iter()
+            .filter(|q| !bound.iter().any(|(b, _, _)| *b == q.name));
+        let applied_to_unbound = applied
+            .map(|pr| unbound.map(move |q| (q.name.as_str(), pr)))
+            .into_iter()
+            .flatten();
+        let checked = bound
+            .iter()
+            .map(|(port, pr, _)| (port.as_str(), pr))
+            .chain(applied_to_unbound);
         for (port, pr) in checked {
             let Some(xoff) = pr.xoff else { continue };
             let Some(p) = ports.iter().find(|p| p.name == port) else {
@@ -838,7 +838,7 @@ fn buffers(
                 "headroom {xoff} B is below what its ports need ({}; 2 x MTU + 2 x cable delay x rate + the PFC frame + the peer's response): frames in flight after XOFF are dropped",
                 list.join(", ")
             );
-            if applied.as_deref() == Some(name) {
+            if applied.is_some_and(|a| a.name == name) {
                 w.warn_instead_of(format!("pg.{p}.headroom_bytes"), source, message);
             } else {
                 w.warn(source, message);
