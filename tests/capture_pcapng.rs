@@ -175,6 +175,22 @@ fn tshark_view(path: &std::path::Path) -> Vec<View> {
 }
 
 /// Every frame as rocelab reads it, and how many it skipped.
+/// `rocelab inspect --json` of `path`: its lines, each a JSON object.
+fn inspect_json(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let mut json = Vec::new();
+    rocelab::inspect::run(
+        std::fs::File::open(path).unwrap(),
+        &mut json,
+        rocelab::inspect::Output::Json,
+    )
+    .unwrap();
+    String::from_utf8(json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn rocelab_view(path: &std::path::Path) -> (Vec<View>, u64) {
     let mut r = CaptureReader::open(path).unwrap();
     let mut out = Vec::new();
@@ -276,17 +292,8 @@ fn frames_after_a_skipped_interface_keep_tsharks_numbers() {
     assert_eq!(skipped, 1);
     let numbers: Vec<u64> = ours.iter().map(|f| f.0).collect();
     assert_eq!(numbers, [1, 3, 4, 5]);
-    let mut json = Vec::new();
-    rocelab::inspect::run(
-        std::fs::File::open(&path).unwrap(),
-        &mut json,
-        rocelab::inspect::Output::Json,
-    )
-    .unwrap();
-    let indices: Vec<u64> = String::from_utf8(json)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    let indices: Vec<u64> = inspect_json(&path)
+        .iter()
         .filter_map(|v| v["index"].as_u64())
         .collect();
     assert_eq!(indices, [1, 3, 4, 5]);
@@ -347,18 +354,7 @@ fn a_simple_packet_block_has_no_time() {
     assert_eq!(times, ["", "0.000000000", "", "0.880000000", ""], "{table}");
     assert!(table.contains("over 0.880000000 s"), "{table}");
 
-    let mut json = Vec::new();
-    rocelab::inspect::run(
-        std::fs::File::open(&path).unwrap(),
-        &mut json,
-        rocelab::inspect::Output::Json,
-    )
-    .unwrap();
-    let lines: Vec<serde_json::Value> = String::from_utf8(json)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = inspect_json(&path);
     assert!(lines[0]["ts"].is_null() && lines[0]["ts_ns"].is_null());
     assert_eq!(lines[1]["ts"], "1700000000.123456000");
 
