@@ -27,6 +27,7 @@ pub mod fault;
 pub mod flow;
 pub mod flows;
 pub mod ibcc;
+mod memory;
 pub mod qp;
 pub mod sweep;
 
@@ -138,7 +139,7 @@ pub struct EndpointCounters {
 struct Region {
     rkey: u32,
     va: u64,
-    data: Vec<u8>,
+    data: memory::RegionBytes,
 }
 
 /// The far end of a QP.
@@ -539,14 +540,10 @@ impl Endpoint {
 
     /// Registers `len` zeroed bytes at `va` under `rkey`, for peers to WRITE into. The
     /// memory is mapped now, as a NIC pins a registered region: not page by page on the
-    /// first WRITE into each, which would cost a live endpoint a page fault per frame.
+    /// first WRITE into each, which would cost a live endpoint a page fault per frame (and
+    /// a large region is kept out of child processes, see [`memory`]).
     pub fn register(&mut self, rkey: u32, va: u64, len: usize) {
-        let mut data = vec![0u8; len];
-        for page in data.chunks_mut(4096) {
-            // SAFETY: a write of the value the byte holds, through a valid reference; it
-            // is volatile only so that it is not optimised away.
-            unsafe { std::ptr::write_volatile(&mut page[0], 0) };
-        }
+        let data = memory::RegionBytes::zeroed(len);
         let region = Region { rkey, va, data };
         // A key registered again names the new region (the old one is released).
         match self.regions.iter_mut().find(|r| r.rkey == rkey) {
