@@ -449,6 +449,11 @@ fn ctrl_c_stops_the_lab_and_removes_everything() {
         printed.contains("# Out of bounds values : 0 OK"),
         "{printed}"
     );
+    // The summary says so too (it said "(timeout)").
+    assert!(
+        printed.contains("# Did not finish       : 1 of 2 sizes (interrupted)"),
+        "{printed}"
+    );
     assert_eq!(netns::leftovers_of(pid), Vec::<String>::new());
     assert!(!out_dir.exists(), "an interrupted run writes no outputs");
 }

@@ -254,7 +254,10 @@ pub fn run(args: Args) -> Result<()> {
                 nccl::row_unfinished_as(r, &[], super::unfinished(&stop))
             );
         }
-        say!("{}", nccl::foot(&rows));
+        say!(
+            "{}",
+            nccl::foot_unfinished_as(&rows, super::unfinished(&stop))
+        );
     }
     if let Some(flow) = outcome.app.flow() {
         sayln!(

@@ -288,7 +288,10 @@ fn run_part(
     progress.clear();
     let outcome = outcome?;
     if ring {
-        say!("{}", nccl::foot(&outcome.allreduce));
+        say!(
+            "{}",
+            nccl::foot_unfinished_as(&outcome.allreduce, super::unfinished(stop))
+        );
         sayln!();
     }
     let last_open = outcome.hosts.iter().filter_map(|h| h.socket_open_ns).max();

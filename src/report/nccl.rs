@@ -66,9 +66,15 @@ pub fn row_unfinished_as(r: &AllReduceResult, extra: &[u64], why: &str) -> Strin
 
 /// nccl-tests' two summary lines over all the rows: the count of wrong values and the
 /// average bus bandwidth over the sizes that finished; then, when some did not, a line
-/// that says how many (they are neither checked nor averaged). With none finished there
-/// is nothing to count wrong, and no average.
+/// that says how many (they are neither checked nor averaged) and that their time limit
+/// ended them. With none finished there is nothing to count wrong, and no average.
 pub fn foot(rows: &[AllReduceResult]) -> String {
+    foot_unfinished_as(rows, "timeout")
+}
+
+/// As [`foot`], the sizes that did not finish ended by `why` (as
+/// [`row_unfinished_as`]'s).
+pub fn foot_unfinished_as(rows: &[AllReduceResult], why: &str) -> String {
     let mut out = String::new();
     let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
     let unfinished = rows.iter().filter(|r| r.time_ns.is_none()).count();
@@ -99,7 +105,7 @@ pub fn foot(rows: &[AllReduceResult]) -> String {
     if unfinished > 0 {
         let _ = writeln!(
             out,
-            "# Did not finish       : {unfinished} of {} size{} (timeout): not checked, not averaged",
+            "# Did not finish       : {unfinished} of {} size{} ({why}): not checked, not averaged",
             rows.len(),
             if rows.len() == 1 { "" } else { "s" }
         );
@@ -173,5 +179,9 @@ mod tests {
             row_unfinished_as(&rows[0], &[5], "interrupted"),
             row(&rows[0], &[5])
         );
+        // The foot says the same as the rows above it (it said "timeout" after a Ctrl-C).
+        assert!(foot_unfinished_as(&rows, "interrupted").ends_with(
+            "# Did not finish       : 1 of 2 sizes (interrupted): not checked, not averaged\n"
+        ));
     }
 }
