@@ -114,7 +114,8 @@ pub struct EndpointCounters {
     pub ce_received: u64,
     /// PFC frames received that paused a priority the endpoint sends on.
     pub pauses_received: u64,
-    /// 802.3x PAUSE frames received.
+    /// 802.3x PAUSE frames received that paused the link (as `pauses_received`, a PAUSE
+    /// of time 0, which resumes it, is not counted).
     pub link_pauses_received: u64,
     /// RoCE frames dropped for a bad ICRC.
     pub icrc_errors: u64,
@@ -853,7 +854,9 @@ impl Endpoint {
                 }
             }
             Ok(MacControl::Pause { quanta }) => {
-                self.counters.link_pauses_received += 1;
+                if quanta > 0 {
+                    self.counters.link_pauses_received += 1;
+                }
                 self.link_pause_until = now + pause_duration(quanta, rate);
             }
             _ => {}
