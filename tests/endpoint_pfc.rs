@@ -214,7 +214,11 @@ fn a_cnp_goes_out_while_the_data_priority_is_paused_but_not_under_pause() {
     assert_eq!(b.counters().link_pauses_received, 1);
     // A PAUSE of time 0 resumes the link at once: not a pause, as PFC's XON is not (the
     // time series flagged the host paused for it).
-    b.handle_frame(Nanos(200), &pause(0));
-    assert!(!b.paused(3, Nanos(200)));
-    assert_eq!(b.counters().link_pauses_received, 1);
+    let later = Nanos::from_micros(60);
+    b.handle_frame(later, &pause(200));
+    assert!(b.paused(3, later));
+    assert_eq!(b.counters().link_pauses_received, 2);
+    b.handle_frame(later + Nanos(100), &pause(0));
+    assert!(!b.paused(3, later + Nanos(100)));
+    assert_eq!(b.counters().link_pauses_received, 2);
 }
