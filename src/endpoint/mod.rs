@@ -715,6 +715,12 @@ impl Endpoint {
         if !meta.is_roce() || frame.get(..6) != Some(&self.mac.0[..]) {
             return;
         }
+        // Its one GID is its IPv4 address: RoCE over IPv6, or to another address, is not
+        // for it (an RNIC finds no GID for it; it counted as an ICRC error).
+        let dst = usize::from(meta.l3_offset()) + 16;
+        if !meta.is_ipv4() || frame.get(dst..dst + 4) != Some(&self.ip.octets()[..]) {
+            return;
+        }
         if self.icrc && icrc::verify(frame, meta) != Some(true) {
             self.counters.icrc_errors += 1;
             return;

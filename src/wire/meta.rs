@@ -379,10 +379,14 @@ fn parse_ipv6(frame: &[u8], l3: usize, meta: &mut FrameMeta) -> Result<usize, Pa
     // extension headers (RFC 8200 section 4) before it; walk the common ones, as tshark
     // does, so that such a frame is classified as what it carries.
     let mut next = h[6];
-    let mut at = l3 + ipv6::HEADER_LEN;
+    let first = l3 + ipv6::HEADER_LEN;
+    let mut at = first;
     for _ in 0..MAX_IPV6_EXTENSIONS {
         let ext = frame[..end].get(at..).unwrap_or_default();
         let len = match next {
+            // Hop-by-hop options only right after the fixed header (RFC 8200 section 4.1:
+            // anywhere else the packet is discarded); the walk stops at a later one.
+            ipv6::NEXT_HOP_BY_HOP if at != first => break,
             ipv6::NEXT_HOP_BY_HOP | ipv6::NEXT_ROUTING | ipv6::NEXT_DEST_OPTIONS => match ext {
                 // Hdr Ext Len: 8-octet units beyond the first 8.
                 [_, units, ..] => (usize::from(*units) + 1) * 8,
@@ -623,6 +627,11 @@ mod tests {
             let m = parse(&ipv6_cnp_with(&[(44, &frag)])).unwrap();
             assert!(m.flags().contains(MetaFlags::IP_FRAGMENT) && !m.is_roce());
         }
+        // Hop-by-hop options anywhere but first (RFC 8200 section 4.1): not walked.
+        let hop_by_hop: &[u8] = &[0x11, 0x00, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00];
+        let m = parse(&ipv6_cnp_with(&[(60, hop_by_hop), (0, hop_by_hop)])).unwrap();
+        assert!(!m.is_roce() && !m.flags().contains(MetaFlags::UDP));
+        assert_eq!((m.ip_proto(), m.l4_offset()), (0, 14 + 40 + 8));
         // Nine headers: the walk stops at eight, at an extension header, not UDP.
         let empty: &[u8] = &[0; 8];
         let nine = vec![(60, empty); 9];
