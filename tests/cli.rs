@@ -246,6 +246,26 @@ fn live_commands_check_their_arguments_before_touching_the_network() {
         "{}",
         text(&out.stderr)
     );
+    // An endpoint on lo (whose MAC, all zeros, a peers file can give) ran, sending its
+    // frames back to itself; `traffic send` and `switch` refused lo.
+    std::fs::write(&peers, "[[peer]]\nrank = 0\nmac = \"00:00:00:00:00:00\"\nip = \"198.18.0.1\"\nqpn = 256\n[[peer]]\nrank = 1\nmac = \"02:00:00:00:00:02\"\nip = \"198.18.0.2\"\nqpn = 512\n").unwrap();
+    let out = rocelab(&[
+        "endpoint",
+        "--iface",
+        "lo",
+        "--peers",
+        peers.to_str().unwrap(),
+        "--rank",
+        "0",
+        "--limit",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--iface lo: lo is a loopback interface"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// `lab` without iproute2 told root to run it with sudo. Root is told what is missing;

@@ -129,15 +129,6 @@ pub fn run(args: Args) -> Result<()> {
         cfg.link_gbps = g;
     }
     cfg.validate("endpoint")?;
-    let actual_mac = interface_mac(&args.iface)?;
-    if actual_mac != me.mac {
-        anyhow::bail!(
-            "{} has MAC {actual_mac}, but the peers file gives rank {} {}",
-            args.iface,
-            args.rank,
-            me.mac
-        );
-    }
     let mut ep = rocelab::endpoint::Endpoint::new(&cfg, me.mac, me.ip);
     let start = match args.start_at {
         Some(ms) => {
@@ -169,6 +160,17 @@ pub fn run(args: Args) -> Result<()> {
         .ok()
         .filter(|&m| (1..=1 << 30).contains(&m))
         .context("--message-bytes: give 1 byte to 1 GiB")?;
+    // The values first, then the interface (as `traffic send` checks them).
+    super::not_loopback(&format!("--iface {}", args.iface), &args.iface)?;
+    let actual_mac = interface_mac(&args.iface)?;
+    if actual_mac != me.mac {
+        anyhow::bail!(
+            "{} has MAC {actual_mac}, but the peers file gives rank {} {}",
+            args.iface,
+            args.rank,
+            me.mac
+        );
+    }
     let app = match args.mode {
         Mode::Allreduce => {
             let sizes = args.sweep.sizes_within(1, args.sweep.memory_budget_mib)?;
