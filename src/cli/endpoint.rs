@@ -160,6 +160,20 @@ pub fn run(args: Args) -> Result<()> {
         .ok()
         .filter(|&m| (1..=1 << 30).contains(&m))
         .context("--message-bytes: give 1 byte to 1 GiB")?;
+    let sizes = match args.mode {
+        Mode::Allreduce => args.sweep.sizes_within(1, args.sweep.memory_budget_mib)?,
+        _ => Vec::new(),
+    };
+    let send_to = match args.mode {
+        Mode::Send => {
+            let to = args.to.context("--mode send needs --to RANK")?;
+            if to >= peers.len() || to == args.rank {
+                anyhow::bail!("--to {to}: give another rank of the peers file");
+            }
+            to
+        }
+        _ => 0,
+    };
     // The values first, then the interface (as `traffic send` checks them).
     super::not_loopback(&format!("--iface {}", args.iface), &args.iface)?;
     let actual_mac = interface_mac(&args.iface)?;
@@ -173,18 +187,13 @@ pub fn run(args: Args) -> Result<()> {
     }
     let app = match args.mode {
         Mode::Allreduce => {
-            let sizes = args.sweep.sizes_within(1, args.sweep.memory_budget_mib)?;
             let (to_next, _) = live::ring_qps(&mut ep, &peers, args.rank);
             Sweep::new(&mut ep, args.rank, peers.len(), &sizes, args.seed, to_next)
                 .starting_at(start)
                 .into()
         }
         Mode::Send => {
-            let to = args.to.context("--mode send needs --to RANK")?;
-            if to >= peers.len() || to == args.rank {
-                anyhow::bail!("--to {to}: give another rank of the peers file");
-            }
-            let qp = live::flow_send_qp(&mut ep, &peers, args.rank, to);
+            let qp = live::flow_send_qp(&mut ep, &peers, args.rank, send_to);
             Flow::new(qp, args.bytes, message_bytes, start).into()
         }
         Mode::Receive => {
