@@ -4,23 +4,84 @@
 //! An output that is also one of the run's inputs is refused before anything is opened
 //! for writing. Destinations that are not regular files (a pipe, `/dev/stdout`) are
 //! written directly: there is nothing to replace there. `-` is standard output, written
-//! directly too (`rocelab replay ... --pcap - | tshark -r -`).
+//! directly too (`rocelab replay ... --pcap - | tshark -r -`), and so is a path that names
+//! one of the process's descriptors (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`): it is
+//! that descriptor, whatever it was opened on, never a file to rename something over. An
+//! output reached through a symbolic link is written where the link leads; the link stays.
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// True for the output path `-`: standard output.
+/// True for an output path that is standard output: `-`, or a name of descriptor 1
+/// (`/dev/stdout`).
 pub fn is_stdout(path: &Path) -> bool {
-    path == Path::new("-")
+    path == Path::new("-") || matches!(resolve(path), Resolved::Descriptor(1))
+}
+
+/// Where an output path leads once its symbolic links are followed.
+#[derive(Debug, PartialEq, Eq)]
+enum Resolved {
+    /// One of this process's open descriptors (`/dev/stdout` leads to `/proc/self/fd/1`).
+    Descriptor(RawFd),
+    /// A path that is not a link (it may not exist yet).
+    Path(PathBuf),
+}
+
+/// The descriptor `path` names literally: `/dev/fd/N`, `/proc/self/fd/N` or
+/// `/proc/<this process>/fd/N`.
+fn descriptor_named(path: &Path) -> Option<RawFd> {
+    let text = path.to_str()?;
+    let own = format!("/proc/{}/fd/", std::process::id());
+    let n = ["/dev/fd/", "/proc/self/fd/", own.as_str()]
+        .iter()
+        .find_map(|prefix| text.strip_prefix(prefix))?;
+    n.parse().ok()
+}
+
+/// Follows `path`'s links (as the kernel would, at most 40) to a descriptor or to a path
+/// that is not a link. A loop, or a link that cannot be read, gives the path as it stands
+/// (opening it then says why).
+fn resolve(path: &Path) -> Resolved {
+    let mut at = path.to_owned();
+    for _ in 0..40 {
+        if let Some(fd) = descriptor_named(&at) {
+            return Resolved::Descriptor(fd);
+        }
+        let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            return Resolved::Path(at);
+        }
+        let Ok(target) = std::fs::read_link(&at) else {
+            return Resolved::Path(at);
+        };
+        at = match at.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+    }
+    Resolved::Path(path.to_owned())
 }
 
 /// Standard output as a file of its own (a duplicate of descriptor 1), for output written
 /// as bytes rather than text.
 fn stdout_file() -> io::Result<File> {
     Ok(File::from(io::stdout().as_fd().try_clone_to_owned()?))
+}
+
+/// Descriptor `fd` as a file of its own (a duplicate): writes share its offset, as the
+/// process's other writes to it do.
+fn descriptor_file(fd: RawFd) -> io::Result<File> {
+    // SAFETY: fcntl(F_GETFD) only asks whether `fd` is open; it is borrowed below only
+    // when it is, and only for the duplicate.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is open (checked above) and stays open while it is duplicated.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    Ok(File::from(fd.try_clone_to_owned()?))
 }
 
 /// What an output is called in messages: its path, or "standard output" for `-`.
@@ -108,10 +169,11 @@ pub fn refuse_inputs<P: AsRef<Path>>(out: &Path, inputs: &[P]) -> Result<(), Out
 }
 
 /// Whether two output paths name the same file: the same file if both exist, else the
-/// same absolute path (with its folder's links resolved). `-` is only `-`.
+/// same absolute path (with its folder's links resolved). Standard output (`-`,
+/// `/dev/stdout`) is only standard output.
 pub fn same_destination(a: &Path, b: &Path) -> bool {
     if is_stdout(a) || is_stdout(b) {
-        return a == b;
+        return is_stdout(a) && is_stdout(b);
     }
     if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
         return (x.dev(), x.ino()) == (y.dev(), y.ino());
@@ -135,7 +197,7 @@ pub fn same_destination(a: &Path, b: &Path) -> bool {
 enum Target {
     /// A temporary file beside the destination, renamed into place by `commit`.
     Staged(tempfile::NamedTempFile),
-    /// A pipe or device, written directly.
+    /// A pipe, a device or a descriptor, written directly.
     Direct(File),
     /// Standard output (`-`), written directly.
     Stdout(File),
@@ -144,7 +206,10 @@ enum Target {
 /// A file being written; it appears at its destination only on [`commit`](Self::commit).
 pub struct OutputFile {
     target: Target,
+    /// The destination as given (for messages).
     dest: PathBuf,
+    /// Where the staged file goes: `dest` with its links followed.
+    real: PathBuf,
 }
 
 impl OutputFile {
@@ -155,9 +220,20 @@ impl OutputFile {
             return Ok(OutputFile {
                 target: Target::Stdout(stdout_file().map_err(io_error(dest))?),
                 dest: dest.to_owned(),
+                real: dest.to_owned(),
             });
         }
-        let existing = std::fs::metadata(dest).ok();
+        let real = match resolve(dest) {
+            Resolved::Descriptor(fd) => {
+                return Ok(OutputFile {
+                    target: Target::Direct(descriptor_file(fd).map_err(io_error(dest))?),
+                    dest: dest.to_owned(),
+                    real: dest.to_owned(),
+                });
+            }
+            Resolved::Path(real) => real,
+        };
+        let existing = std::fs::metadata(&real).ok();
         if existing.as_ref().is_some_and(|m| m.is_dir()) {
             return Err(OutputError::Kind {
                 path: dest.to_owned(),
@@ -167,18 +243,19 @@ impl OutputFile {
         if existing.is_some_and(|m| !m.is_file()) {
             let file = File::options()
                 .write(true)
-                .open(dest)
+                .open(&real)
                 .map_err(io_error(dest))?;
             return Ok(OutputFile {
                 target: Target::Direct(file),
                 dest: dest.to_owned(),
+                real,
             });
         }
-        let dir = match dest.parent() {
+        let dir = match real.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let name = dest
+        let name = real
             .file_name()
             .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
         let tmp = tempfile::Builder::new()
@@ -189,6 +266,7 @@ impl OutputFile {
         Ok(OutputFile {
             target: Target::Staged(tmp),
             dest: dest.to_owned(),
+            real,
         })
     }
 
@@ -223,7 +301,7 @@ impl OutputFile {
                 tmp.as_file()
                     .set_permissions(mode)
                     .map_err(io_error(&self.dest))?;
-                tmp.persist(&self.dest)
+                tmp.persist(&self.real)
                     .map(drop)
                     .map_err(|e| io_error(&self.dest)(e.error))
             }
@@ -377,6 +455,64 @@ mod tests {
             dir.path().join("summary.json").is_dir(),
             "a folder is not removed"
         );
+    }
+
+    /// QA: `--json link.json` replaced the link with a file and left its target as it was;
+    /// `--json /dev/stdout > file` renamed a file over the system's `/dev/stdout`.
+    #[test]
+    fn a_link_is_written_through_and_stays_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.json");
+        let link = dir.path().join("link.json");
+        std::fs::write(&target, "old").unwrap();
+        std::os::unix::fs::symlink("target.json", &link).unwrap();
+        write_whole(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        // A link to nothing yet: the file is made where it leads.
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink(dir.path().join("made.json"), &dangling).unwrap();
+        write_whole(&dangling, b"made").unwrap();
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("made.json")).unwrap(),
+            "made"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".partial"))
+            .collect();
+        assert!(names.is_empty(), "{names:?}");
+    }
+
+    #[test]
+    fn a_descriptor_is_written_as_it_is_open() {
+        use std::io::{Read, Seek};
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(b"table\n").unwrap();
+        let fd = file.as_raw_fd();
+        // As `/dev/stdout` leads to `/proc/self/fd/1`, a link of ours to this descriptor.
+        let link = dir.path().join("stdout");
+        std::os::unix::fs::symlink(format!("/proc/self/fd/{fd}"), &link).unwrap();
+        write_whole(&link, b"json\n").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        write_whole(Path::new(&format!("/dev/fd/{fd}")), b"more\n").unwrap();
+        // After what was written before, at the descriptor's offset.
+        let mut text = String::new();
+        file.rewind().unwrap();
+        file.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "table\njson\nmore\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // A descriptor that is not open is an error, not a file made.
+        let e = write_whole(Path::new("/dev/fd/999999"), b"x").unwrap_err();
+        assert!(e.to_string().contains("/dev/fd/999999"), "{e}");
+        // /dev/stdout is standard output wherever `-` is.
+        assert!(is_stdout(Path::new("/dev/stdout")) && is_stdout(Path::new("-")));
+        assert!(same_destination(Path::new("-"), Path::new("/dev/stdout")));
+        assert!(!same_destination(Path::new("-"), &link));
     }
 
     #[test]

@@ -715,6 +715,23 @@ fn an_output_named_dash_is_standard_output() {
         "{}",
         text(&o.stderr)
     );
+    // `/dev/stdout` is standard output too (it was taken for another file).
+    let o = run(&[
+        "replay",
+        "--split-by",
+        "mac",
+        "in.pcap",
+        "--pcap",
+        "-",
+        "--json",
+        "/dev/stdout",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("--pcap - and --json /dev/stdout both name standard output"),
+        "{}",
+        text(&o.stderr)
+    );
 
     let nxos = common::repo("tests/data/nxos_running_config.txt");
     let o = run(&[

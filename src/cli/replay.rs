@@ -77,7 +77,9 @@ pub fn run(args: Args) -> Result<()> {
     {
         if rocelab::output::is_stdout(pcap) {
             anyhow::bail!(
-                "--pcap - and --json - both name standard output: give one of them a file"
+                "--pcap {} and --json {} both name standard output: give one of them a file",
+                pcap.display(),
+                json.display()
             );
         }
         anyhow::bail!(
