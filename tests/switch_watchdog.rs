@@ -17,6 +17,12 @@ const POLL: u64 = 2 * MS;
 const L: usize = 1082;
 
 fn watchdog_config(action: &str) -> String {
+    remapped_config(action, [0, 1, 2, 3, 4, 5, 6, 7])
+}
+
+/// The watchdog configuration with the lossless class 3 sent to queue `tc_to_queue[3]`.
+fn remapped_config(action: &str, tc_to_queue: [u8; 8]) -> String {
+    let q = tc_to_queue[3];
     format!(
         r#"
 [port_defaults]
@@ -24,9 +30,10 @@ speed_gbps = 100
 cable_m = 5
 [classify]
 dscp_to_tc = [[26, 3]]
+tc_to_queue = {tc_to_queue:?}
 [pfc]
 lossless = [3]
-[queue.3]
+[queue.{q}]
 schedule = "dwrr"
 [watchdog]
 enabled = true
@@ -46,13 +53,20 @@ struct Storm {
     last_pause: Nanos,
     frames_offered: u64,
     frames_before_restore: u64,
+    /// The egress queue of class 3.
+    queue: usize,
     d: Driver,
 }
 
 /// A storm on port 1 (PFC for priority 3 every 100 µs from `storm_start` to `storm_end`)
 /// while port 0 sends a lossless frame to port 1 every 50 µs.
 fn storm(action: &str) -> Storm {
-    let mut d = Driver::new(&config(&watchdog_config(action), 2));
+    storm_on(&watchdog_config(action), 3)
+}
+
+/// [`storm`] with the configuration `body`, in which class 3 goes to `queue`.
+fn storm_on(body: &str, queue: usize) -> Storm {
+    let mut d = Driver::new(&config(body, 2));
     let anchor = d.now; // the first time the switch sees: ticks at anchor + k × poll
     d.learn_hosts();
     let storm_start = Nanos(anchor.0 + 3 * MS + 7_000);
@@ -92,7 +106,7 @@ fn storm(action: &str) -> Storm {
                 d.rx(0, &roce(0, 1, 26, Ecn::Ect0, L, psn));
             }
             None => {
-                let stormed = d.sw.is_stormed(1, 3);
+                let stormed = d.sw.is_stormed(1, queue);
                 if stormed && first_stormed_tick.is_none() {
                     first_stormed_tick = Some(t);
                 }
@@ -110,6 +124,7 @@ fn storm(action: &str) -> Storm {
         last_pause,
         frames_offered,
         frames_before_restore,
+        queue,
         d,
     }
 }
@@ -129,7 +144,7 @@ fn check_windows(s: &Storm) {
         restored.0,
         s.last_pause.0
     );
-    let c = &s.d.sw.counters(1).classes[3];
+    let c = &s.d.sw.counters(1).classes[s.queue];
     assert_eq!((c.storms_detected, c.storms_restored), (1, 1));
 }
 
@@ -143,6 +158,20 @@ fn drop_action_drops_every_frame_of_the_storm_and_counts_it() {
     assert_eq!(c.dropped_watchdog, s.frames_before_restore);
     assert_eq!(c.tx_frames, s.frames_offered - s.frames_before_restore);
     assert_eq!(s.d.sw.queue_frames(1, 3), 0);
+}
+
+/// With class 3 in queue 5 (`tc_to_queue`), PFC for priority 3 pauses queue 5, and that
+/// is the queue the watchdog finds stormed, drops from and restores: queue 3 carries
+/// nothing and is never stormed.
+#[test]
+fn a_storm_on_a_remapped_lossless_queue_is_detected_and_restored() {
+    let s = storm_on(&remapped_config("drop", [0, 1, 2, 5, 4, 3, 6, 7]), 5);
+    check_windows(&s);
+    let c = &s.d.sw.counters(1).classes[5];
+    assert_eq!(c.dropped_watchdog, s.frames_before_restore);
+    assert_eq!(c.tx_frames, s.frames_offered - s.frames_before_restore);
+    let q3 = &s.d.sw.counters(1).classes[3];
+    assert_eq!((q3.storms_detected, q3.tx_frames), (0, 0));
 }
 
 #[test]

@@ -697,6 +697,14 @@ impl SwitchConfig {
         (0..CLASSES).filter(|&q| used[q]).collect()
     }
 
+    /// The egress queues that carry a lossless class, as bits (bit q: queue q): PFC for
+    /// priority p pauses queue `tc_to_queue[p]`, and these are the queues it can stop.
+    pub fn lossless_queues(&self) -> u8 {
+        self.lossless
+            .iter()
+            .fold(0, |bits, p| bits | 1 << self.tc_to_queue[usize::from(p)])
+    }
+
     /// PFC off: every priority lossy, so congestion drops instead of pausing.
     pub fn disable_pfc(&mut self) {
         self.lossless = PrioritySet::EMPTY;

@@ -226,7 +226,7 @@ impl Switch {
         let mut watchdog = false;
         let mut next = None;
         for port in &self.ports {
-            watchdog |= rules.watchdog && port.wants_watchdog(rules.lossless);
+            watchdog |= rules.watchdog && port.wants_watchdog(rules.lossless_queues);
             next = [next, port.tx_wake(rules.forward_stormed), port.timer_wake()]
                 .into_iter()
                 .flatten()

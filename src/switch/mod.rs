@@ -183,6 +183,9 @@ pub struct Switch {
     /// Static routes: a destination MAC to one port or an ECMP group, consulted before
     /// the learned table.
     routes: rustc_hash::FxHashMap<MacAddr, Vec<usize>>,
+    /// The queues that carry a lossless class ([`SwitchConfig::lossless_queues`]): the
+    /// ones the watchdog watches.
+    lossless_queues: u8,
     /// Watchdog polls run at `anchor + k × poll`.
     watchdog_anchor: Option<Nanos>,
     /// The last k whose poll ran.
@@ -277,6 +280,7 @@ impl Switch {
             wakes: wake::Wakes::new(cfg.ports.len()),
             explain: false,
             routes: Default::default(),
+            lossless_queues: cfg.lossless_queues(),
             watchdog_anchor: None,
             watchdog_ticks_done: 0,
             storms: Vec::new(),
@@ -491,7 +495,7 @@ impl Switch {
         wake::Rules {
             forward_stormed: self.forward_stormed(),
             watchdog: self.cfg.watchdog.enabled,
-            lossless: self.cfg.lossless,
+            lossless_queues: self.lossless_queues,
         }
     }
 

@@ -203,7 +203,9 @@ impl Switch {
         let wd = self.cfg.watchdog;
         for port in 0..self.ports.len() {
             for q in 0..self.ports[port].queues.len() {
-                if !self.cfg.lossless.contains(q as u8) {
+                // The queue PFC for a lossless priority pauses (`tc_to_queue`), which need
+                // not have the priority's number.
+                if self.lossless_queues & (1 << q) == 0 {
                     continue;
                 }
                 self.wakes.touch(port);

@@ -14,7 +14,6 @@
 
 use super::Port;
 use crate::time::{Deadlines, Nanos};
-use crate::wire::PrioritySet;
 
 /// What the deadlines depend on besides the ports.
 #[derive(Debug, Clone, Copy)]
@@ -23,8 +22,8 @@ pub(super) struct Rules {
     pub forward_stormed: bool,
     /// Whether the watchdog runs at all.
     pub watchdog: bool,
-    /// The lossless priorities (the ones the watchdog watches).
-    pub lossless: PrioritySet,
+    /// The queues that carry a lossless class (the ones the watchdog watches), as bits.
+    pub lossless_queues: u8,
 }
 
 /// The ports' deadlines: see the module documentation.
@@ -80,7 +79,7 @@ impl Wakes {
             let p = &ports[port];
             self.tx.set(port, p.tx_wake(rules.forward_stormed));
             self.timers.set(port, p.timer_wake());
-            let watchdog = rules.watchdog && p.wants_watchdog(rules.lossless);
+            let watchdog = rules.watchdog && p.wants_watchdog(rules.lossless_queues);
             let old = std::mem::replace(&mut self.watchdog[port], watchdog);
             self.watchdog_ports = self.watchdog_ports + usize::from(watchdog) - usize::from(old);
         }
@@ -166,12 +165,11 @@ impl Port {
 
     /// Whether the watchdog has something to watch on this port: a stormed queue, or a
     /// lossless queue holding frames that is paused past its last progress.
-    pub(super) fn wants_watchdog(&self, lossless: PrioritySet) -> bool {
+    pub(super) fn wants_watchdog(&self, lossless_queues: u8) -> bool {
         if self.stormed != 0 {
             return true;
         }
-        // The lossless queues holding frames, by their bits.
-        let mut held = self.nonempty & lossless.0;
+        let mut held = self.nonempty & lossless_queues;
         while held != 0 {
             let q = held.trailing_zeros() as usize;
             held &= held - 1;
