@@ -33,7 +33,7 @@ impl From<EcnCodepoint> for Ecn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HyperIncrease {
-    /// Rt += Rhai × (min(iT, iB) − F + 1): the paper.
+    /// Rt += Rhai × (min(iT, iB) − F + 1), or × (iT − F) without a byte counter: the paper.
     #[default]
     Linear,
     /// Rt += Rhai: HPCC's simulator and NIC firmware.
@@ -77,7 +77,7 @@ pub struct DcqcnConfig {
     pub alpha_timer_us: f64,
     /// Rate-increase timer T, µs.
     pub rate_timer_us: f64,
-    /// Byte counter B, bytes (0: off).
+    /// Byte counter B, bytes (0: off, and the rate timer alone sets the recovery phase).
     pub byte_counter_bytes: u64,
     /// Fast-recovery steps F.
     pub fast_recovery_steps: u32,

@@ -181,26 +181,57 @@ impl ReactionPoint {
 
     fn increase(&mut self) {
         let f = self.cfg.fast_recovery_steps;
-        let (lo, hi) = (
-            self.i_timer.min(self.i_bytes),
-            self.i_timer.max(self.i_bytes),
-        );
-        if hi < f {
-            // Fast recovery: halfway back to the target.
-        } else if lo >= f {
-            let steps = match self.cfg.hyper_increase {
-                // lo ≥ f here, so no underflow.
-                HyperIncrease::Linear => f64::from(lo - f + 1),
-                HyperIncrease::Constant => 1.0,
-            };
-            self.rt_bps += self.cfg.rhai() as f64 * steps;
+        let phase = if self.cfg.byte_counter_bytes == 0 {
+            // Without a byte counter the timer alone sets the phase, as the paper's state
+            // machine (fast recovery while max < F, hyper once min > F, additive between)
+            // reads with one counter, and as HPCC's timer-only DCQCN does: one additive
+            // step at iT = F, hyper after. Taking the missing counter as 0 would keep the
+            // QP additive for ever.
+            match self.i_timer {
+                i if i < f => Phase::FastRecovery,
+                i if i == f => Phase::Additive,
+                // i > f here, so no underflow.
+                i => Phase::Hyper(i - f),
+            }
         } else {
-            self.rt_bps += self.cfg.rai() as f64;
+            // The authors' ns-3 form: hyper once neither counter is below F.
+            let (lo, hi) = (
+                self.i_timer.min(self.i_bytes),
+                self.i_timer.max(self.i_bytes),
+            );
+            if hi < f {
+                Phase::FastRecovery
+            } else if lo >= f {
+                // lo ≥ f here, so no underflow.
+                Phase::Hyper(lo - f + 1)
+            } else {
+                Phase::Additive
+            }
+        };
+        match phase {
+            // Fast recovery: Rc halfway back to the target, which stays.
+            Phase::FastRecovery => {}
+            Phase::Additive => self.rt_bps += self.cfg.rai() as f64,
+            Phase::Hyper(i) => {
+                let steps = match self.cfg.hyper_increase {
+                    HyperIncrease::Linear => f64::from(i),
+                    HyperIncrease::Constant => 1.0,
+                };
+                self.rt_bps += self.cfg.rhai() as f64 * steps;
+            }
         }
         let line = self.line_bps as f64;
         self.rt_bps = self.rt_bps.min(line);
         self.rc_bps = ((self.rt_bps + self.rc_bps) / 2.0).min(line);
     }
+}
+
+/// The phase of a rate-increase event.
+enum Phase {
+    FastRecovery,
+    Additive,
+    /// Hyper increase, the i-th step of it (the linear form adds i × Rhai).
+    Hyper(u32),
 }
 
 /// The notification point of one QP: at most one CNP per N. A CE mark inside the window
@@ -328,6 +359,72 @@ mod tests {
         r.on_timeout(Nanos(1 + t * 6)); // iT = 6, iB = 5: min 5: 1 × Rhai
         r.on_sent(1_000); // iB = 6: min 6: 2 × Rhai
         assert_eq!(r.rt_bps, rt_before + 4.0 * 40e6 + 200e6 + 200e6 + 400e6);
+    }
+
+    /// With the byte counter off (B = 0) the timer alone sets the phase, as in HPCC's
+    /// simulator: fast recovery while iT < F, one additive step at iT = F, hyper after.
+    /// Expected steps from the rule: F = 1, Rai 20 Mb/s, Rhai 200 Mb/s (HPCC's at 100G):
+    /// +20 Mb/s at the first event, +200 Mb/s at each one after; with F = 5 and the
+    /// linear form, 4 events of fast recovery, +Rai, then +1, +2, +3 × Rhai.
+    #[test]
+    fn without_the_byte_counter_the_timer_alone_reaches_hyper_increase() {
+        let hpcc = DcqcnConfig {
+            byte_counter_bytes: 0,
+            fast_recovery_steps: 1,
+            rai_mbps: 20.0,
+            rhai_mbps: 200.0,
+            hyper_increase: HyperIncrease::Constant,
+            ..DcqcnConfig::default()
+        };
+        let mut r = ReactionPoint::new(hpcc, G100);
+        r.on_cnp(Nanos(0));
+        r.on_cnp(Nanos(1)); // Rt 50 Gb/s: room for the target to grow
+        assert_eq!(r.target_bps(), 50_000_000_000);
+        let t = hpcc.rate_timer().0;
+        let mut targets = Vec::new();
+        for k in 1..=4 {
+            r.on_sent(1_000_000); // no byte events: the counter is off
+            r.on_timeout(Nanos(1 + t * k));
+            targets.push(r.target_bps());
+        }
+        assert_eq!(
+            targets,
+            [
+                50_020_000_000,
+                50_220_000_000,
+                50_420_000_000,
+                50_620_000_000
+            ]
+        );
+
+        let linear = DcqcnConfig {
+            byte_counter_bytes: 0,
+            ..DcqcnConfig::default()
+        };
+        let mut r = ReactionPoint::new(linear, G100);
+        r.on_cnp(Nanos(0));
+        r.on_cnp(Nanos(1));
+        let t = linear.rate_timer().0;
+        let mut targets = Vec::new();
+        for k in 1..=8 {
+            r.on_timeout(Nanos(1 + t * k));
+            targets.push(r.target_bps());
+        }
+        let (rai, rhai) = (40_000_000, 200_000_000);
+        let rt0 = 50_000_000_000;
+        assert_eq!(
+            targets,
+            [
+                rt0,
+                rt0,
+                rt0,
+                rt0,
+                rt0 + rai,
+                rt0 + rai + rhai,
+                rt0 + rai + 3 * rhai,
+                rt0 + rai + 6 * rhai
+            ]
+        );
     }
 
     #[test]
