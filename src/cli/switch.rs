@@ -80,6 +80,11 @@ pub fn run(args: Args) -> Result<()> {
         ifaces.push(iface.to_owned());
     }
     config.ports = names.iter().map(|n| config.port_or_default(n)).collect();
+    let interface_mtus: Vec<Option<u32>> = ifaces.iter().map(|i| interface_mtu(i)).collect();
+    let port_mtus: Vec<u32> = config.ports.iter().map(|p| p.mtu).collect();
+    if let Some(w) = mtu_warning(&names, &ifaces, &port_mtus, &interface_mtus) {
+        noteln!("rocelab: warning: {w}");
+    }
     if config.trust == Trust::Pcp && args.live.backend == Backend::Pnet {
         anyhow::bail!(
             "trust = \"pcp\" needs the 802.1Q tags, which the pnet backend does not see: use --io mmap"
@@ -134,6 +139,9 @@ pub fn run(args: Args) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if let Some(line) = refused_line(&names, &outcome.kernel) {
+        sayln!("{line}");
+    }
     sayln!("{}", thread_summary(&outcome, &names));
     let cut: Vec<String> = names
         .iter()
@@ -152,12 +160,7 @@ pub fn run(args: Args) -> Result<()> {
         rocelab::report::counters::render(&outcome.switch, args.counters.style())
     );
     if stats.wanted() {
-        let kernel: Vec<serde_json::Value> = names
-            .iter()
-            .zip(&opts.ifaces)
-            .zip(&outcome.kernel)
-            .map(|((n, i), k)| serde_json::json!({"port": n, "interface": i, "packets": k.packets, "drops": k.drops, "truncated": k.truncated}))
-            .collect();
+        let kernel = kernel_json(&names, &opts.ifaces, &outcome.kernel);
         stats.write(&rocelab::report::document(
             "switch",
             serde_json::json!({
@@ -174,6 +177,86 @@ pub fn run(args: Args) -> Result<()> {
         Some(e) => Err(anyhow::Error::new(e).context("stopped")),
         None => Ok(()),
     }
+}
+
+/// The MTU of interface `iface` as this network namespace's sysfs gives it, if it can be
+/// read (`ip netns exec` mounts the namespace's own).
+fn interface_mtu(iface: &str) -> Option<u32> {
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The ports whose configured MTU is above their interface's, said as a warning. A
+/// warning, not a refusal: the port MTU is the largest frame the switch takes, 9216 in
+/// every preset, while an interface is often at 1500 and its traffic smaller; a frame too
+/// large for the interface is refused by the kernel, counted as `tx_refused` and printed.
+fn mtu_warning(
+    names: &[&str],
+    ifaces: &[String],
+    port_mtus: &[u32],
+    interface_mtus: &[Option<u32>],
+) -> Option<String> {
+    let over: Vec<String> = names
+        .iter()
+        .zip(ifaces)
+        .zip(port_mtus.iter().zip(interface_mtus))
+        .filter_map(|((n, i), (&port, &iface))| {
+            let iface = iface?;
+            (port > iface).then(|| format!("{n} {port} on {i} {iface}"))
+        })
+        .collect();
+    (!over.is_empty()).then(|| {
+        format!(
+            "port MTU above its interface's MTU: {}. The kernel refuses to send a frame longer \
+             than the interface's MTU: such a frame is counted in the table as sent and as \
+             tx_refused. Fix: raise the interface's (ip link set IFNAME mtu N) or lower the \
+             port's mtu in the configuration",
+            over.join(", ")
+        )
+    })
+}
+
+/// "frames the kernel refused to send: p1 10, p2 10", when it refused any.
+fn refused_line(names: &[&str], kernel: &[rocelab::io::KernelStats]) -> Option<String> {
+    let refused: Vec<String> = names
+        .iter()
+        .zip(kernel)
+        .filter(|(_, k)| k.tx_refused > 0)
+        .map(|(n, k)| format!("{n} {}", k.tx_refused))
+        .collect();
+    (!refused.is_empty()).then(|| {
+        format!(
+            "frames the kernel refused to send (too large for the interface, or a port busy too \
+             long), counted in the table's tx frames but never sent: {}",
+            refused.join(", ")
+        )
+    })
+}
+
+/// The `kernel` array of `--json`: each port's socket statistics, as docs/json.md lists them.
+fn kernel_json(
+    names: &[&str],
+    ifaces: &[String],
+    kernel: &[rocelab::io::KernelStats],
+) -> Vec<serde_json::Value> {
+    names
+        .iter()
+        .zip(ifaces)
+        .zip(kernel)
+        .map(|((n, i), k)| {
+            serde_json::json!({
+                "port": n,
+                "interface": i,
+                "packets": k.packets,
+                "drops": k.drops,
+                "truncated": k.truncated,
+                "tx_refused": k.tx_refused,
+            })
+        })
+        .collect()
 }
 
 /// "one thread (not pinned)", or "2 threads: core 0 receives p0, p2; core 1 receives p1".
@@ -243,4 +326,51 @@ fn threads_json(outcome: &runtime::switch::SwitchOutcome, names: &[&str]) -> ser
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocelab::io::KernelStats;
+
+    /// f01: frames the kernel refused (4002 bytes on a 1500-MTU veth) were shown as sent,
+    /// with no drop, and the JSON `kernel` object lacked the `tx_refused` docs/json.md
+    /// lists.
+    #[test]
+    fn frames_the_kernel_refused_are_printed_and_in_the_json() {
+        let names = ["p0", "p1"];
+        let ifaces = vec!["s0".to_owned(), "s1".to_owned()];
+        let kernel = [
+            KernelStats::default(),
+            KernelStats {
+                tx_refused: 10,
+                ..KernelStats::default()
+            },
+        ];
+        let json = kernel_json(&names, &ifaces, &kernel);
+        assert_eq!(json[0]["tx_refused"], 0);
+        assert_eq!(json[1]["tx_refused"], 10);
+        let line = refused_line(&names, &kernel).unwrap();
+        assert!(line.ends_with(": p1 10"), "{line}");
+        assert_eq!(refused_line(&names, &[KernelStats::default(); 2]), None);
+    }
+
+    #[test]
+    fn a_port_mtu_above_its_interface_mtu_is_warned_of() {
+        let names = ["p0", "p1", "p2"];
+        let ifaces = vec!["s0".to_owned(), "s1".to_owned(), "s2".to_owned()];
+        let w = mtu_warning(
+            &names,
+            &ifaces,
+            &[9000, 9216, 9216],
+            &[Some(9000), Some(1500), None],
+        )
+        .unwrap();
+        assert!(w.contains(": p1 9216 on s1 1500. "), "{w}");
+        assert!(!w.contains("p0") && !w.contains("p2"), "{w}");
+        assert_eq!(
+            mtu_warning(&names[..1], &ifaces[..1], &[1500], &[Some(9000)]),
+            None
+        );
+    }
 }
