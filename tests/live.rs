@@ -47,6 +47,11 @@ struct Lab {
 
 impl Lab {
     fn new(tag: &str, hosts: usize) -> Lab {
+        Lab::with_mtu(tag, hosts, 9000)
+    }
+
+    /// A lab whose veths have an MTU of `mtu` bytes.
+    fn with_mtu(tag: &str, hosts: usize, mtu: u32) -> Lab {
         let mut net = Netns::new().unwrap();
         let mut namespaces = Vec::new();
         for i in 0..hosts {
@@ -57,7 +62,7 @@ impl Lab {
                 &format!("{tag}h{i}"),
                 Some(&mac(i)),
                 Some(&format!("{}/24", ip(i))),
-                9000,
+                mtu,
             )
             .unwrap();
             namespaces.push(ns);
@@ -805,6 +810,60 @@ fn a_failed_endpoint_reports_how_far_it_got_and_why() {
         common::undocumented_keys("endpoint", &r),
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn an_endpoint_whose_path_mtu_does_not_fit_the_interface_is_refused() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("an_endpoint_whose_path_mtu_does_not_fit_the_interface_is_refused") {
+        return;
+    }
+    let lab = Lab::with_mtu("em", 2, 1500);
+    let config = lab.path("ep.toml");
+    let report = lab.path("ep0.json");
+    // 2048 + 64 bytes of headers fit 2112: the case at the edge runs past the check.
+    for (mtu, fits) in [(4096, false), (2048, false), (1024, true)] {
+        std::fs::write(&config, format!("mtu = {mtu}\n")).unwrap();
+        let _ = std::fs::remove_file(&report);
+        let out = lab
+            .endpoint(
+                0,
+                &[
+                    "--mode",
+                    "send",
+                    "--to",
+                    "1",
+                    "--bytes",
+                    "4K",
+                    "--limit",
+                    "0.3",
+                    "--linger",
+                    "0",
+                    "--endpoint-config",
+                    config.to_str().unwrap(),
+                    "--json",
+                    report.to_str().unwrap(),
+                ],
+            )
+            .wait_with_output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "no receiver: never finishes");
+        if fits {
+            assert!(err.contains("not finished before --limit"), "{err}");
+        } else {
+            // IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4 (IBA, RoCEv2 annex).
+            let needed = mtu + 64;
+            assert!(
+                err.contains(&format!("path MTU {mtu} does not fit"))
+                    && err.contains("MTU 1500")
+                    && err.contains(&format!("{needed} bytes of IP"))
+                    && err.contains("at most 1024"),
+                "{err}"
+            );
+            assert!(!report.exists(), "refused before the run: no report");
+        }
+    }
 }
 
 #[test]

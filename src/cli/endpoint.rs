@@ -108,6 +108,15 @@ fn far(wait: std::time::Duration) -> String {
     }
 }
 
+/// The largest path MTU (a power of two from 256 to 4096) whose packets fit an interface
+/// MTU of `iface_mtu` bytes, or 256 if none does.
+fn largest_path_mtu(iface_mtu: usize) -> usize {
+    [4096, 2048, 1024, 512, 256]
+        .into_iter()
+        .find(|&m| rocelab::wire::roce::ipv4_packet_len_for(m) <= iface_mtu)
+        .unwrap_or(256)
+}
+
 /// Runs `rocelab endpoint`.
 pub fn run(args: Args) -> Result<()> {
     let report = JsonReport::create(args.report.as_deref(), &[&args.peers])?;
@@ -183,6 +192,19 @@ pub fn run(args: Args) -> Result<()> {
             args.iface,
             args.rank,
             me.mac
+        );
+    }
+    // The kernel refuses a frame over the interface's MTU: every full-size packet would be
+    // lost, retransmitted and lost again until --limit.
+    let iface_mtu = super::interface_mtu(&args.iface)?;
+    let needed = rocelab::wire::roce::ipv4_packet_len_for(cfg.mtu as usize);
+    if needed > iface_mtu {
+        anyhow::bail!(
+            "the endpoint's path MTU {} does not fit {}'s MTU {iface_mtu}: a full RoCEv2 packet is {needed} bytes of IP (the path MTU + {} bytes of IPv4, UDP, BTH, RETH, immediate data and ICRC); lower mtu in --endpoint-config (to at most {}) or raise the interface's MTU to {needed} or more",
+            cfg.mtu,
+            args.iface,
+            needed - cfg.mtu as usize,
+            largest_path_mtu(iface_mtu)
         );
     }
     let app = match args.mode {

@@ -376,6 +376,16 @@ pub fn interface_mac(iface: &str) -> Result<MacAddr> {
     parse_mac("--src-mac", text.trim())
 }
 
+/// The MTU of `iface` in this network namespace, bytes.
+pub fn interface_mtu(iface: &str) -> Result<usize> {
+    let path = format!("/sys/class/net/{iface}/mtu");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("no interface named '{iface}' in this network namespace"))?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("{path}: not an MTU: {}", text.trim()))
+}
+
 /// A JSON report (`--json FILE`, `--report FILE`, `--stats-json FILE`): opened before the
 /// run, so a path that cannot be written fails at once, and written whole (or not at all)
 /// after it; `-` is standard output.

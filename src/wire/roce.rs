@@ -231,8 +231,29 @@ impl RoceRepr<'_> {
     }
 }
 
+/// The largest IPv4 packet RoCEv2 makes with a path MTU of `path_mtu` payload bytes, the
+/// size an interface's MTU must take (it counts from the IP header; the Ethernet header
+/// and a VLAN tag lie outside it): an RC WRITE ONLY with immediate carrying a whole path
+/// MTU, IPv4 + UDP + BTH + RETH + ImmDt + payload and pad + ICRC (IBA 9.2, RoCEv2 A17.4).
+pub const fn ipv4_packet_len_for(path_mtu: usize) -> usize {
+    ipv4::HEADER_LEN
+        + udp::HEADER_LEN
+        + bth::HEADER_LEN
+        + super::xth::RETH_LEN
+        + super::xth::IMMDT_LEN
+        + path_mtu.next_multiple_of(4)
+        + ICRC_LEN
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_full_write_only_with_immediate_is_the_path_mtu_plus_64_bytes_of_ip() {
+        // 20 (IPv4) + 8 (UDP) + 12 (BTH) + 16 (RETH) + 4 (ImmDt) + 4 (ICRC).
+        assert_eq!(super::ipv4_packet_len_for(4096), 4096 + 64);
+        assert_eq!(super::ipv4_packet_len_for(1024), 1088);
+    }
+
     use super::*;
     use crate::wire::bth::Opcode;
     use crate::wire::meta::parse;
