@@ -111,3 +111,84 @@ fn every_shape_carries_the_reports_numbers() {
     assert!(nxos.contains("Egress Queuing for h4 [System]"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// With the lossless class 3 in queue 5 (`tc_to_queue`), the row of h2's queue 5, which
+/// sends the lossless traffic and whose storm the watchdog drops from, is marked lossless
+/// as h0's class 3 row is, and the story counts those drops as the lossless class's, not
+/// as a lossy class's.
+#[test]
+fn a_remapped_lossless_queue_is_marked_and_its_drops_are_lossless() {
+    let dir = std::env::temp_dir().join(format!("rocelab-remapped-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args([
+            "sim",
+            "pfc-storm",
+            "--set",
+            "switch.classify.tc_to_queue=[0,1,2,5,4,3,6,7]",
+            "--set",
+            "switch.queue.5.schedule=dwrr",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let first = stdout.split("=== variant 2/2").next().unwrap();
+    let rows: Vec<Vec<&str>> = first
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|r| r.len() > 2)
+        .collect();
+    let class = |port: &str, n: &str| {
+        rows.iter()
+            .find(|r| r[0] == port && r[1].trim_end_matches('*') == n)
+            .map(|r| r[1].to_owned())
+            .unwrap_or_else(|| panic!("no row {port} {n}:\n{first}"))
+    };
+    assert_eq!(class("h0", "3"), "3*", "the lossless class on ingress");
+    assert_eq!(class("h2", "5"), "5*", "the queue that carries it");
+    let dir = dir.join("nexus-timings");
+    let watchdog = json_counter(&dir, "h2", 5, "dropped_watchdog");
+    assert!(watchdog > 0, "the storm was dropped from");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let h2 = v["switches"][0]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "h2")
+        .unwrap();
+    let q5 = h2["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == 5)
+        .unwrap();
+    assert_eq!(
+        (&q5["lossless"], &q5["lossless_queue"]),
+        (&false.into(), &true.into())
+    );
+    assert!(
+        first.contains(&format!(
+            "loss: the lossless class lost {watchdog} frames in the switches."
+        )),
+        "{first}"
+    );
+    assert!(!first.contains("lossy classes dropped"), "{first}");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.parent().unwrap().join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    let nexus = &summary["variants"][0];
+    assert_eq!(
+        (&nexus["lossless_drops"], &nexus["lossy_drops"]),
+        (&watchdog.into(), &0.into())
+    );
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}

@@ -104,7 +104,8 @@ fn table(ports: &[PortReport], wide: bool) -> String {
         }
         for c in &port.classes {
             let k = &c.counters;
-            let class = format!("{}{}", c.class, if c.lossless { "*" } else { "" });
+            let lossless = c.lossless || c.lossless_queue;
+            let class = format!("{}{}", c.class, if lossless { "*" } else { "" });
             if wide {
                 let sojourn = c.sojourn.map_or_else(
                     || "-".to_owned(),
@@ -168,13 +169,15 @@ fn table(ports: &[PortReport], wide: bool) -> String {
         let _ = writeln!(out, "{n}");
     }
     out.push_str(if wide {
-        "* lossless class. rx, PFC rx, XON rx, drop in (ingress overflow) and the PG columns\n\
-         count the class as it came in on the port; tx, CE, the other drops, queue, storms\n\
-         and sojourn count the port's egress queue. PFC counts include XON.\n"
+        "* lossless: class N is a lossless priority, or queue N carries one (tc_to_queue; the\n\
+         same rows with a one-to-one map). rx, PFC, XON, drop in (ingress overflow) and the\n\
+         PG columns count class N as it came in on the port; tx, CE, the other drops, queue,\n\
+         storms and sojourn count the port's egress queue N. PFC counts include XON.\n"
     } else {
-        "* lossless class. rx and PFC rx count the class as it came in on the port; tx, CE\n\
-         marked, queue max and p99 (queue sojourn) the port's egress queue. dropped is every\n\
-         cause at this index (--counters wide splits them). PFC counts include XON.\n"
+        "* lossless: class N is a lossless priority, or queue N carries one (tc_to_queue; the\n\
+         same rows with a one-to-one map). rx and PFC count class N as it came in on the port;\n\
+         tx, CE marked, queue max and p99 (queue sojourn) the port's egress queue N. dropped\n\
+         is every cause at this index (--counters wide splits them). PFC counts include XON.\n"
     });
     out
 }

@@ -50,8 +50,13 @@ pub struct Sojourn {
 pub struct ClassReport {
     /// Class (= priority = queue with the default map).
     pub class: usize,
-    /// Lossless (PFC) or not.
+    /// The class is a lossless (PFC) priority: what its ingress-side counters count is
+    /// lossless traffic.
     pub lossless: bool,
+    /// The egress queue of this number carries a lossless class (`tc_to_queue`): what its
+    /// egress-side counters count is lossless traffic. The same as `lossless` with a
+    /// one-to-one map.
+    pub lossless_queue: bool,
     /// The class's switch counters, flattened into this object in JSON.
     #[serde(flatten)]
     pub counters: ClassCounters,
@@ -87,6 +92,7 @@ fn active(c: &ClassCounters) -> bool {
 /// The counters of every port, classes with activity only.
 pub fn ports(switch: &Switch) -> Vec<PortReport> {
     let cfg: &SwitchConfig = switch.config();
+    let lossless_queues = cfg.lossless_queues();
     (0..switch.port_count())
         .map(|p| {
             let c = switch.counters(p);
@@ -98,6 +104,7 @@ pub fn ports(switch: &Switch) -> Vec<PortReport> {
                     .map(|q| ClassReport {
                         class: q,
                         lossless: cfg.lossless.contains(q as u8),
+                        lossless_queue: lossless_queues & (1 << q) != 0,
                         counters: c.classes[q].clone(),
                         sojourn: c
                             .sojourn_summary(q)

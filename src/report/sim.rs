@@ -434,6 +434,7 @@ pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
     for i in 0..net.switches.len() {
         let sw = net.switch(i);
         let lossless = sw.config().lossless;
+        let lossless_queues = sw.config().lossless_queues();
         for p in 0..sw.port_count() {
             for (k, c) in sw.counters(p).classes.iter().enumerate() {
                 s.switch_paused_ns += sw.paused_time(p, k, now).0;
@@ -454,10 +455,16 @@ pub fn summary(scenario: &Scenario, outcome: &Outcome) -> Summary {
                 s.switch_pfc_sent += c.tx_pause_frames;
                 s.ce_marked += c.ecn_marked;
                 s.storms_detected += c.storms_detected;
+                // Ingress overflow under the class, the other drops under the queue.
                 if lossless.contains(k as u8) {
-                    s.lossless_drops += c.dropped();
+                    s.lossless_drops += c.dropped_ingress_overflow;
                 } else {
-                    s.lossy_drops += c.dropped();
+                    s.lossy_drops += c.dropped_ingress_overflow;
+                }
+                if lossless_queues & (1 << k) != 0 {
+                    s.lossless_drops += c.dropped_at_queue();
+                } else {
+                    s.lossy_drops += c.dropped_at_queue();
                 }
             }
         }

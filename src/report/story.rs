@@ -426,17 +426,25 @@ fn loss(out: &mut String, f: &Fabric) {
     let mut explained = Vec::new();
     for &(name, sw) in &f.switches {
         let cfg = sw.config();
+        let lossless_queues = cfg.lossless_queues();
         for p in 0..sw.port_count() {
             for (c, k) in sw.counters(p).classes.iter().enumerate() {
-                // On InfiniBand every VL is lossless, by credit.
+                // Ingress overflow is counted under the class, the other drops under the
+                // egress queue, which tc_to_queue may number otherwise. On InfiniBand every
+                // VL is lossless, by credit.
                 if sw.has_credit() || cfg.lossless.contains(c as u8) {
-                    lossless += k.dropped();
+                    lossless += k.dropped_ingress_overflow;
                     late += k.late_pause_frames;
                 } else {
-                    lossy += k.dropped();
+                    lossy += k.dropped_ingress_overflow;
+                    lossy_causes[2] += k.dropped_ingress_overflow;
+                }
+                if sw.has_credit() || lossless_queues & (1 << c) != 0 {
+                    lossless += k.dropped_at_queue();
+                } else {
+                    lossy += k.dropped_at_queue();
                     lossy_causes[0] += k.dropped_tail;
                     lossy_causes[1] += k.dropped_wred;
-                    lossy_causes[2] += k.dropped_ingress_overflow;
                 }
             }
         }

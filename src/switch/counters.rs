@@ -86,6 +86,12 @@ impl ClassCounters {
             + self.dropped_watchdog
             + self.dropped_mtu
     }
+
+    /// Frames dropped at the egress queue (WRED, tail, watchdog, MTU): every drop but
+    /// ingress overflow, which is the class's.
+    pub fn dropped_at_queue(&self) -> u64 {
+        self.dropped_wred + self.dropped_tail + self.dropped_watchdog + self.dropped_mtu
+    }
 }
 
 /// Counters of one port.
