@@ -298,7 +298,7 @@ proptest! {
             prop_assert!(rp.rate_bps() >= d.rmin().min(line) && rp.rate_bps() <= line);
             now = now.saturating_add(d.rate_timer());
             rp.on_timeout(now);
-            rp.on_sent(1 << 20);
+            rp.on_sent(now, 1 << 20);
             prop_assert!(rp.rate_bps() <= line && rp.target_bps() <= line);
         }
     }

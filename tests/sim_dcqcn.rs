@@ -207,7 +207,9 @@ fn eight_to_one_at_25g_is_fair() {
 /// equal for both flows (additive increase: fair); with QCN-like timers they come from the
 /// byte counter, faster for the faster flow (multiplicative: whatever split the joining
 /// burst left tends to persist). Measured as the mean gap between the two flows' rates in
-/// 1-ms windows over 20–100 ms, over four seeds.
+/// 1-ms windows over 40–120 ms, over four seeds: the joining flow starts with alpha 1 while
+/// the first one's has decayed for the 10 ms it ran alone, so the joining flow's first cuts
+/// are deeper and the two take until about 40 ms to meet.
 #[test]
 fn qcn_like_timers_leave_staggered_flows_unfair_where_the_papers_converge() {
     let measure = |dcqcn: DcqcnConfig| {
@@ -220,7 +222,7 @@ fn qcn_like_timers_leave_staggered_flows_unfair_where_the_papers_converge() {
         for seed in 1..=4 {
             let starts = [Nanos(0), Nanos::from_millis(10)];
             let mut net = incast(&switch_cfg(Some(paper_ecn())), &ep, &starts, seed);
-            let (from, to) = (Nanos::from_millis(20), Nanos::from_millis(100));
+            let (from, to) = (Nanos::from_millis(40), Nanos::from_millis(120));
             let rates = trace(&mut net, from, to, Nanos::from_millis(1)).rates;
             gaps.extend(rates.iter().map(|r| (r[0] - r[1]).abs()));
             long_run.push(means(&rates));
@@ -283,4 +285,53 @@ fn with_ecn_off_pfc_carries_the_load_losslessly() {
         .map(|s| net.endpoint(s).counters().retransmitted_packets)
         .sum();
     assert_eq!(retransmitted, 0, "lossless: nothing to retransmit");
+}
+
+/// A QP starts with alpha = 1 (the paper's reaction point: Rc = Rt = line rate, alpha 1),
+/// whenever it starts: two QPs that first send 10 ms into the run and get their first CNP
+/// a few µs later (less than one alpha period K = 55 µs after they started) cut from
+/// 100 Gb/s to 100 × (1 − 1/2) = 50 Gb/s, as one cut with alpha = 1 at 100 Gb/s does.
+/// An alpha clock that ran from time 0 decayed alpha over the 10 ms the QPs had not
+/// started, and cut them to 75.4 Gb/s.
+#[test]
+fn a_qp_that_starts_late_cuts_with_alpha_one_at_its_first_cnp() {
+    let ep = EndpointConfig {
+        link_gbps: 100.0,
+        dcqcn: DcqcnConfig {
+            byte_counter_bytes: 0,
+            // One CNP per QP in the whole run.
+            cnp_interval_us: 3_600_000_000.0,
+            ..DcqcnConfig::default()
+        },
+        ..EndpointConfig::default()
+    };
+    let every_mark = RedProfile {
+        kmin_bytes: 20_000,
+        kmax_bytes: 20_000,
+        pmax: 1.0,
+        gentle: false,
+    };
+    let start = Nanos::from_millis(10);
+    let mut net = incast(&switch_cfg(Some(every_mark)), &ep, &[start, start], 1);
+    net.engine.start();
+    net.engine.sample_every(Nanos::from_micros(1));
+    let mut first_cut = [None; 2];
+    while first_cut.contains(&None)
+        && net.engine.run(start + Nanos::from_millis(1)).unwrap() == Step::Sampled
+    {
+        for (s, cut) in first_cut.iter_mut().enumerate() {
+            let e = net.endpoint(s);
+            if cut.is_none() && e.counters().cnps_received > 0 {
+                *cut = Some((net.engine.now(), e.qp_rate_bps(0)));
+            }
+        }
+    }
+    for (s, cut) in first_cut.iter().enumerate() {
+        let (at, rate) = cut.expect("every sender gets a CNP");
+        assert!(
+            at < start + Nanos::from_micros(55),
+            "sender {s}: CNP at {at:?}"
+        );
+        assert_eq!(rate, 50_000_000_000, "sender {s}: Rc after the first cut");
+    }
 }

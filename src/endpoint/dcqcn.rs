@@ -8,18 +8,19 @@ use crate::time::Nanos;
 /// The reaction point of one QP: current rate Rc, target rate Rt, alpha, and the increase
 /// counters.
 ///
-/// Alpha's decay timer K is kept lazily (alpha at any moment follows from the last CNP and
-/// the whole K periods since), so an idle QP needs no timer; the rate timer T runs only
-/// while there is something to recover.
+/// Alpha's decay timer K is kept lazily (alpha at any moment follows from the last CNP, or
+/// the QP's first packet, and the whole K periods since), so an idle QP needs no timer; the
+/// rate timer T runs only while there is something to recover.
 #[derive(Debug, Clone)]
 pub struct ReactionPoint {
     cfg: DcqcnConfig,
     line_bps: u64,
     rc_bps: f64,
     rt_bps: f64,
-    /// Alpha right after the last CNP (or 1 at start), and when that was.
+    /// Alpha right after the last CNP (or 1 at start), and when that was: the last CNP,
+    /// or the QP's first packet; `None` before either (alpha has not started to decay).
     alpha_at_ref: f64,
-    alpha_ref: Nanos,
+    alpha_ref: Option<Nanos>,
     i_timer: u32,
     i_bytes: u32,
     bytes_since: u64,
@@ -42,7 +43,7 @@ impl ReactionPoint {
             rc_bps: line_bps as f64,
             rt_bps: line_bps as f64,
             alpha_at_ref: 1.0,
-            alpha_ref: Nanos::ZERO,
+            alpha_ref: None,
             i_timer: 0,
             i_bytes: 0,
             bytes_since: 0,
@@ -87,10 +88,14 @@ impl ReactionPoint {
         }
     }
 
-    /// Alpha at `now`: (1 − g) per whole K period since the last CNP.
+    /// Alpha at `now`: (1 − g) per whole K period since the last CNP, or since the QP's
+    /// first packet before any CNP.
     pub fn alpha(&self, now: Nanos) -> f64 {
+        let Some(since) = self.alpha_ref else {
+            return self.alpha_at_ref;
+        };
         let k = self.cfg.alpha_timer().0.max(1);
-        let periods = now.saturating_sub(self.alpha_ref).0 / k;
+        let periods = now.saturating_sub(since).0 / k;
         self.alpha_at_ref * (1.0 - self.cfg.g).powi(periods.min(i32::MAX as u64) as i32)
     }
 
@@ -126,7 +131,7 @@ impl ReactionPoint {
         let rmin = self.cfg.rmin().min(self.line_bps) as f64;
         self.rc_bps = (self.rc_bps * (1.0 - alpha / 2.0)).max(rmin);
         self.alpha_at_ref = (1.0 - self.cfg.g) * alpha + self.cfg.g;
-        self.alpha_ref = now;
+        self.alpha_ref = Some(now);
         self.i_timer = 0;
         self.i_bytes = 0;
         self.bytes_since = 0;
@@ -140,8 +145,11 @@ impl ReactionPoint {
         self.rc_bps < self.line_bps as f64 || self.rt_bps < self.line_bps as f64
     }
 
-    /// `bytes` were sent at `now`: every B bytes is an increase event.
-    pub fn on_sent(&mut self, bytes: u64) {
+    /// `bytes` were sent at `now`: every B bytes is an increase event. The QP's first
+    /// packet starts alpha's clock: the paper's QP starts with alpha = 1 when it starts,
+    /// not when the driver's clock did.
+    pub fn on_sent(&mut self, now: Nanos, bytes: u64) {
+        self.alpha_ref.get_or_insert(now);
         let b = self.cfg.byte_counter_bytes;
         if self.cca.is_some() || !self.cfg.enabled || b == 0 || !self.recovering() {
             return;
@@ -329,6 +337,29 @@ mod tests {
         assert!((r.alpha(Nanos(177 * k)) - (1.0f64 - 1.0 / 256.0).powi(177)).abs() < 1e-12);
     }
 
+    /// A QP starts with alpha = 1 when it starts (the paper's RP: Rc = Rt = line rate,
+    /// alpha 1): alpha stays 1 until the QP's first packet, and decays per whole K from
+    /// there. A QP that first sends at 10 ms and gets a CNP less than K later cuts with
+    /// alpha 1, from 100 to 50 Gb/s; 177 whole periods after its first packet alpha is
+    /// (1 − 1/256)^177, just above ½, as after a CNP.
+    #[test]
+    fn alphas_clock_starts_at_the_qps_first_packet() {
+        let k = DcqcnConfig::default().alpha_timer().0;
+        let start = Nanos::from_millis(10);
+        let mut r = rp();
+        assert_eq!(r.alpha(start), 1.0, "no decay before the QP sends");
+        r.on_sent(start, 1_000);
+        r.on_sent(Nanos(start.0 + 3 * k), 1_000);
+        assert_eq!(r.alpha(Nanos(start.0 + k - 1)), 1.0);
+        assert_eq!(
+            r.alpha(Nanos(start.0 + 177 * k)),
+            (1.0f64 - 1.0 / 256.0).powi(177),
+            "decay counts from the first packet, not the later ones"
+        );
+        r.on_cnp(Nanos(start.0 + 8_000));
+        assert_eq!(r.rate_bps(), 50_000_000_000);
+    }
+
     /// After F timer events, increases are additive (Rai), and once both counters reach F,
     /// hyper (Rhai × (min − F + 1), or a constant Rhai).
     #[test]
@@ -350,14 +381,15 @@ mod tests {
         assert_eq!(r.rt_bps, 50e9 + 40e6);
         // Five byte events (iB = 5): both ≥ F: hyper with min − F + 1 = 1, then 2, ...
         let rt_before = r.rt_bps;
+        let now = Nanos(1 + t * 5);
         for _ in 0..4 {
-            r.on_sent(1_000);
+            r.on_sent(now, 1_000);
         }
         assert_eq!(r.rt_bps, rt_before + 4.0 * 40e6, "iB 1..4: still additive");
-        r.on_sent(1_000); // iB = 5, iT = 5: hyper, 1 × Rhai
+        r.on_sent(now, 1_000); // iB = 5, iT = 5: hyper, 1 × Rhai
         assert_eq!(r.rt_bps, rt_before + 4.0 * 40e6 + 200e6);
         r.on_timeout(Nanos(1 + t * 6)); // iT = 6, iB = 5: min 5: 1 × Rhai
-        r.on_sent(1_000); // iB = 6: min 6: 2 × Rhai
+        r.on_sent(Nanos(1 + t * 6), 1_000); // iB = 6: min 6: 2 × Rhai
         assert_eq!(r.rt_bps, rt_before + 4.0 * 40e6 + 200e6 + 200e6 + 400e6);
     }
 
@@ -383,8 +415,8 @@ mod tests {
         let t = hpcc.rate_timer().0;
         let mut targets = Vec::new();
         for k in 1..=4 {
-            r.on_sent(1_000_000); // no byte events: the counter is off
             r.on_timeout(Nanos(1 + t * k));
+            r.on_sent(Nanos(1 + t * k), 1_000_000); // no byte events: the counter is off
             targets.push(r.target_bps());
         }
         assert_eq!(

@@ -1073,7 +1073,7 @@ impl Endpoint {
         self.counters.frames_sent += 1;
         q.counters.data_packets_sent += 1;
         q.counters.data_bytes_sent += payload_len;
-        q.rp.on_sent(len as u64);
+        q.rp.on_sent(now, len as u64);
         // The pacer: the next packet of this QP no sooner than one frame time at Rc. A QP
         // woken at its pacer time (rounded up to the driver's nanosecond) sent on
         // schedule: the next gap runs from the schedule, not from the rounded time, or
