@@ -1054,3 +1054,80 @@ fn a_switch_report_on_standard_output_is_the_json_alone() {
         "{stderr}"
     );
 }
+
+/// A counter of one port's class in a --json report.
+fn port_class(report: &serde_json::Value, port: usize, class: u64, field: &str) -> u64 {
+    report["ports"][port]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["class"] == class)
+        .map(|c| c[field].as_u64().unwrap())
+        .sum()
+}
+
+fn ip_link(args: &[&str]) {
+    let out = Command::new("ip").arg("link").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip link {args:?}: {}",
+        text(&out.stderr)
+    );
+}
+
+/// f04: a port whose interface was down at the start, or went away while the switch ran,
+/// stopped the whole switch ("stopped: ... (receive): Network is down"). It is marked down,
+/// said on standard error, and the other ports keep forwarding; a port that comes back
+/// up forwards again.
+#[test]
+fn a_port_that_goes_down_or_away_leaves_the_other_ports_forwarding() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_port_that_goes_down_or_away_leaves_the_other_ports_forwarding") {
+        return;
+    }
+    let lab = Lab::new("dn", 4);
+    let config = switch_config(&lab, 1.0, &[]);
+    let stats = lab.path("stats.json");
+    ip_link(&["set", &lab.root_if(2), "down"]);
+    let sw = lab.switch(
+        &config,
+        &["--json", stats.to_str().unwrap(), "--duration", "3"],
+    );
+    ip_link(&["set", &lab.root_if(2), "up"]);
+    ip_link(&["del", &lab.root_if(3)]);
+    // Past the second a down port drops its frames for before it tries again.
+    std::thread::sleep(Duration::from_millis(1300));
+    let (iface, dst) = (lab.host_if(0), mac(1));
+    let out = lab
+        .exec(
+            0,
+            bin(),
+            &[
+                "traffic",
+                "send",
+                "--iface",
+                &iface,
+                "--dst-mac",
+                &dst,
+                "--count",
+                "3",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sw_out = sw.wait_with_output().unwrap();
+    let stderr = text(&sw_out.stderr);
+    assert!(sw_out.status.success(), "{stderr}");
+    for (i, says) in [(2, "is down"), (2, "is up again"), (3, "is down")] {
+        let line = format!("port {} {says}", lab.root_if(i));
+        assert!(stderr.contains(&line), "{line} not in {stderr}");
+    }
+    let report = json(&stats);
+    // Flooded (the receiver never sent): to p1, to p2 back up, and to p3 gone. Class 3
+    // alone: a veth coming up sends IPv6 frames of its own, class 0.
+    assert_eq!(port_class(&report, 1, 3, "tx_frames"), 3);
+    assert_eq!(port_class(&report, 2, 3, "tx_frames"), 3);
+    let refused = report["kernel"][3]["tx_refused"].as_u64().unwrap();
+    assert!(refused >= 3, "p3 gone: {refused} refused");
+}

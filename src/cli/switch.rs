@@ -108,6 +108,7 @@ pub fn run(args: Args) -> Result<()> {
             .transpose()?
             .map(std::sync::Arc::new),
         static_macs: Vec::new(),
+        keep_going_when_a_port_is_down: true,
     };
     let serving = match &opts.metrics {
         Some(listener) => format!("; metrics at http://{}/metrics", listener.local_addr()?),
@@ -229,8 +230,8 @@ fn refused_line(names: &[&str], kernel: &[rocelab::io::KernelStats]) -> Option<S
         .collect();
     (!refused.is_empty()).then(|| {
         format!(
-            "frames the kernel refused to send (too large for the interface, or a port busy too \
-             long), counted in the table's tx frames but never sent: {}",
+            "frames the kernel refused to send (too large for the interface, its port down, or a port busy \
+             too long), counted in the table's tx frames but never sent: {}",
             refused.join(", ")
         )
     })

@@ -216,7 +216,7 @@ pub fn socket_error(fd: RawFd) -> Option<io::Error> {
 }
 
 /// Whether a send error means the port is gone (interface down or removed).
-fn port_gone(e: &io::Error) -> bool {
+pub(crate) fn port_gone(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::ENXIO | libc::ENODEV | libc::ENETDOWN)

@@ -480,6 +480,8 @@ fn switch_options(
         duration: None,
         interval: None,
         metrics: None,
+        // A host gone is a failed lab run.
+        keep_going_when_a_port_is_down: false,
     }
 }
 

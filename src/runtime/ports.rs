@@ -17,6 +17,7 @@ use crate::io::{self, Backend, FrameRx, FrameTx, KernelStats, Pool, RxFrame};
 use crate::link;
 use crate::time::Nanos;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -106,6 +107,12 @@ struct RxPort {
 pub struct TxLane {
     name: String,
     queue: Mutex<TxQueue>,
+    /// A port whose interface goes down or away is marked down and the run goes on
+    /// without it (a switch's other ports keep forwarding); otherwise its error stops the
+    /// run. Set by [`Ports::keep_going_when_a_port_is_down`].
+    keep_going: AtomicBool,
+    /// Marked down (see [`TxLane::went_down`]).
+    down: AtomicBool,
 }
 
 struct TxQueue {
@@ -119,7 +126,16 @@ struct TxQueue {
     pending: VecDeque<Vec<u8>>,
     /// Frames given up from a full backlog.
     overflow: u64,
+    /// Frames dropped because the port was down.
+    dropped_down: u64,
+    /// While the port is down, frames queued to it are dropped until then, when a batch
+    /// is offered to the kernel again: one that goes marks the port up.
+    retry_at: Option<Instant>,
 }
+
+/// How long a port that went down drops its frames before it offers the kernel some
+/// again.
+const DOWN_RETRY: Duration = Duration::from_secs(1);
 
 impl TxLane {
     fn new(name: &str, tx: Box<dyn FrameTx>) -> Arc<TxLane> {
@@ -129,8 +145,42 @@ impl TxLane {
                 tx: Some(tx),
                 pending: VecDeque::new(),
                 overflow: 0,
+                dropped_down: 0,
+                retry_at: None,
             }),
+            keep_going: AtomicBool::new(false),
+            down: AtomicBool::new(false),
         })
+    }
+
+    /// Port `self` failed with `cause` while doing `action`: true when the run goes on
+    /// without it (its interface went down or away, and the run keeps going then), and it
+    /// is marked down, said once on standard error.
+    fn went_down(&self, action: &str, cause: &std::io::Error) -> bool {
+        if !self.keep_going.load(Ordering::Relaxed) || !io::port_gone(cause) {
+            return false;
+        }
+        let mut q = self.lock();
+        q.retry_at = Some(Instant::now() + DOWN_RETRY);
+        q.dropped_down += q.pending.len() as u64;
+        q.pending.clear();
+        drop(q);
+        if !self.down.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "rocelab: port {} is down ({action}: {cause}): frames to it are dropped and \
+                 counted as tx_refused, the other ports go on",
+                self.name
+            );
+        }
+        true
+    }
+
+    /// A port marked down received or sent a frame again.
+    fn came_up(&self) {
+        if self.down.swap(false, Ordering::Relaxed) {
+            self.lock().retry_at = None;
+            eprintln!("rocelab: port {} is up again", self.name);
+        }
     }
 
     /// The lane, locked. A thread that panicked while sending left nothing half-done that
@@ -287,6 +337,17 @@ impl Ports {
         });
         self.tx.push(TxLane::new(iface, tx));
         port
+    }
+
+    /// From now on a port whose interface goes down or away (its socket fails with
+    /// ENETDOWN, ENXIO or ENODEV) is marked down, said once on standard error, and the run
+    /// goes on without it: frames to it are dropped and counted as `tx_refused`, and it is
+    /// offered some again each second; a frame it receives or sends marks it up again.
+    /// Otherwise such an error stops the run.
+    pub fn keep_going_when_a_port_is_down(&self) {
+        for lane in &self.tx {
+            lane.keep_going.store(true, Ordering::Relaxed);
+        }
     }
 
     /// The receive side of port `port`, if this thread owns it.
@@ -452,6 +513,15 @@ impl Ports {
     /// in the order they were queued, whichever thread queued them.
     pub fn send(&mut self, port: usize, frame: Vec<u8>) {
         let mut lane = self.tx[port].lock();
+        if lane
+            .retry_at
+            .is_some_and(|t| self.tx[port].down.load(Ordering::Relaxed) && Instant::now() < t)
+        {
+            lane.dropped_down += 1;
+            drop(lane);
+            self.pool.put(frame);
+            return;
+        }
         if lane.pending.len() >= TX_BACKLOG
             && let Some(old) = lane.pending.pop_front()
         {
@@ -548,13 +618,17 @@ impl Ports {
         }
     }
 
-    /// A port whose socket reports an error (its interface went down or away) fails.
+    /// A port whose socket reports an error (its interface went down or away) fails, or
+    /// is marked down (see [`Ports::keep_going_when_a_port_is_down`]).
     fn check_errors(&self) -> Result<(), PortError> {
         let bad = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
         for (p, f) in self.rx.iter().zip(&self.pollfds) {
             if f.revents & bad != 0
                 && let Some(cause) = io::socket_error(f.fd)
             {
+                if self.tx[p.port].went_down("receive", &cause) {
+                    continue;
+                }
                 return Err(PortError {
                     port: p.name.clone(),
                     action: "receive",
@@ -581,17 +655,25 @@ impl Ports {
         let stamps = *stamps;
         self.balance();
         for p in &mut self.rx {
+            let lane = &self.tx[p.port];
             // Everything waiting, not one batch: frames left behind would enter after the
             // core had moved past their time (a ring holds a few thousand at most).
             for _ in 0..MAX_BATCHES {
                 self.received.clear();
-                let got =
-                    p.rx.receive(&mut self.received, RX_BATCH, &mut self.pool)
-                        .map_err(|cause| PortError {
+                let got = match p.rx.receive(&mut self.received, RX_BATCH, &mut self.pool) {
+                    Ok(got) => got,
+                    Err(cause) if lane.went_down("receive", &cause) => break,
+                    Err(cause) => {
+                        return Err(PortError {
                             port: p.name.clone(),
                             action: "receive",
                             cause,
-                        })?;
+                        });
+                    }
+                };
+                if got > 0 {
+                    lane.came_up();
+                }
                 for f in self.received.drain(..) {
                     // Received no later than now, whatever the clocks say, and in the
                     // order the port got them.
@@ -624,7 +706,7 @@ impl Ports {
         }
         for (s, lane) in stats.iter_mut().zip(&self.tx) {
             let q = lane.lock();
-            s.tx_refused = q.tx.as_ref().map_or(0, |tx| tx.refused()) + q.overflow;
+            s.tx_refused = q.tx.as_ref().map_or(0, |tx| tx.refused()) + q.overflow + q.dropped_down;
         }
         stats
     }
@@ -654,7 +736,24 @@ fn flush_lane(
         let result = tx.transmit(batch);
         let mut q = lane.lock();
         q.tx = Some(tx);
+        if let Err(cause) = &result
+            && lane.keep_going.load(Ordering::Relaxed)
+            && io::port_gone(cause)
+        {
+            q.dropped_down += batch.len() as u64;
+            drop(q);
+            for buf in batch.drain(..) {
+                pool.put(buf);
+            }
+            lane.went_down("send", cause);
+            return Ok((sent, false));
+        }
         let done = *result.as_ref().unwrap_or(&0);
+        if done > 0 {
+            drop(q);
+            lane.came_up();
+            q = lane.lock();
+        }
         // What did not go goes back ahead of what was appended meanwhile.
         for buf in batch.drain(done..).rev() {
             q.pending.push_front(buf);

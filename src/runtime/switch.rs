@@ -51,6 +51,10 @@ pub struct SwitchOptions {
     /// [`Switch::add_route`] makes them): a frame to one goes out of its port alone, never
     /// flooded while the address is still to be learned. Empty: everything is learned.
     pub static_macs: Vec<(MacAddr, usize)>,
+    /// A port whose interface goes down or away is marked down and the others go on, as
+    /// on a switch (see [`Ports::keep_going_when_a_port_is_down`]); otherwise the run
+    /// stops with its error.
+    pub keep_going_when_a_port_is_down: bool,
 }
 
 /// How the run ended.
@@ -229,6 +233,9 @@ pub fn run_sampled_on(
     mut sampler: Option<Sampler<'_, Switch>>,
 ) -> Result<SwitchOutcome, RuntimeError> {
     let _locks = super::port_lock::PortLocks::take(&opts.ifaces)?;
+    if opts.keep_going_when_a_port_is_down {
+        ports.keep_going_when_a_port_is_down();
+    }
     for (k, p) in opts.config.ports.iter().enumerate().take(ports.len()) {
         ports.emulate_link(k, p.bits_per_sec, p.cable);
     }
