@@ -39,7 +39,7 @@ fn table(ports: &[PortReport], wide: bool) -> String {
     if wide {
         let _ = writeln!(
             out,
-            "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7}  sojourn p50/p99/max µs",
+            "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}  sojourn p50/p99/max µs",
             "port",
             "class",
             "rx frames",
@@ -58,6 +58,7 @@ fn table(ports: &[PortReport], wide: bool) -> String {
             "queue max B",
             "PG shared B",
             "PG headrm B",
+            "PG late",
             "storms",
             "restor"
         );
@@ -104,6 +105,15 @@ fn table(ports: &[PortReport], wide: bool) -> String {
         }
         for c in &port.classes {
             let k = &c.counters;
+            if k.late_pause_frames > 0 && !wide {
+                notes.push(format!(
+                    "{} class {}: {} frames came after its PFC pause should have stopped them \
+                     (late_pause_frames): the switch's thread lagged, the pause left late and \
+                     the peer kept sending; they were kept, not dropped, so queues can pass \
+                     the configured buffer",
+                    port.name, c.class, k.late_pause_frames
+                ));
+            }
             let lossless = c.lossless || c.lossless_queue;
             let class = format!("{}{}", c.class, if lossless { "*" } else { "" });
             if wide {
@@ -120,7 +130,7 @@ fn table(ports: &[PortReport], wide: bool) -> String {
                 );
                 let _ = writeln!(
                     out,
-                    "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7}  {}",
+                    "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}  {}",
                     port.name,
                     class,
                     k.rx_frames,
@@ -139,6 +149,7 @@ fn table(ports: &[PortReport], wide: bool) -> String {
                     k.queue_watermark_bytes,
                     k.pg_shared_watermark_bytes,
                     k.pg_headroom_watermark_bytes,
+                    k.late_pause_frames,
                     k.storms_detected,
                     k.storms_restored,
                     sojourn
@@ -172,7 +183,10 @@ fn table(ports: &[PortReport], wide: bool) -> String {
         "* lossless: class N is a lossless priority, or queue N carries one (tc_to_queue; the\n\
          same rows with a one-to-one map). rx, PFC, XON, drop in (ingress overflow) and the\n\
          PG columns count class N as it came in on the port; tx, CE, the other drops, queue,\n\
-         storms and sojourn count the port's egress queue N. PFC counts include XON.\n"
+         storms and sojourn count the port's egress queue N. PFC counts include XON. PG late:\n\
+         frames that came after the PG's pause should have stopped them (the switch's thread\n\
+         lagged, the pause left late, the peer kept sending), kept past a full headroom, not\n\
+         dropped.\n"
     } else {
         "* lossless: class N is a lossless priority, or queue N carries one (tc_to_queue; the\n\
          same rows with a one-to-one map). rx and PFC count class N as it came in on the port;\n\
@@ -306,4 +320,59 @@ fn nxos(switch: &Switch) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::ClassReport;
+    use crate::switch::ClassCounters;
+
+    fn port(counters: ClassCounters) -> PortReport {
+        PortReport {
+            name: "p0".to_owned(),
+            speed_gbps: 1.0,
+            classes: vec![ClassReport {
+                class: 3,
+                lossless: true,
+                lossless_queue: true,
+                counters,
+                sojourn: None,
+            }],
+            rx_link_pause_frames: 0,
+            rx_link_local_frames: 0,
+            rx_malformed_frames: 0,
+            filtered_frames: 0,
+            rx_oversize_frames: 0,
+        }
+    }
+
+    /// The value under the column headed `head` in the first row of `table`.
+    fn column(table: &str, head: &str) -> String {
+        let mut lines = table.lines();
+        let header = lines.next().unwrap();
+        let end = header.find(head).unwrap() + head.len();
+        let row = lines.next().unwrap();
+        row[..end].split_whitespace().last().unwrap().to_owned()
+    }
+
+    /// f17: late_pause_frames (32827 in the JSON, with a queue of 57 MB over a 1 MB
+    /// buffer) appeared in no text output, not even `--counters wide`.
+    #[test]
+    fn late_pause_frames_are_a_wide_column_and_a_note_in_the_table() {
+        let counters = ClassCounters {
+            rx_frames: 100,
+            late_pause_frames: 32827,
+            ..ClassCounters::default()
+        };
+        let wide = table(&[port(counters.clone())], true);
+        assert_eq!(column(&wide, "PG late"), "32827", "{wide}");
+        let plain = table(&[port(counters)], false);
+        assert!(
+            plain.contains("p0 class 3: 32827 frames came after its PFC pause"),
+            "{plain}"
+        );
+        let quiet = table(&[port(ClassCounters::default())], false);
+        assert!(!quiet.contains("late_pause_frames"), "{quiet}");
+    }
 }
