@@ -805,11 +805,63 @@ fn a_failed_endpoint_reports_how_far_it_got_and_why() {
     let r = json(&report);
     assert_eq!(r["done"], false);
     assert_eq!(r["error"], "not finished before --limit");
+    assert_eq!(r["ended"], "limit");
+    assert_eq!(r["sent_bytes"], 0);
     assert!(r["counters"]["data_packets_sent"].as_u64().unwrap() > 0);
     assert_eq!(
         common::undocumented_keys("endpoint", &r),
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn a_send_without_bytes_ends_at_the_limit_or_a_signal_and_succeeds() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_send_without_bytes_ends_at_the_limit_or_a_signal_and_succeeds") {
+        return;
+    }
+    // Ranks 0 and 1 send to 2, each on its own QP (a receiver serves one run of each).
+    let lab = Lab::new("es", 3);
+    let config = switch_config(&lab, 1.0, &[]);
+    let sw = lab.switch(&config, &["--duration", "4"]);
+    let rx = lab.endpoint(2, &["--mode", "receive", "--limit", "3.5"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let send = |rank: usize, extra: &[&str], report: &Path| {
+        let mut args = vec!["--mode", "send", "--to", "2", "--rate", "0.2"];
+        args.extend_from_slice(&["--json", report.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        lab.endpoint(rank, &args)
+    };
+    let at_limit = lab.path("limit.json");
+    let out = send(0, &["--limit", "0.8"], &at_limit)
+        .wait_with_output()
+        .unwrap();
+    let signal = lab.path("signal.json");
+    let child = send(1, &[], &signal);
+    std::thread::sleep(Duration::from_millis(800));
+    let stopped = stop(child);
+    stop(rx);
+    stop(sw);
+    for (out, report, ended) in [
+        (&out, &at_limit, "limit"),
+        (&stopped, &signal, "interrupted"),
+    ] {
+        let (o, e) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{ended}: {o}{e}");
+        assert!(o.contains(" bytes in ") && o.contains(" Gb/s)"), "{o}");
+        let r = json(report);
+        assert_eq!(r["done"], true, "{r}");
+        assert_eq!(r["ended"], ended, "{r}");
+        assert!(r["error"].is_null(), "{r}");
+        assert!(r["sent_bytes"].as_u64().unwrap() > 0, "{r}");
+        // Paced at 0.2 Gb/s: the payload rate is below it, and not far below.
+        let gbps = r["sent_gbps"].as_f64().unwrap();
+        assert!((0.05..0.2).contains(&gbps), "{gbps} Gb/s");
+        assert_eq!(
+            common::undocumented_keys("endpoint", &r),
+            Vec::<String>::new()
+        );
+    }
 }
 
 #[test]

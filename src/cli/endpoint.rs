@@ -54,7 +54,8 @@ pub struct Args {
     /// send: the receiving rank.
     #[arg(long)]
     to: Option<usize>,
-    /// send: bytes to send (default: until --limit; K, M, G suffixes allowed).
+    /// send: bytes to send (K, M, G suffixes allowed; default: send until --limit or
+    /// Ctrl-C, which is then how the run ends, not a failure).
     #[arg(long, value_parser = super::byte_size)]
     bytes: Option<u64>,
     /// send: message size (K, M, G suffixes allowed).
@@ -292,16 +293,24 @@ pub fn run(args: Args) -> Result<()> {
             nccl::foot_unfinished_as(&rows, super::unfinished(&stop))
         );
     }
-    if let Some(flow) = outcome.app.flow() {
+    // An endless send (no --bytes) ends at --limit or Ctrl-C: that is its end, not a
+    // failure. Its transfer lasts to the run's end; a bounded one's to its last ACK.
+    let endless = args.mode == Mode::Send && args.bytes.is_none();
+    let sent = outcome.app.flow().map(|flow| {
+        // Both times are on the run's clock: the transfer is the time between them, not
+        // the finish (which counts the wait for --start-at too).
+        let end = flow.finished().or(endless.then_some(outcome.end));
+        let time = end.map(|t| t.saturating_sub(flow.start()));
+        let gbps = time
+            .filter(|t| t.0 > 0)
+            .map(|t| flow.completed_bytes() as f64 * 8.0 / t.0 as f64);
+        (flow.completed_bytes(), time, gbps)
+    });
+    if let Some((bytes, time, gbps)) = sent {
         sayln!(
-            "sent {} bytes{}",
-            flow.completed_bytes(),
-            // Both times are on the run's clock: the transfer is the time between them, not
-            // the finish (which counts the wait for --start-at too).
-            flow.finished().map_or_else(String::new, |t| format!(
-                " in {}",
-                t.saturating_sub(flow.start()).human()
-            ))
+            "sent {bytes} bytes{}{}",
+            time.map_or_else(String::new, |t| format!(" in {}", t.human())),
+            gbps.map_or_else(String::new, |g| format!(" ({g:.3} Gb/s)"))
         );
     }
     sayln!(
@@ -322,7 +331,18 @@ pub fn run(args: Args) -> Result<()> {
     let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
     let failure = if let Some(e) = &outcome.error {
         Some(format!("stopped: {e}"))
-    } else if args.mode != Mode::Receive && !outcome.app.done() {
+    } else if endless && sent.is_some_and(|s| s.0 == 0) {
+        // Sending until the end is the work, but a receiver that acknowledged nothing
+        // (absent, or discarding it all) makes it a failure.
+        Some(format!(
+            "nothing acknowledged by rank {send_to} before {}",
+            if runtime::stopped(&stop) {
+                "Ctrl-C or SIGTERM"
+            } else {
+                "--limit"
+            }
+        ))
+    } else if args.mode != Mode::Receive && !endless && !outcome.app.done() {
         Some(if runtime::stopped(&stop) {
             "interrupted (Ctrl-C or SIGTERM) before the work finished".to_owned()
         } else {
@@ -333,11 +353,24 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         None
     };
+    let ended = if outcome.error.is_some() {
+        "error"
+    } else if outcome.app.done() {
+        "done"
+    } else if runtime::stopped(&stop) {
+        "interrupted"
+    } else {
+        "limit"
+    };
     report.write(&rocelab::report::document(
         "endpoint",
         serde_json::json!({
-            "rank": args.rank, "mode": args.mode.name(), "done": outcome.app.done(),
+            "rank": args.rank, "mode": args.mode.name(),
+            "done": outcome.app.done() || (endless && failure.is_none()),
+            "ended": ended,
             "error": failure,
+            "sent_bytes": sent.map(|s| s.0),
+            "sent_gbps": sent.and_then(|s| s.2),
             "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
             "thread": outcome.thread,
             "config": rocelab::report::configs(None, Some(&cfg)),
