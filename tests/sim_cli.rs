@@ -737,3 +737,135 @@ fn idle_hosts_and_their_ports_have_no_series_columns() {
         "{header:?}"
     );
 }
+
+/// The switch configuration's `[pfc]` keys reach it from a scenario as `switch.pfc.KEY`:
+/// in the file's `[switch]` table, with `sim --set`, `sweep --grid` and `compare --set`,
+/// while `switch.pfc = true | false` still switches PFC (QA: all of these failed with
+/// "switch.pfc: give true or false"). What the run used is read back from report.json's
+/// `config.switch` (or the comparison's switch line).
+#[test]
+fn switch_pfc_keys_reach_the_switch_configuration_beside_the_pfc_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let switch_of = |report: &Path| {
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+        let c = &r["config"]["switch"];
+        (
+            c["pause_quanta"].as_u64().unwrap(),
+            c["refresh_quanta"].as_u64().unwrap(),
+            c["lossless"].clone(),
+        )
+    };
+    let short = ["--set", "duration_ms=2", "--set", "measure_from_ms=1"];
+    let pfc_keys = [
+        "--set",
+        "switch.pfc.pause_quanta=1000",
+        "--set",
+        "switch.pfc.refresh_quanta=500",
+    ];
+
+    // sim --set, on a built-in scenario.
+    let out = dir.path().join("set");
+    let mut args = vec!["sim", "pfc-incast", "--out", out.to_str().unwrap()];
+    args.extend(short);
+    args.extend(pfc_keys);
+    let o = rocelab(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        switch_of(&out.join("report.json")),
+        (1000, 500, serde_json::json!([3]))
+    );
+
+    // In the file, beside variants that switch PFC off both ways.
+    let file = SMALL_INCAST.replace(
+        "[switch]",
+        "[[variant]]\nname = \"on\"\n\n\
+         [[variant]]\nname = \"off\"\nswitch = { pfc = false }\n\n\
+         [[variant]]\nname = \"off too\"\nswitch = { pfc = { enabled = false } }\n\n\
+         [switch]\npfc.pause_quanta = 2000\npfc.refresh_quanta = 1000",
+    );
+    let path = write(dir.path(), "pfc-keys.toml", &file);
+    let out = dir.path().join("file");
+    let o = rocelab(&["sim", &path, "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        switch_of(&out.join("on/report.json")),
+        (2000, 1000, serde_json::json!([3]))
+    );
+    for off in ["off", "off-too"] {
+        assert_eq!(
+            switch_of(&out.join(off).join("report.json")),
+            (2000, 1000, serde_json::json!([])),
+            "variant {off}"
+        );
+    }
+
+    // A scenario with PFC off takes the keys and stays off.
+    let path = write(
+        dir.path(),
+        "pfc-off.toml",
+        &SMALL_INCAST.replace("[switch]", "[switch]\npfc = false"),
+    );
+    let out = dir.path().join("off");
+    let mut args = vec!["sim", &path, "--out", out.to_str().unwrap()];
+    args.extend(pfc_keys);
+    let o = rocelab(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        switch_of(&out.join("report.json")),
+        (1000, 500, serde_json::json!([]))
+    );
+
+    // sweep --grid: a point runs with each value; a value the switch configuration
+    // refuses is refused by its key.
+    let mut args = vec![
+        "sweep",
+        "pfc-incast",
+        "--grid",
+        "switch.pfc.refresh_quanta=1000,30000",
+        "--json",
+        "-",
+    ];
+    args.extend(short);
+    let o = rocelab(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let sweep: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(sweep["rows"].as_array().unwrap().len(), 2);
+    let mut args = vec![
+        "sweep",
+        "pfc-incast",
+        "--grid",
+        "switch.pfc.refresh_quanta=1000,65535",
+    ];
+    args.extend(short);
+    let o = rocelab(&args);
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("switch.pfc.refresh_quanta: 65535 must be below pfc.pause_quanta"),
+        "{err}"
+    );
+
+    // compare --set: each fabric's switch takes the keys (compare switches PFC on).
+    let json = dir.path().join("compare.json");
+    let mut args = vec![
+        "compare",
+        &path,
+        "--fabrics",
+        "roce,roce-pfc",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend(pfc_keys);
+    let o = rocelab(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for f in c["fabrics"].as_array().unwrap() {
+        let source = f["switch_source"].as_str().unwrap();
+        assert!(
+            source.contains("pfc.pause_quanta = 1000") && !source.contains("PFC off"),
+            "{source}"
+        );
+    }
+}

@@ -106,6 +106,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let name = args.scenario.clone().unwrap_or_default();
     let (mut base, dir) = scenario_table(&name)?;
+    rocelab::sim::scenario::pfc_flag_as_table(&mut base);
     if base.contains_key("variant") {
         anyhow::bail!(
             "{name}: a sweep runs scenarios without [[variant]]; sweep each variant's keys instead"

@@ -81,7 +81,15 @@ impl Setting {
             Setting::Roce | Setting::RocePfc => {
                 let ecn = self == Setting::Roce;
                 table.insert("fabric".into(), "roce".into());
-                switch.insert("pfc".into(), true.into());
+                // Keeps the switch configuration's [pfc] keys the scenario gives.
+                match switch.get_mut("pfc") {
+                    Some(toml::Value::Table(pfc)) => {
+                        pfc.insert("enabled".into(), true.into());
+                    }
+                    _ => {
+                        switch.insert("pfc".into(), true.into());
+                    }
+                }
                 switch.insert("ecn".into(), ecn.into());
                 dcqcn.insert("enabled".into(), ecn.into());
             }

@@ -133,6 +133,25 @@ pub fn set_seed(table: &mut toml::Table, seed: u64) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Writes a scenario's `switch.pfc = true|false` as `switch.pfc.enabled`, so that keys of
+/// the switch configuration's `[pfc]` table (`--set switch.pfc.pause_quanta=1000`) can go
+/// in beside it, and a variant's `[pfc]` keys merge with the scenario's switch rather
+/// than replace it.
+pub fn pfc_flag_as_table(table: &mut toml::Table) {
+    if let Some(toml::Value::Table(switch)) = table.get_mut("switch") {
+        pfc_flag_in_switch(switch);
+    }
+}
+
+fn pfc_flag_in_switch(switch: &mut toml::Table) {
+    if let Some(toml::Value::Boolean(on)) = switch.get("pfc") {
+        let on = *on;
+        let mut pfc = toml::Table::new();
+        pfc.insert("enabled".into(), on.into());
+        switch.insert("pfc".into(), toml::Value::Table(pfc));
+    }
+}
+
 fn ten() -> f64 {
     10.0
 }
@@ -493,6 +512,7 @@ impl Scenario {
                 e.message().trim_end().to_owned(),
             ),
         })?;
+        pfc_flag_as_table(&mut table);
         let before = table.clone();
         edit(&mut table).map_err(invalid(&origin))?;
         // Edited text is written anew: its lines are nobody's, so errors name their key.
@@ -576,11 +596,15 @@ impl Scenario {
                     ("description", value @ toml::Value::String(_)) => {
                         table.insert(k, value);
                     }
-                    ("switch" | "endpoint", toml::Value::Table(over)) => {
+                    ("switch" | "endpoint", toml::Value::Table(mut over)) => {
                         let mut merged = match table.remove(&k) {
                             Some(toml::Value::Table(t)) => t,
                             _ => toml::Table::new(),
                         };
+                        if k == "switch" {
+                            pfc_flag_in_switch(&mut merged);
+                            pfc_flag_in_switch(&mut over);
+                        }
                         crate::config::merge_toml(&mut merged, over);
                         table.insert(k, toml::Value::Table(merged));
                     }
@@ -1184,18 +1208,37 @@ fn memory_estimate(
 }
 
 /// The switch section: `preset` (default "default") or `file`, `pfc = false` and
-/// `ecn = false` switches, and any switch-configuration keys laid over the base.
+/// `ecn = false` switches, and any switch-configuration keys laid over the base. `pfc`
+/// is the switch or a table: the configuration's `[pfc]` keys (`pfc.pause_quanta`), with
+/// `pfc.enabled` for the switch.
 fn resolve_switch(
     mut table: toml::Table,
     dir: Option<&Path>,
 ) -> Result<(SwitchConfig, String), ConfigError> {
-    let flag = |table: &mut toml::Table, key: &str| match table.remove(key) {
+    let flag = |value: Option<toml::Value>, key: &str| match value {
         None => Ok(true),
         Some(toml::Value::Boolean(b)) => Ok(b),
         Some(_) => Err(err(format!("switch.{key}"), "give true or false")),
     };
-    let pfc = flag(&mut table, "pfc")?;
-    let ecn = flag(&mut table, "ecn")?;
+    let pfc = match table.remove("pfc") {
+        Some(toml::Value::Table(mut keys)) => {
+            let on = flag(keys.remove("enabled"), "pfc.enabled")?;
+            if !keys.is_empty() {
+                table.insert("pfc".into(), toml::Value::Table(keys));
+            }
+            on
+        }
+        Some(toml::Value::Boolean(b)) => b,
+        Some(_) => {
+            return Err(err(
+                "switch.pfc",
+                "give true or false, or the switch configuration's [pfc] keys \
+                 (pfc.pause_quanta = 1000, or --set switch.pfc.pause_quanta=1000)",
+            ));
+        }
+        None => true,
+    };
+    let ecn = flag(table.remove("ecn"), "ecn")?;
     let text_of = |key: &str, v: toml::Value| match v {
         toml::Value::String(s) => Ok(s),
         _ => Err(err(format!("switch.{key}"), "give a string")),
