@@ -1183,3 +1183,57 @@ fn a_port_that_goes_down_or_away_leaves_the_other_ports_forwarding() {
     let refused = report["kernel"][3]["tx_refused"].as_u64().unwrap();
     assert!(refused >= 3, "p3 gone: {refused} refused");
 }
+
+/// f15: RoCE data in a lossy class (the sonic preset, DSCP 26) drew a warning and a
+/// `warnings` entry from `rocelab replay`, none from the live switch.
+#[test]
+fn the_live_switch_warns_of_roce_data_in_a_lossy_class() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("the_live_switch_warns_of_roce_data_in_a_lossy_class") {
+        return;
+    }
+    let lab = Lab::new("lw", 2);
+    let stats = lab.path("stats.json");
+    let sw = Command::new(bin())
+        .args(["switch", "--preset", "sonic", "--interval", "0"])
+        .args(["--duration", "1.5", "--json", stats.to_str().unwrap()])
+        .arg("--port")
+        .arg(format!("p0={}", lab.root_if(0)))
+        .arg("--port")
+        .arg(format!("p1={}", lab.root_if(1)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let (iface, dst) = (lab.host_if(0), mac(1));
+    let out = lab
+        .exec(
+            0,
+            bin(),
+            &[
+                "traffic",
+                "send",
+                "--iface",
+                &iface,
+                "--dst-mac",
+                &dst,
+                "--count",
+                "5",
+                "--dscp",
+                "26",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sw_out = sw.wait_with_output().unwrap();
+    let stderr = text(&sw_out.stderr);
+    assert!(sw_out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: RoCE data (UDP 4791)") && stderr.contains("a lossy class"),
+        "{stderr}"
+    );
+    let report = json(&stats);
+    assert_eq!(report["warnings"][0]["kind"], "roce_data_lossy", "{report}");
+}

@@ -160,6 +160,10 @@ pub fn run(args: Args) -> Result<()> {
         "{}",
         rocelab::report::counters::render(&outcome.switch, args.counters.style())
     );
+    // What the traffic showed of the configuration, as rocelab replay says it.
+    for w in outcome.switch.warnings() {
+        noteln!("rocelab: warning: {}", w.message);
+    }
     if stats.wanted() {
         let kernel = kernel_json(&names, &opts.ifaces, &outcome.kernel);
         stats.write(&rocelab::report::document(
@@ -170,6 +174,7 @@ pub fn run(args: Args) -> Result<()> {
                 "kernel": kernel,
                 "threads": threads_json(&outcome, &names),
                 "behind": outcome.behind,
+                "warnings": outcome.switch.warnings(),
                 "config": rocelab::report::configs(Some(outcome.switch.config()), None),
             }),
         ))?;
