@@ -39,7 +39,7 @@ fn table(ports: &[PortReport], wide: bool) -> String {
     if wide {
         let _ = writeln!(
             out,
-            "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}  sojourn p50/p99/max µs",
+            "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}  sojourn p50/p99/max µs",
             "port",
             "class",
             "rx frames",
@@ -54,6 +54,7 @@ fn table(ports: &[PortReport], wide: bool) -> String {
             "drop in",
             "drop red",
             "drop tail",
+            "drop mtu",
             "drop wd",
             "queue max B",
             "PG shared B",
@@ -130,7 +131,7 @@ fn table(ports: &[PortReport], wide: bool) -> String {
                 );
                 let _ = writeln!(
                     out,
-                    "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}  {}",
+                    "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}  {}",
                     port.name,
                     class,
                     k.rx_frames,
@@ -145,7 +146,8 @@ fn table(ports: &[PortReport], wide: bool) -> String {
                     k.dropped_ingress_overflow,
                     k.dropped_wred,
                     k.dropped_tail,
-                    k.dropped_watchdog + k.dropped_mtu,
+                    k.dropped_mtu,
+                    k.dropped_watchdog,
                     k.queue_watermark_bytes,
                     k.pg_shared_watermark_bytes,
                     k.pg_headroom_watermark_bytes,
@@ -374,5 +376,19 @@ mod tests {
         );
         let quiet = table(&[port(ClassCounters::default())], false);
         assert!(!quiet.contains("late_pause_frames"), "{quiet}");
+    }
+
+    /// f06: `--counters wide` showed an egress MTU drop under "drop wd", the watchdog's
+    /// column (p2 `drop wd 5` with `dropped_mtu 5`, `dropped_watchdog 0` in the JSON).
+    #[test]
+    fn wide_counts_mtu_drops_apart_from_the_watchdog() {
+        let counters = ClassCounters {
+            tx_frames: 1,
+            dropped_mtu: 5,
+            ..ClassCounters::default()
+        };
+        let wide = table(&[port(counters)], true);
+        assert_eq!(column(&wide, "drop mtu"), "5", "{wide}");
+        assert_eq!(column(&wide, "drop wd"), "0", "{wide}");
     }
 }
