@@ -16,7 +16,8 @@ pub struct Args {
     #[command(flatten)]
     switch: SwitchConfigArgs,
     /// A switch port on an interface (repeatable, in port order). A port the configuration
-    /// does not name takes its port defaults.
+    /// does not name takes its port defaults; a configuration's [[ports]] entry that no
+    /// --port names (case-sensitive) is refused.
     #[arg(long = "port", value_name = "NAME=IFNAME", required = true)]
     ports: Vec<String>,
     #[command(flatten)]
@@ -78,6 +79,10 @@ pub fn run(args: Args) -> Result<()> {
         super::not_loopback(&format!("--port {spec}"), iface)?;
         names.push(name);
         ifaces.push(iface.to_owned());
+    }
+    let configured: Vec<&str> = config.ports.iter().map(|p| p.name.as_str()).collect();
+    if let Some(why) = unmatched_ports(&configured, &names) {
+        anyhow::bail!("{why}");
     }
     config.ports = names.iter().map(|n| config.port_or_default(n)).collect();
     let interface_mtus: Vec<Option<u32>> = ifaces.iter().map(|i| interface_mtu(i)).collect();
@@ -183,6 +188,29 @@ pub fn run(args: Args) -> Result<()> {
         Some(e) => Err(anyhow::Error::new(e).context("stopped")),
         None => Ok(()),
     }
+}
+
+/// The configuration's `[[ports]]` that no `--port` names, said with both lists. Refused,
+/// not warned of: such a port would run at the port defaults (400 Gb/s, MTU 9216) while
+/// the file says otherwise, and every number measured would be off without a word; a
+/// switch's CLI refuses an interface name it does not know, and names are compared
+/// exactly (p2 is not P2).
+fn unmatched_ports(configured: &[&str], names: &[&str]) -> Option<String> {
+    let unmatched: Vec<&str> = configured
+        .iter()
+        .filter(|c| !names.contains(c))
+        .copied()
+        .collect();
+    (!unmatched.is_empty()).then(|| {
+        format!(
+            "the configuration's [[ports]] {} match no --port (the configuration names {}; \
+             --port names {}): give each configured port a --port NAME=IFNAME of the same \
+             name (names are case-sensitive), or remove it from the configuration",
+            unmatched.join(", "),
+            configured.join(", "),
+            names.join(", ")
+        )
+    })
 }
 
 /// The MTU of interface `iface` as this network namespace's sysfs gives it, if it can be
@@ -359,6 +387,20 @@ mod tests {
         let line = refused_line(&names, &kernel).unwrap();
         assert!(line.ends_with(": p1 10"), "{line}");
         assert_eq!(refused_line(&names, &[KernelStats::default(); 2]), None);
+    }
+
+    /// f16: `[[ports]] name = "p2"` in the file with `--port P2=...` ran P2 at the
+    /// defaults (400 Gb/s, MTU 9216) without a word.
+    #[test]
+    fn a_configured_port_no_port_flag_names_is_refused() {
+        let why = unmatched_ports(&["p0", "p2"], &["p0", "P2"]).unwrap();
+        assert!(
+            why.starts_with("the configuration's [[ports]] p2 match no --port"),
+            "{why}"
+        );
+        assert!(why.contains("names p0, p2; --port names p0, P2"), "{why}");
+        assert_eq!(unmatched_ports(&["p1"], &["p0", "p1"]), None);
+        assert_eq!(unmatched_ports(&[], &["p0"]), None);
     }
 
     #[test]
