@@ -865,6 +865,47 @@ fn a_send_without_bytes_ends_at_the_limit_or_a_signal_and_succeeds() {
 }
 
 #[test]
+fn a_signal_while_the_endpoint_prepares_its_buffers_ends_it_with_its_report() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_signal_while_the_endpoint_prepares_its_buffers_ends_it_with_its_report") {
+        return;
+    }
+    // Up to 256 MiB a rank: its buffers take over a second to build.
+    let lab = Lab::new("ep", 2);
+    let report = lab.path("ep0.json");
+    let child = lab.endpoint(
+        0,
+        &[
+            "-e",
+            "256M",
+            "--limit",
+            "5",
+            "--json",
+            report.to_str().unwrap(),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let out = stop(child);
+    let err = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "ended by rocelab, not by the signal: {err}"
+    );
+    assert!(err.contains("interrupted"), "{err}");
+    let r = json(&report);
+    assert_eq!(r["ended"], "interrupted", "{r}");
+    assert_eq!(r["done"], false);
+    assert_eq!(r["counters"]["data_packets_sent"], 0, "it never started");
+    let left: Vec<_> = std::fs::read_dir(lab.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+}
+
+#[test]
 fn an_endpoint_whose_path_mtu_does_not_fit_the_interface_is_refused() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !live("an_endpoint_whose_path_mtu_does_not_fit_the_interface_is_refused") {

@@ -208,12 +208,27 @@ pub fn run(args: Args) -> Result<()> {
             largest_path_mtu(iface_mtu)
         );
     }
+    // From here on a signal ends the run with its report: building the buffers of a
+    // large sweep takes seconds, and a Ctrl-C then must not kill it outright (nor leave
+    // the report's staging file behind).
+    let stop = runtime::stop_on_signals()?;
     let app = match args.mode {
         Mode::Allreduce => {
             let (to_next, _) = live::ring_qps(&mut ep, &peers, args.rank);
-            Sweep::new(&mut ep, args.rank, peers.len(), &sizes, args.seed, to_next)
-                .starting_at(start)
-                .into()
+            let mut give_up = || runtime::stopped(&stop);
+            match Sweep::new_unless(
+                &mut ep,
+                args.rank,
+                peers.len(),
+                &sizes,
+                args.seed,
+                to_next,
+                &mut give_up,
+            ) {
+                Some(sweep) => sweep.starting_at(start).into(),
+                // The run sees the stop and ends at once, an empty sweep unfinished.
+                None => Sweep::new(&mut ep, args.rank, peers.len(), &[], args.seed, to_next).into(),
+            }
         }
         Mode::Send => {
             let qp = live::flow_send_qp(&mut ep, &peers, args.rank, send_to);
@@ -238,7 +253,6 @@ pub fn run(args: Args) -> Result<()> {
             propagation: rocelab::time::Nanos::ZERO,
         },
     };
-    let stop = runtime::stop_on_signals()?;
     // This rank's view: each size from this rank's start to its end, printed as nccl-tests
     // does, a row as each size finishes.
     let ranks = peers.len();

@@ -235,28 +235,44 @@ impl Sweep {
         seed: u64,
         qp_next: usize,
     ) -> Sweep {
-        let runs = sizes
-            .iter()
-            .enumerate()
-            .map(|(i, &size)| {
-                RingAllReduce::tagged(
-                    ep,
-                    rank,
-                    ranks,
-                    (size / 4) as usize,
-                    seed,
-                    qp_next,
-                    i as u16,
-                )
-            })
-            .collect();
-        Sweep {
+        Sweep::new_unless(ep, rank, ranks, sizes, seed, qp_next, &mut || false)
+            .expect("never given up")
+    }
+
+    /// As [`Sweep::new`], but gives up (`None`) when `give_up` says so: it is asked
+    /// before each size's buffers are built, which for large sizes takes a while.
+    pub fn new_unless(
+        ep: &mut Endpoint,
+        rank: usize,
+        ranks: usize,
+        sizes: &[u64],
+        seed: u64,
+        qp_next: usize,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> Option<Sweep> {
+        let mut runs = Vec::with_capacity(sizes.len());
+        // The largest size last: its buffers take as long as all the others together.
+        for (i, &size) in sizes.iter().enumerate() {
+            if give_up() {
+                return None;
+            }
+            runs.push(RingAllReduce::tagged(
+                ep,
+                rank,
+                ranks,
+                (size / 4) as usize,
+                seed,
+                qp_next,
+                i as u16,
+            ));
+        }
+        Some(Sweep {
             runs,
             sizes: sizes.to_vec(),
             current: 0,
             start_at: Nanos::ZERO,
             started: false,
-        }
+        })
     }
 
     /// Starts at `at` instead of when the run starts.

@@ -316,7 +316,8 @@ pub fn run_hosts(
     let mut next_sample = started;
     let mut error = None;
     let begin = clock.now();
-    for k in 0..n {
+    // Stopped before it began (while the applications were prepared): nothing starts.
+    for k in (0..n).filter(|_| !stopped(stop)) {
         let h = &mut driver.cores[k];
         h.app.start(begin, &mut h.ep);
         if let Err(e) = driver.run_core_at(k, begin) {
