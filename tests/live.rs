@@ -906,6 +906,54 @@ fn a_signal_while_the_endpoint_prepares_its_buffers_ends_it_with_its_report() {
 }
 
 #[test]
+fn a_receiver_warns_when_a_sender_run_again_is_discarded_as_duplicates() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_receiver_warns_when_a_sender_run_again_is_discarded_as_duplicates") {
+        return;
+    }
+    let lab = Lab::new("dr", 2);
+    let config = switch_config(&lab, 1.0, &[]);
+    let sw = lab.switch(&config, &["--duration", "5"]);
+    let report = lab.path("rx.json");
+    let rx = lab.endpoint(
+        1,
+        &[
+            "--mode",
+            "receive",
+            "--limit",
+            "4",
+            "--json",
+            report.to_str().unwrap(),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    for _ in 0..2 {
+        let out = lab
+            .endpoint(
+                0,
+                &[
+                    "--mode", "send", "--to", "1", "--bytes", "256K", "--limit", "1.5",
+                ],
+            )
+            .wait_with_output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let out = stop(rx);
+    stop(sw);
+    // 256 KiB in 1024-byte packets (the default path MTU): 256 packets a run.
+    let r = json(&report);
+    assert_eq!(r["counters"]["data_packets_received"], 256, "{r}");
+    assert_eq!(r["counters"]["duplicates_received"], 256, "{r}");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("data packets received as duplicates") && err.contains("restart it"),
+        "{err}"
+    );
+}
+
+#[test]
 fn an_endpoint_whose_path_mtu_does_not_fit_the_interface_is_refused() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !live("an_endpoint_whose_path_mtu_does_not_fit_the_interface_is_refused") {

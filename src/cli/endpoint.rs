@@ -109,6 +109,10 @@ fn far(wait: std::time::Duration) -> String {
     }
 }
 
+/// Duplicates that a receiver warns about: a whole window's worth, more than a lost ACK's
+/// retransmissions give, as a sender run again from PSN 0 gives.
+const DUPLICATES_WORTH_A_WARNING: u64 = 64;
+
 /// The largest path MTU (a power of two from 256 to 4096) whose packets fit an interface
 /// MTU of `iface_mtu` bytes, or 256 if none does.
 fn largest_path_mtu(iface_mtu: usize) -> usize {
@@ -280,6 +284,27 @@ pub fn run(args: Args) -> Result<()> {
         };
         let sampler = live::EndpointSampler {
             every: std::time::Duration::from_millis(20),
+            call: &mut call,
+        };
+        live::run(&opts, ep, app, &stop, Some(sampler))?
+    } else if args.mode == Mode::Receive {
+        // A sender run again against this receiver starts at PSN 0 again, which its QP
+        // has passed: the responder discards all of it as duplicates and ACKs them (as an
+        // RNIC does; real ones agree on starting PSNs when they connect, a static peers
+        // file cannot), so the sender reports success. Say so as it happens.
+        let mut warned = 0;
+        let mut call = |_: std::time::Duration, l: &mut live::Live<'_>| {
+            let c = l.endpoint.counters();
+            if c.duplicates_received >= warned + DUPLICATES_WORTH_A_WARNING {
+                warned = c.duplicates_received;
+                noteln!(
+                    "warning: {} data packets received as duplicates of ones accepted before, discarded: retransmissions after lost ACKs, or a sender run again against this receiver (it restarts at PSN 0, which this receiver has passed, and sees its data acknowledged although it was discarded here); a receiver serves one run of each sender: restart it for the next",
+                    c.duplicates_received
+                );
+            }
+        };
+        let sampler = live::EndpointSampler {
+            every: std::time::Duration::from_millis(100),
             call: &mut call,
         };
         live::run(&opts, ep, app, &stop, Some(sampler))?
