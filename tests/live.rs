@@ -557,6 +557,7 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
             .split(&format!("sent {bytes} bytes in "))
             .nth(1)
             .and_then(|s| s.lines().next())
+            .and_then(|s| s.split(" (").next())
             .unwrap_or_else(|| panic!("no transfer time in {stdout}"));
         assert!(took.ends_with(" ms"), "sender {i} took {took}");
         let number = |after: &str| {

@@ -351,10 +351,11 @@ mod tests {
         r.on_sent(start, 1_000);
         r.on_sent(Nanos(start.0 + 3 * k), 1_000);
         assert_eq!(r.alpha(Nanos(start.0 + k - 1)), 1.0);
-        assert_eq!(
-            r.alpha(Nanos(start.0 + 177 * k)),
-            (1.0f64 - 1.0 / 256.0).powi(177),
-            "decay counts from the first packet, not the later ones"
+        // Within rounding: debug and release builds round powi's steps differently.
+        let decayed = r.alpha(Nanos(start.0 + 177 * k));
+        assert!(
+            (decayed - (1.0f64 - 1.0 / 256.0).powi(177)).abs() < 1e-12,
+            "decay counts from the first packet, not the later ones: {decayed}"
         );
         r.on_cnp(Nanos(start.0 + 8_000));
         assert_eq!(r.rate_bps(), 50_000_000_000);
