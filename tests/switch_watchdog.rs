@@ -6,6 +6,7 @@
 mod common;
 
 use common::net::{Driver, config, pfc, roce};
+use rocelab::switch::DropCause;
 use rocelab::time::Nanos;
 use rocelab::wire::Ecn;
 use rocelab::wire::pfc::PrioritySet;
@@ -234,4 +235,139 @@ fn alert_action_only_counts() {
         c.tx_frames, s.frames_offered,
         "everything delivered after the storm"
     );
+}
+
+/// Port 1's peer is stuck sending PFC for priority 3 (every 100 µs from 3 ms to 43 ms)
+/// and also sends lossless frames to port 0 (10 Gb/s) at 17 Gb/s until 75 ms, holding
+/// back while the switch pauses it; port 0 sends a lossless frame to port 1 every 50 µs,
+/// which the storm holds there. Returns the driver after everything drained, and the
+/// ticks that first found port 1's queue 3 stormed and restored.
+fn storm_with_pfc_back(action: &str) -> (Driver, Nanos, Nanos) {
+    let body = watchdog_config(action)
+        + "[buffer]\nshared_bytes = 2097152\n\
+           [[ports]]\nname = \"p0\"\nspeed_gbps = 10\n[[ports]]\nname = \"p1\"\n";
+    let mut d = Driver::new(&config(&body, 0));
+    let anchor = d.now;
+    d.learn_hosts();
+    let start = Nanos(anchor.0 + 3 * MS);
+    let storm_end = start.0 + 40 * MS;
+    let data_end = start.0 + 72 * MS;
+    // (time, what): 0 a frame from port 0, 1 a storm PFC, 2 a frame from port 1's peer,
+    // 3 a watchdog tick to look at.
+    let mut points: Vec<(u64, u8)> = Vec::new();
+    points.extend((start.0..=storm_end).step_by(100_000).map(|t| (t, 1)));
+    points.extend((start.0 + 1_000..data_end).step_by(50_000).map(|t| (t, 0)));
+    points.extend((start.0 + 500..data_end).step_by(500).map(|t| (t, 2)));
+    points.extend((1..60).map(|k| (anchor.0 + k * POLL, 3)));
+    points.sort();
+    let (mut detected, mut restored) = (None, None);
+    let (mut psn, mut peer_paused_until, mut seen) = (0, 0, 0);
+    for (t, what) in points {
+        d.run_until(Nanos(t));
+        // The peer honours the switch's PFC: a pause holds priority 3 for its time.
+        for s in d.sent[seen..].iter().filter(|s| s.port == 1) {
+            if let Some(p) = s.pfc().filter(|p| p.priorities().contains(3)) {
+                peer_paused_until = s.time.0 + common::net::pause_ns(p.quanta[3], 100_000_000_000);
+            }
+        }
+        seen = d.sent.len();
+        psn += 1;
+        match what {
+            0 => {
+                d.rx(0, &roce(0, 1, 26, Ecn::Ect0, L, psn));
+            }
+            1 => {
+                d.rx(1, &pfc(1, PrioritySet::single(3), 65535));
+            }
+            2 if t >= peer_paused_until => {
+                d.rx(1, &roce(1, 0, 26, Ecn::Ect0, L, psn));
+            }
+            2 => {}
+            _ => {
+                let stormed = d.sw.is_stormed(1, 3);
+                if stormed && detected.is_none() {
+                    detected = Some(Nanos(t));
+                }
+                if !stormed && detected.is_some() && restored.is_none() {
+                    restored = Some(Nanos(t));
+                }
+            }
+        }
+    }
+    d.run_for(Nanos(100 * MS));
+    (
+        d,
+        detected.expect("storm detected"),
+        restored.expect("storm restored"),
+    )
+}
+
+/// The PFC frames for priority 3 the switch sent to port 1, with their times and quanta.
+fn pfc_to_port_1(d: &Driver) -> Vec<(Nanos, u16)> {
+    d.pfc_sent(1)
+        .into_iter()
+        .filter(|(_, p)| p.priorities().contains(3))
+        .map(|(t, p)| (t, p.quanta[3]))
+        .collect()
+}
+
+/// Action drop stops PFC for the ingress PG that matches the stormed queue: while port
+/// 1's queue 3 is stormed the switch sends port 1 no PFC for priority 3 (no XOFF, no
+/// refresh, no XON), though that PG, which then overflows, would have paused the peer;
+/// the peer's last pause runs out by itself. After restoration the PG pauses again, and
+/// when the traffic ends it drains to nothing and resumes its peer with an XON.
+#[test]
+fn drop_action_stops_pfc_to_the_stormed_port_until_restored() {
+    let (d, detected, restored) = storm_with_pfc_back("drop");
+    let pfc = pfc_to_port_1(&d);
+    let last_before = pfc.iter().rfind(|&&(t, _)| t < detected).unwrap();
+    assert!(
+        last_before.1 > 0,
+        "the PG held its peer in XOFF at detection"
+    );
+    let during: Vec<_> = pfc
+        .iter()
+        .filter(|&&(t, _)| t >= detected && t < restored)
+        .collect();
+    assert!(during.is_empty(), "PFC while stormed: {during:?}");
+    assert!(
+        pfc.iter().any(|&(t, q)| t >= restored && q > 0),
+        "XOFF after"
+    );
+    // Without pause the peer sent more than the PG holds: those frames were dropped at
+    // ingress, the PG being lossy meanwhile.
+    let c = &d.sw.counters(1).classes[3];
+    assert!(c.dropped_ingress_overflow > 0);
+    let first =
+        d.sw.drops()
+            .iter()
+            .find(|r| r.port == 1 && r.cause == DropCause::IngressOverflow)
+            .unwrap();
+    assert!(first.pfc_stopped && first.at >= detected && first.at < restored);
+    let why = first.explain(d.sw.config(), Nanos::ZERO);
+    assert!(why.contains("PFC watchdog (action drop)"), "{why}");
+    let pg = d.sw.pg_state(1, 3);
+    assert_eq!((pg.shared, pg.headroom, pg.late, pg.xoff), (0, 0, 0, false));
+    assert_eq!(pfc.last().unwrap().1, 0, "the last PFC frame is an XON");
+    assert_eq!(c.tx_pause_frames, pfc.len() as u64);
+}
+
+/// Forward and alert keep the PG's PFC: only received PFC is ignored (forward) or
+/// nothing changes but the counters (alert).
+#[test]
+fn forward_and_alert_keep_sending_pfc_to_the_stormed_port() {
+    for action in ["forward", "alert"] {
+        let (d, detected, restored) = storm_with_pfc_back(action);
+        let pfc = pfc_to_port_1(&d);
+        assert!(
+            pfc.iter()
+                .any(|&(t, q)| t >= detected && t < restored && q > 0),
+            "{action}: XOFF while stormed"
+        );
+        assert_eq!(
+            d.sw.counters(1).classes[3].dropped_ingress_overflow,
+            0,
+            "{action}"
+        );
+    }
 }

@@ -189,6 +189,9 @@ pub struct DropRecord {
     pub xoff_threshold: u64,
     /// Whether XOFF was in force.
     pub xoff: bool,
+    /// Whether the PG generated no PFC then: the watchdog (action drop) held the queue
+    /// its priority goes to on the ingress port as stormed.
+    pub pfc_stopped: bool,
     /// The shared pool's use and size, bytes.
     pub pool_used: u64,
     /// The shared pool's size.
@@ -221,7 +224,20 @@ impl DropRecord {
                     Some(b) => format!("{b} B as configured (pg.{pg}.headroom_bytes)"),
                     None => cfg.headroom_model.describe(port),
                 };
-                if self.xoff {
+                if self.pfc_stopped {
+                    let q = cfg.tc_to_queue[pg];
+                    format!(
+                        "{}: lossless PG {pg} dropped a {} B frame at {at}: the PFC watchdog (action drop) held queue {q} of {} as stormed, so the PG sent its peer no PFC and its headroom of {} B filled ({} B used, shared {} B, XOFF point {} B). Frames from a stormed port are not protected until the storm is restored: find what keeps pausing {} (a stuck NIC, a deadlock)",
+                        port.name,
+                        self.bytes,
+                        port.name,
+                        self.headroom_size,
+                        self.pg_headroom,
+                        self.pg_shared,
+                        self.xoff_threshold,
+                        port.name
+                    )
+                } else if self.xoff {
                     format!(
                         "{}: lossless PG {pg} dropped a {} B frame at {at}: XOFF was in force (shared {} B at XOFF point {} B) and its headroom of {} B was full ({} B used); headroom = {formula}. Frames kept coming after the pause: a peer that ignores PFC or answers slower than the formula assumes, or a longer cable. Prevented by a peer that honours pause, or more headroom (pg.{pg}.headroom_bytes, or the real cable_m)",
                         port.name,

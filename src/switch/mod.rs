@@ -348,6 +348,7 @@ impl Switch {
             headroom_size: self.mmu.headroom_size(ingress, pg),
             xoff_threshold: self.mmu.xoff_threshold(pg),
             xoff: state.xoff,
+            pfc_stopped: self.cfg.lossless.contains(class) && self.pfc_stopped(ingress, pg),
             pool_used: self.mmu.shared_used(),
             pool_size: self.cfg.shared_bytes,
             queue_bytes: self.ports[out].queues[queue].bytes,
@@ -724,7 +725,7 @@ impl Switch {
                 self.mmu.charge_late(ingress, pg, len as u32);
                 self.ports[ingress].counters.classes[pg].late_pause_frames += 1;
             } else {
-                if lossless && !self.mmu.pg(ingress, pg).xoff {
+                if lossless && !self.mmu.pg(ingress, pg).xoff && !self.pfc_stopped(ingress, pg) {
                     // The frame reaches the XOFF point and its rest does not fit the
                     // headroom: a hardware MMU pauses at the cell that crosses the point
                     // and drops what does not fit, and so does this one.
@@ -753,7 +754,7 @@ impl Switch {
         let c = &mut self.ports[ingress].counters.classes[pg];
         c.pg_shared_watermark_bytes = c.pg_shared_watermark_bytes.max(state.shared);
         c.pg_headroom_watermark_bytes = c.pg_headroom_watermark_bytes.max(state.headroom);
-        if self.mmu.needs_xoff(ingress, pg) {
+        if self.mmu.needs_xoff(ingress, pg) && !self.pfc_stopped(ingress, pg) {
             self.send_xoff(now, ingress, pg);
         }
         let blocks = if self.ports[out].credit.is_some() {

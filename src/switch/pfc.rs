@@ -223,6 +223,9 @@ impl Switch {
                         {
                             s.restored = Some(tick);
                         }
+                        if wd.action == WatchdogAction::Drop {
+                            self.resume_pfc(tick, port, q);
+                        }
                     }
                     continue;
                 }
@@ -241,8 +244,61 @@ impl Switch {
                     }
                     if wd.action == WatchdogAction::Drop {
                         self.flush_queue(tick, port, q);
+                        self.stop_pfc(tick, port, q);
                     }
                 }
+            }
+        }
+    }
+
+    /// The lossless PGs whose priority goes to queue `q` (`tc_to_queue`): on the port
+    /// whose queue `q` is stormed, the ingress PGs that match it.
+    fn pgs_of_queue(&self, q: usize) -> impl Iterator<Item = usize> + use<> {
+        let tc_to_queue = self.cfg.tc_to_queue;
+        self.cfg
+            .lossless
+            .iter()
+            .map(usize::from)
+            .filter(move |&pg| usize::from(tc_to_queue[pg]) == q)
+    }
+
+    /// Whether PG `pg` of `port` sends no PFC: the watchdog, with action drop, holds the
+    /// queue its priority goes to on that port as stormed.
+    #[inline]
+    pub(super) fn pfc_stopped(&self, port: usize, pg: usize) -> bool {
+        self.ports[port].stormed != 0
+            && self.cfg.watchdog.action == WatchdogAction::Drop
+            && self.ports[port].watchdog[usize::from(self.cfg.tc_to_queue[pg])].stormed
+    }
+
+    /// Queue `q` of `port` was found stormed with action drop: the matching ingress PGs
+    /// stop generating PFC, XON included, as SONiC's drop action takes the priority out
+    /// of the port's PFC enable mask. A PG that held its peer in XOFF leaves that state
+    /// and refreshes no more: the peer's last pause runs out by itself (within
+    /// `pause_quanta`). Until restoration such a PG is lossy: what does not fit its
+    /// shared share and headroom is dropped at ingress.
+    fn stop_pfc(&mut self, now: Nanos, port: usize, q: usize) {
+        let rate = self.ports[port].tx.bits_per_sec();
+        let pause = pause_duration(self.cfg.pause_quanta, rate);
+        for pg in self.pgs_of_queue(q) {
+            if !self.mmu.pg(port, pg).xoff {
+                continue;
+            }
+            self.mmu.set_xoff(port, pg, false);
+            let p = &mut self.ports[port];
+            p.set_refresh(pg, None);
+            let runs_out = p.pause_left[pg] + pause;
+            p.xoff_held[pg].set(now, runs_out);
+            self.wakes.touch(port);
+        }
+    }
+
+    /// Queue `q` of `port` was restored (action drop): its PGs generate PFC again, and one
+    /// that filled past its XOFF point meanwhile pauses its peer now.
+    fn resume_pfc(&mut self, now: Nanos, port: usize, q: usize) {
+        for pg in self.pgs_of_queue(q) {
+            if self.mmu.needs_xoff(port, pg) {
+                self.send_xoff(now, port, pg);
             }
         }
     }
