@@ -212,3 +212,31 @@ fn odd_configurations_finish_without_failing() {
         );
     }
 }
+
+/// At 10 Mb/s (and 1 and 20 Mb/s) an XOFF of 65535 quanta lasts 65535 × 512 / 1e7 =
+/// 3.36 s and is refreshed every half of that, 1.68 s: longer than the bench's 600 ms
+/// storm, so the stormed queue receives one pause, at the storm's start. The watchdog
+/// polls every 200 ms: it detects the storm at the first poll 200 ms after the queue got
+/// stuck, and restores it at the next poll, the first at which it is stormed and has
+/// had no pause for 200 ms. The check expected the restore 200 ms after that one pause,
+/// before the detection (QA: "200.000 ms to 400.000 ms FAIL 533.326 ms").
+#[test]
+fn at_slow_ports_the_watchdog_restores_at_the_poll_after_detection() {
+    for gbps in ["0.01", "0.001", "0.02"] {
+        let text = rocelab::config::preset_text("default")
+            .unwrap()
+            .replace("speed_gbps = 100", &format!("speed_gbps = {gbps}"));
+        let cfg = SwitchConfig::from_toml(&text).unwrap();
+        let report = conformance::run(&cfg, gbps);
+        let row = |id: &str| report.checks.iter().find(|c| c.id == id).unwrap();
+        let (detect, restore) = (
+            row("watchdog.detect.queue3"),
+            row("watchdog.restore.queue3"),
+        );
+        assert_eq!(detect.status, Status::Pass, "{gbps}: {detect:?}");
+        assert_eq!(restore.status, Status::Pass, "{gbps}: {restore:?}");
+        let ms = |s: &str| s.trim_end_matches(" ms").parse::<f64>().unwrap();
+        let gap = ms(&restore.measured) - ms(&detect.measured);
+        assert!((gap - 200.0).abs() < 1e-6, "{gbps}: {detect:?} {restore:?}");
+    }
+}
