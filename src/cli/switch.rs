@@ -122,16 +122,20 @@ pub fn run(args: Args) -> Result<()> {
     let stop = runtime::stop_on_signals()?;
     let threads = runtime::switch::thread_count(&opts.cores, opts.ifaces.len());
     let ports_of = runtime::switch::threads_ports(opts.ifaces.len(), threads);
+    let backend = match opts.backend {
+        Backend::Mmap => "mmap",
+        Backend::Pnet => "pnet",
+    };
     noteln!(
-        "rocelab switch: {} ports ({}), {:?} backend, {}{serving}; Ctrl-C stops",
+        "rocelab switch: {} port{} ({}), {backend} backend, {}{serving}; Ctrl-C stops",
         opts.ifaces.len(),
+        if opts.ifaces.len() == 1 { "" } else { "s" },
         names
             .iter()
             .zip(&opts.ifaces)
             .map(|(n, i)| format!("{n}={i}"))
             .collect::<Vec<_>>()
             .join(", "),
-        opts.backend,
         thread_plan(&opts.cores, &names, &ports_of),
     );
     let outcome = runtime::switch::run(&opts, &stop, &mut super::TextOut)?;
