@@ -452,6 +452,15 @@ fn pressure_config(lab: &Lab) -> PathBuf {
     )
 }
 
+/// Sets port `name` of the switch configuration at `config` to `gbps`.
+fn slow_port(config: &Path, name: &str, gbps: f64) {
+    let mut toml = std::fs::read_to_string(config).unwrap();
+    toml.push_str(&format!(
+        "\n[[ports]]\nname = \"{name}\"\nspeed_gbps = {gbps}\n"
+    ));
+    std::fs::write(config, toml).unwrap();
+}
+
 #[test]
 fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -465,9 +474,7 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     // loaded machine slows both senders well below their 1 Gb/s. At 1 Gb/s out, two
     // senders starved to 385 Mb/s each (the three tshark captures take the CPUs) did not
     // fill it, and no PFC fired (3 runs of 8 today).
-    let mut toml = std::fs::read_to_string(&config).unwrap();
-    toml.push_str("\n[[ports]]\nname = \"p2\"\nspeed_gbps = 0.5\n");
-    std::fs::write(&config, toml).unwrap();
+    slow_port(&config, "p2", 0.5);
     let stats = lab.path("stats.json");
     let sw = lab.switch(&config, &["--json", stats.to_str().unwrap()]);
     let pcaps: Vec<PathBuf> = (0..3).map(|i| lab.path(&format!("h{i}.pcapng"))).collect();
@@ -647,8 +654,10 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     }
 }
 
-/// Two raw senders that ignore pause, 100,000 frames/s each into a 1 Gb/s port (about
-/// 115,000 frames/s out): the buffer and then the headroom fill, and the switch drops.
+/// Two raw senders that ignore pause, 100,000 frames/s each into a 0.25 Gb/s port (about
+/// 29,000 frames/s out): the buffer and then the headroom fill, and the switch drops.
+/// The port ran at 1 Gb/s (115,000 frames/s) until a clean-clone CI run on a loaded
+/// machine starved both senders to 61,000 frames/s together: nothing overflowed.
 /// Paced rather than as fast as they can: two unpaced senders took both CPUs, the switch's
 /// thread fell a second behind, and every frame then counted as one sent before its late
 /// pause left (kept, `late_pause_frames`), not as one a sender sent despite it.
@@ -660,6 +669,7 @@ fn senders_that_ignore_pause_overflow_the_headroom() {
     }
     let lab = Lab::new("ig", 3);
     let config = pressure_config(&lab);
+    slow_port(&config, "p2", 0.25);
     let stats = lab.path("stats.json");
     let sw = lab.switch(&config, &["--json", stats.to_str().unwrap()]);
     let blasters: Vec<Child> = (0..2)
