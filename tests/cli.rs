@@ -166,7 +166,7 @@ fn not_a_capture_and_missing_file_are_clear_errors() {
 
 #[test]
 fn live_commands_check_their_arguments_before_touching_the_network() {
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 16] = [
         (&["switch", "--port", "p0"], "expected NAME=IFNAME"),
         (&["switch", "--port", "p0=lo"], "loopback interface"),
         // `traffic send` on lo was accepted while `switch` refused it as a port.
@@ -195,6 +195,50 @@ fn live_commands_check_their_arguments_before_touching_the_network() {
             "listed twice",
         ),
         (&["lab", "--cores", "0,1,1"], "listed twice"),
+        (
+            &[
+                "switch",
+                "--port",
+                "p0=a",
+                "--static-mac",
+                "ff:ff:ff:ff:ff:ff=p0",
+            ],
+            "group (multicast or broadcast) address",
+        ),
+        (
+            &[
+                "switch",
+                "--port",
+                "p0=a",
+                "--static-mac",
+                "02:00:00:00:00:01=p9",
+            ],
+            "no port p9; the ports are p0",
+        ),
+        (
+            &[
+                "switch",
+                "--port",
+                "p0=a",
+                "--port",
+                "p1=b",
+                "--static-mac",
+                "02:00:00:00:00:01=p0",
+                "--static-mac",
+                "0200.0000.0001=p1",
+            ],
+            "02:00:00:00:00:01 already has an entry, on port p0",
+        ),
+        (
+            &[
+                "switch",
+                "--port",
+                "p0=a",
+                "--static-mac",
+                "02:00:00:00:00=p0",
+            ],
+            "not a MAC address",
+        ),
         // A negative number is the option's value, refused with its range.
         (&["lab", "--rate", "-1"], "give 0.001 to 100 Gb/s"),
         (

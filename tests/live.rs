@@ -1337,3 +1337,64 @@ fn the_live_switch_warns_of_roce_data_in_a_lossy_class() {
     let report = json(&stats);
     assert_eq!(report["warnings"][0]["kind"], "roce_data_lossy", "{report}");
 }
+
+/// `--static-mac`: a frame to a static address goes out of its port alone from the first
+/// frame (before the switch learned anything), where an unknown address is flooded.
+#[test]
+fn a_static_mac_entry_forwards_from_the_first_frame_without_flooding() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("a_static_mac_entry_forwards_from_the_first_frame_without_flooding") {
+        return;
+    }
+    let lab = Lab::new("sm", 3);
+    let config = switch_config(&lab, 1.0, &[]);
+    let stats = lab.path("stats.json");
+    // mac(2) in Cisco's dotted form, as NX-OS's `mac address-table static` takes it.
+    assert_eq!(mac(2), "02:00:c6:12:00:02");
+    let entry = "0200.c612.0002=p2";
+    let sw = lab.switch(
+        &config,
+        &["--json", stats.to_str().unwrap(), "--static-mac", entry],
+    );
+    let iface = lab.host_if(0);
+    let send = |dst: &str, count: &str| {
+        let out = lab
+            .exec(
+                0,
+                bin(),
+                &[
+                    "traffic",
+                    "send",
+                    "--iface",
+                    &iface,
+                    "--dst-mac",
+                    dst,
+                    "--count",
+                    count,
+                    "--duration",
+                    "1",
+                ],
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    // Host 2 has sent nothing: only its static entry says where it is.
+    send(&mac(2), "5");
+    send("02:00:00:00:00:99", "3");
+    std::thread::sleep(Duration::from_millis(300));
+    let sw_out = stop(sw);
+    assert!(
+        text(&sw_out.stderr).contains("1 static MAC"),
+        "{}",
+        text(&sw_out.stderr)
+    );
+    let report = json(&stats);
+    // RoCE's class 3 only: the namespaces' own IPv6 chatter is class 0.
+    assert_eq!(port_class(&report, 2, 3, "tx_frames"), 5 + 3, "{report}");
+    assert_eq!(
+        port_class(&report, 1, 3, "tx_frames"),
+        3,
+        "flooded only the unknown"
+    );
+}

@@ -8,6 +8,7 @@ use rocelab::config::Trust;
 use rocelab::io::Backend;
 use rocelab::runtime::CoreList;
 use rocelab::runtime::{self, switch::SwitchOptions};
+use rocelab::wire::MacAddr;
 use std::path::PathBuf;
 
 /// Run the software switch live between network interfaces (as root).
@@ -20,6 +21,11 @@ pub struct Args {
     /// --port names (case-sensitive) is refused.
     #[arg(long = "port", value_name = "NAME=IFNAME", required = true)]
     ports: Vec<String>,
+    /// A static MAC address entry: frames to MAC go out of port NAME from the first frame,
+    /// never flooded and never aged or moved by learning (NX-OS `mac address-table static`,
+    /// SONiC's `config mac add`). MAC as 02:00:5e:00:53:01 or 0200.5e00.5301; repeatable.
+    #[arg(long = "static-mac", value_name = "MAC=NAME")]
+    static_macs: Vec<String>,
     #[command(flatten)]
     live: LiveArgs,
     /// CPU cores to run on, e.g. 0,1 or 0-3: a thread pinned to each, run to completion.
@@ -53,6 +59,41 @@ pub struct Args {
 /// lines a second.
 const MIN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
 
+/// The `--static-mac MAC=NAME` entries as (address, port index), `names` being the ports
+/// in order. A group address, the zero address, an unknown port or an address given twice
+/// is refused.
+fn static_macs(specs: &[String], names: &[&str]) -> Result<Vec<(MacAddr, usize)>> {
+    let mut out: Vec<(MacAddr, usize)> = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let (mac, name) = key_value("--static-mac", spec, "MAC=NAME", "02:00:5e:00:53:01=p1")?;
+        let mac: MacAddr = mac
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--static-mac {spec}: {e}"))?;
+        if mac.is_multicast() {
+            anyhow::bail!(
+                "--static-mac {spec}: {mac} is a group (multicast or broadcast) address; a static entry takes a unicast one"
+            );
+        }
+        if mac == MacAddr::default() {
+            anyhow::bail!("--static-mac {spec}: 00:00:00:00:00:00 is no station's address");
+        }
+        let Some(port) = names.iter().position(|n| *n == name) else {
+            anyhow::bail!(
+                "--static-mac {spec}: no port {name}; the ports are {}",
+                names.join(", ")
+            );
+        };
+        if let Some(&(_, first)) = out.iter().find(|(m, _)| *m == mac) {
+            anyhow::bail!(
+                "--static-mac {spec}: {mac} already has an entry, on port {}",
+                names[first]
+            );
+        }
+        out.push((mac, port));
+    }
+    Ok(out)
+}
+
 /// Runs `rocelab switch`.
 pub fn run(args: Args) -> Result<()> {
     let interval = seconds("--interval", args.interval)?;
@@ -84,6 +125,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(why) = unmatched_ports(&configured, &names) {
         anyhow::bail!("{why}");
     }
+    let static_macs = static_macs(&args.static_macs, &names)?;
     config.ports = names.iter().map(|n| config.port_or_default(n)).collect();
     let interface_mtus: Vec<Option<u32>> = ifaces.iter().map(|i| interface_mtu(i)).collect();
     let port_mtus: Vec<u32> = config.ports.iter().map(|p| p.mtu).collect();
@@ -112,12 +154,17 @@ pub fn run(args: Args) -> Result<()> {
             .map(runtime::metrics::bind)
             .transpose()?
             .map(std::sync::Arc::new),
-        static_macs: Vec::new(),
+        static_macs,
         keep_going_when_a_port_is_down: true,
     };
     let serving = match &opts.metrics {
         Some(listener) => format!("; metrics at http://{}/metrics", listener.local_addr()?),
         None => String::new(),
+    };
+    let statics = match opts.static_macs.len() {
+        0 => String::new(),
+        1 => ", 1 static MAC".to_owned(),
+        n => format!(", {n} static MACs"),
     };
     let stop = runtime::stop_on_signals()?;
     let threads = runtime::switch::thread_count(&opts.cores, opts.ifaces.len());
@@ -127,7 +174,7 @@ pub fn run(args: Args) -> Result<()> {
         Backend::Pnet => "pnet",
     };
     noteln!(
-        "rocelab switch: {} port{} ({}), {backend} backend, {}{serving}; Ctrl-C stops",
+        "rocelab switch: {} port{} ({}), {backend} backend, {}{statics}{serving}; Ctrl-C stops",
         opts.ifaces.len(),
         if opts.ifaces.len() == 1 { "" } else { "s" },
         names

@@ -70,7 +70,9 @@ impl fmt::Debug for MacAddr {
 
 /// Why a string is not a MAC address.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a MAC address: expected six hex octets like 02:00:5e:00:53:01")]
+#[error(
+    "'{0}' is not a MAC address: expected six hex octets like 02:00:5e:00:53:01 (or Cisco's 0200.5e00.5301)"
+)]
 pub struct MacAddrParseError(String);
 
 impl FromStr for MacAddr {
@@ -79,10 +81,24 @@ impl FromStr for MacAddr {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = || MacAddrParseError(s.to_owned());
         let mut out = [0u8; 6];
+        // Cisco's form, as NX-OS prints and takes it: three dot-separated groups of four.
+        if s.contains('.') {
+            let groups: Vec<&str> = s.split('.').collect();
+            let hex = |g: &str| g.len() == 4 && g.bytes().all(|b| b.is_ascii_hexdigit());
+            if groups.len() != 3 || !groups.iter().all(|g| hex(g)) {
+                return Err(err());
+            }
+            for (pair, group) in out.chunks_exact_mut(2).zip(groups) {
+                let v = u16::from_str_radix(group, 16).map_err(|_| err())?;
+                pair.copy_from_slice(&v.to_be_bytes());
+            }
+            return Ok(MacAddr(out));
+        }
         let mut parts = s.split([':', '-']);
         for byte in &mut out {
             let part = parts.next().ok_or_else(err)?;
-            if part.is_empty() || part.len() > 2 {
+            // from_str_radix alone would take a sign: "+a" is not an octet.
+            if part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(err());
             }
             *byte = u8::from_str_radix(part, 16).map_err(|_| err())?;
@@ -252,6 +268,20 @@ mod tests {
         assert!("01:80:c2:00:00:01:02".parse::<MacAddr>().is_err());
         assert!("01:80:c2:00:00:zz".parse::<MacAddr>().is_err());
         assert!("001:80:c2:00:00:01".parse::<MacAddr>().is_err());
+        assert!("+1:80:c2:00:00:01".parse::<MacAddr>().is_err());
+        // Cisco's dotted form, as `show mac address-table` prints it.
+        assert_eq!(
+            "0180.c200.0001".parse::<MacAddr>().unwrap().to_string(),
+            "01:80:c2:00:00:01"
+        );
+        for bad in [
+            "0180.c200",
+            "0180.c200.001",
+            "0180.c200.+001",
+            "0180.c200.0001.0000",
+        ] {
+            assert!(bad.parse::<MacAddr>().is_err(), "{bad}");
+        }
     }
 
     #[test]
