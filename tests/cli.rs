@@ -292,7 +292,7 @@ fn live_commands_check_their_arguments_before_touching_the_network() {
     );
     // An endpoint on lo (whose MAC, all zeros, a peers file can give) ran, sending its
     // frames back to itself; `traffic send` and `switch` refused lo.
-    std::fs::write(&peers, "[[peer]]\nrank = 0\nmac = \"00:00:00:00:00:00\"\nip = \"198.18.0.1\"\nqpn = 256\n[[peer]]\nrank = 1\nmac = \"02:00:00:00:00:02\"\nip = \"198.18.0.2\"\nqpn = 512\n").unwrap();
+    std::fs::write(&peers, "[[peer]]\nrank = 0\nmac = \"02:00:00:00:00:01\"\nip = \"198.18.0.1\"\nqpn = 256\n[[peer]]\nrank = 1\nmac = \"02:00:00:00:00:02\"\nip = \"198.18.0.2\"\nqpn = 512\n").unwrap();
     let out = rocelab(&[
         "endpoint",
         "--iface",
@@ -338,7 +338,7 @@ fn an_endpoint_start_far_ahead_is_refused_with_the_real_wait() {
     let dir = tempfile::tempdir().unwrap();
     let peers = dir.path().join("peers.toml");
     // lo's MAC is all zeros: rank 0 on lo passes the MAC check, no root needed.
-    std::fs::write(&peers, "[[peer]]\nrank = 0\nmac = \"00:00:00:00:00:00\"\nip = \"198.18.0.1\"\nqpn = 256\n[[peer]]\nrank = 1\nmac = \"02:00:00:00:00:02\"\nip = \"198.18.0.2\"\nqpn = 512\n").unwrap();
+    std::fs::write(&peers, "[[peer]]\nrank = 0\nmac = \"02:00:00:00:00:01\"\nip = \"198.18.0.1\"\nqpn = 256\n[[peer]]\nrank = 1\nmac = \"02:00:00:00:00:02\"\nip = \"198.18.0.2\"\nqpn = 512\n").unwrap();
     let at_ms = 99_999_999_999_999u64;
     let out = rocelab(&[
         "endpoint",

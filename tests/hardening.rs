@@ -481,7 +481,7 @@ fn an_allreduce_sweep_over_the_memory_budget_is_refused() {
     let peers = dir.path().join("peers.toml");
     std::fs::write(
         &peers,
-        "[[peer]]\nrank = 0\nmac = \"00:00:00:00:00:00\"\nip = \"198.18.0.1\"\nqpn = 256\n\
+        "[[peer]]\nrank = 0\nmac = \"02:00:00:00:00:01\"\nip = \"198.18.0.1\"\nqpn = 256\n\
          [[peer]]\nrank = 1\nmac = \"02:00:00:00:00:02\"\nip = \"198.18.0.2\"\nqpn = 512\n",
     )
     .unwrap();

@@ -61,6 +61,18 @@ pub fn parse_peers(text: &str) -> Result<Vec<PeerSpec>, PeersError> {
             index: i,
             value: e.mac.clone(),
         })?;
+        let not_unicast = |field, value: String, why| PeersError::NotUnicast {
+            index: i,
+            field,
+            value,
+            why,
+        };
+        if let Some(why) = mac_kind(mac) {
+            return Err(not_unicast("mac", mac.to_string(), why));
+        }
+        if let Some(why) = ip_kind(e.ip) {
+            return Err(not_unicast("ip", e.ip.to_string(), why));
+        }
         if !(2..0x00ff_0000).contains(&e.qpn) {
             return Err(PeersError::Qpn {
                 index: i,
@@ -89,7 +101,56 @@ pub fn parse_peers(text: &str) -> Result<Vec<PeerSpec>, PeersError> {
     if peers.len() > 4096 {
         return Err(PeersError::TooMany(peers.len()));
     }
+    let mut macs = std::collections::HashMap::new();
+    let mut ips = std::collections::HashMap::new();
+    for p in &peers {
+        let shared = if let Some(&first) = macs.get(&p.mac) {
+            Some(("mac", p.mac.to_string(), first))
+        } else if let Some(&first) = ips.get(&p.ip) {
+            Some(("ip", p.ip.to_string(), first))
+        } else {
+            None
+        };
+        if let Some((field, value, first)) = shared {
+            return Err(PeersError::Shared {
+                field,
+                value,
+                first,
+                second: p.rank,
+            });
+        }
+        macs.insert(p.mac, p.rank);
+        ips.insert(p.ip, p.rank);
+    }
     Ok(peers)
+}
+
+/// Why `mac` cannot be a station's address, if it cannot.
+fn mac_kind(mac: MacAddr) -> Option<&'static str> {
+    if mac.is_broadcast() {
+        Some("the broadcast address")
+    } else if mac.is_multicast() {
+        Some("a multicast address")
+    } else if mac == MacAddr::default() {
+        Some("the zero address")
+    } else {
+        None
+    }
+}
+
+/// Why `ip` cannot be a host's address on a link, if it cannot.
+fn ip_kind(ip: Ipv4Addr) -> Option<&'static str> {
+    if ip.is_unspecified() {
+        Some("the unspecified address")
+    } else if ip.is_broadcast() {
+        Some("the broadcast address")
+    } else if ip.is_multicast() {
+        Some("a multicast address")
+    } else if ip.is_loopback() {
+        Some("a loopback address")
+    } else {
+        None
+    }
 }
 
 fn peer(p: &PeerSpec, qpn: u32) -> Peer {
@@ -409,4 +470,75 @@ pub fn claim_roce_port() -> Option<std::net::UdpSocket> {
         );
     }
     Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(peers: &[(&str, &str)]) -> String {
+        peers
+            .iter()
+            .enumerate()
+            .map(|(rank, (mac, ip))| {
+                format!("[[peer]]\nrank = {rank}\nmac = \"{mac}\"\nip = \"{ip}\"\nqpn = 256\n")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_peers_file_of_hosts_unicast_addresses_is_taken() {
+        let text = file(&[
+            ("02:00:c6:12:00:01", "198.18.0.1"),
+            ("0200.c612.0002", "198.18.0.2"),
+        ]);
+        let peers = parse_peers(&text).unwrap();
+        assert_eq!(peers[1].mac.to_string(), "02:00:c6:12:00:02");
+    }
+
+    #[test]
+    fn addresses_no_host_can_have_are_refused_with_the_entry_and_the_reason() {
+        let ok = ("02:00:c6:12:00:01", "198.18.0.1");
+        for (bad, want) in [
+            (
+                ("ff:ff:ff:ff:ff:ff", "198.18.0.2"),
+                "peer[1].mac: ff:ff:ff:ff:ff:ff is the broadcast address",
+            ),
+            (("01:00:5e:00:00:01", "198.18.0.2"), "a multicast address"),
+            (("00:00:00:00:00:00", "198.18.0.2"), "the zero address"),
+            (
+                ("02:00:c6:12:00:02", "0.0.0.0"),
+                "peer[1].ip: 0.0.0.0 is the unspecified address",
+            ),
+            (
+                ("02:00:c6:12:00:02", "255.255.255.255"),
+                "the broadcast address",
+            ),
+            (("02:00:c6:12:00:02", "239.1.1.1"), "a multicast address"),
+            (("02:00:c6:12:00:02", "127.0.0.2"), "a loopback address"),
+        ] {
+            let err = parse_peers(&file(&[ok, bad])).unwrap_err().to_string();
+            assert!(err.contains(want), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn two_ranks_with_one_address_are_refused() {
+        let err = parse_peers(&file(&[
+            ("02:00:c6:12:00:01", "198.18.0.1"),
+            ("02:00:c6:12:00:02", "198.18.0.2"),
+            ("02:00:c6:12:00:01", "198.18.0.3"),
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "ranks 0 and 2 both have mac 02:00:c6:12:00:01; each rank needs its own"
+        );
+        let err = parse_peers(&file(&[
+            ("02:00:c6:12:00:01", "198.18.0.1"),
+            ("02:00:c6:12:00:02", "198.18.0.1"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("both have ip 198.18.0.1"), "{err}");
+    }
 }

@@ -96,6 +96,31 @@ pub enum PeersError {
         /// What it says.
         value: String,
     },
+    /// An address no station can have: a group or zero MAC; an unspecified, broadcast,
+    /// multicast or loopback IPv4 address.
+    #[error("peer[{index}].{field}: {value} is {why}; give a host's unicast address")]
+    NotUnicast {
+        /// Index of the `[[peer]]` entry, from 0 in file order.
+        index: usize,
+        /// `mac` or `ip`.
+        field: &'static str,
+        /// What it says.
+        value: String,
+        /// What kind of address it is.
+        why: &'static str,
+    },
+    /// Two ranks with the same address: frames for one would reach the other.
+    #[error("ranks {first} and {second} both have {field} {value}; each rank needs its own")]
+    Shared {
+        /// `mac` or `ip`.
+        field: &'static str,
+        /// The address.
+        value: String,
+        /// The lower rank.
+        first: usize,
+        /// The higher rank.
+        second: usize,
+    },
     /// A QP number outside what the endpoint allocates from.
     #[error("peer[{index}].qpn: {value} is not allowed; give 2 to 16711679")]
     Qpn {
