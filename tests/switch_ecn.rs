@@ -223,3 +223,29 @@ fn a_marking_rate_marks_one_hit_in_rate_plus_one() {
         assert_eq!(d.sw.counters(1).classes[3].ecn_marked, 3, "{mark_at}");
     }
 }
+
+/// The story's ECN line gave marks as a share of the frames sent: a run ending on a full
+/// queue of marked frames read "marked 5 frames CE (inf % ...)" or over 100 %. Marks are
+/// made as frames are queued, so the share is of the frames queued.
+#[test]
+fn the_story_counts_marks_against_the_frames_queued_not_sent() {
+    use rocelab::report::story::{Fabric, what_happened};
+    let mut d = Driver::new(&config(&ecn_config(0, 1, 1.0, "enqueue"), 2));
+    d.learn_hosts();
+    d.sw.set_tx_enabled(1, false);
+    for psn in 0..5 {
+        d.rx(0, &roce(0, 1, 26, Ecn::Ect0, L, psn));
+    }
+    let story = what_happened(&Fabric {
+        switches: vec![("sw", &d.sw)],
+        hosts: Vec::new(),
+        now: d.now,
+        series: None,
+        line_bps: 100_000_000_000,
+    });
+    assert_eq!(d.sw.counters(1).classes[3].tx_frames, 0);
+    assert!(
+        story.contains("queue 3 marked 4 frames CE (80 % of the 5 it queued)"),
+        "{story}"
+    );
+}

@@ -296,13 +296,16 @@ fn ecn(out: &mut String, f: &Fabric) {
             let port = &sw.config().ports[p].name;
             for (q, k) in sw.counters(p).classes.iter().enumerate() {
                 if k.ecn_marked > 0 {
+                    // Marked as queued: the frames still queued at the end count too, or
+                    // a run ending on a full queue shows more marks than frames.
+                    let queued = k.tx_frames + sw.queue_frames(p, q) as u64;
                     marked.push((
                         k.ecn_marked,
                         format!(
-                            "{name}/{port} queue {q} marked {} frames CE ({} of the {} it sent)",
+                            "{name}/{port} queue {q} marked {} frames CE ({} of the {} it queued)",
                             k.ecn_marked,
-                            pct(k.ecn_marked as f64, k.tx_frames as f64),
-                            k.tx_frames
+                            pct(k.ecn_marked as f64, queued as f64),
+                            queued
                         ),
                     ));
                 }
@@ -349,7 +352,8 @@ fn ecn(out: &mut String, f: &Fabric) {
             .map(|k| series.times[i + k]);
         let end = c.values.last().copied().unwrap_or(low);
         let after = match back {
-            Some(t) => format!("back at line rate at {}", t.human()),
+            // DCQCN's recovery nears the target rate in ever smaller steps.
+            Some(t) => format!("back within 0.1 % of line rate at {}", t.human()),
             None => format!(
                 "{} Gb/s at the end ({} of line rate)",
                 gbps_near(end, line),
