@@ -240,3 +240,50 @@ fn at_slow_ports_the_watchdog_restores_at_the_poll_after_detection() {
         assert!((gap - 200.0).abs() < 1e-6, "{gbps}: {detect:?} {restore:?}");
     }
 }
+
+/// The classification check waited a fixed 100 µs for each frame to leave: at 10 Mb/s
+/// and slower a 128-byte frame takes longer, and every code point was reported as going
+/// to no queue ("0 of 64; DSCP 0 -> [] (expected 0), ..."). It now waits as long as the
+/// port takes, and a frame its queue drops (a buffer too small for one frame) is seen by
+/// that queue's drop counter rather than called misclassified.
+#[test]
+fn classification_passes_at_slow_ports_and_with_tiny_queues() {
+    let default = rocelab::config::preset_text("default").unwrap();
+    for gbps in ["0.01", "0.001"] {
+        let text = default.replace("speed_gbps = 100", &format!("speed_gbps = {gbps}"));
+        let cfg = SwitchConfig::from_toml(&text).unwrap();
+        let report = conformance::run(&cfg, gbps);
+        let row = report
+            .checks
+            .iter()
+            .find(|c| c.id == "classification")
+            .unwrap();
+        assert_eq!(row.status, Status::Pass, "{gbps}: {row:?}");
+        assert_eq!(row.measured, "64 of 64", "{gbps}");
+    }
+}
+
+/// A shared buffer of 100 B holds no frame: the lossy queues drop every test frame. The
+/// classification check sees those frames by their queue's drop counter (it called them
+/// misclassified: "2 of 64"), and the DWRR check, whose queues cannot stay backlogged,
+/// is not applicable (it failed with shares of 0 % and 100 %).
+#[test]
+fn a_buffer_too_small_for_one_frame_is_not_read_as_misclassification() {
+    let text = rocelab::config::preset_text("default")
+        .unwrap()
+        .replace("shared_bytes = 33554432", "shared_bytes = 100");
+    let cfg = SwitchConfig::from_toml(&text).unwrap();
+    let report = conformance::run(&cfg, "tiny");
+    let row = |id: &str| report.checks.iter().find(|c| c.id == id).unwrap();
+    let class = row("classification");
+    assert_eq!(class.status, Status::Pass, "{class:?}");
+    assert!(
+        class.measured.starts_with("64 of 64 (")
+            && class.measured.contains("seen by their queue's drop counter"),
+        "{class:?}"
+    );
+    let dwrr = row("dwrr");
+    assert_eq!(dwrr.status, Status::Skip, "{dwrr:?}");
+    assert!(dwrr.basis.contains("queue 0 dropped"), "{dwrr:?}");
+    assert_eq!(report.failed, 0, "{report:#?}");
+}
