@@ -95,6 +95,17 @@ fn every_shape_carries_the_reports_numbers() {
         cols[2].parse::<u64>().unwrap(),
         json_counter(&dir, "h4", 3, "tx_frames")
     );
+    // show pfcwd stats: a row per port's lossless queue, no storm in this run.
+    let wd = sonic.split("STORM DETECTED/RESTORED").nth(1).unwrap();
+    let h4 = wd
+        .lines()
+        .find(|l| l.trim_start().starts_with("h4:3"))
+        .unwrap();
+    assert_eq!(
+        h4.split_whitespace().collect::<Vec<_>>(),
+        ["h4:3", "operational", "0/0", "0/0", "N/A", "N/A", "N/A"]
+    );
+    assert!(!wd.contains("h4:0"), "only lossless queues are watched");
 
     std::fs::remove_dir_all(&dir).unwrap();
     let nxos = sim("nxos", &dir);
@@ -110,6 +121,57 @@ fn every_shape_carries_the_reports_numbers() {
     );
     assert!(nxos.contains("Egress Queuing for h4 [System]"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// SONiC's `show queue wredcounters` and `show pfcwd stats` in a run with ECN marks and
+/// a storm the watchdog detected and restored (pfc-storm, its first variant): the same
+/// numbers as its report.json. They were missing from `--counters sonic`.
+#[test]
+fn sonic_shows_ecn_marks_and_the_watchdogs_storms() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["sim", "pfc-storm", "--counters", "sonic", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let sonic = stdout.split("=== variant 2/2").next().unwrap();
+    let counter = |key: &str| json_counter(&dir.path().join("nexus-timings"), "h2", 3, key);
+    let wred = sonic
+        .split("TxQ    WredDrp/pkts    WredDrp/bytes    EcnMarked/pkts    EcnMarked/bytes")
+        .nth(1)
+        .unwrap();
+    let uc3 = wred
+        .lines()
+        .find(|l| l.trim_start().starts_with("h2") && l.contains("UC3"))
+        .unwrap();
+    let ce = counter("ce_marked");
+    assert!(ce > 0, "{sonic}");
+    assert_eq!(
+        uc3.split_whitespace().collect::<Vec<_>>(),
+        ["h2", "UC3", "0", "N/A", &ce.to_string(), "N/A"]
+    );
+    let wd = sonic.split("STORM DETECTED/RESTORED").nth(1).unwrap();
+    let h2 = wd
+        .lines()
+        .find(|l| l.trim_start().starts_with("h2:3"))
+        .unwrap();
+    let dropped = counter("dropped_watchdog");
+    assert!(dropped > 0);
+    assert_eq!(
+        h2.split_whitespace().collect::<Vec<_>>(),
+        [
+            "h2:3",
+            "operational",
+            "1/1",
+            &format!("0/{dropped}"),
+            "N/A",
+            "N/A",
+            "N/A"
+        ]
+    );
 }
 
 /// With the lossless class 3 in queue 5 (`tc_to_queue`), the row of h2's queue 5, which

@@ -95,7 +95,8 @@ pub struct Args {
     #[arg(long)]
     no_twin: bool,
     /// How to print the switch counters: table (a row per port and class), wide (every
-    /// counter), sonic (`show pfc counters`, `show queue counters`) or nxos (`show
+    /// counter), sonic (`show pfc counters`, `show queue counters`, `show queue wredcounters`,
+    /// `show pfcwd stats`) or nxos (`show
     /// interface priority-flow-control`, `show queuing interface`).
     #[arg(long, value_enum, default_value_t = Counters::Table)]
     counters: Counters,

@@ -199,7 +199,8 @@ pub enum Counters {
     Table,
     /// Every counter: drops by cause, XON, PG watermarks, storms, sojourn.
     Wide,
-    /// SONiC's `show pfc counters` and `show queue counters`.
+    /// SONiC's `show pfc counters`, `show queue counters`, `show queue wredcounters` and
+    /// `show pfcwd stats`.
     Sonic,
     /// NX-OS's `show interface priority-flow-control` and `show queuing interface`.
     Nxos,

@@ -1,8 +1,8 @@
 //! The switch counters printed four ways: rocelab's table (a row per port and class, the
 //! port on every row, under 120 columns), the same with every counter (`wide`), and the
-//! shapes of SONiC's `show pfc counters` / `show queue counters` and NX-OS's `show
-//! interface priority-flow-control` / `show queuing interface`, for readers who know
-//! those.
+//! shapes of SONiC's `show pfc counters` / `show queue counters` / `show queue
+//! wredcounters` / `show pfcwd stats` and NX-OS's `show interface priority-flow-control`
+//! / `show queuing interface`, for readers who know those.
 
 use super::{PortReport, micros, ports};
 use crate::config::CLASSES;
@@ -17,7 +17,8 @@ pub enum CounterStyle {
     Table,
     /// Every counter (drops by cause, XON, PG watermarks, storms, sojourn p50/max).
     Wide,
-    /// SONiC's `show pfc counters` and `show queue counters`.
+    /// SONiC's `show pfc counters`, `show queue counters`, `show queue wredcounters` and
+    /// `show pfcwd stats`.
     Sonic,
     /// NX-OS's `show interface priority-flow-control` and `show queuing interface`.
     Nxos,
@@ -255,7 +256,105 @@ fn sonic(switch: &Switch) -> String {
         }
         let _ = writeln!(out);
     }
+    sonic_wred(&mut out, switch, &names, w);
+    sonic_pfcwd(&mut out, switch, &names);
     out
+}
+
+/// SONiC's `show queue wredcounters`: WRED drops and ECN marks per queue. rocelab counts
+/// neither's bytes apart, which SONiC shows as N/A, as on a platform without them.
+fn sonic_wred(out: &mut String, switch: &Switch, names: &[String], w: usize) {
+    let _ = writeln!(
+        out,
+        "{:>w$}    TxQ    WredDrp/pkts    WredDrp/bytes    EcnMarked/pkts    EcnMarked/bytes",
+        "Port"
+    );
+    let _ = writeln!(
+        out,
+        "{}  -----  --------------  ---------------  ----------------  -----------------",
+        "-".repeat(w)
+    );
+    for (p, name) in names.iter().enumerate() {
+        for (q, c) in switch.counters(p).classes.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{name:>w$}  {:>5}  {:>14}  {:>15}  {:>16}  {:>17}",
+                format!("UC{q}"),
+                c.dropped_wred,
+                "N/A",
+                c.ecn_marked,
+                "N/A"
+            );
+        }
+        let _ = writeln!(out);
+    }
+}
+
+/// SONiC's `show pfcwd stats`: a row per watched queue (each port's lossless queues)
+/// while the watchdog is on. TX OK is what a stormed queue sent (action forward), TX DROP
+/// what the watchdog dropped there; rocelab does not split ingress drops or the last
+/// storm's counts, shown N/A.
+fn sonic_pfcwd(out: &mut String, switch: &Switch, names: &[String]) {
+    let cfg = switch.config();
+    if !cfg.watchdog.enabled {
+        return;
+    }
+    let queues: Vec<usize> = (0..CLASSES)
+        .filter(|q| cfg.lossless_queues() & (1 << q) != 0)
+        .collect();
+    let rows: Vec<[String; 7]> = names
+        .iter()
+        .enumerate()
+        .flat_map(|(p, name)| {
+            queues.iter().map(move |&q| {
+                let c = &switch.counters(p).classes[q];
+                [
+                    format!("{name}:{q}"),
+                    if switch.is_stormed(p, q) {
+                        "stormed"
+                    } else {
+                        "operational"
+                    }
+                    .to_owned(),
+                    format!("{}/{}", c.storms_detected, c.storms_restored),
+                    format!("{}/{}", c.tx_during_storm, c.dropped_watchdog),
+                    "N/A".to_owned(),
+                    "N/A".to_owned(),
+                    "N/A".to_owned(),
+                ]
+            })
+        })
+        .collect();
+    let heads = [
+        "QUEUE",
+        "STATUS",
+        "STORM DETECTED/RESTORED",
+        "TX OK/DROP",
+        "RX OK/DROP",
+        "TX LAST OK/DROP",
+        "RX LAST OK/DROP",
+    ];
+    let widths: Vec<usize> = (0..heads.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([heads[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = String>| {
+        cells
+            .zip(&widths)
+            .map(|(c, &w)| format!("{c:>w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let _ = writeln!(out, "{}", line(&mut heads.iter().map(|h| h.to_string())));
+    let _ = writeln!(out, "{}", line(&mut widths.iter().map(|&w| "-".repeat(w))));
+    for r in &rows {
+        let _ = writeln!(out, "{}", line(&mut r.iter().cloned()));
+    }
 }
 
 fn nxos(switch: &Switch) -> String {
