@@ -194,6 +194,15 @@ impl ConfigFile {
             lossless.insert(class(&format!("pfc.lossless[{i}]"), p)?);
         }
         let pause_quanta = quanta("pfc.pause_quanta", self.pfc.pause_quanta)?;
+        if pause_quanta < 2 {
+            // The refresh, at least 1 quantum, must come before the pause ends.
+            return Err(err(
+                "pfc.pause_quanta",
+                format!(
+                    "{pause_quanta} leaves no room for the refresh, which must come at least 1 quantum before the pause ends; give 2 to 65535"
+                ),
+            ));
+        }
         let refresh_quanta = quanta(
             "pfc.refresh_quanta",
             self.pfc

@@ -568,3 +568,22 @@ fn set_reaches_into_arrays_of_tables_by_index() {
     let e = super::set_key(&mut t, "workload.0=1").unwrap_err();
     assert!(e.message.contains("is a list"), "{e}");
 }
+
+/// A pause of 1 quantum leaves no refresh interval below it. It was refused as
+/// "pfc.refresh_quanta: 1 must be below pfc.pause_quanta (1)", naming a key the user
+/// had not set; the refusal now names the pause and what it needs.
+#[test]
+fn a_pause_of_one_quantum_is_refused_for_what_it_is() {
+    let text = preset_text("default")
+        .unwrap()
+        .replace("refresh_quanta = 32768", "")
+        .replace("pause_quanta = 65535", "pause_quanta = 1");
+    let e = SwitchConfig::from_toml(&text).unwrap_err().to_string();
+    assert!(
+        e.contains("pfc.pause_quanta") && e.contains("give 2 to 65535"),
+        "{e}"
+    );
+    let two = text.replace("pause_quanta = 1", "pause_quanta = 2");
+    let cfg = SwitchConfig::from_toml(&two).unwrap();
+    assert_eq!((cfg.pause_quanta, cfg.refresh_quanta), (2, 1));
+}
