@@ -1398,3 +1398,61 @@ fn a_static_mac_entry_forwards_from_the_first_frame_without_flooding() {
         "flooded only the unknown"
     );
 }
+
+/// `traffic count` times the span from the first RoCE frame to the last by the kernel's
+/// receive times: 11 frames paced 5 ms apart span 50 ms. (It took the times the ring was
+/// read, every half millisecond.)
+#[test]
+fn traffic_count_counts_and_times_what_arrives() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !live("traffic_count_counts_and_times_what_arrives") {
+        return;
+    }
+    let lab = Lab::new("tc", 2);
+    let config = switch_config(&lab, 1.0, &[]);
+    let sw = lab.switch(&config, &[]);
+    let sink = lab.host_if(1);
+    let counter = lab
+        .exec(
+            1,
+            bin(),
+            &["traffic", "count", "--iface", &sink, "--duration", "1.5"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let iface = lab.host_if(0);
+    let dst = mac(1);
+    let sent = lab
+        .exec(
+            0,
+            bin(),
+            &[
+                "traffic",
+                "send",
+                "--iface",
+                &iface,
+                "--dst-mac",
+                &dst,
+                "--pps",
+                "200",
+                "--count",
+                "11",
+                "--duration",
+                "1",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let out = counter.wait_with_output().unwrap();
+    stop(sw);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line: serde_json::Value = serde_json::from_str(text(&out.stdout).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    assert_eq!(line["roce"], 11, "{line}");
+    let span = line["span_s"].as_f64().unwrap();
+    assert!((0.045..0.08).contains(&span), "span {span} s: {line}");
+}
