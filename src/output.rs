@@ -258,11 +258,15 @@ impl OutputFile {
         let name = real
             .file_name()
             .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+        let prefix = format!(".{name}.");
+        sweep_dead_partials(dir, &prefix);
         let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".partial")
+            .prefix(&prefix)
+            .suffix(PARTIAL)
             .tempfile_in(dir)
             .map_err(io_error(dest))?;
+        // Held while the file is written: a later run sweeps only what nobody holds.
+        let _ = try_flock(tmp.as_file());
         Ok(OutputFile {
             target: Target::Staged(tmp),
             dest: dest.to_owned(),
@@ -305,6 +309,52 @@ impl OutputFile {
                     .map(drop)
                     .map_err(|e| io_error(&self.dest)(e.error))
             }
+        }
+    }
+}
+
+/// What a staged output's name ends in.
+const PARTIAL: &str = ".partial";
+
+/// How old an unheld staged file must be before a later run removes it: more than the
+/// moment between its creation and its writer's lock.
+const DEAD_PARTIAL_AGE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Takes an exclusive `flock` on `file` without waiting; false when another holds one.
+fn try_flock(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock(2) on a descriptor `file` owns; it touches no memory.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// Removes the staged files `{prefix}*.partial` in `dir` that a run killed before it could
+/// rename them left behind (SIGKILL runs no cleanup): those older than
+/// [`DEAD_PARTIAL_AGE`] whose writer's lock is gone. A file a live run still writes is
+/// locked, and left alone. Best effort: what cannot be read or removed stays.
+fn sweep_dead_partials(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !(name.starts_with(prefix) && name.ends_with(PARTIAL)) {
+            continue;
+        }
+        let path = entry.path();
+        let old = std::fs::symlink_metadata(&path)
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > DEAD_PARTIAL_AGE);
+        if !old {
+            continue;
+        }
+        if let Ok(file) = File::open(&path)
+            && try_flock(&file)
+        {
+            let _ = std::fs::remove_file(&path);
         }
     }
 }
@@ -484,6 +534,34 @@ mod tests {
             .filter(|n| n.ends_with(".partial"))
             .collect();
         assert!(names.is_empty(), "{names:?}");
+    }
+
+    /// A run killed while writing (SIGKILL) left its hidden `.name.XXXX.partial` behind
+    /// for good. The next write of the same name removes those that are old and that no
+    /// writer holds, and leaves a fresh one and one a live writer holds.
+    #[test]
+    fn staged_files_a_killed_run_left_are_swept_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let aged = |name: &str| {
+            let path = dir.path().join(name);
+            let f = File::create(&path).unwrap();
+            let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+            f.set_modified(an_hour_ago).unwrap();
+            (path, f)
+        };
+        let (dead, dead_file) = aged(".report.json.AAAA.partial");
+        drop(dead_file);
+        let (held, held_file) = aged(".report.json.BBBB.partial");
+        assert!(try_flock(&held_file));
+        let (other, _) = aged(".other.json.CCCC.partial");
+        let fresh = dir.path().join(".report.json.DDDD.partial");
+        File::create(&fresh).unwrap();
+        write_whole(&dir.path().join("report.json"), b"{}").unwrap();
+        assert!(!dead.exists(), "the dead run's file is removed");
+        assert!(held.exists(), "a live writer's file stays");
+        assert!(fresh.exists(), "a file younger than the sweep's age stays");
+        assert!(other.exists(), "another output's file stays");
+        drop(held_file);
     }
 
     #[test]
