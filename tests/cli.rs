@@ -310,6 +310,40 @@ fn live_commands_check_their_arguments_before_touching_the_network() {
         "{}",
         text(&out.stderr)
     );
+    // Send-only flags in another mode were taken and ignored; --limit 0 ended the run at
+    // once. Both are refused before the interface is looked at.
+    for (extra, expect) in [
+        (
+            &["--mode", "receive", "--to", "1", "--bytes", "1M"][..],
+            "--to and --bytes are for --mode send; this is --mode receive",
+        ),
+        (
+            &["--bytes", "1M"][..],
+            "--bytes is for --mode send; this is --mode allreduce",
+        ),
+        (
+            &["--limit", "0"][..],
+            "--limit 0: the run would end before it starts",
+        ),
+    ] {
+        let mut args = vec![
+            "endpoint",
+            "--iface",
+            "lo",
+            "--peers",
+            peers.to_str().unwrap(),
+            "--rank",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        let out = rocelab(&args);
+        assert!(!out.status.success(), "{extra:?}");
+        assert!(
+            text(&out.stderr).contains(expect),
+            "{extra:?}: {}",
+            text(&out.stderr)
+        );
+    }
 }
 
 /// `lab` without iproute2 told root to run it with sudo. Root is told what is missing;

@@ -178,6 +178,26 @@ pub fn run(args: Args) -> Result<()> {
         Mode::Allreduce => args.sweep.sizes_within(1, args.sweep.memory_budget_mib)?,
         _ => Vec::new(),
     };
+    if args.mode != Mode::Send {
+        let given: Vec<&str> = [
+            ("--to", args.to.is_some()),
+            ("--bytes", args.bytes.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, set)| set.then_some(flag))
+        .collect();
+        if !given.is_empty() {
+            anyhow::bail!(
+                "{} {} for --mode send; this is --mode {}",
+                given.join(" and "),
+                if given.len() == 1 { "is" } else { "are" },
+                args.mode.name()
+            );
+        }
+    }
+    if seconds("--limit", args.limit)?.is_zero() {
+        anyhow::bail!("--limit 0: the run would end before it starts; give more than 0 seconds");
+    }
     let send_to = match args.mode {
         Mode::Send => {
             let to = args.to.context("--mode send needs --to RANK")?;
