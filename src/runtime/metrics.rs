@@ -740,7 +740,7 @@ fn port_families(
             out,
             name,
             "counter",
-            "Frames dropped outside the switch core's queues, by reason: kernel_receive (the port's socket was full), truncated (larger than the port's MTU, cut short by the receive buffer), oversize (larger than the port's MTU allows), tx_refused (the kernel refused to send it, or a port busy too long gave it up).",
+            "Frames dropped outside the switch core's queues, by reason: kernel_receive (the port's socket was full), truncated (larger than the port's MTU, cut short by the receive buffer), oversize (larger than the port's MTU allows), tx_refused (the kernel refused to send it, it went to a port that was down, or a port busy too long gave it up).",
         );
         for (p, port) in names.iter().enumerate() {
             let k = kernel.get(p).copied().unwrap_or_default();
