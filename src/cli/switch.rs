@@ -348,9 +348,21 @@ fn kernel_json(
 /// "one thread (not pinned)", or "2 threads: core 0 receives p0, p2; core 1 receives p1".
 fn thread_plan(cores: &CoreList, names: &[&str], ports_of: &[Vec<usize>]) -> String {
     let threads = ports_of.len();
+    // At most a thread per port: the cores past that are said, not silently dropped.
+    let unused = match cores.0.get(threads..).unwrap_or_default() {
+        [] => String::new(),
+        rest => format!(
+            " (core{} {} unused: at most one thread per port)",
+            if rest.len() == 1 { "" } else { "s" },
+            rest.iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     if threads == 1 {
         return match cores.0.first() {
-            Some(c) => format!("one thread on core {c}"),
+            Some(c) => format!("one thread on core {c}{unused}"),
             None => "one thread (not pinned)".to_owned(),
         };
     }
@@ -362,7 +374,7 @@ fn thread_plan(cores: &CoreList, names: &[&str], ports_of: &[Vec<usize>]) -> Str
             format!("core {core} receives {}", ports.join(", "))
         })
         .collect();
-    format!("{threads} threads: {}", each.join("; "))
+    format!("{threads} threads: {}{unused}", each.join("; "))
 }
 
 /// How the threads fared: each one's busy share and the frames it took late, and the
@@ -443,6 +455,28 @@ mod tests {
 
     /// f16: `[[ports]] name = "p2"` in the file with `--port P2=...` ran P2 at the
     /// defaults (400 Gb/s, MTU 9216) without a word.
+    #[test]
+    fn cores_past_one_thread_per_port_are_said_to_be_unused() {
+        let names = ["p0", "p1"];
+        let two = vec![vec![0], vec![1]];
+        assert_eq!(
+            thread_plan(&CoreList(vec![0, 1, 2, 3]), &names, &two),
+            "2 threads: core 0 receives p0; core 1 receives p1 (cores 2, 3 unused: at most one thread per port)"
+        );
+        assert_eq!(
+            thread_plan(&CoreList(vec![0, 1]), &names, &two),
+            "2 threads: core 0 receives p0; core 1 receives p1"
+        );
+        assert_eq!(
+            thread_plan(&CoreList(vec![5, 6]), &["p0"], &[vec![0]]),
+            "one thread on core 5 (core 6 unused: at most one thread per port)"
+        );
+        assert_eq!(
+            thread_plan(&CoreList(vec![]), &["p0"], &[vec![0]]),
+            "one thread (not pinned)"
+        );
+    }
+
     #[test]
     fn a_configured_port_no_port_flag_names_is_refused() {
         let why = unmatched_ports(&["p0", "p2"], &["p0", "P2"]).unwrap();
