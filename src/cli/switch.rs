@@ -453,8 +453,7 @@ mod tests {
         assert_eq!(refused_line(&names, &[KernelStats::default(); 2]), None);
     }
 
-    /// f16: `[[ports]] name = "p2"` in the file with `--port P2=...` ran P2 at the
-    /// defaults (400 Gb/s, MTU 9216) without a word.
+    /// QA: `--cores 0,1,2,3` on two ports ran two threads and said nothing of cores 2, 3.
     #[test]
     fn cores_past_one_thread_per_port_are_said_to_be_unused() {
         let names = ["p0", "p1"];
@@ -477,6 +476,8 @@ mod tests {
         );
     }
 
+    /// f16: `[[ports]] name = "p2"` in the file with `--port P2=...` ran P2 at the
+    /// defaults (400 Gb/s, MTU 9216) without a word.
     #[test]
     fn a_configured_port_no_port_flag_names_is_refused() {
         let why = unmatched_ports(&["p0", "p2"], &["p0", "P2"]).unwrap();
