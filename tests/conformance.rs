@@ -279,7 +279,9 @@ fn a_buffer_too_small_for_one_frame_is_not_read_as_misclassification() {
     assert_eq!(class.status, Status::Pass, "{class:?}");
     assert!(
         class.measured.starts_with("64 of 64 (")
-            && class.measured.contains("seen by their queue's drop counter"),
+            && class
+                .measured
+                .contains("seen by their queue's drop counter"),
         "{class:?}"
     );
     let dwrr = row("dwrr");
