@@ -84,6 +84,19 @@ fn a_three_rank_lab_passes_adds_up_and_leaves_nothing() {
 
     let r = report(dir.path());
     assert_eq!(common::undocumented_keys("lab", &r), Vec::<String>::new());
+    // Real-time priority by default, wherever the system allows it; the text says which.
+    let allowed = rocelab::runtime::realtime_allowed().is_ok();
+    assert_eq!(r["realtime"], allowed, "{r}");
+    let said = if allowed {
+        "threads (real-time priority): switch"
+    } else {
+        "threads (normal priority): switch"
+    };
+    assert!(stdout.contains(said), "{stdout}");
+    assert_eq!(
+        text(&out.stderr).contains("real-time priority not allowed"),
+        !allowed
+    );
     // elapsed_s is how long the traffic ran: it ends when the last rank's last size does
     // (seen by the hosts' thread), before the 300 ms the ranks then linger, the threads'
     // ends and the teardown, which it once counted.

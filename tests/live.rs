@@ -1354,7 +1354,13 @@ fn a_static_mac_entry_forwards_from_the_first_frame_without_flooding() {
     let entry = "0200.c612.0002=p2";
     let sw = lab.switch(
         &config,
-        &["--json", stats.to_str().unwrap(), "--static-mac", entry],
+        &[
+            "--json",
+            stats.to_str().unwrap(),
+            "--static-mac",
+            entry,
+            "--realtime",
+        ],
     );
     let iface = lab.host_if(0);
     let send = |dst: &str, count: &str| {
@@ -1384,6 +1390,17 @@ fn a_static_mac_entry_forwards_from_the_first_frame_without_flooding() {
     send("02:00:00:00:00:99", "3");
     std::thread::sleep(Duration::from_millis(300));
     let sw_out = stop(sw);
+    // --realtime, where the system allows it (root here).
+    let priority = if rocelab::runtime::realtime_allowed().is_ok() {
+        "real-time priority, 1 static MAC"
+    } else {
+        "real-time priority not allowed"
+    };
+    assert!(
+        text(&sw_out.stderr).contains(priority),
+        "{}",
+        text(&sw_out.stderr)
+    );
     assert!(
         text(&sw_out.stderr).contains("1 static MAC"),
         "{}",

@@ -94,6 +94,12 @@ pub struct Args {
     /// the live run.
     #[arg(long)]
     no_twin: bool,
+    /// Run the switch's and the hosts' threads at normal priority. By default they take
+    /// real-time priority (SCHED_FIFO 10), so that other work on the machine cannot
+    /// preempt them: a preempted thread holds the frames that arrive meanwhile, a queue
+    /// the emulated fabric does not have.
+    #[arg(long)]
+    no_realtime: bool,
     /// How to print the switch counters: table (a row per port and class), wide (every
     /// counter), sonic (`show pfc counters`, `show queue counters`, `show queue wredcounters`,
     /// `show pfcwd stats`) or nxos (`show
@@ -198,6 +204,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         None => CoreList::first(2),
     };
+    let realtime = super::realtime_or_warn(!args.no_realtime, "--no-realtime");
     let parts = phases.len();
     if let Some(dir) = &args.report {
         rocelab::output::check_folder(dir)?;
@@ -236,6 +243,7 @@ pub fn run(args: Args) -> Result<()> {
             seed: args.seed,
             limit,
             sample_every: std::time::Duration::from_millis(1),
+            realtime,
         };
         let dir = args.report.as_ref().map(|d| {
             if parts > 1 {

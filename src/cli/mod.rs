@@ -184,6 +184,24 @@ pub struct LiveArgs {
     pub busy_poll: bool,
 }
 
+/// [`REALTIME_PRIORITY`](rocelab::runtime::REALTIME_PRIORITY) when `wanted` and the
+/// process may take it; otherwise `None`, with a warning when it was wanted (`quiet` names
+/// the flag that says not to try).
+pub fn realtime_or_warn(wanted: bool, quiet: &str) -> Option<u8> {
+    if !wanted {
+        return None;
+    }
+    match rocelab::runtime::realtime_allowed() {
+        Ok(()) => Some(rocelab::runtime::REALTIME_PRIORITY),
+        Err(e) => {
+            noteln!(
+                "rocelab: warning: real-time priority not allowed here ({e}): the threads run at normal priority, and one preempted by other work holds the frames that arrive meanwhile, which shows as queues ({quiet} says not to try)"
+            );
+            None
+        }
+    }
+}
+
 /// A `--cores` list, checked against this machine (none given: empty, no pinning).
 pub fn checked_cores(cores: Option<&CoreList>) -> Result<CoreList> {
     let cores = cores.cloned().unwrap_or_default();

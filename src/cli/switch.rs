@@ -28,6 +28,11 @@ pub struct Args {
     static_macs: Vec<String>,
     #[command(flatten)]
     live: LiveArgs,
+    /// Run the switch's threads at real-time priority (SCHED_FIFO 10), so that other work
+    /// on the machine cannot preempt them (a preempted thread holds the frames that arrive
+    /// meanwhile). With --busy-poll a thread keeps its core to itself.
+    #[arg(long)]
+    realtime: bool,
     /// CPU cores to run on, e.g. 0,1 or 0-3: a thread pinned to each, run to completion.
     /// Thread k receives on ports k, k + n, k + 2n, ... of the n threads and forwards
     /// through the one shared switch core, sending on any port itself. At most one thread
@@ -157,10 +162,16 @@ pub fn run(args: Args) -> Result<()> {
             .map(std::sync::Arc::new),
         static_macs,
         keep_going_when_a_port_is_down: true,
+        realtime: super::realtime_or_warn(args.realtime, "leaving out --realtime"),
     };
     let serving = match &opts.metrics {
         Some(listener) => format!("; metrics at http://{}/metrics", listener.local_addr()?),
         None => String::new(),
+    };
+    let priority = if opts.realtime.is_some() {
+        ", real-time priority"
+    } else {
+        ""
     };
     let statics = match opts.static_macs.len() {
         0 => String::new(),
@@ -175,7 +186,7 @@ pub fn run(args: Args) -> Result<()> {
         Backend::Pnet => "pnet",
     };
     noteln!(
-        "rocelab switch: {} port{} ({}), {backend} backend, {}{statics}{serving}; Ctrl-C stops",
+        "rocelab switch: {} port{} ({}), {backend} backend, {}{priority}{statics}{serving}; Ctrl-C stops",
         opts.ifaces.len(),
         if opts.ifaces.len() == 1 { "" } else { "s" },
         names

@@ -78,6 +78,9 @@ pub struct LabOptions {
     pub limit: Duration,
     /// Wall-clock time between time-series rows.
     pub sample_every: Duration,
+    /// Real-time priority for the switch's and the hosts' threads
+    /// ([`runtime::realtime`](crate::runtime::realtime)); `None`: normal.
+    pub realtime: Option<u8>,
 }
 
 /// One host at the end.
@@ -482,6 +485,7 @@ fn switch_options(
         metrics: None,
         // A host gone is a failed lab run.
         keep_going_when_a_port_is_down: false,
+        realtime: opts.realtime,
     }
 }
 
@@ -703,6 +707,8 @@ fn hosts(
         std::thread::sleep(Duration::from_micros(100));
     }
     opts.cores.pin(1);
+    // Checked before the run (realtime_allowed): a thread that cannot runs as it is.
+    let _ = crate::runtime::realtime(opts.realtime);
     let start = since(t0);
     let mut recorders = Vec::new();
     let mut hosts = Vec::new();
@@ -904,6 +910,7 @@ mod tests {
             seed: 1,
             limit: Duration::from_secs(5),
             sample_every: Duration::from_millis(1),
+            realtime: None,
         }
     }
 

@@ -281,6 +281,7 @@ mod tests {
             seed: 3,
             limit: Duration::from_secs(5),
             sample_every: Duration::from_millis(1),
+            realtime: None,
         }
     }
 

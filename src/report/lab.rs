@@ -115,7 +115,7 @@ pub fn text(opts: &LabOptions, out: &LabOutcome, style: CounterStyle) -> String 
     let _ = writeln!(s);
     s.push_str(&what_happened(opts, out));
     let checks = consistency(opts, out);
-    let _ = writeln!(s, "\n{}", threads_line(out));
+    let _ = writeln!(s, "\n{}", threads_line(opts, out));
     let _ = writeln!(
         s,
         "frames sent by each endpoint / received by the switch on its port: {}",
@@ -176,7 +176,7 @@ pub fn what_happened(opts: &LabOptions, out: &LabOutcome) -> String {
 /// in the kernel past their core's catch-up window, and the longest any frame waited. A thread that takes more than
 /// 10 % of its frames late could not keep up with the emulated rate: the time it lost is
 /// lost to the fabric, which falls behind its twin.
-pub fn threads_line(out: &LabOutcome) -> String {
+pub fn threads_line(opts: &LabOptions, out: &LabOutcome) -> String {
     let one = |name: &str, t: &crate::runtime::ports::ThreadStats| {
         format!(
             "{name} {:.0} % busy, {:.1} % of frames late, stalled up to {:.1} ms",
@@ -186,7 +186,12 @@ pub fn threads_line(out: &LabOutcome) -> String {
         )
     };
     let mut line = format!(
-        "threads: {}; {}",
+        "threads ({}): {}; {}",
+        if opts.realtime.is_some() {
+            "real-time priority"
+        } else {
+            "normal priority"
+        },
         one("switch", &out.switch_thread),
         one("hosts", &out.hosts_thread)
     );
@@ -211,6 +216,7 @@ pub fn json(opts: &LabOptions, out: &LabOutcome) -> serde_json::Value {
             "workload": opts.workload.to_string(),
             "ranks": opts.ranks,
             "link_gbps": opts.endpoint.link_gbps,
+            "realtime": opts.realtime.is_some(),
             "pfc": !opts.switch.lossless.is_empty(),
             "ecn": opts.switch.queues.iter().any(|q| q.ecn.is_some()),
             "dcqcn": opts.endpoint.dcqcn.enabled,

@@ -164,6 +164,38 @@ impl CoreList {
     }
 }
 
+/// The real-time priority rocelab's pinned threads take when asked (SCHED_FIFO 10): above
+/// every ordinary task, below the kernel's own real-time threads (interrupt threads run at
+/// 50). The kernel's real-time throttling still leaves other tasks 5 % of each second.
+pub const REALTIME_PRIORITY: u8 = 10;
+
+/// Gives the calling thread SCHED_FIFO at `priority`, so that no ordinary task on its
+/// core preempts it: on a machine shared with other work a preempted switch thread holds
+/// every frame that arrives meanwhile, and those frames are a queue. `None` leaves it as
+/// it is.
+pub fn realtime(priority: Option<u8>) -> io::Result<()> {
+    let Some(priority) = priority else {
+        return Ok(());
+    };
+    let param = libc::sched_param {
+        sched_priority: i32::from(priority),
+    };
+    // SAFETY: sched_setscheduler(2) reads `param`, which lives across the call; pid 0 is
+    // the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether this process may take real-time priority (root without CAP_SYS_NICE, or a
+/// control group with no real-time budget, may not): tried on a short-lived thread.
+pub fn realtime_allowed() -> io::Result<()> {
+    std::thread::spawn(|| realtime(Some(REALTIME_PRIORITY)))
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the probe thread panicked")))
+}
+
 /// Asks the kernel to wake the calling thread on time (timer slack 1 ns instead of 50 µs).
 pub fn precise_timers() {
     // SAFETY: prctl(PR_SET_TIMERSLACK) takes an integer and affects this thread only.

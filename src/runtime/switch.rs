@@ -55,6 +55,8 @@ pub struct SwitchOptions {
     /// on a switch (see [`Ports::keep_going_when_a_port_is_down`]); otherwise the run
     /// stops with its error.
     pub keep_going_when_a_port_is_down: bool,
+    /// Real-time priority for every switch thread ([`super::realtime`]); `None`: normal.
+    pub realtime: Option<u8>,
 }
 
 /// How the run ended.
@@ -270,19 +272,22 @@ pub fn run_sampled_on(
             let t = k + 1;
             let core = SwitchThread::new(&shared, t);
             let driver = Driver::new(vec![core], part, vec![0; owner.len()], clock);
-            let (cores, busy, stop) = (
+            let (cores, busy, realtime, stop) = (
                 opts.cores.clone(),
                 opts.busy_poll,
+                opts.realtime,
                 Arc::clone(&workers_stop),
             );
             // Its ports' socket statistics, for the metrics page.
             let publish = snapshot.is_some().then(|| thread_ports[t].clone());
             std::thread::Builder::new()
                 .name(format!("switch-{t}"))
-                .spawn(move || worker(t, driver, &cores, busy, &stop, publish))
+                .spawn(move || worker(t, driver, &cores, busy, realtime, &stop, publish))
         })
         .collect::<Result<_, _>>()?;
     opts.cores.pin(0);
+    // Checked by the caller (realtime_allowed): a thread that cannot runs as it is.
+    let _ = super::realtime(opts.realtime);
     super::precise_timers();
     let started = Instant::now();
     let start_unix_secs = std::time::SystemTime::now()
@@ -441,12 +446,14 @@ fn worker(
     mut driver: Driver<SwitchThread>,
     cores: &CoreList,
     busy: bool,
+    realtime: Option<u8>,
     stop: &AtomicBool,
     publish: Option<Vec<usize>>,
 ) -> WorkerDone {
     // A panic here stops the others too, as the end of the loop does.
     let _stop_all = RaiseOnDrop(stop);
     cores.pin(t);
+    let _ = super::realtime(realtime);
     super::precise_timers();
     let mut error = None;
     let mut next_publish = Instant::now();
