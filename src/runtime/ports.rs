@@ -25,6 +25,10 @@ use std::time::{Duration, Instant};
 const RX_BATCH: usize = 256;
 /// At most this many batches per port and round (more than a ring holds).
 const MAX_BATCHES: usize = 64;
+/// A pass over the ports that took longer than this is followed by another, at most
+/// [`MAX_PASSES`] in a round (see [`Ports::receive`]).
+const QUICK_PASS: Nanos = Nanos(50_000);
+const MAX_PASSES: usize = 4;
 /// Frames due on their emulated wire this soon are taken at once, at their time (their
 /// core runs that far ahead of the clock): a cable of a few hundred ns is not worth a
 /// round of its own.
@@ -640,20 +644,46 @@ impl Ports {
     }
 
     /// Appends what waits on every port to `out`, each frame at the kernel's receive time
-    /// on `clock` (plus its emulated link, see [`Ports::emulate_link`]). A frame whose
-    /// last bit is still on the emulated wire comes with a time after `now`.
-    pub fn receive(
-        &mut self,
-        clock: &Clock,
-        now: Nanos,
-        out: &mut Vec<Arrival>,
-    ) -> Result<(), PortError> {
+    /// on `clock` (plus its emulated link, see [`Ports::emulate_link`]); returns now, a
+    /// time by which every frame that came has been read (but for the last few µs). A
+    /// frame whose last bit is still on the emulated wire comes with a time after it.
+    ///
+    /// A frame's time is its stamp, and no later than the clock when its batch was read
+    /// (a stamp cannot be later than that but for clock skew, or a frame without a stamp
+    /// came in before that). Not the time the thread woke: a thread descheduled between
+    /// its wake-up and the read would take every frame that came meanwhile at that one
+    /// earlier instant, a burst no sender sent, which the emulated wire spaces for its
+    /// slack and then lets through all at once, into a queue. Nor is now taken before the
+    /// ports are read: a thread descheduled halfway through reading them would leave the
+    /// frames that came meanwhile to the ports read before, for the next round, after its
+    /// core had moved past their times. A pass over the ports that took long (a stall, or
+    /// many frames) is followed by another.
+    pub fn receive(&mut self, clock: &Clock, out: &mut Vec<Arrival>) -> Result<Nanos, PortError> {
         let stamps = self.stamps.get_or_insert_with(|| StampClock::new(clock));
         if Instant::now() >= stamps.next_sync {
             stamps.sync(clock);
         }
         let stamps = *stamps;
         self.balance();
+        let mut now = clock.now();
+        for _ in 0..MAX_PASSES {
+            let began = now;
+            self.receive_pass(clock, &stamps, out)?;
+            now = clock.now();
+            if now - began < QUICK_PASS {
+                break;
+            }
+        }
+        Ok(now)
+    }
+
+    /// Reads every port once (see [`Ports::receive`]).
+    fn receive_pass(
+        &mut self,
+        clock: &Clock,
+        stamps: &StampClock,
+        out: &mut Vec<Arrival>,
+    ) -> Result<(), PortError> {
         for p in &mut self.rx {
             let lane = &self.tx[p.port];
             // Everything waiting, not one batch: frames left behind would enter after the
@@ -674,10 +704,11 @@ impl Ports {
                 if got > 0 {
                     lane.came_up();
                 }
+                let read = clock.now();
                 for f in self.received.drain(..) {
-                    // Received no later than now, whatever the clocks say, and in the
-                    // order the port got them.
-                    let mut at = f.stamp.map_or(now, |s| stamps.run_time(s).min(now));
+                    // Received no later than it was read, whatever the clocks say, and in
+                    // the order the port got them.
+                    let mut at = f.stamp.map_or(read, |s| stamps.run_time(s).min(read));
                     at = at.max(p.last_at);
                     p.last_at = at;
                     if let Some(w) = &mut p.wire {
@@ -870,6 +901,8 @@ pub struct Driver<C> {
     arrivals: Vec<Arrival>,
     /// Frames still on their emulated wire, by arrival time.
     on_wire: Vec<Arrival>,
+    /// Frames of `on_wire` that land this round (kept between rounds).
+    landed: Vec<Arrival>,
     stats: ThreadStats,
     /// Spin rather than sleep until then: there was work a moment ago.
     spin_until: Instant,
@@ -886,6 +919,7 @@ impl<C: Core> Driver<C> {
             floor: vec![now; cores.len()],
             oldest: vec![now; cores.len()],
             on_wire: Vec::new(),
+            landed: Vec::new(),
             stats: ThreadStats::default(),
             spin_until: Instant::now(),
             cores,
@@ -928,7 +962,12 @@ impl<C: Core> Driver<C> {
         let waited = Instant::now();
         self.ports.wait(wake, busy, self.spin_until)?;
         let woke = Instant::now();
-        let now = self.clock.now();
+        self.arrivals.clear();
+        // Now is after the read: frames that came while the thread was held up between
+        // its wake-up and the read are at their own times, before it; and a core catches
+        // up from now, not from the wake-up, whenever the thread was held up.
+        let now = self.ports.receive(&self.clock, &mut self.arrivals)?;
+        let worked = !self.arrivals.is_empty();
         // How far back each core may go this round.
         for (c, core) in self.cores.iter_mut().enumerate() {
             core.round_starts(now);
@@ -939,13 +978,11 @@ impl<C: Core> Driver<C> {
         // what the ports received, of which what is still on its wire waits. Every step
         // keeps the order, and so does the stable sort below: a port's frames never pass
         // each other.
-        self.arrivals.clear();
         let horizon = now + LOOKAHEAD;
-        self.arrivals
+        self.landed
             .extend(self.on_wire.extract_if(.., |a| a.at <= horizon));
-        let landed = self.arrivals.len();
-        self.ports.receive(&self.clock, now, &mut self.arrivals)?;
-        let worked = !self.arrivals.is_empty();
+        let landed = self.landed.len();
+        self.arrivals.splice(0..0, self.landed.drain(..));
         self.on_wire
             .extend(self.arrivals.extract_if(landed.., |a| a.at > horizon));
         // In time order per core (ports of one core interleave by time).
@@ -1048,5 +1085,115 @@ mod tests {
             last = at;
         }
         assert!(last <= WIRE_SLACK + Nanos(2 * 33_296), "{last:?}");
+    }
+}
+
+#[cfg(test)]
+mod stall_tests {
+    use super::*;
+    use crate::io::{KernelStats, RxFrame};
+    use std::collections::VecDeque;
+    use std::os::fd::RawFd;
+
+    /// Frames waiting on a fake port: their kernel stamps (CLOCK_REALTIME, ns).
+    type Waiting = Arc<Mutex<VecDeque<u64>>>;
+
+    /// A port whose frames are what `waiting` holds. One that has `stall_for` set stalls
+    /// the thread that first reads it, as a descheduled thread would, while 10 frames
+    /// reach `meanwhile`, 2 ms apart.
+    struct FakeRx {
+        waiting: Waiting,
+        stall: Option<Waiting>,
+    }
+
+    impl FrameRx for FakeRx {
+        fn fd(&self) -> RawFd {
+            -1 // poll ignores it
+        }
+
+        fn receive(
+            &mut self,
+            out: &mut Vec<RxFrame>,
+            max: usize,
+            pool: &mut Pool,
+        ) -> std::io::Result<usize> {
+            if let Some(meanwhile) = self.stall.take() {
+                let began = realtime_ns();
+                std::thread::sleep(Duration::from_millis(25));
+                let mut q = meanwhile.lock().unwrap();
+                q.extend((0..10).map(|k| began + 2_000_000 * (k + 1)));
+            }
+            let mut q = self.waiting.lock().unwrap();
+            let mut got = 0;
+            while got < max
+                && let Some(stamp) = q.pop_front()
+            {
+                let mut data = pool.get();
+                data.resize(1000, 0);
+                out.push(RxFrame {
+                    data,
+                    stamp: Some(stamp),
+                });
+                got += 1;
+            }
+            Ok(got)
+        }
+
+        fn kernel_stats(&mut self) -> KernelStats {
+            KernelStats::default()
+        }
+
+        fn instant_link(&self) -> bool {
+            false
+        }
+    }
+
+    struct NoTx;
+
+    impl FrameTx for NoTx {
+        fn transmit(&mut self, frames: &[Vec<u8>]) -> std::io::Result<usize> {
+            Ok(frames.len())
+        }
+
+        fn refused(&self) -> u64 {
+            0
+        }
+    }
+
+    /// A thread held up halfway through reading its ports (port 0 read, then 25 ms on
+    /// port 1) once left what port 0 got meanwhile for the next round, which then took it
+    /// all at the round's time: ten frames sent 2 ms apart entered together, a queue no
+    /// sender made. They are read in the same round, each at its own time, before the
+    /// now the read returns.
+    #[test]
+    fn frames_that_come_while_the_reading_thread_stalls_keep_their_times() {
+        let clock = Clock::start();
+        let mut ports = Ports::new(2048);
+        let port0: Waiting = Arc::default();
+        let port1: Waiting = Arc::default();
+        let rx0 = FakeRx {
+            waiting: Arc::clone(&port0),
+            stall: None,
+        };
+        let rx1 = FakeRx {
+            waiting: port1,
+            stall: Some(Arc::clone(&port0)),
+        };
+        ports.add("p0", Box::new(rx0), Box::new(NoTx));
+        ports.add("p1", Box::new(rx1), Box::new(NoTx));
+        let before = clock.now();
+        let mut out = Vec::new();
+        let now = ports.receive(&clock, &mut out).unwrap();
+        assert_eq!(out.len(), 10, "every frame port 0 got during the stall");
+        assert!(
+            out.iter()
+                .all(|a| a.port == 0 && a.at > before && a.at <= now)
+        );
+        for pair in out.windows(2) {
+            let gap = pair[1].at - pair[0].at;
+            // 2 ms apart, give or take the stamp clock's sync (a few µs).
+            assert!(gap.0.abs_diff(2_000_000) < 100_000, "{gap:?}");
+        }
+        assert!(now - before >= Nanos(25_000_000));
     }
 }
