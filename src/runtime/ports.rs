@@ -967,7 +967,6 @@ impl<C: Core> Driver<C> {
         // its wake-up and the read are at their own times, before it; and a core catches
         // up from now, not from the wake-up, whenever the thread was held up.
         let now = self.ports.receive(&self.clock, &mut self.arrivals)?;
-        let worked = !self.arrivals.is_empty();
         // How far back each core may go this round.
         for (c, core) in self.cores.iter_mut().enumerate() {
             core.round_starts(now);
@@ -983,6 +982,7 @@ impl<C: Core> Driver<C> {
             .extend(self.on_wire.extract_if(.., |a| a.at <= horizon));
         let landed = self.landed.len();
         self.arrivals.splice(0..0, self.landed.drain(..));
+        let worked = !self.arrivals.is_empty();
         self.on_wire
             .extend(self.arrivals.extract_if(landed.., |a| a.at > horizon));
         // In time order per core (ports of one core interleave by time).
@@ -1098,9 +1098,9 @@ mod stall_tests {
     /// Frames waiting on a fake port: their kernel stamps (CLOCK_REALTIME, ns).
     type Waiting = Arc<Mutex<VecDeque<u64>>>;
 
-    /// A port whose frames are what `waiting` holds. One that has `stall_for` set stalls
-    /// the thread that first reads it, as a descheduled thread would, while 10 frames
-    /// reach `meanwhile`, 2 ms apart.
+    /// A port whose frames are what `waiting` holds. One with `stall` set stalls the
+    /// thread that first reads it for 25 ms, as a descheduled thread would, while 10
+    /// frames, 2 ms apart, reach the port whose queue `stall` holds.
     struct FakeRx {
         waiting: Waiting,
         stall: Option<Waiting>,
