@@ -575,7 +575,7 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
                 .and_then(|n| n.parse::<u64>().ok())
                 .unwrap_or_else(|| panic!("'{after}' in {stdout}"))
         };
-        let (packets, resent) = (number("endpoint: "), number("data packets sent ("));
+        let (packets, resent) = (number("endpoint: "), number(" sent ("));
         if kernel_drops > 0 {
             eprintln!(
                 "note: the kernel dropped {kernel_drops} frames at the switch's sockets (a starved thread); sender {i} resent {resent}"

@@ -8,7 +8,7 @@ use rocelab::config::endpoint::EndpointConfig;
 use rocelab::endpoint::app::{App, Application as _};
 use rocelab::endpoint::flow::Flow;
 use rocelab::endpoint::sweep::{AllReduceResult, Gather, Sweep};
-use rocelab::report::nccl;
+use rocelab::report::{self, nccl};
 use rocelab::runtime::CoreList;
 use rocelab::runtime::{self, endpoint as live};
 use rocelab::time::Nanos;
@@ -373,10 +373,10 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     sayln!(
-        "endpoint: {} data packets sent ({} retransmitted, {} timeouts), {} received; CNPs sent {} received {}; CE received {}; PFC pauses received {}; kernel drops {}",
-        counters.data_packets_sent,
+        "endpoint: {} sent ({} retransmitted, {}), {} received; CNPs sent {} received {}; CE received {}; PFC pauses received {}; kernel drops {}",
+        report::count(counters.data_packets_sent, "data packet"),
         counters.retransmitted_packets,
-        counters.timeouts,
+        report::count(counters.timeouts, "timeout"),
         counters.data_packets_received,
         counters.cnps_sent,
         counters.cnps_received,

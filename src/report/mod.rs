@@ -14,6 +14,11 @@ use crate::config::{CLASSES, SwitchConfig};
 use crate::switch::{ClassCounters, Switch};
 use serde::Serialize;
 
+/// `n` of `what`, in the plural unless one: "1 PFC frame", "2 PFC frames".
+pub fn count(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// A report document: `value` (a JSON object) with `"schema": "rocelab.<kind>/1"` added,
 /// so a reader can tell what it holds and which version of its keys (docs/json.md).
 pub fn document(kind: &str, mut value: serde_json::Value) -> serde_json::Value {

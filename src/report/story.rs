@@ -4,6 +4,7 @@
 //! back to line rate, what the PFC watchdog did, and whether the lossless class lost
 //! anything, and why. The simulator and the lab tell it from the same inputs.
 
+use super::count;
 use crate::config::CLASSES;
 use crate::endpoint::EndpointCounters;
 use crate::series::{ColumnKind, Series};
@@ -402,11 +403,6 @@ fn watchdog(out: &mut String, f: &Fabric) {
 /// "1 frame", "2 frames".
 fn frames(n: u64) -> String {
     count(n, "frame")
-}
-
-/// "1 PFC frame", "2 PFC frames".
-fn count(n: u64, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 fn loss(out: &mut String, f: &Fabric) {
