@@ -28,6 +28,7 @@ const MAX_BATCHES: usize = 64;
 /// A pass over the ports that took longer than this is followed by another, at most
 /// [`MAX_PASSES`] in a round (see [`Ports::receive`]).
 const QUICK_PASS: Nanos = Nanos(50_000);
+/// Passes over the ports in a round at most (see [`QUICK_PASS`]).
 const MAX_PASSES: usize = 4;
 /// Frames due on their emulated wire this soon are taken at once, at their time (their
 /// core runs that far ahead of the clock): a cable of a few hundred ns is not worth a
@@ -701,9 +702,11 @@ impl Ports {
                         });
                     }
                 };
-                if got > 0 {
-                    lane.came_up();
+                if got == 0 {
+                    break;
                 }
+                lane.came_up();
+                // Once per batch that brought frames: an idle port costs no clock read.
                 let read = clock.now();
                 for f in self.received.drain(..) {
                     // Received no later than it was read, whatever the clocks say, and in
