@@ -1,7 +1,8 @@
-//! (b) The third-party captures in ../shared/pcaps: every frame parses, every RoCE ICRC
-//! verifies, and opcodes, dest QPs, PSNs, DSCP and ECN are what ../shared/pcaps/SOURCES.md
-//! says they are (the expected values below are taken from that document, not from
-//! rocelab).
+//! (b) Third-party captures, in the folder that `ROCELAB_SHARED_PCAPS` names (`.ci/run`
+//! sets it to the developers' `../shared/pcaps` when that is there; without it every test
+//! here says it was skipped and passes): every frame parses, every RoCE ICRC verifies, and
+//! opcodes, dest QPs, PSNs, DSCP and ECN are what the folder's SOURCES.md says they are
+//! (the expected values below are taken from that document, not from rocelab).
 
 mod common;
 

@@ -68,22 +68,30 @@ pub fn have_python_module(test: &str, module: &str) -> bool {
     ok
 }
 
-/// The third-party captures in ../shared/pcaps, or `None` (skip; fail under CI) when the
-/// directory is not beside the repository.
+/// The environment variable naming the folder of third-party captures (`.ci/run` sets it
+/// when the developers' captures are beside the checkout).
+pub const SHARED_PCAPS_VAR: &str = "ROCELAB_SHARED_PCAPS";
+
+/// The folder of third-party captures named by [`SHARED_PCAPS_VAR`], or `None`: the test
+/// says it was skipped and why, and passes, also under `CI=true` (a clone with nothing
+/// beside it has no such captures, and that is no failure). A variable that names a
+/// folder that is not there fails the test: the captures were asked for.
 pub fn shared_pcaps(test: &str) -> Option<PathBuf> {
-    let dir = repo("../shared/pcaps");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        skip(
-            test,
-            &format!(
-                "{} does not exist (third-party captures live there, outside the repository)",
-                dir.display()
-            ),
+    let Some(dir) = std::env::var_os(SHARED_PCAPS_VAR).filter(|d| !d.is_empty()) else {
+        eprintln!(
+            "SKIPPED {test}: {SHARED_PCAPS_VAR} is not set (it names a folder of third-party \
+             RoCE captures, which the repository does not carry; .ci/run sets it when they \
+             are there)"
         );
-        None
-    }
+        return None;
+    };
+    let dir = PathBuf::from(dir);
+    assert!(
+        dir.is_dir(),
+        "{test}: {SHARED_PCAPS_VAR}={} is not a folder",
+        dir.display()
+    );
+    Some(dir)
 }
 
 /// Every frame of a capture, with its timestamp (every frame must have one).
