@@ -490,3 +490,69 @@ fn incast_64_cycles_past_kmax_and_a_steeper_pmax_holds_the_queue_below_it() {
     assert_within(sum.goodput_gbps, max, 0.02, "Pmax 50 %");
     assert_eq!(sum.lossless_drops + sum.lossy_drops, 0);
 }
+
+/// nccl-tests runs its sizes one after the other in one process, the background traffic
+/// running throughout, and so does the live lab: `back_to_back` runs them so on one
+/// network, after an untimed warm-up. Every size is reported once (the warm-up not), its
+/// data right, each rank starting a size no earlier than it finished the one before; the
+/// sizes' fabric counts add up to no more than the whole run's.
+#[test]
+fn a_back_to_back_sweep_runs_every_size_on_one_network_after_its_warm_up() {
+    let text = r#"
+seed = 7
+[topology]
+kind = "star"
+hosts = 6
+link_gbps = 10
+[switch]
+preset = "nexus-ai"
+[endpoint]
+mtu = 4096
+[[flow]]
+from = 4
+to = 0
+message_bytes = 65536
+[[flow]]
+from = 5
+to = 0
+message_bytes = 65536
+[allreduce]
+ranks = [0, 1, 2, 3]
+min_bytes = "64K"
+max_bytes = "1M"
+factor = 4
+back_to_back = true
+warm_up_bytes = "64K"
+"#;
+    let s = Scenario::from_toml("b2b", text, None).unwrap();
+    let out = run(&s).unwrap();
+    let sizes: Vec<u64> = out.allreduce.iter().map(|r| r.result.size).collect();
+    assert_eq!(sizes, [65536, 262144, 1048576]);
+    for row in &out.allreduce {
+        assert!(row.result.time_ns.is_some(), "{row:?}");
+        assert_eq!(row.result.wrong, Some(0));
+    }
+    // One network: the background flows ran throughout, so r0's port marked CE, and the
+    // rows' counts are parts of the whole run's.
+    let marked: u64 = out.allreduce.iter().map(|r| r.fabric.ecn_marked).sum();
+    let sw = out.net.switch(0);
+    let total: u64 = (0..sw.port_count())
+        .flat_map(|p| sw.counters(p).classes.iter().map(|c| c.ecn_marked).collect::<Vec<_>>())
+        .sum();
+    assert!(total > 0 && marked <= total, "{marked} of {total}");
+    // Each rank ran the warm-up and the three sizes on one sweep, in order.
+    for h in 0..4 {
+        let sweep = out.net.host(h).app.as_ref().unwrap().sweep().unwrap();
+        let spans: Vec<(u64, u64)> = sweep
+            .results(out.net.endpoint(h))
+            .iter()
+            .map(|r| r.span_ns.unwrap())
+            .collect();
+        assert_eq!(spans.len(), 4);
+        assert!(spans.windows(2).all(|w| w[1].0 >= w[0].1), "{spans:?}");
+    }
+    // A warm-up needs the sizes on one network.
+    let fresh = text.replace("back_to_back = true\n", "");
+    let err = Scenario::from_toml("b2b", &fresh, None).unwrap_err().to_string();
+    assert!(err.contains("allreduce.warm_up_bytes") && err.contains("back_to_back"), "{err}");
+}

@@ -13,9 +13,9 @@ use rocelab::report::{bundle, lab as report};
 use rocelab::runtime::CoreList;
 use std::path::PathBuf;
 
-/// What `rocelab lab` runs.
+/// The lab's own scenarios.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Scenario {
+enum Builtin {
     /// The ring alone, then the ring with an incast into rank 0 on a buffer scaled to
     /// the emulated rate, so that PFC and ECN both act; each ends with what happened.
     Story,
@@ -33,10 +33,13 @@ enum Scenario {
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// story (the default: ring, then ring-incast on a buffer scaled to --rate so that
-    /// PFC and ECN act), ring, incast (every other host into r0) or ring-incast (two
-    /// more hosts push into rank 0's port while the ring runs; also spelt ring+incast).
-    #[arg(long, value_enum, default_value_t = Scenario::Story)]
-    scenario: Scenario,
+    /// PFC and ECN act), ring, incast (every other host into r0), ring-incast (two more
+    /// hosts push into rank 0's port while the ring runs; also spelt ring+incast), or a
+    /// scenario file as `rocelab sim` reads it (one switch, a star of up to 66 hosts,
+    /// `[[flow]]`s and an `[allreduce]`): the file then decides the topology, rates,
+    /// switch, endpoints and work, and the twin runs that same file.
+    #[arg(long, default_value = "story", value_name = "NAME|FILE")]
+    scenario: String,
     /// Hosts in the ring (for incast: the receiver and its senders).
     #[arg(long, default_value_t = 4)]
     ranks: usize,
@@ -85,8 +88,8 @@ pub struct Args {
     cores: Option<CoreList>,
     /// Seed of every random draw, as in `sim`: the all-reduce data, the switch's RED/ECN
     /// draws (instead of the configuration's `seed`) and the simulated twin's.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[arg(long)]
+    seed: Option<u64>,
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 300.0)]
     limit: f64,
@@ -119,6 +122,96 @@ pub fn run(args: Args) -> Result<()> {
         // Root already: sudo would not help.
         Err(e @ Unavailable::NoIproute) => return Err(anyhow::Error::new(e).context("rocelab lab")),
     }
+    let limit = seconds("--limit", args.limit)?;
+    let phases = match <Builtin as clap::ValueEnum>::from_str(&args.scenario, false) {
+        Ok(builtin) => builtin_phases(&args, builtin, limit)?,
+        Err(_) => vec![(scenario_file(&args)?, String::new())],
+    };
+    let cores = match args.cores.clone() {
+        Some(c) => {
+            c.check().context("--cores")?;
+            if c.0.len() > 2 {
+                anyhow::bail!(
+                    "--cores: the lab runs two threads (the switch's, the hosts'); give one core or two"
+                );
+            }
+            c
+        }
+        None => CoreList::first(2),
+    };
+    let realtime = super::realtime_or_warn(!args.no_realtime, "--no-realtime");
+    let parts = phases.len();
+    if let Some(dir) = &args.report {
+        rocelab::output::check_folder(dir)?;
+        if parts > 1 && dir.is_dir() {
+            for (scenario, _) in &phases {
+                rocelab::output::check_folder(&dir.join(part_name(scenario)))?;
+            }
+        }
+    }
+    let stop = rocelab::runtime::stop_on_signals()?;
+    for (k, (scenario, note)) in phases.into_iter().enumerate() {
+        // A part that ended in a stop has failed already; one that came after the last
+        // part finished starts no other.
+        if rocelab::runtime::stopped(&stop) {
+            anyhow::bail!(
+                "stopped (Ctrl-C or SIGTERM) before part {} of {parts}; it did not run",
+                k + 1
+            );
+        }
+        if parts > 1 {
+            if k > 0 {
+                sayln!();
+            }
+            sayln!(
+                "=== part {}/{parts}: {}{note} ===",
+                k + 1,
+                part_name(&scenario)
+            );
+        }
+        let dir = args.report.as_ref().map(|d| {
+            if parts > 1 {
+                d.join(part_name(&scenario))
+            } else {
+                d.clone()
+            }
+        });
+        let opts = LabOptions {
+            scenario,
+            backend: args.backend,
+            cores: cores.clone(),
+            limit,
+            sample_every: std::time::Duration::from_millis(1),
+            realtime,
+        };
+        // The story's folder is made with its first part's outputs: an interrupted run
+        // leaves none.
+        let story = args.report.as_deref().filter(|_| parts > 1);
+        run_part(&args, &opts, &stop, dir.as_deref(), story)?;
+    }
+    Ok(())
+}
+
+/// True when `--scenario` names one of the lab's own scenarios.
+fn builtin(args: &Args) -> bool {
+    <Builtin as clap::ValueEnum>::from_str(&args.scenario, false).is_ok()
+}
+
+/// A part's name: the lab's workload (`ring`, `ring-incast`) for its own scenarios.
+fn part_name(scenario: &rocelab::sim::scenario::Scenario) -> String {
+    scenario
+        .name
+        .strip_prefix("lab ")
+        .unwrap_or(&scenario.name)
+        .to_owned()
+}
+
+/// The parts of one of the lab's own scenarios, each with a note on its buffer.
+fn builtin_phases(
+    args: &Args,
+    builtin: Builtin,
+    limit: std::time::Duration,
+) -> Result<Vec<(rocelab::sim::scenario::Scenario, String)>> {
     if !(2..=64).contains(&args.ranks) {
         anyhow::bail!("--ranks {}: give 2 to 64", args.ranks);
     }
@@ -134,8 +227,9 @@ pub fn run(args: Args) -> Result<()> {
     if args.incast_bytes == 0 || args.incast_bytes > 1 << 30 {
         anyhow::bail!("--incast-bytes {}: give 1 byte to 1G", args.incast_bytes);
     }
+    let seed = args.seed.unwrap_or(1);
     let mut switch = args.switch.load(Preset::NexusAi)?;
-    switch.seed = args.seed;
+    switch.seed = seed;
     let mut endpoint = match &args.endpoint_config {
         Some(path) => load_endpoint_config(path)?,
         // RoCE fabrics for AI run a 4096-byte path MTU; it also means fewer frames for
@@ -168,11 +262,14 @@ pub fn run(args: Args) -> Result<()> {
             endpoint.mtu
         );
     }
-    let phases: Vec<(Workload, rocelab::config::SwitchConfig, String)> = match args.scenario {
-        Scenario::Ring => vec![(Workload::Ring, switch, String::new())],
-        Scenario::Incast => vec![(Workload::Incast, switch, String::new())],
-        Scenario::RingIncast => vec![(Workload::RingIncast, switch, String::new())],
-        Scenario::Story => {
+    let sizes = args
+        .sweep
+        .sizes_within(args.ranks, args.sweep.memory_budget_mib)?;
+    let parts: Vec<(Workload, rocelab::config::SwitchConfig, String)> = match builtin {
+        Builtin::Ring => vec![(Workload::Ring, switch, String::new())],
+        Builtin::Incast => vec![(Workload::Incast, switch, String::new())],
+        Builtin::RingIncast => vec![(Workload::RingIncast, switch, String::new())],
+        Builtin::Story => {
             let mut small = switch.clone();
             let note = if args.switch.config.is_none() {
                 let bytes = emulation::scale_buffer(&mut small, (args.rate * 1e9) as u64);
@@ -189,75 +286,44 @@ pub fn run(args: Args) -> Result<()> {
             ]
         }
     };
-    let sizes = args
-        .sweep
-        .sizes_within(args.ranks, args.sweep.memory_budget_mib)?;
-    let cores = match args.cores.clone() {
-        Some(c) => {
-            c.check().context("--cores")?;
-            if c.0.len() > 2 {
-                anyhow::bail!(
-                    "--cores: the lab runs two threads (the switch's, the hosts'); give one core or two"
-                );
-            }
-            c
-        }
-        None => CoreList::first(2),
-    };
-    let realtime = super::realtime_or_warn(!args.no_realtime, "--no-realtime");
-    let parts = phases.len();
-    if let Some(dir) = &args.report {
-        rocelab::output::check_folder(dir)?;
-        if parts > 1 && dir.is_dir() {
-            for (workload, _, _) in &phases {
-                rocelab::output::check_folder(&dir.join(workload.to_string()))?;
-            }
-        }
-    }
-    let limit = seconds("--limit", args.limit)?;
-    let stop = rocelab::runtime::stop_on_signals()?;
-    for (k, (workload, switch, note)) in phases.into_iter().enumerate() {
-        // A part that ended in a stop has failed already; one that came after the last
-        // part finished starts no other.
-        if rocelab::runtime::stopped(&stop) {
-            anyhow::bail!(
-                "stopped (Ctrl-C or SIGTERM) before part {} of {parts}; it did not run",
-                k + 1
+    Ok(parts
+        .into_iter()
+        .map(|(workload, switch, note)| {
+            let work = lab::LabWork {
+                workload,
+                ranks: args.ranks,
+                sizes: sizes.clone(),
+                incast_bytes: args.incast_bytes,
+            };
+            let s = lab::scenario(&work, &switch, &endpoint, seed, limit);
+            (s, note)
+        })
+        .collect())
+}
+
+/// A scenario file (or one of `sim`'s built-in scenarios) for the lab: refused, naming
+/// what cannot run live, when the lab cannot build it.
+fn scenario_file(args: &Args) -> Result<rocelab::sim::scenario::Scenario> {
+    let mut scenario = rocelab::sim::scenario::Scenario::load_edited(&args.scenario, |table| {
+        if let Some(seed) = args.seed {
+            table.insert(
+                "seed".into(),
+                toml::Value::Integer(i64::try_from(seed).unwrap_or(i64::MAX)),
             );
         }
-        if parts > 1 {
-            if k > 0 {
-                sayln!();
-            }
-            sayln!("=== part {}/{parts}: {workload}{note} ===", k + 1);
-        }
-        let opts = LabOptions {
-            workload,
-            ranks: args.ranks,
-            switch,
-            endpoint: endpoint.clone(),
-            sizes: sizes.clone(),
-            incast_bytes: args.incast_bytes,
-            backend: args.backend,
-            cores: cores.clone(),
-            seed: args.seed,
-            limit,
-            sample_every: std::time::Duration::from_millis(1),
-            realtime,
-        };
-        let dir = args.report.as_ref().map(|d| {
-            if parts > 1 {
-                d.join(workload.to_string())
-            } else {
-                d.clone()
-            }
-        });
-        // The story's folder is made with its first part's outputs: an interrupted run
-        // leaves none.
-        let story = args.report.as_deref().filter(|_| parts > 1);
-        run_part(&args, &opts, &stop, dir.as_deref(), story)?;
-    }
-    Ok(())
+        Ok(())
+    })
+    .with_context(|| {
+        format!(
+            "--scenario {}: not one of story, ring, incast, ring-incast, nor a scenario rocelab sim can read",
+            args.scenario
+        )
+    })?;
+    lab::live_check(&scenario)
+        .map_err(|why| anyhow::anyhow!("--scenario {}: {why}", args.scenario))?;
+    // The lab's parts are named by their workload; a file's by its own name.
+    scenario.name = scenario.name.trim_start_matches("lab ").to_owned();
+    Ok(scenario)
 }
 
 /// Runs one part of the lab: builds the fabric, runs `opts`' workload, prints its report
@@ -270,23 +336,30 @@ fn run_part(
     dir: Option<&std::path::Path>,
     story: Option<&std::path::Path>,
 ) -> Result<()> {
-    let extra = if opts.workload == Workload::RingIncast {
-        " + 2 background senders into r0"
-    } else {
-        ""
+    let s = &opts.scenario;
+    let hosts = s.topology.hosts();
+    let extra = match s.flows.len() {
+        0 => String::new(),
+        _ if opts.rank_hosts().is_empty() => format!(", {} flows", s.flows.len()),
+        n => format!(" ({} ranks, {n} background senders)", opts.ranks()),
     };
+    let switch = if builtin(args) {
+        args.switch.describe(Preset::NexusAi)
+    } else {
+        s.switch_source.clone()
+    };
+    let on = |b: bool| if b { "on" } else { "off" };
+    let ep = opts.endpoint();
     sayln!(
-        "rocelab lab: {}, {} hosts{extra}, switch {} at {} Gb/s; PFC {}, ECN {}, DCQCN {} (Rai {} Mb/s)",
-        opts.workload,
-        args.ranks,
-        args.switch.describe(Preset::NexusAi),
-        args.rate,
-        if args.no_pfc { "off" } else { "on" },
-        if args.no_ecn { "off" } else { "on" },
-        if args.no_dcqcn { "off" } else { "on" },
-        opts.endpoint.dcqcn.rai_mbps,
+        "rocelab lab: {}, {hosts} hosts{extra}, switch {switch} at {} Gb/s; PFC {}, ECN {}, DCQCN {} (Rai {} Mb/s)",
+        part_name(s),
+        ep.link_gbps,
+        on(!s.switch.lossless.is_empty()),
+        on(s.switch.queues.iter().any(|q| q.ecn.is_some())),
+        on(ep.dcqcn.enabled),
+        ep.dcqcn.rai_mbps,
     );
-    let ring = opts.workload != Workload::Incast;
+    let ring = opts.workload() != Workload::Incast;
     if ring {
         // nccl-tests' head now, each size's row as every rank finishes it.
         sayln!();
@@ -376,10 +449,10 @@ fn run_part(
         if let Some(story) = story {
             rocelab::output::make_folder(story)?;
         }
-        let title = format!("rocelab lab {}, the whole run", opts.workload);
+        let title = format!("rocelab lab {}, the whole run", opts.workload());
         let mut json = report::json(opts, &outcome);
         json["twin"] = serde_json::to_value(&twin)?;
-        let marks = rocelab::report::plot::ecn_thresholds(&opts.switch);
+        let marks = rocelab::report::plot::ecn_thresholds(opts.switch());
         bundle::write(
             dir,
             &json,

@@ -297,6 +297,16 @@ impl RingAllReduce {
         self
     }
 
+    /// When it starts.
+    pub fn start_at(&self) -> Nanos {
+        self.start_at
+    }
+
+    /// The QP to the next rank.
+    pub fn qp_next(&self) -> usize {
+        self.qp_next
+    }
+
     /// Starts at `at` (before the run starts).
     pub fn set_start(&mut self, at: Nanos) {
         self.start_at = at;

@@ -115,6 +115,29 @@ impl App {
         }
     }
 
+    /// The QP it sends its data on, if it is one application on one QP (an all-reduce, a
+    /// sweep, a flow).
+    pub fn sending_qp(&self) -> Option<usize> {
+        match self {
+            App::AllReduce(a) => Some(a.qp_next()),
+            App::Sweep(s) => s.runs().next().map(|(_, r)| r.qp_next()),
+            App::Flow(f) => Some(f.qp()),
+            App::Flows(_) | App::Receive | App::Custom(_) => None,
+        }
+    }
+
+    /// Moves its start `by` later (before the run starts): a driver whose clock reads 0
+    /// before the work may begin (the lab's, while the hosts' sockets open) keeps the
+    /// work's own start times, counted from when it may.
+    pub fn delay_start(&mut self, by: Nanos) {
+        match self {
+            App::AllReduce(a) => a.set_start(a.start_at() + by),
+            App::Sweep(s) => s.set_start(s.start_at() + by),
+            App::Flow(f) => f.set_start(Flow::start(f) + by),
+            App::Flows(_) | App::Receive | App::Custom(_) => {}
+        }
+    }
+
     /// Starts the work at `at` instead (before the run starts): a driver that builds the
     /// work first and learns the start time later (the lab starts every host together).
     pub fn set_start(&mut self, at: Nanos) {

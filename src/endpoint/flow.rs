@@ -69,6 +69,11 @@ impl Flow {
         }
     }
 
+    /// The QP it sends on.
+    pub fn qp(&self) -> usize {
+        self.qp
+    }
+
     /// Starts at `at` (before the run starts).
     pub fn set_start(&mut self, at: Nanos) {
         self.start = at;

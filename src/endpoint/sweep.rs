@@ -281,6 +281,11 @@ impl Sweep {
         self
     }
 
+    /// When it starts.
+    pub fn start_at(&self) -> Nanos {
+        self.start_at
+    }
+
     /// Starts at `at` (before the run starts).
     pub fn set_start(&mut self, at: Nanos) {
         self.start_at = at;

@@ -12,15 +12,15 @@ use crate::config::SwitchConfig;
 use crate::config::endpoint::EndpointConfig;
 use crate::endpoint::Endpoint;
 use crate::endpoint::app::{App, Application as _};
-use crate::endpoint::flow::Flow;
-use crate::endpoint::sweep::{AllReduceResult, Gather, RankResult, Sweep};
+use crate::endpoint::sweep::{AllReduceResult, Gather, RankResult};
 use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
-use crate::runtime::endpoint::{self as live, EndpointSampler, PeerSpec, RunOptions};
+use crate::runtime::endpoint::{self as live, EndpointSampler, RunOptions};
 use crate::runtime::ports::{Opened, Ports, ThreadStats};
 use crate::runtime::switch::{Sampler, SwitchOptions};
 use crate::runtime::{CoreList, PortError, RuntimeError, stopped};
 use crate::series::{HostRecorder, Series, SwitchRecorder, Track};
+use crate::sim::scenario::{AllReducePlan, FlowPlan, Scenario, Shape, Topology};
 use crate::switch::Switch;
 use crate::time::Nanos;
 use crate::wire::MacAddr;
@@ -55,25 +55,16 @@ impl std::fmt::Display for Workload {
 /// How to run the lab.
 #[derive(Debug, Clone)]
 pub struct LabOptions {
-    /// Ring all-reduce, incast, or both at once.
-    pub workload: Workload,
-    /// Hosts in the ring (or in the incast, receiver included).
-    pub ranks: usize,
-    /// The switch: ports are made here, one per host, at the endpoints' link rate.
-    pub switch: SwitchConfig,
-    /// Every endpoint (its `link_gbps` is every link's rate).
-    pub endpoint: EndpointConfig,
-    /// All-reduce sizes, bytes.
-    pub sizes: Vec<u64>,
-    /// Bytes each incast sender sends (the `incast` workload).
-    pub incast_bytes: u64,
+    /// What runs: one switch with a star of hosts, and their work, as `rocelab sim` reads
+    /// a scenario ([`scenario`] builds the lab's own; [`live_check`] says whether a file's
+    /// can run live). The hosts are built from it exactly as the simulator builds them,
+    /// and the twin runs this very value.
+    pub scenario: Scenario,
     /// Socket backend of the switch and the hosts: `pnet` or `mmap`.
     pub backend: Backend,
     /// Cores to pin to: the switch's thread to the first, the hosts' to the second (or
     /// the first, when there is one); empty: no pinning.
     pub cores: CoreList,
-    /// Seed of the all-reduce data.
-    pub seed: u64,
     /// Give up after this long.
     pub limit: Duration,
     /// Wall-clock time between time-series rows.
@@ -81,6 +72,198 @@ pub struct LabOptions {
     /// Real-time priority for the switch's and the hosts' threads
     /// ([`runtime::realtime`](crate::runtime::realtime)); `None`: normal.
     pub realtime: Option<u8>,
+}
+
+impl LabOptions {
+    /// What kind of work runs, for the reports' words.
+    pub fn workload(&self) -> Workload {
+        match (&self.scenario.allreduce, self.scenario.flows.is_empty()) {
+            (Some(_), true) => Workload::Ring,
+            (Some(_), false) => Workload::RingIncast,
+            (None, _) => Workload::Incast,
+        }
+    }
+
+    /// The all-reduce's ranks (hosts, in ring order); empty without one.
+    pub fn rank_hosts(&self) -> &[usize] {
+        self.scenario.allreduce.as_ref().map_or(&[], |a| &a.ranks)
+    }
+
+    /// Ranks in the ring, or, without an all-reduce, every host.
+    pub fn ranks(&self) -> usize {
+        match &self.scenario.allreduce {
+            Some(a) => a.ranks.len(),
+            None => self.scenario.topology.hosts(),
+        }
+    }
+
+    /// The timed all-reduce sizes, bytes per rank.
+    pub fn sizes(&self) -> &[u64] {
+        self.scenario.allreduce.as_ref().map_or(&[], |a| &a.sizes)
+    }
+
+    /// Untimed all-reduce runs before the timed sizes (0 or 1).
+    pub fn warm_ups(&self) -> usize {
+        self.scenario
+            .allreduce
+            .as_ref()
+            .map_or(0, |a| usize::from(a.warm_up.is_some()))
+    }
+
+    /// The switch's configuration (its ports are made from the hosts).
+    pub fn switch(&self) -> &SwitchConfig {
+        &self.scenario.switch
+    }
+
+    /// Every endpoint's configuration, at the links' rate.
+    pub fn endpoint(&self) -> EndpointConfig {
+        let mut ep = self.scenario.endpoint.clone();
+        ep.link_gbps = self.scenario.topology.bits_per_sec as f64 / 1e9;
+        ep
+    }
+
+    /// The bytes of the first flow that has a size (an incast sender's), if any.
+    pub fn flow_bytes(&self) -> Option<u64> {
+        self.scenario.flows.iter().find_map(|f| f.bytes)
+    }
+}
+
+/// The lab's own work: what runs on how many hosts.
+#[derive(Debug, Clone)]
+pub struct LabWork {
+    /// Ring, incast or both.
+    pub workload: Workload,
+    /// Hosts in the ring (or in the incast, receiver included).
+    pub ranks: usize,
+    /// All-reduce sizes, bytes per rank.
+    pub sizes: Vec<u64>,
+    /// Bytes each incast sender sends.
+    pub incast_bytes: u64,
+}
+
+/// The lab's own work as a scenario: `work.ranks` hosts on one switch configured as
+/// `switch`, every link at `endpoint`'s rate with the configuration's cable; a ring
+/// all-reduce sweep of the sizes back to back after a warm-up (as nccl-tests runs it), two
+/// more hosts pushing endless 64 KiB WRITEs into host 0 meanwhile (ring-incast), or every
+/// host but 0 sending its bytes to it (incast). `limit` bounds its virtual time.
+pub fn scenario(
+    work: &LabWork,
+    switch: &SwitchConfig,
+    endpoint: &EndpointConfig,
+    seed: u64,
+    limit: Duration,
+) -> Scenario {
+    let LabWork {
+        workload,
+        ranks,
+        ref sizes,
+        incast_bytes,
+    } = *work;
+    let background = if workload == Workload::RingIncast {
+        2
+    } else {
+        0
+    };
+    let hosts = ranks + background;
+    let flow = |from, bytes| FlowPlan {
+        from,
+        to: 0,
+        start: Nanos::ZERO,
+        bytes,
+        message_bytes: MESSAGE_BYTES,
+    };
+    let flows: Vec<FlowPlan> = match workload {
+        Workload::Ring => Vec::new(),
+        Workload::Incast => (1..ranks)
+            .map(|from| flow(from, Some(incast_bytes)))
+            .collect(),
+        Workload::RingIncast => (ranks..hosts).map(|from| flow(from, None)).collect(),
+    };
+    // A warm-up run first, untimed, as nccl-tests does (`-w`): the first all-reduce
+    // through freshly started threads, cold caches and idle DCQCN state is not what the
+    // fabric does. Small (at most 64 KiB): it warms the path, not the buffers.
+    let allreduce = (workload != Workload::Incast).then(|| AllReducePlan {
+        ranks: (0..ranks).collect(),
+        sizes: sizes.to_vec(),
+        series_bytes: sizes.last().copied().unwrap_or(0),
+        start: Nanos::ZERO,
+        warm_up: sizes.first().map(|&s| s.min(WARM_UP_BYTES)),
+        back_to_back: true,
+    });
+    Scenario {
+        name: format!("lab {workload}"),
+        description: "the lab's fabric and workload".into(),
+        digest: String::new(),
+        seed,
+        duration: Nanos(u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX)),
+        measure_from: Nanos::ZERO,
+        sample: Nanos::from_micros(100),
+        topology: Topology {
+            shape: Shape::Star { hosts },
+            bits_per_sec: endpoint.bits_per_sec(),
+            // The configuration's cable: what the switch's headroom is computed for.
+            delay: switch.port_defaults.cable,
+            loss: 0.0,
+            switch_latency: Nanos::ZERO,
+        },
+        fabric: crate::sim::fabric::Fabric::Roce,
+        switch: switch.clone(),
+        switch_source: "the lab's switch configuration".into(),
+        endpoint: endpoint.clone(),
+        flows,
+        allreduce,
+        workloads: Vec::new(),
+        jobs: Vec::new(),
+        faults: Vec::new(),
+        variant: None,
+        variants: Vec::new(),
+    }
+}
+
+/// The most hosts the lab builds namespaces for.
+pub const MAX_LIVE_HOSTS: usize = 66;
+
+/// Why `scenario` cannot run live, if it cannot: the lab builds one switch with a star of
+/// hosts in namespaces, on two threads, and runs ring all-reduce and `[[flow]]`s on them.
+pub fn live_check(scenario: &Scenario) -> Result<(), String> {
+    let mut no = Vec::new();
+    let hosts = scenario.topology.hosts();
+    match scenario.topology.shape {
+        Shape::Star { .. } if hosts > MAX_LIVE_HOSTS => no.push(format!(
+            "{hosts} hosts (the lab builds at most {MAX_LIVE_HOSTS} namespaces)"
+        )),
+        Shape::Star { .. } => {}
+        _ => no.push("a topology other than one switch (kind = \"star\")".to_owned()),
+    }
+    if !matches!(scenario.fabric, crate::sim::fabric::Fabric::Roce) {
+        no.push("a fabric other than RoCEv2 (fabric = \"roce\")".to_owned());
+    }
+    if !scenario.workloads.is_empty() {
+        no.push("[[workload]] entries".to_owned());
+    }
+    if !scenario.faults.is_empty() {
+        no.push("[[fault]] entries".to_owned());
+    }
+    if scenario.topology.loss > 0.0 {
+        no.push("link loss (topology.loss)".to_owned());
+    }
+    if scenario.topology.switch_latency > Nanos::ZERO {
+        no.push("a switch latency (topology.switch_latency_ns)".to_owned());
+    }
+    if !scenario.variants.is_empty() {
+        no.push("[[variant]] entries (run each as a scenario of its own)".to_owned());
+    }
+    let gbps = scenario.topology.bits_per_sec as f64 / 1e9;
+    if !(0.001..=100.0).contains(&gbps) {
+        no.push(format!(
+            "links at {gbps} Gb/s (veth and threads emulate 0.001 to 100 Gb/s)"
+        ));
+    }
+    if no.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the lab cannot run {} live", no.join(", ")))
+    }
 }
 
 /// One host at the end.
@@ -210,19 +393,16 @@ fn received_per_peer(ep: &Endpoint, now: Nanos) -> Vec<(Ipv4Addr, u64)> {
     per
 }
 
-/// Bytes per sender between two snapshots, senders that sent nothing left out, in host
-/// order.
-fn inflows(to: &[(Ipv4Addr, u64)], from: &[(Ipv4Addr, u64)], names: &[String]) -> Vec<Inflow> {
+/// Bytes per sender in `received` (senders that sent nothing left out), in host order.
+fn inflows(received: &[(Ipv4Addr, u64)], names: &[String]) -> Vec<Inflow> {
     names
         .iter()
         .enumerate()
         .filter_map(|(i, name)| {
-            let at = |snap: &[(Ipv4Addr, u64)]| {
-                snap.iter()
-                    .find(|(a, _)| *a == ip(i))
-                    .map_or(0, |&(_, b)| b)
-            };
-            let bytes = at(to).saturating_sub(at(from));
+            let bytes = received
+                .iter()
+                .find(|(a, _)| *a == ip(i))
+                .map_or(0, |&(_, b)| b);
             (bytes > 0).then(|| Inflow {
                 from: name.clone(),
                 bytes,
@@ -231,21 +411,34 @@ fn inflows(to: &[(Ipv4Addr, u64)], from: &[(Ipv4Addr, u64)], names: &[String]) -
         .collect()
 }
 
+/// Host `i`'s MAC address: the simulator's.
 fn mac(i: usize) -> MacAddr {
-    MacAddr([0x02, 0x00, 0xc6, 0x12, 0x00, i as u8])
+    crate::sim::topology::host_mac(i)
 }
 
+/// Host `i`'s IPv4 address: the simulator's.
 fn ip(i: usize) -> Ipv4Addr {
-    Ipv4Addr::new(198, 18, 0, i as u8 + 1)
+    crate::sim::topology::host_ip(i)
 }
 
-/// Host names: ranks r0.., then background senders b0, b1.
+/// Host names, in host order: the all-reduce's ranks r0.. (by their place in the ring),
+/// the other hosts b0, b1, ...; without an all-reduce, every host r0, r1, ...
 pub(crate) fn host_names(opts: &LabOptions) -> Vec<String> {
-    let mut names: Vec<String> = (0..opts.ranks).map(|i| format!("r{i}")).collect();
-    if opts.workload == Workload::RingIncast {
-        names.extend(["b0".to_owned(), "b1".to_owned()]);
+    let hosts = opts.scenario.topology.hosts();
+    let ranks = opts.rank_hosts();
+    if ranks.is_empty() {
+        return (0..hosts).map(|i| format!("r{i}")).collect();
     }
-    names
+    let mut others = 0;
+    (0..hosts)
+        .map(|h| match ranks.iter().position(|&r| r == h) {
+            Some(k) => format!("r{k}"),
+            None => {
+                others += 1;
+                format!("b{}", others - 1)
+            }
+        })
+        .collect()
 }
 
 /// What the lab reports while it runs.
@@ -268,36 +461,16 @@ pub fn run(
 ) -> Result<LabOutcome, LabError> {
     let names = host_names(opts);
     let n = names.len();
-    let peers: Vec<PeerSpec> = (0..n)
-        .map(|i| PeerSpec {
-            rank: i,
-            mac: mac(i),
-            ip: ip(i),
-            qpn: 0x100 * (i as u32 + 1),
-        })
-        .collect();
     // The work first (all-reduce buffers of every size: tens of ms, seconds for large
     // sizes), then the network. A stop meanwhile builds nothing.
-    let mut work: Vec<Work> = Vec::with_capacity(n);
-    for (i, name) in names.iter().enumerate() {
-        if stopped(stop) {
-            return Err(LabError::Stopped);
-        }
-        work.push(Work::new(i, name, &peers, opts));
-    }
     if stopped(stop) {
         return Err(LabError::Stopped);
     }
-
-    let mut switch_cfg = opts.switch.clone();
-    switch_cfg.ports = names
-        .iter()
-        .map(|name| {
-            let mut p = switch_cfg.port_or_default(name);
-            p.bits_per_sec = opts.endpoint.bits_per_sec();
-            p
-        })
-        .collect();
+    let work = Work::of(opts, &names);
+    if stopped(stop) {
+        return Err(LabError::Stopped);
+    }
+    let switch_cfg = switch_config(opts, &names);
     let mut net = Netns::new()?;
     let prefix = net.name("");
     // A command that failed because of the stop is the stop.
@@ -371,11 +544,14 @@ pub fn run(
     let deadline = Instant::now() + opts.limit;
     let mut streamed = 0;
     let finished = || {
-        primary.iter().all(|&i| match opts.workload {
-            // Incast senders are done when their flows are; ranks when their sweeps are
+        primary.iter().all(|&i| {
+            // Flow senders are done when their flows are; ranks when their sweeps are
             // (they then linger, answering their peers).
-            Workload::Incast => status.done[i].load(Ordering::Relaxed),
-            _ => status.sizes_done[i].load(Ordering::Relaxed) >= opts.sizes.len(),
+            if opts.rank_hosts().is_empty() {
+                status.done[i].load(Ordering::Relaxed)
+            } else {
+                status.sizes_done[i].load(Ordering::Relaxed) >= opts.sizes().len()
+            }
         })
     };
     loop {
@@ -390,20 +566,18 @@ pub fn run(
         if stopped(stop) || Instant::now() >= deadline {
             break;
         }
-        let sizes_done = status
-            .sizes_done
+        let sizes_done = primary
             .iter()
-            .take(opts.ranks)
-            .map(|a| a.load(Ordering::Relaxed))
+            .map(|&h| status.sizes_done[h].load(Ordering::Relaxed))
             .min()
             .unwrap_or(0);
-        let line = match opts.workload {
-            Workload::Incast => format!("incast running, {:.1} s", t0.elapsed().as_secs_f64()),
+        let line = match opts.workload() {
+            Workload::Incast => format!("flows running, {:.1} s", t0.elapsed().as_secs_f64()),
             _ => format!(
                 "all-reduce: {} of {} sizes done on every rank{}, {:.1} s",
                 sizes_done,
-                opts.sizes.len(),
-                opts.sizes
+                opts.sizes().len(),
+                opts.sizes()
                     .get(sizes_done)
                     .map_or(String::new(), |s| format!(
                         " (now {})",
@@ -489,9 +663,10 @@ fn switch_options(
     }
 }
 
-/// All-reduce runs before the timed sizes: one, of the smallest size or 64 KiB.
-const WARM_UP: usize = 1;
+/// The lab's warm-up all-reduce: of the smallest size, or 64 KiB if that is larger.
 const WARM_UP_BYTES: u64 = 65_536;
+/// The lab's flows' messages: 64 KiB WRITEs.
+const MESSAGE_BYTES: usize = 65_536;
 
 /// What the hosts' thread tells the lab as it runs.
 #[derive(Debug)]
@@ -537,59 +712,45 @@ struct Work {
 }
 
 impl Work {
-    fn new(i: usize, name: &str, peers: &[PeerSpec], opts: &LabOptions) -> Work {
-        let me = &peers[i];
-        let mut ep = Endpoint::new(&opts.endpoint, me.mac, me.ip);
-        // The start is set once every socket is open (see `hosts`): not before.
-        let start = Nanos(u64::MAX - 1);
-        let ranks = &peers[..opts.ranks];
-        let message = 65536;
-        let (app, sending): (App, Vec<usize>) = match opts.workload {
-            Workload::Ring | Workload::RingIncast if i < opts.ranks => {
-                let (to_next, _) = live::ring_qps(&mut ep, ranks, i);
-                if i == 0 && opts.workload == Workload::RingIncast {
-                    live::flow_receive_qps(&mut ep, peers, 0);
-                    Flow::prepare_receiver(&mut ep, message);
+    /// Every host of the scenario, built as the simulator builds them (the same
+    /// addresses, QPs, applications and start times), named `names`.
+    fn of(opts: &LabOptions, names: &[String]) -> Vec<Work> {
+        crate::sim::run::network(&opts.scenario)
+            .into_hosts()
+            .into_iter()
+            .zip(names)
+            .map(|(host, name)| {
+                let mut ep = host.endpoint;
+                // Frames leave the process: every ICRC is computed and checked.
+                ep.set_icrc(true);
+                let app = host.app.unwrap_or(App::Receive);
+                let sending = app.sending_qp().into_iter().collect();
+                Work {
+                    name: name.clone(),
+                    ep,
+                    app,
+                    sending,
                 }
-                // A warm-up run first, untimed, as nccl-tests does (`-w`): the first
-                // all-reduce through freshly started threads, cold caches and a switch
-                // that has not learnt the MACs yet is not what the fabric does. Small (at
-                // most 64 KiB): it warms the path, not the buffers.
-                let warm_up = opts.sizes.first().map(|&s| s.min(WARM_UP_BYTES));
-                let sizes: Vec<u64> = warm_up
-                    .into_iter()
-                    .chain(opts.sizes.iter().copied())
-                    .collect();
-                let sweep = Sweep::new(&mut ep, i, opts.ranks, &sizes, opts.seed, to_next)
-                    .starting_at(start);
-                (sweep.into(), vec![to_next])
-            }
-            Workload::Ring | Workload::RingIncast => {
-                // A background sender (only ring-incast has hosts past the ranks): endless,
-                // until the ring is done.
-                let qp = live::flow_send_qp(&mut ep, peers, i, 0);
-                (Flow::new(qp, None, message, start).into(), vec![qp])
-            }
-            Workload::Incast if i == 0 => {
-                live::flow_receive_qps(&mut ep, peers, 0);
-                Flow::prepare_receiver(&mut ep, message);
-                (App::Receive, Vec::new())
-            }
-            Workload::Incast => {
-                let qp = live::flow_send_qp(&mut ep, peers, i, 0);
-                (
-                    Flow::new(qp, Some(opts.incast_bytes), message, start).into(),
-                    vec![qp],
-                )
-            }
-        };
-        Work {
-            name: name.to_owned(),
-            ep,
-            app,
-            sending,
-        }
+            })
+            .collect()
     }
+}
+
+/// The lab's switch configuration: the twin's switch (one port per host at the links'
+/// rate, the same RED seed), its ports named after the hosts.
+fn switch_config(opts: &LabOptions, names: &[String]) -> SwitchConfig {
+    let t = &opts.scenario.topology;
+    let mut cfg = crate::sim::topology::star_switch(
+        &opts.scenario.switch,
+        &opts.endpoint(),
+        names.len(),
+        t.delay,
+        opts.scenario.seed,
+    );
+    for (p, name) in cfg.ports.iter_mut().zip(names) {
+        p.name.clone_from(name);
+    }
+    cfg
 }
 
 /// The hosts' ports, and the UDP port 4791 of each host's namespace, held so that its
@@ -612,9 +773,9 @@ fn build_network(
     opts: &LabOptions,
     stop: &AtomicBool,
 ) -> Result<(Instant, Nanos, Ports, HostPorts), LabError> {
-    let mtu = opts.switch.port_defaults.mtu.min(9000);
+    let mtu = opts.switch().port_defaults.mtu.min(9000);
     let switch_frame = crate::runtime::switch::frame_mtu(switch_cfg);
-    let host_frame = opts.endpoint.mtu as usize + 128;
+    let host_frame = opts.endpoint().mtu as usize + 128;
     let backend = opts.backend;
     type HostSide = std::io::Result<(Opened, Option<std::net::UdpSocket>)>;
     std::thread::scope(|scope| {
@@ -721,42 +882,23 @@ fn hosts(
             .map(|&q| (q, w.ep.qp_status(q, Nanos::ZERO).qpn))
             .collect();
         recorders.push(HostRecorder::new(&w.name, &qps, w.ep.data_priority()));
+        // The scenario's start times count from when every host may begin.
         let mut app = w.app;
-        app.set_start(start);
+        app.delay_start(start);
         hosts.push((w.ep, app));
         names.push(w.name);
         sending.push(w.sending);
     }
     // What r0 received per QP when the largest size began on the first rank, and when it
     // ended on the last (the span of the twin's recorded run).
-    let ranks = opts.ranks;
-    let last_size = opts.sizes.len();
-    let timed = opts.workload != Workload::Incast;
-    let (mut window_start, mut window_end) = (None, None);
-    // Sizes each rank finished, the warm-up included (read when r0 is sampled: the others'
-    // from the round before).
-    let mut finished = vec![0usize; ranks];
-    let mut gather = Gather::new(ranks, WARM_UP);
+    let rank_hosts = opts.rank_hosts().to_vec();
+    let warm = opts.warm_ups();
+    let mut gather = Gather::new(rank_hosts.len(), warm);
     let mut call = |_: Duration, l: &mut live::Live<'_>| {
-        if let (Some(s), Some(f)) = (l.app.sweep(), finished.get_mut(l.host)) {
-            *f = s.finished();
-        }
-        if l.host == 0 && timed {
-            let (first, last) = (
-                finished.iter().copied().max().unwrap_or(0),
-                finished.iter().copied().min().unwrap_or(0),
-            );
-            // The largest size began on the first rank to finish the one before it.
-            if window_start.is_none() && first + 1 >= WARM_UP + last_size {
-                window_start = Some(received_per_peer(l.endpoint, l.now));
-            }
-            if window_end.is_none() && last >= WARM_UP + last_size {
-                window_end = Some(received_per_peer(l.endpoint, l.now));
-            }
-        }
+        let rank = rank_hosts.iter().position(|&h| h == l.host);
         recorders[l.host].sample(l.now, l.endpoint);
-        if let Some(s) = l.app.sweep() {
-            let rows = gather.update(l.host, s, l.endpoint);
+        if let (Some(s), Some(rank)) = (l.app.sweep(), rank) {
+            let rows = gather.update(rank, s, l.endpoint);
             if !rows.is_empty() {
                 status
                     .rows
@@ -765,8 +907,7 @@ fn hosts(
                     .extend(rows);
             }
             // Sizes done, the warm-up not counted.
-            status.sizes_done[l.host]
-                .store(s.finished().saturating_sub(WARM_UP), Ordering::Relaxed);
+            status.sizes_done[l.host].store(s.finished().saturating_sub(warm), Ordering::Relaxed);
         }
         status.done[l.host].store(l.app.done(), Ordering::Relaxed);
     };
@@ -781,7 +922,7 @@ fn hosts(
         linger: Duration::from_millis(300),
         origin: Some(t0),
         // The switch's cable, as the twin has it.
-        propagation: opts.switch.port_defaults.cable,
+        propagation: opts.scenario.topology.delay,
     };
     // Every host stops when the lab says so, or once all are done.
     let outs = live::run_hosts(&run, hosts, ports, stop, Some(sampler))?;
@@ -791,17 +932,10 @@ fn hosts(
         .map(|i| outs.get(i).and_then(|o| o.done_at))
         .collect::<Option<Vec<Nanos>>>()
         .and_then(|ends| ends.into_iter().max());
-    // Incast: the whole run is the window.
-    let r0_end = outs.first().map(|o| received_per_peer(&o.endpoint, o.end));
-    let whole_run = r0_end.map_or_else(Vec::new, |to| inflows(&to, &[], &names));
-    let window = match (timed, window_end) {
-        (true, Some(to)) => inflows(&to, &window_start.unwrap_or_default(), &names),
-        _ => Vec::new(),
-    };
-    // Empty for an incast, and when r0's sampler saw the largest size start and end at
-    // once or never saw it end (its thread ran late on a loaded machine): the whole run
-    // stands in for the span it missed.
-    let into_r0 = if window.is_empty() { whole_run } else { window };
+    // Over the whole run, as the twin's (one run, back to back) is measured.
+    let into_r0 = outs.first().map_or_else(Vec::new, |o| {
+        inflows(&received_per_peer(&o.endpoint, o.end), &names)
+    });
     let mut tracks = Vec::new();
     for r in recorders {
         tracks.extend(r.finish());
@@ -811,7 +945,7 @@ fn hosts(
         .enumerate()
         .map(|(i, out)| {
             let sweep = out.app.sweep().map_or_else(Vec::new, |s| {
-                s.results(&out.endpoint).into_iter().skip(WARM_UP).collect()
+                s.results(&out.endpoint).into_iter().skip(warm).collect()
             });
             let qps = sending[i]
                 .iter()
@@ -820,8 +954,8 @@ fn hosts(
             HostOutcome {
                 name: names[i].clone(),
                 port: i,
-                mac: mac(i).to_string(),
-                ip: ip(i),
+                mac: out.endpoint.mac().to_string(),
+                ip: out.endpoint.ip(),
                 counters: out.endpoint.counters(),
                 qps,
                 kernel: out.kernel,
@@ -846,12 +980,23 @@ fn hosts(
     })
 }
 
-/// The hosts whose work the lab waits for: the ranks, or the incast's senders (the
-/// background senders of ring-incast run until the ring is done).
+/// The hosts whose work the lab waits for: the all-reduce's ranks, or else the senders of
+/// flows of a given size (flows without one, such as ring-incast's background senders,
+/// run until that work is done).
 fn primary_hosts(opts: &LabOptions) -> Vec<usize> {
-    match opts.workload {
-        Workload::Ring | Workload::RingIncast => (0..opts.ranks).collect(),
-        Workload::Incast => (1..opts.ranks).collect(),
+    if opts.rank_hosts().is_empty() {
+        let mut senders: Vec<usize> = opts
+            .scenario
+            .flows
+            .iter()
+            .filter(|f| f.bytes.is_some())
+            .map(|f| f.from)
+            .collect();
+        senders.sort_unstable();
+        senders.dedup();
+        senders
+    } else {
+        opts.rank_hosts().to_vec()
     }
 }
 
@@ -874,16 +1019,14 @@ fn on_grid(tracks: Vec<Track>, every: Duration) -> Series {
 
 /// The all-reduce table over all ranks.
 fn table(opts: &LabOptions, hosts: &[HostOutcome]) -> Vec<AllReduceResult> {
-    if opts.workload == Workload::Incast {
-        return Vec::new();
-    }
-    opts.sizes
+    opts.sizes()
         .iter()
         .enumerate()
         .map(|(k, &size)| {
-            let parts = hosts.iter().filter(|h| h.port < opts.ranks).map(|h| {
-                h.sweep
-                    .get(k)
+            let parts = opts.rank_hosts().iter().map(|&h| {
+                hosts
+                    .get(h)
+                    .and_then(|h| h.sweep.get(k))
                     .copied()
                     .unwrap_or_else(|| RankResult::missing(size))
             });
@@ -898,20 +1041,56 @@ mod tests {
     use crate::lab::netns::{host_end_role, lab_host_role, lab_link_role, switch_end_role};
 
     fn opts(workload: Workload, ranks: usize) -> LabOptions {
+        let switch = SwitchConfig::preset("nexus-ai").unwrap();
+        let endpoint = EndpointConfig::default();
+        let limit = Duration::from_secs(5);
         LabOptions {
-            workload,
-            ranks,
-            switch: SwitchConfig::preset("nexus-ai").unwrap(),
-            endpoint: EndpointConfig::default(),
-            sizes: vec![8192],
-            incast_bytes: 1 << 20,
+            scenario: scenario(
+                &LabWork {
+                    workload,
+                    ranks,
+                    sizes: vec![8192],
+                    incast_bytes: 1 << 20,
+                },
+                &switch,
+                &endpoint,
+                1,
+                limit,
+            ),
             backend: crate::io::Backend::Pnet,
             cores: CoreList::default(),
-            seed: 1,
-            limit: Duration::from_secs(5),
+            limit,
             sample_every: Duration::from_millis(1),
             realtime: None,
         }
+    }
+
+    /// The live hosts are the simulator's: the same addresses, QPs (numbers and peers)
+    /// and applications, so that the twin runs what the lab ran.
+    #[test]
+    fn the_live_hosts_are_the_ones_the_simulator_builds() {
+        let o = opts(Workload::RingIncast, 4);
+        let names = host_names(&o);
+        assert_eq!(names, ["r0", "r1", "r2", "r3", "b0", "b1"]);
+        let live = Work::of(&o, &names);
+        let sim = crate::sim::run::network(&o.scenario);
+        assert_eq!(live.len(), sim.hosts.len());
+        for (h, w) in live.iter().enumerate() {
+            let e = sim.endpoint(h);
+            assert_eq!((w.ep.mac(), w.ep.ip()), (e.mac(), e.ip()), "{}", w.name);
+            assert_eq!(w.ep.qp_count(), e.qp_count(), "{}", w.name);
+            for q in 0..e.qp_count() {
+                let (a, b) = (w.ep.qp_status(q, Nanos::ZERO), e.qp_status(q, Nanos::ZERO));
+                assert_eq!(
+                    (a.qpn, a.peer_ip, a.peer_qpn),
+                    (b.qpn, b.peer_ip, b.peer_qpn)
+                );
+            }
+        }
+        // Ranks run the sweep (warm-up included); b0 and b1 each one flow into r0.
+        assert_eq!(live[0].app.sweep().map(|s| s.len()), Some(2));
+        assert!(live[4].app.flow().is_some() && live[5].app.flow().is_some());
+        assert_eq!(live.iter().map(|w| w.sending.len()).sum::<usize>(), 6);
     }
 
     /// The lab's switch flooded r1's first data frames to r0 out of every port (126
@@ -920,11 +1099,7 @@ mod tests {
     #[test]
     fn the_labs_switch_knows_every_host_before_the_first_frame() {
         let o = opts(Workload::Incast, 4);
-        let mut cfg = o.switch.clone();
-        cfg.ports = host_names(&o)
-            .iter()
-            .map(|name| cfg.port_or_default(name))
-            .collect();
+        let cfg = switch_config(&o, &host_names(&o));
         let ifaces = (0..4).map(|i| format!("x{i}")).collect();
         let mut sw = crate::runtime::switch::core_of(&switch_options(&o, &cfg, ifaces));
         // An Ethernet frame from r1 to r0 (an unknown EtherType: forwarded by MAC alone).

@@ -1,90 +1,15 @@
-//! The lab's simulated twin: the same fabric (one switch, its configuration, the links'
-//! rate and the endpoints' configuration) and the same workload run in virtual time by
-//! the simulator. Where the live numbers differ from the twin's, the live driver is the
+//! The lab's simulated twin: the lab's scenario (one switch, its configuration, the
+//! links' rate, the endpoints' configuration and the work, warm-up and start times
+//! included) run in virtual time by the simulator: the same value, not a second
+//! description of it. Where the live numbers differ from the twin's, the live driver is the
 //! suspect: a late thread turns into a fake queue, a CE mark or a pause.
 
-use super::run::{LabOptions, LabOutcome, Workload};
+use super::run::{LabOptions, LabOutcome};
 use crate::endpoint::sweep::AllReduceResult;
 use crate::sim::run::{Outcome, RunError};
-use crate::sim::scenario::{AllReducePlan, FlowPlan, Scenario, Shape, Topology};
 use crate::switch::Switch;
-use crate::time::Nanos;
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
-
-/// How long the twin may run in virtual time at most (as the lab's own limit).
-fn twin_limit(opts: &LabOptions) -> Nanos {
-    Nanos(u64::try_from(opts.limit.as_nanos()).unwrap_or(u64::MAX))
-}
-
-/// The scenario of the lab's fabric and workload.
-pub fn scenario(opts: &LabOptions) -> Scenario {
-    // Hosts in the lab's order: the ranks (or the incast receiver and senders), then the
-    // two background senders of ring-incast.
-    let background = if opts.workload == Workload::RingIncast {
-        2
-    } else {
-        0
-    };
-    let hosts = opts.ranks + background;
-    // The lab's messages (lab::run): 64 KiB WRITEs.
-    let message_bytes = 65_536;
-    let flows: Vec<FlowPlan> = match opts.workload {
-        Workload::Ring => Vec::new(),
-        Workload::Incast => (1..opts.ranks)
-            .map(|from| FlowPlan {
-                from,
-                to: 0,
-                start: Nanos::ZERO,
-                bytes: Some(opts.incast_bytes),
-                message_bytes,
-            })
-            .collect(),
-        Workload::RingIncast => (opts.ranks..hosts)
-            .map(|from| FlowPlan {
-                from,
-                to: 0,
-                start: Nanos::ZERO,
-                bytes: None,
-                message_bytes,
-            })
-            .collect(),
-    };
-    let allreduce = (opts.workload != Workload::Incast).then(|| AllReducePlan {
-        ranks: (0..opts.ranks).collect(),
-        sizes: opts.sizes.clone(),
-        series_bytes: opts.sizes.last().copied().unwrap_or(0),
-        start: Nanos::ZERO,
-    });
-    Scenario {
-        name: format!("lab {} (twin)", opts.workload),
-        description: "the lab's fabric and workload in virtual time".into(),
-        digest: String::new(),
-        seed: opts.seed,
-        duration: twin_limit(opts),
-        measure_from: Nanos::ZERO,
-        sample: Nanos::from_micros(100),
-        topology: Topology {
-            shape: Shape::Star { hosts },
-            bits_per_sec: opts.endpoint.bits_per_sec(),
-            // The configuration's cable: what the switch's headroom is computed for.
-            delay: opts.switch.port_defaults.cable,
-            loss: 0.0,
-            switch_latency: Nanos::ZERO,
-        },
-        fabric: crate::sim::fabric::Fabric::Roce,
-        switch: opts.switch.clone(),
-        switch_source: "the lab's switch configuration".into(),
-        endpoint: opts.endpoint.clone(),
-        flows,
-        allreduce,
-        workloads: Vec::new(),
-        jobs: Vec::new(),
-        faults: Vec::new(),
-        variant: None,
-        variants: Vec::new(),
-    }
-}
 
 /// What the fabric counted over a whole run, live or simulated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -207,10 +132,10 @@ impl crate::sim::run::Progress for UntilStopped<'_> {
     }
 }
 
-/// Runs the twin of `opts` in virtual time; it ends within one sample step (100 µs of
-/// virtual time) of `stop` being raised, with [`RunError::Stopped`].
+/// Runs the twin of `opts` (its scenario) in virtual time; it ends within one sample step
+/// of `stop` being raised, with [`RunError::Stopped`].
 pub fn run(opts: &LabOptions, stop: &AtomicBool) -> Result<Outcome, RunError> {
-    crate::sim::run::run_with(&scenario(opts), &mut UntilStopped(stop))
+    crate::sim::run::run_with(&opts.scenario, &mut UntilStopped(stop))
 }
 
 /// Runs the twin of `opts` and compares it with the live `out`; `stop` ends it early, as
@@ -233,9 +158,14 @@ pub fn compare(
         .collect();
     let mut live = switch_totals(&out.switch);
     live.cnps_sent = out.hosts.iter().map(|h| h.counters.cnps_sent).sum();
+    let back_to_back = opts
+        .scenario
+        .allreduce
+        .as_ref()
+        .is_none_or(|a| a.back_to_back);
     let mut sim = FabricTotals::default();
-    if twin.allreduce.is_empty() {
-        // Flows only: the one recorded run is the whole run.
+    if back_to_back {
+        // One run, as the lab's: its counts are the whole run's.
         sim = switch_totals(twin.net.switch(0));
         sim.cnps_sent = (0..twin.net.hosts.len())
             .map(|h| twin.net.endpoint(h).counters().cnps_sent)
@@ -263,43 +193,55 @@ mod tests {
     use super::*;
     use crate::config::SwitchConfig;
     use crate::config::endpoint::EndpointConfig;
+    use crate::lab::run::{LabWork, Workload, scenario};
+    use crate::time::Nanos;
     use std::time::Duration;
 
     fn opts(workload: Workload) -> LabOptions {
+        let endpoint = EndpointConfig {
+            link_gbps: 1.0,
+            ..Default::default()
+        };
+        let switch = SwitchConfig::preset("nexus-ai").unwrap();
+        let limit = Duration::from_secs(5);
         LabOptions {
-            workload,
-            ranks: 4,
-            switch: SwitchConfig::preset("nexus-ai").unwrap(),
-            endpoint: EndpointConfig {
-                link_gbps: 1.0,
-                ..Default::default()
-            },
-            sizes: vec![8192, 65536],
-            incast_bytes: 1 << 20,
+            scenario: scenario(
+                &LabWork {
+                    workload,
+                    ranks: 4,
+                    sizes: vec![8192, 65536],
+                    incast_bytes: 1 << 20,
+                },
+                &switch,
+                &endpoint,
+                3,
+                limit,
+            ),
             backend: crate::io::Backend::Pnet,
             cores: crate::runtime::CoreList::default(),
-            seed: 3,
-            limit: Duration::from_secs(5),
+            limit,
             sample_every: Duration::from_millis(1),
             realtime: None,
         }
     }
 
     #[test]
-    fn the_twin_has_the_labs_hosts_links_and_work() {
-        let s = scenario(&opts(Workload::Ring));
+    fn the_labs_scenario_has_its_hosts_links_and_work() {
+        let s = opts(Workload::Ring).scenario;
         assert_eq!(s.topology.hosts(), 4);
         assert_eq!(s.topology.bits_per_sec, 1_000_000_000);
         let a = s.allreduce.as_ref().unwrap();
         assert_eq!((a.ranks.len(), a.sizes.as_slice()), (4, &[8192, 65536][..]));
+        // As nccl-tests runs it: one untimed warm-up, then the sizes back to back.
+        assert_eq!((a.warm_up, a.back_to_back), (Some(8192), true));
         assert!(s.flows.is_empty());
         // ring-incast: two more hosts, each an endless flow into rank 0.
-        let s = scenario(&opts(Workload::RingIncast));
+        let s = opts(Workload::RingIncast).scenario;
         assert_eq!(s.topology.hosts(), 6);
         let ends: Vec<_> = s.flows.iter().map(|f| (f.from, f.to, f.bytes)).collect();
         assert_eq!(ends, [(4, 0, None), (5, 0, None)]);
         // incast: every other host sends its bytes to host 0; no all-reduce.
-        let s = scenario(&opts(Workload::Incast));
+        let s = opts(Workload::Incast).scenario;
         assert!(s.allreduce.is_none());
         assert_eq!(s.flows.len(), 3);
         assert!(
@@ -322,11 +264,10 @@ mod tests {
                 self.0 >= self.1
             }
         }
-        // The sweep (sizes run one after another) and the flows (one run) each stop at
-        // the third step they are asked at.
+        // The sweep and the flows each stop at the third step they are asked at.
         for workload in [Workload::Ring, Workload::Incast] {
             let mut progress = StopAfter(0, 3);
-            let out = crate::sim::run::run_with(&scenario(&opts(workload)), &mut progress);
+            let out = crate::sim::run::run_with(&opts(workload).scenario, &mut progress);
             assert_eq!(out.err(), Some(RunError::Stopped), "{workload}");
             assert_eq!(progress.0, 3, "{workload}: steps after the stop");
         }
@@ -338,8 +279,7 @@ mod tests {
 
     #[test]
     fn the_twin_runs_and_finishes_every_size() {
-        let s = scenario(&opts(Workload::Ring));
-        let out = crate::sim::run::run(&s).unwrap();
+        let out = crate::sim::run::run(&opts(Workload::Ring).scenario).unwrap();
         assert_eq!(out.allreduce.len(), 2);
         for row in &out.allreduce {
             assert!(row.result.time_ns.is_some());

@@ -15,7 +15,7 @@ fn gbps(bps: u64) -> f64 {
 pub fn allreduce_title(opts: &LabOptions) -> String {
     format!(
         "ring all-reduce, {} ranks, float sum, one QP per rank to the next",
-        opts.ranks
+        opts.ranks()
     )
 }
 
@@ -81,8 +81,8 @@ pub fn hosts_table(out: &LabOutcome) -> String {
 /// left out.
 pub fn consistency(opts: &LabOptions, out: &LabOutcome) -> Vec<(String, u64, u64)> {
     let cfg = out.switch.config();
-    let mut classes = vec![cfg.dscp_to_tc[usize::from(opts.endpoint.dscp & 63)]];
-    classes.push(cfg.dscp_to_tc[usize::from(opts.endpoint.cnp_dscp & 63)]);
+    let mut classes = vec![cfg.dscp_to_tc[usize::from(opts.endpoint().dscp & 63)]];
+    classes.push(cfg.dscp_to_tc[usize::from(opts.endpoint().cnp_dscp & 63)]);
     classes.dedup();
     out.hosts
         .iter()
@@ -100,12 +100,12 @@ pub fn consistency(opts: &LabOptions, out: &LabOutcome) -> Vec<(String, u64, u64
 /// The whole text report but the all-reduce table, which the command line streams.
 pub fn text(opts: &LabOptions, out: &LabOutcome, style: CounterStyle) -> String {
     let mut s = String::new();
-    if opts.workload == Workload::Incast {
+    if opts.workload() == Workload::Incast {
         let _ = writeln!(
             s,
             "incast: {} senders, {} each, into r0; {:.2} s\n",
-            opts.ranks - 1,
-            human_bytes(opts.incast_bytes),
+            opts.ranks() - 1,
+            human_bytes(opts.flow_bytes().unwrap_or(0)),
             out.elapsed.as_secs_f64()
         );
     }
@@ -167,7 +167,7 @@ pub fn what_happened(opts: &LabOptions, out: &LabOutcome) -> String {
             .collect(),
         now: out.switch.now(),
         series: Some(&out.series),
-        line_bps: opts.endpoint.bits_per_sec(),
+        line_bps: opts.endpoint().bits_per_sec(),
     };
     super::story::what_happened(&fabric)
 }
@@ -212,14 +212,14 @@ pub fn json(opts: &LabOptions, out: &LabOutcome) -> serde_json::Value {
     super::document(
         "lab",
         serde_json::json!({
-            "config": super::configs(Some(&opts.switch), Some(&opts.endpoint)),
-            "workload": opts.workload.to_string(),
-            "ranks": opts.ranks,
-            "link_gbps": opts.endpoint.link_gbps,
+            "config": super::configs(Some(opts.switch()), Some(&opts.endpoint())),
+            "workload": opts.workload().to_string(),
+            "ranks": opts.ranks(),
+            "link_gbps": opts.endpoint().link_gbps,
             "realtime": opts.realtime.is_some(),
-            "pfc": !opts.switch.lossless.is_empty(),
-            "ecn": opts.switch.queues.iter().any(|q| q.ecn.is_some()),
-            "dcqcn": opts.endpoint.dcqcn.enabled,
+            "pfc": !opts.switch().lossless.is_empty(),
+            "ecn": opts.switch().queues.iter().any(|q| q.ecn.is_some()),
+            "dcqcn": opts.endpoint().dcqcn.enabled,
             "elapsed_s": out.elapsed.as_secs_f64(),
             "start_ns": out.start_ns,
             "start": crate::time::epoch_seconds_string(out.start_ns),

@@ -5,10 +5,11 @@
 
 use super::engine::{Stalled, Step};
 use super::fct::{FlowFct, Path};
+use super::scenario::AllReducePlan;
 use super::scenario::Scenario;
 use super::series::Recorder;
 use super::topology::Network;
-use super::workload::{allreduce_rank, ring_allreduce};
+use super::workload::{allreduce_rank, ring_allreduce, ring_sweep, sweep_rank};
 use crate::endpoint::QpStatus;
 use crate::endpoint::app::Application as _;
 use crate::endpoint::flow::Flow;
@@ -158,6 +159,7 @@ pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outc
                 flows,
             })
         }
+        Some(plan) if plan.back_to_back => run_back_to_back(scenario, plan, progress),
         Some(plan) => {
             let mut rows = Vec::new();
             let mut recorded = None;
@@ -215,6 +217,127 @@ pub fn run_with(scenario: &Scenario, progress: &mut dyn Progress) -> Result<Outc
                 flows,
             })
         }
+    }
+}
+
+/// Runs an all-reduce sweep back to back on one network: the warm-up, then every size, one
+/// after the other on each rank (a rank starts the next size when it is done with one),
+/// the flows running throughout, as nccl-tests runs its sizes in one process. Each size's
+/// fabric counts are what changed between the sample steps at which every rank had
+/// finished the size before and this one. The whole run is recorded.
+fn run_back_to_back(
+    scenario: &Scenario,
+    plan: &AllReducePlan,
+    progress: &mut dyn Progress,
+) -> Result<Outcome, RunError> {
+    let mut net = network(scenario);
+    let runs = plan.runs();
+    let skip = runs.len() - plan.sizes.len();
+    let mut series = Recorder::new(&net, &scenario.active_hosts());
+    net.engine.start();
+    net.engine.sample_every(scenario.sample);
+    series.sample(&net);
+    let finished = |net: &Network| {
+        plan.ranks
+            .iter()
+            .map(|&h| sweep_rank(net, h).map_or(0, |s| s.finished()))
+            .min()
+            .unwrap_or(0)
+    };
+    // The fabric's counts when every rank had finished k runs, for k = 0, 1, ...
+    let mut marks = vec![FabricCounts::of(&net)];
+    let mut sent_before = Vec::new();
+    let mut rows: Vec<AllReduceRow> = Vec::new();
+    let end = loop {
+        let step = net.engine.run(scenario.duration)?;
+        series.sample(&net);
+        progress.at(net.engine.now(), scenario.duration, 0, 1);
+        if progress.stopped() {
+            return Err(RunError::Stopped);
+        }
+        if sent_before.is_empty() && net.engine.now() >= plan.start {
+            sent_before = sent_bytes(&net);
+        }
+        let done = finished(&net);
+        while marks.len() <= done {
+            marks.push(FabricCounts::of(&net));
+            let k = marks.len() - 2;
+            if k >= skip {
+                let row = sweep_row(&net, plan, k, &marks[k], &marks[k + 1]);
+                progress.size_done(&row);
+                rows.push(row);
+            }
+        }
+        if step != Step::Sampled || done >= runs.len() {
+            break net.engine.now();
+        }
+    };
+    // The sizes no rank finished everywhere: their parts as they stand.
+    let last = FabricCounts::of(&net);
+    for k in (skip + rows.len())..runs.len() {
+        let before = marks.get(k).copied().unwrap_or(last);
+        rows.push(sweep_row(&net, plan, k, &before, &last));
+    }
+    if sent_before.is_empty() {
+        sent_before = sent_bytes(&net);
+    }
+    let qps = qp_rows(&net, plan.start, &sent_before, end);
+    let frames = net.engine.stats().frames_delivered;
+    let flows = flow_fcts(scenario, &net);
+    Ok(Outcome {
+        net,
+        series: series.finish(),
+        qps,
+        measured_from: plan.start,
+        allreduce: rows,
+        frames,
+        flows,
+    })
+}
+
+/// The network of `scenario` with every host's work in place, as one run has it: its
+/// flows, and its all-reduce sweep back to back (for a sweep of fresh runs, the sizes'
+/// runs set up their own all-reduce). Drivers other than the simulator (the live lab) run
+/// the hosts of this very network.
+pub fn network(scenario: &Scenario) -> Network {
+    let mut net = scenario.build(scenario.seed);
+    if let Some(plan) = scenario.allreduce.as_ref().filter(|p| p.back_to_back) {
+        ring_sweep(
+            &mut net,
+            &plan.ranks,
+            &plan.runs(),
+            scenario.seed,
+            plan.start,
+        );
+    }
+    net
+}
+
+/// Run `k` of a back-to-back sweep (the warm-up counted) over every rank, with what the
+/// fabric counted between `before` and `after`.
+fn sweep_row(
+    net: &Network,
+    plan: &AllReducePlan,
+    k: usize,
+    before: &FabricCounts,
+    after: &FabricCounts,
+) -> AllReduceRow {
+    let size = plan.runs()[k];
+    let runs = || {
+        plan.ranks
+            .iter()
+            .filter_map(|&h| Some((h, sweep_rank(net, h)?.runs().nth(k)?.1)))
+    };
+    let parts = plan.ranks.iter().map(|&h| {
+        sweep_rank(net, h)
+            .and_then(|s| s.result(k, net.endpoint(h)))
+            .unwrap_or_else(|| RankResult::missing(size))
+    });
+    let steps = StepSpread::of(runs().flat_map(|(_, r)| r.step_times()).collect());
+    AllReduceRow {
+        steps,
+        result: AllReduceResult::over_ranks(size, parts),
+        fabric: after.since(before),
     }
 }
 
@@ -396,6 +519,19 @@ pub struct FabricCounts {
 }
 
 impl FabricCounts {
+    /// What was counted from `before` to these counts.
+    fn since(&self, before: &FabricCounts) -> FabricCounts {
+        FabricCounts {
+            cnps_sent: self.cnps_sent - before.cnps_sent,
+            cnps_received: self.cnps_received - before.cnps_received,
+            pauses_received: self.pauses_received - before.pauses_received,
+            retransmitted: self.retransmitted - before.retransmitted,
+            pfc_sent: self.pfc_sent - before.pfc_sent,
+            ecn_marked: self.ecn_marked - before.ecn_marked,
+            dropped: self.dropped - before.dropped,
+        }
+    }
+
     fn of(net: &Network) -> FabricCounts {
         let mut c = FabricCounts::default();
         for h in 0..net.hosts.len() {
@@ -435,14 +571,6 @@ fn allreduce_row(net: &Network, ranks: &[usize], size: u64, before: &FabricCount
     AllReduceRow {
         steps,
         result: AllReduceResult::over_ranks(size, parts),
-        fabric: FabricCounts {
-            cnps_sent: now.cnps_sent - before.cnps_sent,
-            cnps_received: now.cnps_received - before.cnps_received,
-            pauses_received: now.pauses_received - before.pauses_received,
-            retransmitted: now.retransmitted - before.retransmitted,
-            pfc_sent: now.pfc_sent - before.pfc_sent,
-            ecn_marked: now.ecn_marked - before.ecn_marked,
-            dropped: now.dropped - before.dropped,
-        },
+        fabric: now.since(before),
     }
 }

@@ -220,6 +220,10 @@ struct AllReduceSpec {
     series_bytes: Option<u64>,
     #[serde(default)]
     start_us: f64,
+    #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
+    warm_up_bytes: Option<u64>,
+    #[serde(default)]
+    back_to_back: bool,
 }
 
 fn default_min() -> u64 {
@@ -343,6 +347,22 @@ pub struct AllReducePlan {
     pub series_bytes: u64,
     /// When the ranks start (the background flows from their own start).
     pub start: Nanos,
+    /// Bytes of an untimed all-reduce before the timed sizes (nccl-tests' `-w`), if any.
+    pub warm_up: Option<u64>,
+    /// Every size one after the other on one network, the flows running throughout, as
+    /// nccl-tests runs them in one process and as the live lab does; otherwise (the
+    /// default) each size on a fresh network.
+    pub back_to_back: bool,
+}
+
+impl AllReducePlan {
+    /// The sizes each rank runs, in order: the warm-up first, then the timed sizes.
+    pub fn runs(&self) -> Vec<u64> {
+        self.warm_up
+            .into_iter()
+            .chain(self.sizes.iter().copied())
+            .collect()
+    }
 }
 
 /// A validated scenario: topology, configurations and workload, ready to [`build`](Self::build).
@@ -1149,7 +1169,7 @@ fn frames_bound(
         Shape::LeafSpine { leaves, spines, .. } => (used + leaves * spines, 4),
         Shape::Ring { switches, .. } => (used + switches, 2 + switches / 2),
     };
-    let runs = allreduce.map_or(1, |a| a.sizes.len()) as f64;
+    let runs = allreduce.map_or(1, |a| if a.back_to_back { 1 } else { a.sizes.len() }) as f64;
     if let Some(d) = duration {
         let frame_bits =
             crate::link::wire_bits(endpoint.mtu as usize + LARGEST_FRAME_OVERHEAD) as f64;
@@ -1158,7 +1178,7 @@ fn frames_bound(
     }
     // Each rank sends 2 (N - 1) / N of every size: at most twice it.
     let ranks_bytes: f64 = allreduce.map_or(0.0, |a| {
-        a.ranks.len() as f64 * a.sizes.iter().map(|&s| 2.0 * s as f64).sum::<f64>()
+        a.ranks.len() as f64 * a.runs().iter().map(|&s| 2.0 * s as f64).sum::<f64>()
     });
     let flow_bytes: f64 = flows.iter().filter_map(|f| f.bytes).map(|b| b as f64).sum();
     let packets = (ranks_bytes + flow_bytes * runs) / f64::from(endpoint.mtu.max(1));
@@ -1190,9 +1210,13 @@ fn memory_estimate(
     let nodes = (hosts + ports).saturating_mul(NODE_BYTES);
     let ranks_bytes = allreduce.map_or(0, |a| {
         // Data, staging and two send buffers of a chunk (see sweep::rank_buffer_bytes):
-        // the simulator runs one size at a time.
-        let largest = a.sizes.last().copied().unwrap_or(0);
-        (a.ranks.len() as u64).saturating_mul(largest.saturating_mul(3))
+        // one size at a time, or every size at once back to back.
+        let per_rank = if a.back_to_back {
+            sweep::rank_buffer_bytes(&a.runs())
+        } else {
+            a.sizes.last().copied().unwrap_or(0).saturating_mul(3)
+        };
+        (a.ranks.len() as u64).saturating_mul(per_rank)
     });
     let flow_bytes: u64 = flows
         .iter()
@@ -1515,11 +1539,27 @@ impl AllReduceSpec {
         } else {
             positive_time("allreduce.start_us", self.start_us, "µs", 1e3)?
         };
+        let warm_up = match self.warm_up_bytes {
+            None | Some(0) => None,
+            Some(w) => {
+                sweep::sizes(w, w, 2).map_err(|e| err("allreduce.warm_up_bytes", e.to_string()))?;
+                if !self.back_to_back {
+                    return Err(err(
+                        "allreduce.warm_up_bytes",
+                        "a warm-up runs before the timed sizes on the same network: set \
+                         back_to_back = true too",
+                    ));
+                }
+                Some(w)
+            }
+        };
         Ok(AllReducePlan {
             ranks,
             sizes,
             series_bytes,
             start,
+            warm_up,
+            back_to_back: self.back_to_back,
         })
     }
 }

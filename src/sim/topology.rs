@@ -101,6 +101,26 @@ fn attach_hosts(
     (hosts, attachments)
 }
 
+/// The configuration of a star's switch: `switch_cfg` with one port per host (`h0`, `h1`,
+/// ...) at the endpoints' rate with a cable of `delay`, and its RED seed drawn from `seed`.
+pub fn star_switch(
+    switch_cfg: &SwitchConfig,
+    ep_cfg: &EndpointConfig,
+    hosts: usize,
+    delay: Nanos,
+    seed: u64,
+) -> SwitchConfig {
+    let mut cfg = switch_cfg.clone();
+    cfg.ports = ports(
+        (0..hosts).map(|i| format!("h{i}")),
+        ep_cfg.bits_per_sec(),
+        delay,
+        cfg.port_defaults.mtu,
+    );
+    cfg.seed = switch_seed(seed, 0);
+    cfg
+}
+
 /// One switch (configured as `switch_cfg`, its ports replaced by one per host and its RED
 /// seed drawn from `seed`) with
 /// `hosts` hosts, every link at the endpoint's rate with propagation `delay` and loss
@@ -114,14 +134,7 @@ pub fn star(
     seed: u64,
 ) -> Network {
     let rate = ep_cfg.bits_per_sec();
-    let mut cfg = switch_cfg.clone();
-    cfg.ports = ports(
-        (0..hosts).map(|i| format!("h{i}")),
-        rate,
-        delay,
-        cfg.port_defaults.mtu,
-    );
-    cfg.seed = switch_seed(seed, 0);
+    let cfg = star_switch(switch_cfg, ep_cfg, hosts, delay, seed);
     let mut engine = Engine::new(seed);
     let mut switch = Switch::new(&cfg);
     for i in 0..hosts {
@@ -339,6 +352,19 @@ impl Network {
             Node::Host(h) => h,
             Node::Switch(_) => unreachable!("hosts holds host nodes only"),
         }
+    }
+
+    /// Every host, in host order, taken out of the network: a driver other than the
+    /// simulator (the live lab) runs the very hosts the simulator would.
+    pub fn into_hosts(self) -> Vec<Host> {
+        let mut nodes: Vec<Option<Node>> = self.engine.nodes.into_iter().map(Some).collect();
+        self.hosts
+            .iter()
+            .map(|&n| match nodes[n].take() {
+                Some(Node::Host(h)) => *h,
+                _ => unreachable!("hosts holds host nodes only, each once"),
+            })
+            .collect()
     }
 
     /// Switch `i` (in [`Network::switches`] order).
