@@ -41,7 +41,17 @@ fi
 FUZZ_FLAGS=(--sanitizer none)
 echo "fuzz: building the targets ($(cargo +nightly fuzz --version))"
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+# The build must not leave the checkout changed: fuzz/Cargo.lock is committed, and a
+# stale one (the main crate's dependencies moved on) is put back as it was, with a word.
+cp fuzz/Cargo.lock "$logs/Cargo.lock.committed"
+restore_lock() {
+    if ! cmp -s fuzz/Cargo.lock "$logs/Cargo.lock.committed"; then
+        echo "fuzz: warning: fuzz/Cargo.lock is stale (cargo rewrote it); put back as committed: run 'cargo +nightly update -w --manifest-path fuzz/Cargo.toml' and commit it" >&2
+        cp "$logs/Cargo.lock.committed" fuzz/Cargo.lock
+    fi
+    rm -rf "$logs"
+}
+trap restore_lock EXIT
 if ! cargo +nightly fuzz build "${FUZZ_FLAGS[@]}" >"$logs/build.log" 2>&1; then
     tail -n 40 "$logs/build.log"
     echo "fuzz: building the fuzz targets failed" >&2
