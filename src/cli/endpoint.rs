@@ -270,6 +270,7 @@ pub fn run(args: Args) -> Result<()> {
         backend: args.live.backend,
         cores: checked_cores(args.cores.as_ref())?,
         run: live::RunOptions {
+            lockstep: None,
             busy_poll: args.live.busy_poll,
             limit: Some(seconds("--limit", args.limit)?),
             linger: seconds("--linger", args.linger)?,

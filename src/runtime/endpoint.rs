@@ -219,6 +219,9 @@ pub struct RunOptions {
     /// arrive when their last bit would have: serialisation at the endpoint's link rate
     /// plus this.
     pub propagation: Nanos,
+    /// Run in lockstep with the threads of the rest of the fabric (the lab's switch), on
+    /// their shared dilated clock; its origin replaces `origin`.
+    pub lockstep: Option<super::lockstep::Member>,
 }
 
 /// How the run ended, for one endpoint.
@@ -372,6 +375,10 @@ pub fn run_hosts(
         })
         .collect();
     let mut driver = Driver::new(cores, ports, (0..n).collect(), clock);
+    if let Some(m) = &opts.lockstep {
+        driver.join(m.clone());
+    }
+    let clock = driver.clock().clone();
     let started = Instant::now();
     let end = opts.limit.map(|l| started + l);
     let mut next_sample = started;

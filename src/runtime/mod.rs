@@ -8,6 +8,7 @@
 
 pub mod endpoint;
 mod error;
+pub mod lockstep;
 pub mod metrics;
 pub mod port_lock;
 pub mod ports;
@@ -22,36 +23,67 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Nanoseconds since the run began, as the cores want them.
-#[derive(Debug, Clone, Copy)]
+/// Nanoseconds since the run began, as the cores want them: the wall clock, less the lag
+/// of a dilated clock ([`lockstep`]) when the thread emulates a fabric with others. Each
+/// thread has its own; it never reads less than it has read before.
+#[derive(Debug, Clone)]
 pub struct Clock {
     start: Instant,
+    dilation: Option<Arc<lockstep::Dilation>>,
+    /// The latest reading, ns.
+    last: std::cell::Cell<u64>,
 }
 
 impl Clock {
     /// A clock that reads 0 now.
     pub fn start() -> Clock {
-        Clock {
-            start: Instant::now(),
-        }
+        Clock::from_origin(Instant::now())
     }
 
     /// A clock that reads 0 at `origin`.
     pub fn from_origin(origin: Instant) -> Clock {
-        Clock { start: origin }
+        Clock {
+            start: origin,
+            dilation: None,
+            last: std::cell::Cell::new(0),
+        }
     }
 
-    /// Nanoseconds elapsed since the origin (wall clock, monotonic).
+    /// The same clock, dilated by `dilation`'s lag.
+    pub fn dilated(mut self, dilation: Arc<lockstep::Dilation>) -> Clock {
+        self.dilation = Some(dilation);
+        self
+    }
+
+    /// Nanoseconds elapsed since the origin, less the lag (monotonic).
     pub fn now(&self) -> Nanos {
+        let wall = self.wall();
+        let t = match &self.dilation {
+            Some(d) => wall.0.saturating_sub(d.lag().0),
+            None => wall.0,
+        };
+        let t = t.max(self.last.get());
+        self.last.set(t);
+        Nanos(t)
+    }
+
+    /// Nanoseconds elapsed since the origin on the wall clock, undilated.
+    pub fn wall(&self) -> Nanos {
         Nanos(self.start.elapsed().as_nanos() as u64)
+    }
+
+    /// The clock's time at wall-clock time `wall` (since the origin): less the lag then.
+    pub fn at_wall(&self, wall: Nanos) -> Nanos {
+        self.dilation.as_ref().map_or(wall, |d| d.emulated(wall))
     }
 
     /// The instant of core time `t`; a time too far ahead for the platform's clock (a
     /// core's "never") is a year from the start.
     pub fn instant(&self, t: Nanos) -> Instant {
         let year = Duration::from_secs(365 * 24 * 3600);
+        let lag = self.dilation.as_ref().map_or(0, |d| d.lag().0);
         self.start
-            .checked_add(Duration::from_nanos(t.0).min(year))
+            .checked_add(Duration::from_nanos(t.0.saturating_add(lag)).min(year))
             .unwrap_or(self.start)
     }
 }

@@ -52,6 +52,15 @@ const TX_RETRY: Duration = Duration::from_micros(20);
 const SPIN_AFTER_WORK: Duration = Duration::from_micros(50);
 /// A deadline this close is waited for spinning: a sleep would overshoot it.
 const SPIN_BEFORE_DEADLINE: Duration = Duration::from_micros(30);
+/// The share of each [`BUDGET_WINDOW`] a thread may spend on its CPU, working or spinning,
+/// before it sleeps rather than spins when it has nothing to do. A real-time thread that
+/// stays runnable for more than the kernel's real-time budget (`kernel.sched_rt_runtime_us`
+/// of `kernel.sched_rt_period_us`: 95 % of each second by default) is stopped for the rest
+/// of that second, a stall of up to 50 ms; at normal priority, a spinning thread takes
+/// the core from the machine's other work, the lab's other thread included.
+const CPU_SHARE: f64 = 0.75;
+/// The window over which [`CPU_SHARE`] is kept.
+const BUDGET_WINDOW: Duration = Duration::from_millis(10);
 
 /// A frame received, at its time on the run's clock.
 #[derive(Debug)]
@@ -198,7 +207,7 @@ impl TxLane {
 /// Maps the kernel's receive times (CLOCK_REALTIME) onto the run's clock.
 #[derive(Debug, Clone, Copy)]
 struct StampClock {
-    /// Realtime minus run time, ns.
+    /// Realtime minus the run's wall-clock time (undilated), ns.
     offset: i128,
     next_sync: Instant,
 }
@@ -218,9 +227,9 @@ impl StampClock {
     fn sync(&mut self, clock: &Clock) {
         let mut best = (u64::MAX, 0i128);
         for _ in 0..3 {
-            let a = clock.now().0;
+            let a = clock.wall().0;
             let real = realtime_ns();
-            let b = clock.now().0;
+            let b = clock.wall().0;
             if b - a < best.0 {
                 best = (b - a, real as i128 - i128::from(a + (b - a) / 2));
             }
@@ -561,13 +570,15 @@ impl Ports {
     }
 
     /// Waits until a frame arrives on any port or `wake` comes: spinning when `busy`, or
-    /// until `spin_until`, or in the last moments before `wake`; sleeping otherwise.
-    /// Frames the kernel did not take yet are offered again within 20 µs.
+    /// until `spin_until`, or (when `spin_for_deadline`) in the last moments before
+    /// `wake`; sleeping otherwise. Frames the kernel did not take yet are offered again
+    /// within 20 µs.
     pub fn wait(
         &mut self,
         wake: Instant,
         busy: bool,
         spin_until: Instant,
+        spin_for_deadline: bool,
     ) -> Result<(), PortError> {
         // A deadline is spun for at the end; a retry of the send backlog is slept for.
         let deadline = wake;
@@ -586,7 +597,9 @@ impl Ports {
         let mut spins = 0u32;
         loop {
             let now = Instant::now();
-            let spin = busy || now < spin_until || deadline <= now + SPIN_BEFORE_DEADLINE;
+            let spin = busy
+                || now < spin_until
+                || (spin_for_deadline && deadline <= now + SPIN_BEFORE_DEADLINE);
             if spin && peekable && !spins.is_multiple_of(64) {
                 spins += 1;
                 if self.rx.iter().any(|p| p.rx.peek() == Some(true)) {
@@ -711,7 +724,9 @@ impl Ports {
                 for f in self.received.drain(..) {
                     // Received no later than it was read, whatever the clocks say, and in
                     // the order the port got them.
-                    let mut at = f.stamp.map_or(read, |s| stamps.run_time(s).min(read));
+                    let mut at = f
+                        .stamp
+                        .map_or(read, |s| clock.at_wall(stamps.run_time(s)).min(read));
                     at = at.max(p.last_at);
                     p.last_at = at;
                     if let Some(w) = &mut p.wire {
@@ -828,6 +843,15 @@ pub struct ThreadStats {
     /// core released in that round (a pause frame, say) left that much later than its
     /// time.
     pub max_lag_ns: u64,
+    /// Rounds in which the thread slept rather than spun for its next frame, to keep its
+    /// time on the CPU under 75 % of every 10 ms (and so clear of the kernel's real-time
+    /// throttling).
+    pub budget_sleeps: u64,
+    /// In lockstep: rounds that ran at the bound, held back by a slower peer.
+    pub held_rounds: u64,
+    /// In lockstep: how far the emulated clock lagged the wall clock at the end, ns (the
+    /// time stalls and slow rounds added to the run).
+    pub dilation_ns: u64,
 }
 
 impl ThreadStats {
@@ -909,6 +933,63 @@ pub struct Driver<C> {
     stats: ThreadStats,
     /// Spin rather than sleep until then: there was work a moment ago.
     spin_until: Instant,
+    budget: CpuBudget,
+    /// Its place among threads that emulate one fabric together, if it has one.
+    lockstep: Option<Joined>,
+    /// The last round ran at its lockstep bound: the next looks again soon.
+    held: bool,
+}
+
+/// A driver's membership of a lockstep, left when dropped.
+#[derive(Debug)]
+struct Joined(super::lockstep::Member);
+
+impl Drop for Joined {
+    fn drop(&mut self) {
+        self.0.lockstep.leave(self.0.me);
+    }
+}
+
+/// How much of the current [`BUDGET_WINDOW`] the thread has spent on its CPU.
+#[derive(Debug, Clone, Copy)]
+struct CpuBudget {
+    window_start: Instant,
+    cpu_at_start: Duration,
+}
+
+impl CpuBudget {
+    fn new() -> CpuBudget {
+        CpuBudget {
+            window_start: Instant::now(),
+            cpu_at_start: thread_cpu_time(),
+        }
+    }
+
+    /// Whether the thread may still spin in this window: it has spent less than
+    /// [`CPU_SHARE`] of a window on its CPU so far.
+    fn may_spin(&mut self) -> bool {
+        let now = Instant::now();
+        let cpu = thread_cpu_time();
+        if now.duration_since(self.window_start) >= BUDGET_WINDOW {
+            self.window_start = now;
+            self.cpu_at_start = cpu;
+            return true;
+        }
+        cpu.saturating_sub(self.cpu_at_start) < BUDGET_WINDOW.mul_f64(CPU_SHARE)
+    }
+}
+
+/// The CPU time the calling thread has used, running or spinning.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which lives across the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 impl<C: Core> Driver<C> {
@@ -925,6 +1006,9 @@ impl<C: Core> Driver<C> {
             landed: Vec::new(),
             stats: ThreadStats::default(),
             spin_until: Instant::now(),
+            budget: CpuBudget::new(),
+            lockstep: None,
+            held: false,
             cores,
             ports,
             owner,
@@ -933,9 +1017,30 @@ impl<C: Core> Driver<C> {
         }
     }
 
+    /// Runs in lockstep with the other members of `member`'s lockstep, on their shared
+    /// dilated clock (see [`super::lockstep`]), from now on; it leaves when taken apart.
+    pub fn join(&mut self, member: super::lockstep::Member) {
+        self.clock = member.clock();
+        let now = self.clock.now();
+        for t in self
+            .last
+            .iter_mut()
+            .chain(&mut self.floor)
+            .chain(&mut self.oldest)
+        {
+            *t = (*t).max(now);
+        }
+        member.lockstep.join(member.me, now);
+        self.lockstep = Some(Joined(member));
+    }
+
     /// The cores, the ports and how the thread fared, taken apart.
     pub fn into_parts(self) -> (Vec<C>, Ports, ThreadStats) {
-        (self.cores, self.ports, self.stats)
+        let mut stats = self.stats;
+        if let Some(j) = &self.lockstep {
+            stats.dilation_ns = j.0.lockstep.dilation().lag().0;
+        }
+        (self.cores, self.ports, stats)
     }
 
     /// The run's clock.
@@ -962,10 +1067,45 @@ impl<C: Core> Driver<C> {
         if let Some(first) = self.on_wire.iter().map(|a| a.at).min() {
             wake = wake.min(self.clock.instant(first));
         }
+        if self.lockstep.is_some() {
+            // Its peers must see it move on while it idles, and it must see them.
+            let poll = if self.held {
+                super::lockstep::HOLD_POLL
+            } else {
+                super::lockstep::REFRESH
+            };
+            wake = wake.min(Instant::now() + poll);
+        }
         let waited = Instant::now();
-        self.ports.wait(wake, busy, self.spin_until)?;
+        // Past its share of the CPU, the thread sleeps until the next frame or deadline.
+        let mut spin_until = self.spin_until;
+        let may_spin = busy || self.budget.may_spin();
+        if !may_spin {
+            if waited < spin_until {
+                self.stats.budget_sleeps += 1;
+            }
+            spin_until = waited;
+        }
+        self.ports.wait(wake, busy, spin_until, may_spin)?;
         let woke = Instant::now();
         self.arrivals.clear();
+        // In lockstep, the clock goes no further than a lookahead past the slowest peer:
+        // past it, the lag grows so that it reads the bound (the peer's stall dilates the
+        // emulated time instead of breaking it).
+        if let Some(Joined(m)) = &self.lockstep {
+            let wall = self.clock.wall();
+            self.held = match m.lockstep.bound(m.me) {
+                Some(bound) if self.clock.now() > bound => {
+                    m.lockstep
+                        .dilation()
+                        .raise(wall, Nanos(wall.0.saturating_sub(bound.0)));
+                    self.stats.held_rounds += 1;
+                    true
+                }
+                _ => false,
+            };
+        }
+        let before = self.clock.now();
         // Now is after the read: frames that came while the thread was held up between
         // its wake-up and the read are at their own times, before it; and a core catches
         // up from now, not from the wake-up, whenever the thread was held up.
@@ -1009,6 +1149,10 @@ impl<C: Core> Driver<C> {
             self.advance(c, now);
         }
         let sent = self.ports.flush()?;
+        if let Some(Joined(m)) = &self.lockstep {
+            // Everything that came before `before` has been read and run.
+            m.lockstep.publish(m.me, before);
+        }
         let flushed = self.clock.now();
         for core in &mut self.cores {
             core.round_ends(flushed);

@@ -57,6 +57,9 @@ pub struct SwitchOptions {
     pub keep_going_when_a_port_is_down: bool,
     /// Real-time priority for every switch thread ([`super::realtime`]); `None`: normal.
     pub realtime: Option<u8>,
+    /// Run in lockstep with the threads of the rest of the fabric (the lab's hosts), on
+    /// their shared dilated clock; one switch thread only.
+    pub lockstep: Option<super::lockstep::Member>,
 }
 
 /// How the run ended.
@@ -260,8 +263,12 @@ pub fn run_sampled_on(
         vec![SwitchThread::new(&shared, 0)],
         parts.next().expect("one part per thread"),
         vec![0; owner.len()],
-        clock,
+        clock.clone(),
     );
+    if let Some(m) = &opts.lockstep {
+        debug_assert_eq!(threads, 1, "a switch in lockstep runs on one thread");
+        driver.join(m.clone());
+    }
     // The other threads stop with this one (also when it returns early), or stop it when
     // a port of theirs fails.
     let workers_stop = Arc::new(AtomicBool::new(false));
@@ -271,7 +278,7 @@ pub fn run_sampled_on(
         .map(|(k, part)| {
             let t = k + 1;
             let core = SwitchThread::new(&shared, t);
-            let driver = Driver::new(vec![core], part, vec![0; owner.len()], clock);
+            let driver = Driver::new(vec![core], part, vec![0; owner.len()], clock.clone());
             let (cores, busy, realtime, stop) = (
                 opts.cores.clone(),
                 opts.busy_poll,
