@@ -537,7 +537,13 @@ warm_up_bytes = "64K"
     let marked: u64 = out.allreduce.iter().map(|r| r.fabric.ecn_marked).sum();
     let sw = out.net.switch(0);
     let total: u64 = (0..sw.port_count())
-        .flat_map(|p| sw.counters(p).classes.iter().map(|c| c.ecn_marked).collect::<Vec<_>>())
+        .flat_map(|p| {
+            sw.counters(p)
+                .classes
+                .iter()
+                .map(|c| c.ecn_marked)
+                .collect::<Vec<_>>()
+        })
         .sum();
     assert!(total > 0 && marked <= total, "{marked} of {total}");
     // Each rank ran the warm-up and the three sizes on one sweep, in order.
@@ -553,6 +559,11 @@ warm_up_bytes = "64K"
     }
     // A warm-up needs the sizes on one network.
     let fresh = text.replace("back_to_back = true\n", "");
-    let err = Scenario::from_toml("b2b", &fresh, None).unwrap_err().to_string();
-    assert!(err.contains("allreduce.warm_up_bytes") && err.contains("back_to_back"), "{err}");
+    let err = Scenario::from_toml("b2b", &fresh, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("allreduce.warm_up_bytes") && err.contains("back_to_back"),
+        "{err}"
+    );
 }

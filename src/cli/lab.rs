@@ -103,6 +103,13 @@ pub struct Args {
     /// the emulated fabric does not have.
     #[arg(long)]
     no_realtime: bool,
+    /// How far (µs of emulated time) the switch's thread and the hosts' may run ahead of
+    /// each other (default 200). A thread that falls further behind (descheduled,
+    /// stalled) holds the other back: emulated time dilates, running slower than the wall
+    /// clock, instead of the late thread being overrun by frames a pause should have
+    /// stopped. 0: no lockstep (each thread on the wall clock).
+    #[arg(long, value_name = "US")]
+    lookahead_us: Option<f64>,
     /// How to print the switch counters: table (a row per port and class), wide (every
     /// counter), sonic (`show pfc counters`, `show queue counters`, `show queue wredcounters`,
     /// `show pfcwd stats`) or nxos (`show
@@ -183,6 +190,7 @@ pub fn run(args: Args) -> Result<()> {
             limit,
             sample_every: std::time::Duration::from_millis(1),
             realtime,
+            lookahead: lookahead(&args)?,
         };
         // The story's folder is made with its first part's outputs: an interrupted run
         // leaves none.
@@ -190,6 +198,18 @@ pub fn run(args: Args) -> Result<()> {
         run_part(&args, &opts, &stop, dir.as_deref(), story)?;
     }
     Ok(())
+}
+
+/// `--lookahead-us`, or the lab's default; 0: none.
+fn lookahead(args: &Args) -> Result<Option<rocelab::time::Nanos>> {
+    match args.lookahead_us {
+        None => Ok(Some(lab::DEFAULT_LOOKAHEAD)),
+        Some(0.0) => Ok(None),
+        Some(us) if us.is_finite() && (1.0..=100_000.0).contains(&us) => {
+            Ok(Some(rocelab::time::Nanos((us * 1e3).round() as u64)))
+        }
+        Some(us) => anyhow::bail!("--lookahead-us {us}: give 1 to 100000 µs, or 0 for none"),
+    }
 }
 
 /// True when `--scenario` names one of the lab's own scenarios.
@@ -273,8 +293,19 @@ fn builtin_phases(
             let mut small = switch.clone();
             let note = if args.switch.config.is_none() {
                 let bytes = emulation::scale_buffer(&mut small, (args.rate * 1e9) as u64);
+                let ecn = small
+                    .queues
+                    .iter()
+                    .find_map(|q| q.ecn.as_ref())
+                    .map_or_else(String::new, |e| {
+                        format!(
+                            ", ECN Kmin {} and Kmax {} with it",
+                            rocelab::bytes::human(e.kmin_bytes),
+                            rocelab::bytes::human(e.kmax_bytes)
+                        )
+                    });
                 format!(
-                    ", shared buffer {} (1 MiB per emulated Gb/s, about 8 ms of the link, so that PFC and ECN act)",
+                    ", shared buffer {} (1 MiB per emulated Gb/s, about 8 ms of the link, so that PFC and ECN act){ecn}",
                     rocelab::bytes::human(bytes)
                 )
             } else {
@@ -374,8 +405,13 @@ fn run_part(
             "{}",
             nccl::foot_unfinished_as(&outcome.allreduce, super::unfinished(stop))
         );
-        sayln!();
     }
+    // Where the figures are: whether this machine produced them faithfully.
+    say!(
+        "{}",
+        report::verdict_lines(&report::verdict(opts, &outcome))
+    );
+    sayln!();
     let last_open = outcome.hosts.iter().filter_map(|h| h.socket_open_ns).max();
     sayln!(
         "namespaces {}* on 198.18.0.0/24: built, run for {:.2} s, removed; the hosts started \

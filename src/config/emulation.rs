@@ -48,13 +48,32 @@ pub fn software_headroom(cfg: &mut SwitchConfig, bits_per_sec: u64, ms: f64) {
 pub const STORY_BUFFER_PER_GBPS: u64 = 1 << 20;
 
 /// Shrinks the shared buffer to [`STORY_BUFFER_PER_GBPS`] times the link's Gb/s (never
-/// grows it, and keeps at least 64 KiB), so that an incast reaches the ECN and XOFF
-/// thresholds at an emulated rate. Returns the new size.
+/// grows it, and keeps at least 64 KiB), so that an incast reaches the XOFF point at an
+/// emulated rate, and brings every queue's ECN Kmin and Kmax below it with the buffer
+/// ([`ECN_KMIN_SHARE`], [`ECN_KMAX_SHARE`]; never raised): a Kmax left at 3 MB in a
+/// 1 MiB buffer lies above the XOFF point, and ECN marked about 1 % of frames while PFC
+/// did the work. Returns the new size.
 pub fn scale_buffer(cfg: &mut SwitchConfig, bits_per_sec: u64) -> u64 {
     let scaled = ((STORY_BUFFER_PER_GBPS as f64 * bits_per_sec as f64 / 1e9) as u64).max(1 << 16);
     cfg.shared_bytes = cfg.shared_bytes.min(scaled);
+    let share = |f: f64| (cfg.shared_bytes as f64 * f) as u64;
+    let (kmin, kmax) = (share(ECN_KMIN_SHARE), share(ECN_KMAX_SHARE));
+    for q in &mut cfg.queues {
+        if let Some(ecn) = &mut q.ecn {
+            ecn.kmin_bytes = ecn.kmin_bytes.min(kmin);
+            ecn.kmax_bytes = ecn.kmax_bytes.min(kmax).max(ecn.kmin_bytes + 1);
+        }
+    }
     cfg.shared_bytes
 }
+
+/// Where the story's ECN starts marking, as a share of its shared buffer: well before a
+/// paused PG's XOFF point (alpha 1 and three paused PGs: a quarter of the buffer each).
+pub const ECN_KMIN_SHARE: f64 = 0.05;
+/// Where it marks with Pmax: below the egress queue that three PGs at their XOFF points
+/// make (three quarters of the buffer), so that DCQCN is cutting before PFC pauses; an
+/// incast's first burst still reaches XOFF, and both act.
+pub const ECN_KMAX_SHARE: f64 = 0.4;
 
 #[cfg(test)]
 mod tests {
@@ -84,6 +103,17 @@ mod tests {
             1 << 16,
             "a floor of 64 KiB"
         );
+    }
+
+    /// The story's buffer brings ECN below the XOFF point: nexus-ai's 150 KB / 3 MB
+    /// become 5 % and 40 % of 1 MiB (Kmin is already lower: it stays); Pmax is kept.
+    #[test]
+    fn the_story_buffer_brings_ecn_below_its_xoff_point() {
+        let mut cfg = SwitchConfig::preset("nexus-ai").unwrap();
+        scale_buffer(&mut cfg, 1_000_000_000);
+        let ecn = cfg.queues[3].ecn.as_ref().unwrap();
+        assert_eq!((ecn.kmin_bytes, ecn.kmax_bytes), (52_428, 419_430));
+        assert_eq!(ecn.pmax, 0.07);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::endpoint::sweep::{AllReduceResult, Gather, RankResult};
 use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
 use crate::runtime::endpoint::{self as live, EndpointSampler, RunOptions};
+use crate::runtime::lockstep::{Lockstep, Member};
 use crate::runtime::ports::{Opened, Ports, ThreadStats};
 use crate::runtime::switch::{Sampler, SwitchOptions};
 use crate::runtime::{CoreList, PortError, RuntimeError, stopped};
@@ -72,7 +73,14 @@ pub struct LabOptions {
     /// Real-time priority for the switch's and the hosts' threads
     /// ([`runtime::realtime`](crate::runtime::realtime)); `None`: normal.
     pub realtime: Option<u8>,
+    /// How far ahead of the other the switch's and the hosts' threads may run their
+    /// shared emulated clock ([`runtime::lockstep`](crate::runtime::lockstep)); `None`:
+    /// each runs on the wall clock, and a stalled thread is overrun by the other.
+    pub lookahead: Option<Nanos>,
 }
+
+/// The lab's default lookahead: a stall longer than this holds the other thread back.
+pub const DEFAULT_LOOKAHEAD: Nanos = Nanos(200_000);
 
 impl LabOptions {
     /// What kind of work runs, for the reports' words.
@@ -479,7 +487,17 @@ pub fn run(
             .map_err(|e| if stopped(stop) { LabError::Stopped } else { e })?;
     let switch_stop = Arc::new(AtomicBool::new(false));
     let hosts_stop = Arc::new(AtomicBool::new(false));
-    let sw_opts = switch_options(
+    // The switch (0) and the hosts (1) on one emulated clock from t0.
+    let lockstep = opts.lookahead.map(|l| Lockstep::new(2, l));
+    let member = |me| {
+        lockstep.as_ref().map(|l| Member {
+            lockstep: Arc::clone(l),
+            me,
+            origin: t0,
+        })
+    };
+    let (switch_member, hosts_member) = (member(0), member(1));
+    let mut sw_opts = switch_options(
         opts,
         &switch_cfg,
         names
@@ -487,6 +505,7 @@ pub fn run(
             .map(|name| net.name(&netns::switch_end_role(name)))
             .collect(),
     );
+    sw_opts.lockstep = switch_member;
     let every = opts.sample_every;
     // The switch's first sample comes as soon as its ports are open: the hosts start then.
     let switch_ready = Arc::new(AtomicBool::new(false));
@@ -494,14 +513,17 @@ pub fn run(
         let stop = Arc::clone(&switch_stop);
         let rec_cfg = switch_cfg.clone();
         let ready = Arc::clone(&switch_ready);
+        let dilation = lockstep.as_ref().map(|l| Arc::clone(l.dilation()));
         let ports = switch_ports;
         std::thread::Builder::new()
             .name("lab-switch".into())
             .spawn(move || {
                 let mut rec = SwitchRecorder::new("sw", &rec_cfg);
+                // On the emulated clock, as the hosts' samples are.
                 let mut call = |_: Duration, sw: &Switch| {
                     ready.store(true, Ordering::Release);
-                    rec.sample(since(t0), sw);
+                    let lag = dilation.as_ref().map_or(Nanos::ZERO, |d| d.lag());
+                    rec.sample(Nanos(since(t0).0.saturating_sub(lag.0)), sw);
                 };
                 let sampler = Sampler {
                     every,
@@ -531,6 +553,7 @@ pub fn run(
                     host_ports,
                     &opts,
                     t0,
+                    hosts_member,
                     socket_open,
                     &ready,
                     &status,
@@ -660,6 +683,7 @@ fn switch_options(
         // A host gone is a failed lab run.
         keep_going_when_a_port_is_down: false,
         realtime: opts.realtime,
+        lockstep: None,
     }
 }
 
@@ -855,6 +879,7 @@ fn hosts(
     (ports, _claims): HostPorts,
     opts: &LabOptions,
     t0: Instant,
+    lockstep: Option<Member>,
     socket_open: Nanos,
     switch_ready: &AtomicBool,
     status: &HostsStatus,
@@ -923,6 +948,7 @@ fn hosts(
         origin: Some(t0),
         // The switch's cable, as the twin has it.
         propagation: opts.scenario.topology.delay,
+        lockstep,
     };
     // Every host stops when the lab says so, or once all are done.
     let outs = live::run_hosts(&run, hosts, ports, stop, Some(sampler))?;
@@ -1062,6 +1088,7 @@ mod tests {
             limit,
             sample_every: Duration::from_millis(1),
             realtime: None,
+            lookahead: None,
         }
     }
 
@@ -1123,6 +1150,60 @@ mod tests {
             }
         }
         assert_eq!(out, [0], "sent on these ports");
+    }
+
+    /// The built-in `lab-congestion` scenario is the story's second part as a file: the
+    /// same hosts, rate, cable, buffer, ECN, headroom, MTU, DCQCN steps and work.
+    #[test]
+    fn the_lab_congestion_file_is_the_storys_second_part() {
+        use crate::config::emulation;
+        let file = Scenario::load("lab-congestion").unwrap();
+        let mut switch = SwitchConfig::preset("nexus-ai").unwrap();
+        emulation::software_headroom(&mut switch, 1_000_000_000, 8.0);
+        emulation::scale_buffer(&mut switch, 1_000_000_000);
+        let mut endpoint = EndpointConfig {
+            mtu: 4096,
+            ..Default::default()
+        };
+        emulation::scale_dcqcn(&mut endpoint.dcqcn, 1.0);
+        endpoint.link_gbps = 1.0;
+        let work = LabWork {
+            workload: Workload::RingIncast,
+            ranks: 4,
+            sizes: crate::endpoint::sweep::sizes(8192, 16 << 20, 2).unwrap(),
+            incast_bytes: 1,
+        };
+        let story = scenario(&work, &switch, &endpoint, 1, Duration::from_secs(300));
+        let (f, s) = (&file, &story);
+        assert_eq!(f.topology.hosts(), s.topology.hosts());
+        assert_eq!(f.topology.bits_per_sec, s.topology.bits_per_sec);
+        assert_eq!(f.topology.delay, s.topology.delay);
+        assert_eq!(f.switch.shared_bytes, s.switch.shared_bytes);
+        assert_eq!(
+            format!("{:?}", f.switch.queues[3].ecn),
+            format!("{:?}", s.switch.queues[3].ecn)
+        );
+        assert_eq!(
+            f.switch.pgs[3].headroom_bytes,
+            s.switch.pgs[3].headroom_bytes
+        );
+        assert_eq!(f.endpoint.mtu, s.endpoint.mtu);
+        assert_eq!(
+            format!("{:?}", f.endpoint.dcqcn),
+            format!("{:?}", s.endpoint.dcqcn)
+        );
+        let ends = |x: &Scenario| {
+            x.flows
+                .iter()
+                .map(|f| (f.from, f.to, f.bytes, f.message_bytes))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ends(f), ends(s));
+        let (a, b) = (f.allreduce.as_ref().unwrap(), s.allreduce.as_ref().unwrap());
+        assert_eq!(
+            (&a.ranks, &a.sizes, a.warm_up, a.back_to_back),
+            (&b.ranks, &b.sizes, b.warm_up, b.back_to_back)
+        );
     }
 
     /// What a killed lab leaves is found by its names (netns::remove_stale): every name

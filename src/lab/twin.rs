@@ -222,6 +222,7 @@ mod tests {
             limit,
             sample_every: Duration::from_millis(1),
             realtime: None,
+            lookahead: None,
         }
     }
 

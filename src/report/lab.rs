@@ -195,12 +195,88 @@ pub fn threads_line(opts: &LabOptions, out: &LabOutcome) -> String {
         one("switch", &out.switch_thread),
         one("hosts", &out.hosts_thread)
     );
+    if let Some(l) = opts.lookahead {
+        let lag = out
+            .switch_thread
+            .dilation_ns
+            .max(out.hosts_thread.dilation_ns);
+        // The run's time is emulated: the wall clock took the lag longer.
+        let emulated = (out.elapsed.as_nanos() as f64).max(1.0);
+        let _ = write!(
+            line,
+            "; in lockstep (lookahead {}): emulated time dilated by {:.1} ms (the wall clock took {:.3}x the run's time), the switch held back {} rounds and the hosts {}",
+            l.human(),
+            lag as f64 / 1e6,
+            (emulated + lag as f64) / emulated,
+            out.switch_thread.held_rounds,
+            out.hosts_thread.held_rounds,
+        );
+    }
     if out.switch_thread.late().max(out.hosts_thread.late()) > 0.10 {
         line.push_str(
             "; a thread took over 10 % of its frames late, so it could not keep up: lower --rate for a faithful run",
         );
     }
     line
+}
+
+/// Whether the machine produced the live run faithfully, and if not, why: a thread that
+/// could not keep up (over 10 % of its frames late), a stall longer than 2 ms outside
+/// lockstep (frames its pauses should have stopped came in meanwhile), or frames the
+/// kernel dropped at a socket. A run in lockstep may stall: its emulated time dilates.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Verdict {
+    /// True when none of the reasons below holds.
+    pub faithful: bool,
+    /// Each reason the run is not, in plain words.
+    pub why: Vec<String>,
+}
+
+/// The longest stall a run outside lockstep may have and still count as faithful.
+const MAX_FAITHFUL_STALL_NS: u64 = 2_000_000;
+
+/// See [`Verdict`].
+pub fn verdict(opts: &LabOptions, out: &LabOutcome) -> Verdict {
+    let mut why = Vec::new();
+    for (name, t) in [("switch", &out.switch_thread), ("hosts", &out.hosts_thread)] {
+        if t.late() > 0.10 {
+            why.push(format!(
+                "the {name}' thread took {:.0} % of its frames late: it could not keep up with the emulated rate (lower the rate)",
+                t.late() * 100.0
+            ));
+        }
+        if opts.lookahead.is_none() && t.max_lag_ns > MAX_FAITHFUL_STALL_NS {
+            why.push(format!(
+                "the {name}' thread stalled {:.1} ms, and without lockstep the other thread ran on meanwhile",
+                t.max_lag_ns as f64 / 1e6
+            ));
+        }
+    }
+    let dropped: u64 = out.hosts.iter().map(|h| h.kernel.drops).sum::<u64>()
+        + out.switch_kernel.iter().map(|k| k.drops).sum::<u64>();
+    if dropped > 0 {
+        why.push(format!(
+            "the kernel dropped {dropped} frames at the sockets: frames the emulated fabric did not lose"
+        ));
+    }
+    Verdict {
+        faithful: why.is_empty(),
+        why,
+    }
+}
+
+/// The verdict as the lines under the all-reduce table.
+pub fn verdict_lines(v: &Verdict) -> String {
+    if v.faithful {
+        return "# faithful: no thread fell behind and no frame was lost outside the emulated fabric\n".to_owned();
+    }
+    let mut s = String::from(
+        "# NOT FAITHFUL: this machine could not run the fabric as emulated; the figures above are not the fabric's:\n",
+    );
+    for w in &v.why {
+        let _ = writeln!(s, "#   {w}");
+    }
+    s
 }
 
 /// Everything as JSON.
@@ -229,6 +305,8 @@ pub fn json(opts: &LabOptions, out: &LabOutcome) -> serde_json::Value {
             "switch": { "ports": ports(&out.switch), "kernel": out.switch_kernel },
             "consistency": checks,
             "threads": { "switch": out.switch_thread, "hosts": out.hosts_thread },
+            "lookahead_ns": opts.lookahead.map(|l| l.0),
+            "verdict": verdict(opts, out),
             "what_happened": what_happened(opts, out).lines().skip(1).map(str::trim).collect::<Vec<_>>(),
         }),
     )

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 14] = [
+pub const SCENARIOS: [(&str, &str); 15] = [
     ("incast", include_str!("scenarios/incast.toml")),
     ("incast-8", include_str!("scenarios/incast-8.toml")),
     ("incast-64", include_str!("scenarios/incast-64.toml")),
@@ -35,6 +35,10 @@ pub const SCENARIOS: [(&str, &str); 14] = [
     ("ring-incast", include_str!("scenarios/ring-incast.toml")),
     ("leaf-spine", include_str!("scenarios/leaf-spine.toml")),
     ("web-search", include_str!("scenarios/web-search.toml")),
+    (
+        "lab-congestion",
+        include_str!("scenarios/lab-congestion.toml"),
+    ),
 ];
 
 /// The built-in scenarios meant for `rocelab compare`: the ones that run unchanged on
