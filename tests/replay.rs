@@ -232,3 +232,27 @@ fn bad_inputs_are_named() {
     let last_record = bytes.len() - (16 + 1082);
     assert!(msg.contains(&format!("byte offset {last_record}")), "{msg}");
 }
+
+/// Issue 40: `replay --in` had no limit on ports (the 1024 cap guarded `--split-by` only):
+/// 15 000 `--in` took 3 GB, then aborted. They are refused before any capture is opened,
+/// with the count and the limit.
+#[test]
+fn too_many_bound_ports_are_refused_with_the_count_and_the_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = tmp.path().join("one.pcap");
+    write_incast(&cap, 1);
+    let out = tmp.path().join("out.pcapng");
+    let inputs: Vec<String> = (0..1025)
+        .map(|i| format!("--in=p{i}={}", cap.display()))
+        .collect();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .arg("replay")
+        .args(&inputs)
+        .args(["--pcap", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--in names 1025 ports; at most 1024"), "{err}");
+    assert!(!out.exists());
+}
