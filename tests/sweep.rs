@@ -427,3 +427,58 @@ fn the_sweep_table_and_flags_are_checked_by_their_names() {
         assert!(not.is_empty() || !err.contains(not), "{args:?}: {err}");
     }
 }
+
+/// Issue 40: a grid of many keys of two values each has more points than a `usize`
+/// holds: the product wrapped to 0, the 10 000-run limit was skipped and building the
+/// points filled the memory (a debug build panicked on the overflow). The same grid
+/// through `--grid`, a scenario's `[sweep]` table and `--plan` is refused with its size
+/// and the limit, and the plan folder is not made.
+#[test]
+fn a_grid_too_large_to_count_is_refused_with_its_size_and_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags: Vec<String> = (0..64).map(|k| format!("--grid=k{k}=1,2")).collect();
+    let mut args = vec!["sweep", "incast"];
+    args.extend(flags.iter().map(String::as_str));
+    // 2^64 points: one more than a usize holds.
+    let says = "64 keys of 2 values each make 18446744073709551616 points; at most 10000";
+    let o = rocelab(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains(&format!("--grid: {says}")),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let plan = dir.path().join("plan");
+    args.extend(["--plan", plan.to_str().unwrap()]);
+    let o = rocelab(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains(says), "{}", text(&o.stderr));
+    assert!(!plan.exists());
+
+    let keys: Vec<String> = (0..70).map(|k| format!("\"k{k}\" = [1, 2]")).collect();
+    let file = dir.path().join("big.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "duration_ms = 1\n[sweep]\ngrid = {{ {} }}\n",
+            keys.join(", ")
+        ),
+    )
+    .unwrap();
+    for extra in [vec![], vec!["--plan", plan.to_str().unwrap()]] {
+        let mut args = vec!["sweep", file.to_str().unwrap()];
+        args.extend(&extra);
+        let o = rocelab(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(
+                "big.toml: [sweep] grid: 70 keys of 2 values each make \
+                 1180591620717411303424 points; at most 10000"
+            ),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    assert!(!plan.exists());
+}

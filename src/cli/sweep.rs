@@ -123,8 +123,10 @@ pub fn run(args: Args) -> Result<()> {
     let grid = if args.grid.is_empty() {
         let from_table = grid_from_table(&sweep).with_context(|| format!("{name}: [sweep]"))?;
         Grid::parse(&from_table).map_err(|e| {
-            let key = e.arg.split_once('=').map_or(e.arg.as_str(), |(k, _)| k);
-            anyhow::anyhow!("{name}: [sweep] grid.\"{key}\": {}", e.message)
+            match e.arg.split_once('=').map_or(e.arg.as_str(), |(k, _)| k) {
+                "" => anyhow::anyhow!("{name}: [sweep] grid: {}", e.message),
+                key => anyhow::anyhow!("{name}: [sweep] grid.\"{key}\": {}", e.message),
+            }
         })?
     } else {
         Grid::parse(&args.grid)?

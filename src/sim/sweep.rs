@@ -27,11 +27,11 @@ pub struct SweepTable {
     pub seeds: Option<u64>,
 }
 
-/// A grid argument that does not read.
+/// A grid argument that does not read, or a grid that cannot be swept.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("--grid {arg}: {message}")]
+#[error("--grid{}{}: {message}", if arg.is_empty() { "" } else { " " }, arg)]
 pub struct GridError {
-    /// The argument as given.
+    /// The argument as given; empty when the grid as a whole is wrong.
     pub arg: String,
     /// What is wrong.
     pub message: String,
@@ -94,7 +94,58 @@ impl Grid {
                 message: "give at least one --grid KEY=V1,V2,...".into(),
             });
         }
+        grid.check()?;
         Ok(grid)
+    }
+
+    /// Whether the grid can be swept: a list of values per key, none empty, and at most
+    /// [`MAX_RUNS`] points. A grid read from a file (a plan's) is checked by it before
+    /// use; the count is a checked product (40 keys of two values each once wrapped to
+    /// 0 points, skipped the limit and filled the memory).
+    pub fn check(&self) -> Result<(), GridError> {
+        let whole = |message: String| GridError {
+            arg: String::new(),
+            message,
+        };
+        if self.keys.is_empty() {
+            return Err(whole("no keys".into()));
+        }
+        if self.keys.len() != self.values.len() {
+            return Err(whole(format!(
+                "{} keys but {} lists of values: give one list per key",
+                self.keys.len(),
+                self.values.len()
+            )));
+        }
+        if let Some(key) = self
+            .keys
+            .iter()
+            .zip(&self.values)
+            .find_map(|(k, v)| v.is_empty().then_some(k))
+        {
+            return Err(whole(format!("{key} has no value")));
+        }
+        if self.count().is_none_or(|n| n > MAX_RUNS) {
+            let exact = self
+                .values
+                .iter()
+                .try_fold(1u128, |n, v| n.checked_mul(v.len() as u128));
+            return Err(whole(format!(
+                "{} key{} of {} make {} points; at most {MAX_RUNS}: give fewer keys or values",
+                self.keys.len(),
+                if self.keys.len() == 1 { "" } else { "s" },
+                value_counts(&self.values),
+                exact.map_or_else(|| "more than 2^128".to_owned(), |n| n.to_string()),
+            )));
+        }
+        Ok(())
+    }
+
+    /// The points' count, or `None` when it does not fit a `usize`.
+    pub fn count(&self) -> Option<usize> {
+        self.values
+            .iter()
+            .try_fold(1usize, |n, v| n.checked_mul(v.len()))
     }
 
     /// Every point: one value per key, the last key varying fastest.
@@ -115,14 +166,26 @@ impl Grid {
         out
     }
 
-    /// The points' count.
+    /// The points' count (at most [`MAX_RUNS`] once [checked](Grid::check); saturated
+    /// otherwise).
     pub fn len(&self) -> usize {
-        self.values.iter().map(Vec::len).product()
+        self.count().unwrap_or(usize::MAX)
     }
 
     /// True when a key has no value (never, once parsed).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// `2, 3 and 2 values`, or `2 values each` when every key has as many.
+fn value_counts(values: &[Vec<String>]) -> String {
+    let counts: Vec<String> = values.iter().map(|v| v.len().to_string()).collect();
+    match counts.split_last() {
+        Some((last, [])) => format!("{last} values"),
+        Some((last, rest)) if rest.iter().all(|c| c == last) => format!("{last} values each"),
+        Some((last, rest)) => format!("{} and {last} values", rest.join(", ")),
+        None => "no values".to_owned(),
     }
 }
 
