@@ -482,3 +482,185 @@ fn a_grid_too_large_to_count_is_refused_with_its_size_and_the_limit() {
     }
     assert!(!plan.exists());
 }
+
+/// A plan of incast over two values of `sample_us`, two seeds each, its four runs run.
+fn finished_plan(dir: &Path) -> std::path::PathBuf {
+    let plan = dir.join("plan");
+    let p = rocelab(&[
+        "sweep",
+        "incast",
+        "--grid",
+        "sample_us=20,40",
+        "--seeds",
+        "2",
+        "--plan",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(p.status.success(), "{}", text(&p.stderr));
+    let ran = Command::new("sh")
+        .arg("jobs.txt")
+        .current_dir(&plan)
+        .env("ROCELAB", env!("CARGO_BIN_EXE_rocelab"))
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran.stderr));
+    plan
+}
+
+/// Issue 40: plan.json is read, not trusted. Fewer lists of values than keys panicked
+/// (index out of bounds), more printed a wrong table with exit 0, a grid of 2^70 points
+/// filled the memory, run folders outside the plan folder were read, an empty run list
+/// printed an empty table with exit 0. Each is refused, naming the file and the field;
+/// the plan's own results are untouched and merge again once plan.json is restored.
+#[test]
+fn a_damaged_plan_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = finished_plan(dir.path());
+    let plan_json = plan.join("plan.json");
+    let original: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&plan_json).unwrap()).unwrap();
+    type Damage = fn(&mut serde_json::Value);
+    let cases: Vec<(Damage, &str)> = vec![
+        (
+            |p| {
+                p["grid"]["keys"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push("topology.link_gbps".into())
+            },
+            "plan.json: grid: 2 keys but 1 list of values",
+        ),
+        (
+            |p| {
+                p["grid"]["values"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(serde_json::json!(["1", "2"]))
+            },
+            "plan.json: grid: 1 key but 2 lists of values",
+        ),
+        (
+            |p| {
+                p["grid"]["keys"] = (0..70).map(|k| format!("k{k}")).collect();
+                p["grid"]["values"] = (0..70).map(|_| serde_json::json!(["1", "2"])).collect();
+            },
+            "plan.json: grid: 70 keys of 2 values each make 1180591620717411303424 points; \
+             at most 10000",
+        ),
+        (
+            |p| p["runs"][1]["dir"] = "../../outside".into(),
+            "plan.json: runs[1].dir \"../../outside\" is not a folder inside the plan's",
+        ),
+        (
+            |p| p["runs"][1]["dir"] = "/etc".into(),
+            "plan.json: runs[1].dir \"/etc\" is not a folder inside the plan's",
+        ),
+        (
+            |p| p["runs"] = serde_json::json!([]),
+            "plan.json: runs is empty: the plan has no run to merge",
+        ),
+        (
+            |p| p["runs"][1]["point"] = 7.into(),
+            "plan.json: runs[1].point is 7; the grid has 2 points (0 to 1)",
+        ),
+        (
+            |p| p["runs"][1]["seed"] = 9.into(),
+            "plan.json: runs[1].seed is 9, not one of the plan's seeds (1, 2)",
+        ),
+    ];
+    for (damage, says) in cases {
+        let mut p = original.clone();
+        damage(&mut p);
+        std::fs::write(&plan_json, p.to_string()).unwrap();
+        let o = rocelab(&["sweep", "--merge", plan.to_str().unwrap()]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{says}: {err}");
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(text(&o.stdout).is_empty(), "{says}: no table");
+    }
+    std::fs::write(&plan_json, original.to_string()).unwrap();
+    let o = rocelab(&["sweep", "--merge", plan.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+/// Issue 40: a report.json that was `/dev/zero` was read until the memory ran out, a
+/// FIFO hung the merge for ever, and a report.json linked from outside the plan folder
+/// was taken. Each is named for what it is and its point left out, at once.
+#[test]
+fn results_that_are_not_regular_files_inside_the_plan_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = finished_plan(dir.path());
+    let report = plan.join("runs/0001/result/report.json");
+    let outside = dir.path().join("outside.json");
+    std::fs::rename(&report, &outside).unwrap();
+    let fifo = std::ffi::CString::new(report.to_str().unwrap()).unwrap();
+    for (kind, says) in [
+        (
+            "/dev/zero",
+            "runs/0001 (report.json leads outside the plan folder, to /dev/zero)",
+        ),
+        (
+            "outside",
+            "runs/0001 (report.json leads outside the plan folder",
+        ),
+        (
+            "fifo",
+            "runs/0001 (report.json is a FIFO, not a regular file)",
+        ),
+    ] {
+        match kind {
+            "/dev/zero" => std::os::unix::fs::symlink("/dev/zero", &report).unwrap(),
+            "outside" => std::os::unix::fs::symlink(&outside, &report).unwrap(),
+            // SAFETY: a valid C string; mkfifo only makes a file.
+            _ => assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0),
+        }
+        let start = std::time::Instant::now();
+        let o = rocelab(&["sweep", "--merge", plan.to_str().unwrap()]);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "{kind}"
+        );
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{kind}: {err}");
+        assert!(
+            err.contains("1 of 4 runs have a result that cannot be read") && err.contains(says),
+            "{kind}: {err}"
+        );
+        // Point 0 lost its seed 2: only point 1 is in the table.
+        let stdout = text(&o.stdout);
+        let rows: Vec<&str> = stdout.lines().skip(2).map(str::trim).collect();
+        assert_eq!(rows.len(), 1, "{kind}: {stdout}");
+        assert!(rows[0].starts_with("1 "), "{kind}: {stdout}");
+        std::fs::remove_file(&report).unwrap();
+    }
+}
+
+/// Issue 40: the table said "2 seeds each" from plan.json's `seeds`, whatever the runs
+/// merged had. A plan whose runs give each point one seed of the two now says so, in the
+/// table and in each row of the JSON.
+#[test]
+fn seed_counts_are_reported_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = finished_plan(dir.path());
+    let plan_json = plan.join("plan.json");
+    let mut p: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&plan_json).unwrap()).unwrap();
+    let runs: Vec<serde_json::Value> = p["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["seed"] == 1)
+        .cloned()
+        .collect();
+    assert_eq!(runs.len(), 2);
+    p["runs"] = runs.into();
+    std::fs::write(&plan_json, p.to_string()).unwrap();
+    let o = rocelab(&["sweep", "--merge", plan.to_str().unwrap(), "--json", "-"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let says = text(&o.stderr);
+    assert!(says.contains("2 points, 1 seed each"), "{says}");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for row in rows(&json) {
+        assert_eq!(row["seeds"], serde_json::json!([1]), "{row}");
+    }
+}

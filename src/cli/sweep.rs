@@ -202,10 +202,10 @@ pub fn run(args: Args) -> Result<()> {
     );
     let results = run_all(&name, dir.as_deref(), &texts, jobs)?;
     let mut failed = Vec::new();
-    let mut per_point: Vec<Vec<Metrics>> = vec![Vec::new(); points.len()];
+    let mut per_point: Vec<Vec<(u64, Metrics)>> = vec![Vec::new(); points.len()];
     for ((p, seed, _), r) in texts.iter().zip(results) {
         match r {
-            Ok(m) => per_point[*p].push(m),
+            Ok(m) => per_point[*p].push((*seed, m)),
             Err(e) => failed.push(format!("point {p} seed {seed}: {e}")),
         }
     }
@@ -322,7 +322,7 @@ fn finish(
     grid: &Grid,
     seeds: &[u64],
     points: &[Vec<String>],
-    per_point: &[Vec<Metrics>],
+    per_point: &[Vec<(u64, Metrics)>],
     out: Option<&Path>,
     report: JsonReport,
 ) -> Result<()> {
@@ -331,20 +331,39 @@ fn finish(
         .zip(per_point)
         .enumerate()
         .filter(|(_, (_, runs))| !runs.is_empty())
-        .map(|(point, (values, runs))| Row {
-            point,
-            values: values.clone(),
-            seeds: seeds.to_vec(),
-            metrics: Metrics::median(runs),
-            pareto: false,
+        .map(|(point, (values, runs))| {
+            let metrics: Vec<Metrics> = runs.iter().map(|(_, m)| *m).collect();
+            Row {
+                point,
+                values: values.clone(),
+                seeds: runs.iter().map(|(seed, _)| *seed).collect(),
+                metrics: Metrics::median(&metrics),
+                pareto: false,
+            }
         })
         .collect();
     mark_pareto(&mut rows);
+    // The seeds each row has, as they are: a plan edited by hand may give its points
+    // different counts (it was reported as the plan's count).
+    let fewest = rows
+        .iter()
+        .map(|r| r.seeds.len())
+        .min()
+        .unwrap_or(seeds.len());
+    let most = rows
+        .iter()
+        .map(|r| r.seeds.len())
+        .max()
+        .unwrap_or(seeds.len());
     sayln!(
         "sweep of {name}: {} points, {} seed{} each (the median of each metric); * on the Pareto front",
         points.len(),
-        seeds.len(),
-        if seeds.len() == 1 { "" } else { "s" }
+        if fewest == most {
+            most.to_string()
+        } else {
+            format!("{fewest} to {most}")
+        },
+        if most == 1 { "" } else { "s" }
     );
     say!("{}", table(grid, &rows));
     let json = rocelab::report::document(
@@ -505,45 +524,105 @@ fn localize(table: &mut toml::Table, dir: Option<&Path>, to: &Path) -> Result<()
     Ok(())
 }
 
+/// The most bytes of a plan.json: one of 10 000 runs takes about 2 MB.
+const MAX_PLAN_BYTES: u64 = 64 << 20;
+
+/// The most bytes of a run's report.json: `fct` has a row per workload flow, and a long
+/// run has millions. It is read as a stream, keeping only the fields the merge checks.
+const MAX_REPORT_BYTES: u64 = 1 << 30;
+
+/// Why a file the merge reads cannot be opened.
+enum OpenError {
+    /// The open or its stat failed.
+    Io(std::io::Error),
+    /// A FIFO, a device, a folder, a socket.
+    NotRegular(&'static str),
+    /// Larger than the limit: its size.
+    TooLarge(u64),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Io(e) => write!(f, "{e}"),
+            OpenError::NotRegular(kind) => write!(f, "is {kind}, not a regular file"),
+            OpenError::TooLarge(bytes) => write!(f, "is {bytes} bytes, more than the merge reads"),
+        }
+    }
+}
+
+/// `path` opened for reading if it is a regular file of at most `limit` bytes, and read
+/// through a buffer that stops there. The open does not wait for a FIFO's writer
+/// (O_NONBLOCK: a FIFO named report.json hung the merge for ever), and `/dev/zero` is
+/// refused, not read until the memory runs out.
+fn open_regular(
+    path: &Path,
+    limit: u64,
+) -> Result<std::io::BufReader<std::io::Take<std::fs::File>>, OpenError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(OpenError::Io)?;
+    let meta = file.metadata().map_err(OpenError::Io)?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        return Err(OpenError::NotRegular(if kind.is_dir() {
+            "a folder"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else {
+            "a socket"
+        }));
+    }
+    if meta.len() > limit {
+        return Err(OpenError::TooLarge(meta.len()));
+    }
+    // A file that grows past its stat is cut at the limit, and fails to parse.
+    Ok(std::io::BufReader::new(file.take(limit)))
+}
+
 /// `--merge DIR`: the table from the finished runs of a plan.
 fn merge(dir: &Path, out: Option<&Path>, report: JsonReport) -> Result<()> {
     let path = dir.join("plan.json");
-    let plan: Plan = serde_json::from_slice(
-        &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
-    )
-    .with_context(|| format!("{}: not a sweep plan", path.display()))?;
-    if plan.schema != PLAN_SCHEMA {
-        anyhow::bail!(
-            "{}: schema {}, expected {PLAN_SCHEMA}",
-            path.display(),
-            plan.schema
-        );
+    let reader = open_regular(&path, MAX_PLAN_BYTES).map_err(|e| match e {
+        OpenError::TooLarge(_) => anyhow::anyhow!(
+            "{}: {e}: at most {MAX_PLAN_BYTES} bytes (a plan of {MAX_RUNS} runs takes about 2 MB)",
+            path.display()
+        ),
+        OpenError::Io(e) => anyhow::Error::new(e).context(format!("reading {}", path.display())),
+        e => anyhow::anyhow!("{}: {e}", path.display()),
+    })?;
+    let plan: Plan = serde_json::from_reader(reader)
+        .with_context(|| format!("{}: not a sweep plan", path.display()))?;
+    let points = check_plan(&plan).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let inside = dir
+        .canonicalize()
+        .with_context(|| format!("reading {}", dir.display()))?;
+    let mut planned = vec![0usize; points.len()];
+    for run in &plan.runs {
+        planned[run.point] += 1;
     }
-    let points = plan.grid.points();
-    let mut per_point: Vec<Vec<Metrics>> = vec![Vec::new(); points.len()];
+    let mut per_point: Vec<Vec<(u64, Metrics)>> = vec![Vec::new(); points.len()];
     let mut missing = Vec::new();
     let mut stale = Vec::new();
     let mut damaged = Vec::new();
     for run in &plan.runs {
         let file = dir.join(&run.dir).join("result").join("report.json");
-        match check_result(&file, run) {
-            Ok(m) => match per_point.get_mut(run.point) {
-                Some(p) => p.push(m),
-                None => damaged.push(format!(
-                    "{} (plan.json gives it point {}, the grid has {})",
-                    run.dir,
-                    run.point,
-                    points.len()
-                )),
-            },
+        match check_result(&file, &inside, run) {
+            Ok(m) => per_point[run.point].push((run.seed, m)),
             Err(Unusable::Missing) => missing.push(run.dir.clone()),
             Err(Unusable::NotTheirs(why)) => stale.push(format!("{} ({why})", run.dir)),
             Err(Unusable::Damaged(why)) => damaged.push(format!("{} ({why})", run.dir)),
         }
     }
     // A point counts only with all its seeds.
-    for (p, runs) in per_point.iter_mut().enumerate() {
-        if plan.runs.iter().filter(|r| r.point == p).count() != runs.len() {
+    for (runs, planned) in per_point.iter_mut().zip(&planned) {
+        if runs.len() != *planned {
             runs.clear();
         }
     }
@@ -587,6 +666,89 @@ fn merge(dir: &Path, out: Option<&Path>, report: JsonReport) -> Result<()> {
     Ok(())
 }
 
+/// The plan's points, if plan.json holds together: a grid that can be swept (a list of
+/// values per key, at most [`MAX_RUNS`] points), seeds, and runs that each name a point
+/// of the grid, one of the seeds and a folder inside the plan's, every point with a run
+/// and none twice. A plan with fewer lists of values than keys panicked, one with more
+/// printed a wrong table, and one of no runs an empty table, each with exit 0.
+fn check_plan(plan: &Plan) -> Result<Vec<Vec<String>>> {
+    if plan.schema != PLAN_SCHEMA {
+        anyhow::bail!("schema {}, expected {PLAN_SCHEMA}", plan.schema);
+    }
+    plan.grid
+        .check()
+        .map_err(|e| anyhow::anyhow!("grid: {}", e.message))?;
+    if plan.seeds.is_empty() {
+        anyhow::bail!("seeds is empty: a plan runs each point with one seed or more");
+    }
+    if plan.runs.is_empty() {
+        anyhow::bail!("runs is empty: the plan has no run to merge");
+    }
+    if plan.runs.len() > MAX_RUNS {
+        anyhow::bail!("runs has {} runs; at most {MAX_RUNS}", plan.runs.len());
+    }
+    let points = plan.grid.points();
+    let mut seen = std::collections::HashMap::new();
+    let mut dirs = std::collections::HashMap::new();
+    for (i, run) in plan.runs.iter().enumerate() {
+        let inside = !run.dir.is_empty()
+            && Path::new(&run.dir)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !inside {
+            anyhow::bail!(
+                "runs[{i}].dir \"{}\" is not a folder inside the plan's (runs/NNNN)",
+                run.dir
+            );
+        }
+        if let Some(j) = dirs.insert(run.dir.as_str(), i) {
+            anyhow::bail!("runs[{i}].dir \"{}\" is runs[{j}]'s too", run.dir);
+        }
+        if run.point >= points.len() {
+            anyhow::bail!(
+                "runs[{i}].point is {}; the grid has {} points (0 to {})",
+                run.point,
+                points.len(),
+                points.len() - 1
+            );
+        }
+        if !plan.seeds.contains(&run.seed) {
+            anyhow::bail!(
+                "runs[{i}].seed is {}, not one of the plan's seeds ({})",
+                run.seed,
+                list(&plan.seeds)
+            );
+        }
+        if let Some(j) = seen.insert((run.point, run.seed), i) {
+            anyhow::bail!(
+                "runs[{i}] is point {} with seed {}, as runs[{j}] is",
+                run.point,
+                run.seed
+            );
+        }
+    }
+    let mut covered = vec![false; points.len()];
+    for run in &plan.runs {
+        covered[run.point] = true;
+    }
+    if let Some(p) = covered.iter().position(|c| !c) {
+        anyhow::bail!(
+            "point {p} ({}) has no run: the runs must cover the grid",
+            points[p].join(", ")
+        );
+    }
+    Ok(points)
+}
+
+/// `1, 2, 3`; `1, 2, ..., 9` past eight.
+fn list(seeds: &[u64]) -> String {
+    let shown: Vec<String> = seeds.iter().take(8).map(u64::to_string).collect();
+    match seeds.len() {
+        n if n > 8 => format!("{}, ..., {}", shown[..7].join(", "), seeds[n - 1]),
+        _ => shown.join(", "),
+    }
+}
+
 /// Why a run's result is not taken.
 enum Unusable {
     /// No report.json yet: the run has not finished (or not started).
@@ -597,30 +759,79 @@ enum Unusable {
     Damaged(String),
 }
 
+/// The fields of a report.json the merge reads; the rest (a row per flow in `fct`) is
+/// skipped as it streams past.
+#[derive(serde::Deserialize)]
+struct ReportHead {
+    schema: Option<serde_json::Value>,
+    seed: Option<serde_json::Value>,
+    scenario_digest: Option<serde_json::Value>,
+    summary: Option<serde_json::Value>,
+}
+
+/// A reader that notes whether anything but whitespace went through it: an empty
+/// report.json is told from one cut short.
+struct Seen<R> {
+    inner: R,
+    content: bool,
+}
+
+impl<R: std::io::Read> std::io::Read for Seen<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.content |= !buf[..n].iter().all(u8::is_ascii_whitespace);
+        Ok(n)
+    }
+}
+
 /// The metrics of run `run`'s result `file`, if it is a whole sim report of that run: its
 /// seed and its scenario's digest (file times prove nothing: results gathered from other
-/// machines rarely keep them).
-fn check_result(file: &Path, run: &PlannedRun) -> Result<Metrics, Unusable> {
-    let bytes = match std::fs::read(file) {
-        Ok(b) => b,
+/// machines rarely keep them). The file, symbolic links followed, must lie inside
+/// `plan_dir` (canonical), be a regular file and hold at most [`MAX_REPORT_BYTES`].
+fn check_result(file: &Path, plan_dir: &Path, run: &PlannedRun) -> Result<Metrics, Unusable> {
+    let real = match file.canonicalize() {
+        Ok(real) => real,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unusable::Missing),
         Err(e) => return Err(Unusable::Damaged(format!("report.json: {e}"))),
     };
-    let report: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-        Unusable::Damaged(if bytes.iter().all(u8::is_ascii_whitespace) {
-            "report.json is empty".to_owned()
-        } else {
-            format!("report.json is not JSON, or cut short: {e}")
+    if !real.starts_with(plan_dir) {
+        return Err(Unusable::Damaged(format!(
+            "report.json leads outside the plan folder, to {}",
+            real.display()
+        )));
+    }
+    let mut reader = match open_regular(&real, MAX_REPORT_BYTES) {
+        Ok(r) => Seen {
+            inner: r,
+            content: false,
+        },
+        Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Unusable::Missing);
+        }
+        Err(e @ OpenError::TooLarge(_)) => {
+            return Err(Unusable::Damaged(format!(
+                "report.json {e}: at most {MAX_REPORT_BYTES} bytes"
+            )));
+        }
+        Err(e) => return Err(Unusable::Damaged(format!("report.json {e}"))),
+    };
+    let report: ReportHead = serde_json::from_reader(&mut reader).map_err(|e| {
+        Unusable::Damaged(match e.classify() {
+            _ if !reader.content => "report.json is empty".to_owned(),
+            serde_json::error::Category::Data => {
+                format!("report.json is not a sim report: {e}")
+            }
+            _ => format!("report.json is not JSON, or cut short: {e}"),
         })
     })?;
-    let schema = report.get("schema").and_then(serde_json::Value::as_str);
+    let schema = report.schema.as_ref().and_then(serde_json::Value::as_str);
     if schema != Some(SIM_SCHEMA) {
         return Err(Unusable::Damaged(format!(
             "report.json is not a sim report: schema {}, expected {SIM_SCHEMA}",
             schema.map_or_else(|| "missing".to_owned(), |s| format!("'{s}'"))
         )));
     }
-    match report.get("seed").and_then(serde_json::Value::as_u64) {
+    match report.seed.as_ref().and_then(serde_json::Value::as_u64) {
         Some(seed) if seed == run.seed => {}
         Some(seed) => {
             return Err(Unusable::NotTheirs(format!(
@@ -632,7 +843,8 @@ fn check_result(file: &Path, run: &PlannedRun) -> Result<Metrics, Unusable> {
     }
     if let Some(planned) = &run.digest {
         match report
-            .get("scenario_digest")
+            .scenario_digest
+            .as_ref()
             .and_then(serde_json::Value::as_str)
         {
             Some(d) if d == planned => {}
@@ -650,6 +862,7 @@ fn check_result(file: &Path, run: &PlannedRun) -> Result<Metrics, Unusable> {
             }
         }
     }
-    Metrics::of_report(&report)
+    let summary = serde_json::json!({ "summary": report.summary });
+    Metrics::of_report(&summary)
         .ok_or_else(|| Unusable::Damaged("report.json has no complete summary".into()))
 }

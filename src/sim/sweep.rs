@@ -112,9 +112,11 @@ impl Grid {
         }
         if self.keys.len() != self.values.len() {
             return Err(whole(format!(
-                "{} keys but {} lists of values: give one list per key",
+                "{} key{} but {} list{} of values: give one list per key",
                 self.keys.len(),
-                self.values.len()
+                if self.keys.len() == 1 { "" } else { "s" },
+                self.values.len(),
+                if self.values.len() == 1 { "" } else { "s" },
             )));
         }
         if let Some(key) = self
