@@ -289,3 +289,60 @@ fn a_buffer_too_small_for_one_frame_is_not_read_as_misclassification() {
     assert!(dwrr.basis.contains("queue 0 dropped"), "{dwrr:?}");
     assert_eq!(report.failed, 0, "{report:#?}");
 }
+
+/// Issue 40: 1600 Gb/s ports and a one-hour detection time (both valid) took 78 s and
+/// 5.4 GB: the storm was held by a pause frame every 10.486 µs for the whole hour, 343
+/// million of them, each an event in a list made up front. The procedure now runs on a
+/// bench port slow enough to hold the storm with at most 100 000 pauses, says so, and
+/// measures the same poll ticks.
+#[test]
+fn a_one_hour_watchdog_at_1600_gbps_is_checked_on_a_slower_bench_port() {
+    let text = rocelab::config::preset_text("default")
+        .unwrap()
+        .replace("speed_gbps = 100", "speed_gbps = 1600")
+        .replace("detection_ms = 200", "detection_ms = 3600000");
+    let cfg = SwitchConfig::from_toml(&text).unwrap();
+    assert_eq!(cfg.watchdog.detection.0, 3_600_000_000_000);
+    let report = conformance::run(&cfg, "1600G, 1 h");
+    assert!(report.failing_ids().is_empty(), "{report:#?}");
+    let row = |id: &str| report.checks.iter().find(|c| c.id == id).unwrap();
+    let (detect, restore) = (
+        row("watchdog.detect.queue3"),
+        row("watchdog.restore.queue3"),
+    );
+    assert_eq!(detect.status, Status::Pass, "{detect:?}");
+    assert_eq!(restore.status, Status::Pass, "{restore:?}");
+    // The bench starts at 1 ms, which anchors the 200 ms polls; the storm starts a third
+    // of a poll and 7 µs later (67.673333 ms) and the queue is stuck 1 µs after that.
+    // Detection is the first poll at least an hour after it got stuck: 3 600 201 ms, or
+    // 3 600 133.327 ms after the storm's start. The pauses stop detection + two polls
+    // after it (3 600 467.673 ms), and the first poll at least the restoration time, 200
+    // ms, after the last one, 3 600 801 ms, restores.
+    let storm_start_ms = 1.0 + 200.0 / 3.0 + 0.007;
+    let ms = |s: &str| s.trim_end_matches(" ms").parse::<f64>().unwrap();
+    assert!(
+        (ms(&detect.measured) - (3_600_201.0 - storm_start_ms)).abs() < 0.001,
+        "{detect:?}"
+    );
+    assert!(
+        (ms(&restore.measured) - (3_600_801.0 - storm_start_ms)).abs() < 0.001,
+        "{restore:?}"
+    );
+    for r in [detect, restore] {
+        assert!(
+            r.basis.contains("run on a bench port at")
+                && r.basis
+                    .contains("holding the storm at 1600 Gb/s takes 343353043 pause frames"),
+            "{r:?}"
+        );
+    }
+    // The presets' watchdog runs on the configured port, as before.
+    let preset = conformance::run(&SwitchConfig::preset("default").unwrap(), "default");
+    assert!(
+        preset
+            .checks
+            .iter()
+            .all(|c| !c.basis.contains("bench port at")),
+        "{preset:#?}"
+    );
+}
