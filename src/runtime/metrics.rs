@@ -1,12 +1,15 @@
 //! Prometheus text exposition of the switch counters, served on a loopback address: the
 //! core thread renders a snapshot every 250 ms, a small HTTP server serves the latest.
 //!
-//! One thread reads every client's request head without blocking (a client has
-//! [`READ_TIMEOUT`] for it; past [`MAX_PENDING`] heads still coming, the oldest is let go)
-//! and answers what is not the page itself; the page is written on a thread of its own (at
-//! most [`MAX_WRITERS`] at once, one more is answered 503), which lets a client that reads
-//! too slowly go after [`WRITE_TIMEOUT`]. So a client that sends nothing, sends slowly or
-//! reads nothing holds a scrape up for a bounded time, and a few cannot hold it up for good.
+//! One thread does it all without blocking: it reads every client's request head (a
+//! client has [`READ_TIMEOUT`] for it; past [`MAX_PENDING`] heads still coming, the oldest
+//! is let go), and writes each page as fast as its client takes it (a client has
+//! [`WRITE_TIMEOUT`] for the page). Past [`MAX_WRITERS`] pages being written, a new scrape
+//! takes the place of the client that has taken nothing for longest, if that was
+//! [`STALLED`] ago or more: clients that never read make no progress and are the ones let
+//! go, and a client that reads is never waiting behind them. Only when every page is
+//! moving is a scrape answered 503. So local clients that send nothing, send slowly or
+//! read nothing, however many, do not turn real scrapes away.
 
 use crate::config::CLASSES;
 use crate::io::KernelStats;
@@ -16,12 +19,18 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Pages written at once; a scrape past them is answered 503.
-pub const MAX_WRITERS: usize = 16;
+/// Pages written at once; past them a new scrape replaces a stalled one, or is answered
+/// 503 when none is.
+pub const MAX_WRITERS: usize = 64;
+/// How long a page's client must have taken nothing for the page to be let go when a new
+/// scrape needs its place.
+pub const STALLED: Duration = Duration::from_millis(100);
+/// Answered connections waiting for their client's close; past them, the oldest is let go.
+const MAX_LINGERING: usize = 64;
 /// Request heads read at once; one more lets the oldest go.
 pub const MAX_PENDING: usize = 64;
 /// How long a client has to send its whole request head.
@@ -95,15 +104,17 @@ pub fn serve(listener: Arc<TcpListener>, stop: Arc<AtomicBool>) -> io::Result<Sn
         listener,
         page: snapshot.clone(),
         reading: VecDeque::new(),
-        lingering: Vec::new(),
-        writers: Arc::new(AtomicUsize::new(0)),
+        writing: Vec::new(),
+        lingering: VecDeque::new(),
     };
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
             while !super::stopped(&stop) {
                 server.step();
-                let busy = !server.reading.is_empty() || !server.lingering.is_empty();
+                let busy = !server.reading.is_empty()
+                    || !server.writing.is_empty()
+                    || !server.lingering.is_empty();
                 std::thread::sleep(Duration::from_millis(if busy { 2 } else { 20 }));
             }
         })?;
@@ -143,22 +154,76 @@ impl Lingering {
     }
 }
 
+/// A page being written, as fast as its client takes it.
+struct Writing {
+    conn: TcpStream,
+    /// The status line and headers.
+    header: Vec<u8>,
+    /// The page; not sent for a HEAD.
+    page: Option<Arc<str>>,
+    /// Bytes written, the header's first.
+    sent: usize,
+    since: Instant,
+    /// When the client last took a byte, or the write began.
+    progress: Instant,
+}
+
+/// Where a page's write stands.
+enum Written {
+    /// Whole.
+    Done,
+    /// The client has not taken the rest yet.
+    Waiting,
+    /// The connection failed or was closed.
+    Failed,
+}
+
+impl Writing {
+    /// Writes what the client's socket takes now.
+    fn push(&mut self, now: Instant) -> Written {
+        loop {
+            let body = self.page.as_deref().map_or(&[][..], str::as_bytes);
+            let rest = match self.sent.checked_sub(self.header.len()) {
+                None => &self.header[self.sent..],
+                Some(at) if at < body.len() => &body[at..],
+                Some(_) => return Written::Done,
+            };
+            match self.conn.write(&rest[..rest.len().min(256 * 1024)]) {
+                Ok(0) => return Written::Failed,
+                Ok(n) => {
+                    self.sent += n;
+                    self.progress = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Written::Waiting,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Written::Failed,
+            }
+        }
+    }
+}
+
 /// The server's state, on its own thread.
 struct Server {
     listener: Arc<TcpListener>,
     page: Snapshot,
     /// Oldest first.
     reading: VecDeque<Pending>,
-    lingering: Vec<Lingering>,
     /// Pages being written.
-    writers: Arc<AtomicUsize>,
+    writing: Vec<Writing>,
+    /// Oldest first.
+    lingering: VecDeque<Lingering>,
 }
 
 impl Server {
     /// Takes new connections, reads the request heads that came, answers the whole ones,
     /// and lets go of what is done or past its time.
     fn step(&mut self) {
-        while let Ok((conn, _)) = self.listener.accept() {
+        // A few at a time: a flood of connections waits in the listen backlog rather than
+        // pushing out, in one step, a scrape whose head has not been read yet.
+        for _ in 0..MAX_PENDING / 4 {
+            let Ok((conn, _)) = self.listener.accept() else {
+                break;
+            };
             if conn.set_nonblocking(true).is_err() {
                 continue;
             }
@@ -181,6 +246,16 @@ impl Server {
             }
         }
         self.reading = still;
+        let now = Instant::now();
+        for mut w in std::mem::take(&mut self.writing) {
+            match w.push(now) {
+                Written::Done => self.linger(w.conn),
+                Written::Waiting if now.duration_since(w.since) < WRITE_TIMEOUT => {
+                    self.writing.push(w);
+                }
+                Written::Waiting | Written::Failed => {}
+            }
+        }
         self.lingering.retain_mut(|l| !l.done());
     }
 
@@ -191,30 +266,57 @@ impl Server {
             (Reply::Page, Some(page)) => page,
             _ => return self.reply(conn, reply, head_only),
         };
-        if self.writers.fetch_add(1, Ordering::AcqRel) >= MAX_WRITERS {
-            self.writers.fetch_sub(1, Ordering::AcqRel);
-            return self.reply(conn, Reply::Busy, false);
+        let now = Instant::now();
+        if self.writing.len() >= MAX_WRITERS {
+            // The page whose client has taken nothing for longest makes room, if it has
+            // waited long enough to be called stalled; otherwise every page is moving and
+            // the scrape is told to come back.
+            let stalled = self
+                .writing
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, w)| w.progress)
+                .filter(|(_, w)| now.duration_since(w.progress) >= STALLED)
+                .map(|(i, _)| i);
+            match stalled {
+                Some(i) => drop(self.writing.swap_remove(i)),
+                None => return self.reply(conn, Reply::Busy, false),
+            }
         }
-        let slot = Slot(Arc::clone(&self.writers));
-        // A thread that cannot start drops its slot with the closure.
-        let _ = std::thread::Builder::new()
-            .name("metrics-page".into())
-            .spawn(move || {
-                let _slot = slot;
-                write_page(conn, &page, head_only);
-            });
+        let header = format!(
+            "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            page.len()
+        );
+        self.writing.push(Writing {
+            conn,
+            header: header.into_bytes(),
+            page: (!head_only).then_some(page),
+            sent: 0,
+            since: now,
+            progress: now,
+        });
+    }
+
+    /// Ends the reply on `conn` and waits for the client's close (at most
+    /// [`MAX_LINGERING`] such connections: the oldest is let go).
+    fn linger(&mut self, conn: TcpStream) {
+        if conn.shutdown(std::net::Shutdown::Write).is_err() {
+            return;
+        }
+        if self.lingering.len() >= MAX_LINGERING {
+            self.lingering.pop_front();
+        }
+        self.lingering.push_back(Lingering {
+            conn,
+            until: Instant::now() + LINGER,
+            read: 0,
+        });
     }
 
     /// Writes a short reply (not the page) without blocking, and lingers.
     fn reply(&mut self, mut conn: TcpStream, reply: Reply, head_only: bool) {
-        if respond(&mut conn, reply, head_only).is_ok()
-            && conn.shutdown(std::net::Shutdown::Write).is_ok()
-        {
-            self.lingering.push(Lingering {
-                conn,
-                until: Instant::now() + LINGER,
-                read: 0,
-            });
+        if respond(&mut conn, reply, head_only).is_ok() {
+            self.linger(conn);
         }
     }
 }
@@ -257,65 +359,6 @@ fn read_some(p: &mut Pending) -> Head {
     }
 }
 
-/// Writes the page on a blocking connection within [`WRITE_TIMEOUT`] in all, then
-/// lingers for the client's close.
-fn write_page(mut conn: TcpStream, page: &str, head_only: bool) {
-    let deadline = Instant::now() + WRITE_TIMEOUT;
-    if conn.set_nonblocking(false).is_err() {
-        return;
-    }
-    let header = format!(
-        "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        page.len()
-    );
-    let body = if head_only { &[][..] } else { page.as_bytes() };
-    for part in [header.as_bytes(), body] {
-        for chunk in part.chunks(64 * 1024) {
-            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                return;
-            };
-            if conn
-                .set_write_timeout(Some(left.max(Duration::from_millis(1))))
-                .is_err()
-                || conn.write_all(chunk).is_err()
-            {
-                return;
-            }
-        }
-    }
-    if conn.shutdown(std::net::Shutdown::Write).is_err() {
-        return;
-    }
-    // As Lingering does, blocking: a second and 64 KB at most.
-    let until = Instant::now() + LINGER;
-    let mut sink = [0u8; 4096];
-    let mut read = 0;
-    while read < LINGER_BYTES {
-        let Some(left) = until.checked_duration_since(Instant::now()) else {
-            return;
-        };
-        if conn
-            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-            .is_err()
-        {
-            return;
-        }
-        match conn.read(&mut sink) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => read += n,
-        }
-    }
-}
-
-/// One of the [`MAX_WRITERS`] taken; given back when dropped, however its thread ends.
-struct Slot(Arc<AtomicUsize>);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// What a request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reply {
@@ -329,7 +372,7 @@ enum Reply {
     Bad,
     /// 431: a request head longer than [`MAX_REQUEST_BYTES`].
     TooLarge,
-    /// 503: [`MAX_WRITERS`] pages being written already.
+    /// 503: [`MAX_WRITERS`] pages being written already, none of them stalled.
     Busy,
 }
 
