@@ -564,6 +564,10 @@ fn a_damaged_plan_is_refused_naming_the_field() {
             "plan.json: runs[1].point is 7; the grid has 2 points (0 to 1)",
         ),
         (
+            |p| p["seeds"] = (0..20_000).collect(),
+            "plan.json: seeds has 20000 seeds; at most 10000",
+        ),
+        (
             |p| p["runs"][1]["seed"] = 9.into(),
             "plan.json: runs[1].seed is 9, not one of the plan's seeds (1, 2)",
         ),

@@ -681,6 +681,10 @@ fn check_plan(plan: &Plan) -> Result<Vec<Vec<String>>> {
     if plan.seeds.is_empty() {
         anyhow::bail!("seeds is empty: a plan runs each point with one seed or more");
     }
+    // Every point runs every seed: more seeds than runs cannot be a plan's.
+    if plan.seeds.len() > MAX_RUNS {
+        anyhow::bail!("seeds has {} seeds; at most {MAX_RUNS}", plan.seeds.len());
+    }
     if plan.runs.is_empty() {
         anyhow::bail!("runs is empty: the plan has no run to merge");
     }
