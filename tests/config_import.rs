@@ -1113,3 +1113,70 @@ fn values_changed_or_dropped_are_warned_about_or_refused() {
         == "line 19: priority-flow-control auto-restore multiplier 0"
         && w.message.contains("3600000 ms")));
 }
+
+#[test]
+fn sonic_integers_are_never_rounded_or_clamped_silently() {
+    let text = data("sonic_config_db.json");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let import = |table: &str, key: &str, field: &str, value: &str| {
+        let mut d = doc.clone();
+        d[table][key][field] = value.into();
+        sonic::import(&d.to_string(), "edited")
+    };
+    // Where SONiC takes an unsigned integer, "-1" and "2.9" are refused with the
+    // TABLE|key|field and the value as written (they were read as 0 and 2).
+    for (table, key, field) in [
+        ("BUFFER_PROFILE", "pg_lossless_100000_5m_profile", "xoff"),
+        ("BUFFER_PROFILE", "pg_lossless_100000_5m_profile", "size"),
+        ("BUFFER_PROFILE", "egress_lossy_profile", "size"),
+        ("BUFFER_POOL", "ingress_lossless_pool", "size"),
+        ("WRED_PROFILE", "AZURE_LOSSLESS", "green_min_threshold"),
+        ("WRED_PROFILE", "AZURE_LOSSLESS", "green_max_threshold"),
+        ("WRED_PROFILE", "AZURE_LOSSLESS", "green_drop_probability"),
+        ("PORT", "Ethernet0", "mtu"),
+        ("PORT", "Ethernet0", "speed"),
+    ] {
+        for bad in ["-1", "2.9"] {
+            let e = import(table, key, field, bad).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!(
+                    "{table}|{key}|{field}: '{bad}' is not a whole number"
+                )),
+                "{table}|{key}|{field} = {bad}: {e}"
+            );
+        }
+    }
+    // dynamic_th is a signed exponent: -1 is alpha 1/2, as SONiC reads it; 2.9 is refused.
+    let mut d = doc.clone();
+    for profile in [
+        "pg_lossless_100000_5m_profile",
+        "pg_lossless_100000_40m_profile",
+    ] {
+        d["BUFFER_PROFILE"][profile]["dynamic_th"] = "-1".into();
+    }
+    let imp = sonic::import(&d.to_string(), "edited").unwrap();
+    assert!(
+        matches!(imp.config.pgs[3].xoff, XoffRule::Dynamic { alpha, .. } if alpha == 0.5),
+        "{:?}",
+        imp.config.pgs[3].xoff
+    );
+    let e = import(
+        "BUFFER_PROFILE",
+        "pg_lossless_100000_5m_profile",
+        "dynamic_th",
+        "2.9",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains(
+            "BUFFER_PROFILE|pg_lossless_100000_5m_profile|dynamic_th: '2.9' is not a whole number"
+        ),
+        "{e}"
+    );
+    // A negative cable length is refused too.
+    let e = import("CABLE_LENGTH", "AZURE", "Ethernet0", "-5m")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("CABLE_LENGTH|AZURE|Ethernet0: '-5m'"), "{e}");
+}

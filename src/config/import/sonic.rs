@@ -200,6 +200,44 @@ impl<'a> Doc<'a> {
             })
     }
 
+    /// A field SONiC takes as an unsigned integer (`uint64` in its YANG model: sizes,
+    /// thresholds, the MTU, the speed in Mb/s): a negative or fractional value is refused
+    /// with the value as written, never rounded or clamped.
+    fn whole(&self, table: &str, key: &str, field: &str) -> Result<Option<u64>, ImportError> {
+        let Some(x) = self.number(table, key, field)? else {
+            return Ok(None);
+        };
+        if x < 0.0 || x.fract() != 0.0 || x >= u64::MAX as f64 {
+            let s = self.field(table, key, field).unwrap_or_default();
+            return Err(val_err(
+                format!("{table}|{key}|{field}"),
+                format!(
+                    "'{s}' is not a whole number 0 or more: SONiC takes an unsigned integer here"
+                ),
+            ));
+        }
+        Ok(Some(x as u64))
+    }
+
+    /// A `dynamic_th`: a signed integer exponent, alpha = 2^n (`int8` in SAI), so −1 is
+    /// alpha 1/2; a fractional value (`2.9`) or one outside −128 to 127 is refused with
+    /// the value as written.
+    fn exponent(&self, table: &str, key: &str, field: &str) -> Result<Option<i32>, ImportError> {
+        let Some(x) = self.number(table, key, field)? else {
+            return Ok(None);
+        };
+        if x.fract() != 0.0 || !(-128.0..=127.0).contains(&x) {
+            let s = self.field(table, key, field).unwrap_or_default();
+            return Err(val_err(
+                format!("{table}|{key}|{field}"),
+                format!(
+                    "'{s}' is not a whole number -128 to 127: dynamic_th is the signed integer exponent n of alpha = 2^n"
+                ),
+            ));
+        }
+        Ok(Some(x as i32))
+    }
+
     /// A `"0".."N"` → number map, as the `*_MAP` tables hold.
     fn map(&self, table: &str, name: &str, size: usize) -> Result<Vec<Option<u8>>, ImportError> {
         let entry = self
@@ -365,9 +403,10 @@ fn ports(doc: &Doc<'_>, w: &mut Writer) -> Result<Vec<Port>, ImportError> {
     let mut no_cable: Vec<&str> = Vec::new();
     for name in names {
         let speed_mbps = doc
-            .number("PORT", name, "speed")?
+            .whole("PORT", name, "speed")?
+            .map(|s| s as f64)
             .ok_or_else(|| val_err(format!("PORT|{name}|speed"), "missing"))?;
-        let mtu = doc.number("PORT", name, "mtu")?;
+        let mtu = doc.whole("PORT", name, "mtu")?;
         let mut lengths: Vec<(&String, f64)> = Vec::new();
         for (table, ports) in &cable_tables {
             let Some(s) = ports.get(name.as_str()).and_then(Value::as_str) else {
@@ -377,6 +416,7 @@ fn ports(doc: &Doc<'_>, w: &mut Writer) -> Result<Vec<Port>, ImportError> {
                 .trim()
                 .strip_suffix('m')
                 .and_then(|m| m.parse::<f64>().ok())
+                .filter(|m| m.is_finite() && *m >= 0.0)
                 .ok_or_else(|| {
                     val_err(
                         format!("CABLE_LENGTH|{table}|{name}"),
@@ -404,7 +444,7 @@ fn ports(doc: &Doc<'_>, w: &mut Writer) -> Result<Vec<Port>, ImportError> {
         out.push(Port {
             name: name.clone(),
             speed_mbps,
-            mtu: mtu.map_or(DEFAULT_MTU, |m| m as u64),
+            mtu: mtu.unwrap_or(DEFAULT_MTU),
             mtu_given: mtu.is_some(),
             cable: lengths.first().map(|(t, m)| ((*t).clone(), *m)),
         });
@@ -726,20 +766,14 @@ fn profile(doc: &Doc<'_>, name: &str, via: &str) -> Result<Profile, ImportError>
             format!("names profile '{name}', which BUFFER_PROFILE lacks"),
         ));
     }
-    let bytes = |f: &str| -> Result<Option<u64>, ImportError> {
-        Ok(doc
-            .number("BUFFER_PROFILE", name, f)?
-            .map(|x| x.max(0.0) as u64))
-    };
+    let bytes = |f: &str| doc.whole("BUFFER_PROFILE", name, f);
     Ok(Profile {
         name: name.to_owned(),
         pool: doc
             .field("BUFFER_PROFILE", name, "pool")
             .map(|p| reference(p).to_owned()),
         size: bytes("size")?.unwrap_or(0),
-        dynamic_th: doc
-            .number("BUFFER_PROFILE", name, "dynamic_th")?
-            .map(|x| x as i32),
+        dynamic_th: doc.exponent("BUFFER_PROFILE", name, "dynamic_th")?,
         static_th: bytes("static_th")?,
         xon: bytes("xon")?,
         xoff: bytes("xoff")?,
@@ -900,8 +934,8 @@ fn buffers(
     if let Some(pool) = &pool_name {
         // The dynamic buffer model sizes the pools itself and leaves the size out of
         // CONFIG_DB; the static one needs it.
-        let size = match doc.number("BUFFER_POOL", pool, "size")? {
-            Some(size) => Some(size as u64),
+        let size = match doc.whole("BUFFER_POOL", pool, "size")? {
+            Some(size) => Some(size),
             None if dynamic_model => {
                 w.warn(
                     format!("BUFFER_POOL|{pool}|size"),
@@ -914,7 +948,7 @@ fn buffers(
             }
             None => return Err(val_err(format!("BUFFER_POOL|{pool}|size"), "missing")),
         };
-        let xoff = doc.number("BUFFER_POOL", pool, "xoff")?.unwrap_or(0.0) as u64;
+        let xoff = doc.whole("BUFFER_POOL", pool, "xoff")?.unwrap_or(0);
         if let Some(size) = size
             && xoff > 0
         {
@@ -981,9 +1015,9 @@ fn buffers(
             (Some(n), None) => {
                 let a = 2f64.powi(n.clamp(-7, 3));
                 let total = doc
-                    .number("BUFFER_POOL", pool_name.as_deref().unwrap_or(""), "size")?
-                    .unwrap_or(0.0);
-                let bytes = (a * total / (1.0 + a)) as u64;
+                    .whole("BUFFER_POOL", pool_name.as_deref().unwrap_or(""), "size")?
+                    .unwrap_or(0);
+                let bytes = (a * total as f64 / (1.0 + a)) as u64;
                 w.value(
                     "queue_limit_bytes",
                     bytes,
@@ -1025,10 +1059,10 @@ fn buffers(
         w.section(&format!("pg.{p}"), false);
         let source = format!("BUFFER_PROFILE|{}", pr.name);
         let pool_xoff = doc
-            .number("BUFFER_POOL", pr.pool.as_deref().unwrap_or(""), "xoff")?
-            .unwrap_or(0.0);
+            .whole("BUFFER_POOL", pr.pool.as_deref().unwrap_or(""), "xoff")?
+            .unwrap_or(0);
         let xoff = pr.xoff.unwrap_or(0);
-        let (reserve, how) = if pool_xoff > 0.0 {
+        let (reserve, how) = if pool_xoff > 0 {
             (pr.size, "size (headroom comes from the pool's xoff)")
         } else if pr.size >= xoff {
             (pr.size - xoff, "size - xoff (size holds the headroom)")
@@ -1094,7 +1128,7 @@ fn dynamic_headroom(doc: &Doc<'_>, w: &mut Writer, set_alpha: bool) -> Result<()
         .map(|name| {
             (
                 name.clone(),
-                doc.number(
+                doc.exponent(
                     "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
                     name,
                     "default_dynamic_th",
@@ -1106,7 +1140,7 @@ fn dynamic_headroom(doc: &Doc<'_>, w: &mut Writer, set_alpha: bool) -> Result<()
         && set_alpha
     {
         let source = format!("DEFAULT_LOSSLESS_BUFFER_PARAMETER|{name}|default_dynamic_th");
-        let a = alpha(w, n as i32, &source);
+        let a = alpha(w, n, &source);
         w.value("pg_alpha", num(a), &format!("{source} = {n} (alpha 2^{n})"));
     }
     Ok(())
@@ -1249,14 +1283,14 @@ fn queues(
                 continue;
             }
             let kmin = doc
-                .number("WRED_PROFILE", p, "green_min_threshold")?
-                .unwrap_or(0.0) as u64;
+                .whole("WRED_PROFILE", p, "green_min_threshold")?
+                .unwrap_or(0);
             let kmax = doc
-                .number("WRED_PROFILE", p, "green_max_threshold")?
-                .unwrap_or(0.0) as u64;
+                .whole("WRED_PROFILE", p, "green_max_threshold")?
+                .unwrap_or(0);
             let prob = doc
-                .number("WRED_PROFILE", p, "green_drop_probability")?
-                .unwrap_or(100.0);
+                .whole("WRED_PROFILE", p, "green_drop_probability")?
+                .unwrap_or(100) as f64;
             w.value(
                 "ecn",
                 format!("{{ kmin_bytes = {kmin}, kmax_bytes = {kmax}, pmax = {} }}", num(prob / 100.0)),
