@@ -1180,3 +1180,36 @@ fn sonic_integers_are_never_rounded_or_clamped_silently() {
         .to_string();
     assert!(e.contains("CABLE_LENGTH|AZURE|Ethernet0: '-5m'"), "{e}");
 }
+
+#[test]
+fn names_from_the_input_cannot_inject_toml_keys() {
+    // A file name, and a port name, with a newline and a key after it: both land in
+    // comments of the TOML, where a newline would end the comment and `seed = 42` would
+    // be read as a key.
+    let evil = "x\nseed = 42\n[watchdog]\nenabled = true";
+    let text = data("sonic_config_db.json");
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let port = doc["PORT"]["Ethernet0"].clone();
+    doc["PORT"][format!("Ethernet0{evil}")] = port;
+    let imp = sonic::import(&doc.to_string(), evil).unwrap();
+    let nx = nxos::import(&data("nxos_running_config.txt"), evil).unwrap();
+    for toml in [&imp.toml, &nx.toml] {
+        assert!(
+            !toml.lines().any(|l| l.trim_start().starts_with("seed")),
+            "{toml}"
+        );
+        assert!(toml.contains(r"x\nseed = 42\n[watchdog]"), "{toml}");
+        assert!(!toml.lines().any(|l| l == "enabled = true"), "{toml}");
+        let cfg = SwitchConfig::from_toml(toml).unwrap();
+        assert_eq!(cfg.seed, 1, "the default seed");
+    }
+    // The port keeps its name, newline and all, as a quoted TOML string.
+    assert!(
+        imp.config
+            .ports
+            .iter()
+            .any(|p| p.name == format!("Ethernet0{evil}")),
+        "{:?}",
+        imp.config.ports.iter().map(|p| &p.name).collect::<Vec<_>>()
+    );
+}

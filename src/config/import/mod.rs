@@ -84,7 +84,7 @@ impl Writer {
     /// `key = value  # source`; `value` is TOML already.
     pub fn value(&mut self, key: &str, value: impl std::fmt::Display, source: &str) {
         let line = format!("{key} = {value}");
-        let _ = writeln!(self.text, "{line:<27} # {source}");
+        let _ = writeln!(self.text, "{line:<27} # {}", comment_text(source));
         let full = if self.section.is_empty() {
             key.to_owned()
         } else {
@@ -96,7 +96,7 @@ impl Writer {
     /// `key = value  # source` before every section.
     pub fn root_value(&mut self, key: &str, value: impl std::fmt::Display, source: &str) {
         let line = format!("{key} = {value}");
-        let _ = writeln!(self.root, "{line:<27} # {source}");
+        let _ = writeln!(self.root, "{line:<27} # {}", comment_text(source));
         self.origin
             .entry(key.to_owned())
             .or_insert_with(|| source.to_owned());
@@ -140,7 +140,9 @@ impl Writer {
         self.warn(source, message);
     }
 
-    /// Validates the text and adds the configuration's own warnings ([`SwitchConfig::lint`])
+    /// Validates the text (`header` is comment lines, with text from the input passed
+    /// through [`comment_text`]) and adds the configuration's own warnings
+    /// ([`SwitchConfig::lint`])
     /// with the source of the key that shows each, except those the importer gave already
     /// ([`Writer::warn_instead_of`]).
     pub fn finish(mut self, header: &str) -> Result<Imported, ImportError> {
@@ -173,10 +175,44 @@ impl Writer {
     }
 }
 
-/// A string as TOML writes it, quoted and escaped (a port name may hold a quote or a
-/// backslash).
+/// Text from the input (a port name, a file name, a source path) made safe for one TOML
+/// comment line: TOML allows no control character but tab in a comment, and a newline
+/// would end the comment and let the rest of the text be read as keys (a file named
+/// `x\nseed = 42` once set the seed). Each control character is written as its Rust
+/// escape (`\n`, `\u{1b}`).
+pub(crate) fn comment_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A string as a one-line TOML basic string, quoted and escaped (a port name may hold a
+/// quote, a backslash or a newline; the toml crate would write the newline as a
+/// multi-line string, whose lines read like keys).
 pub(crate) fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_owned()).to_string()
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A number as TOML writes it: integers without a fraction.

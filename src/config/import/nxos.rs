@@ -720,8 +720,9 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         }
     }
     w.finish(&format!(
-        "# Imported from NX-OS running-config {name} by `rocelab config import nxos`.\n\
-         # Each comment names the line a value came from."
+        "# Imported from NX-OS running-config {} by `rocelab config import nxos`.\n\
+         # Each comment names the line a value came from.",
+        super::comment_text(name)
     ))
 }
 

@@ -324,8 +324,9 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
     queues(&doc, &ports, &lossless, tc_queue, &mut w)?;
     watchdog(&doc, &mut w)?;
     w.finish(&format!(
-        "# Imported from SONiC CONFIG_DB {name} by `rocelab config import sonic`.\n\
-         # Each comment names the TABLE|key|field a value came from."
+        "# Imported from SONiC CONFIG_DB {} by `rocelab config import sonic`.\n\
+         # Each comment names the TABLE|key|field a value came from.",
+        super::comment_text(name)
     ))
 }
 
