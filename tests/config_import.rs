@@ -1213,3 +1213,27 @@ fn names_from_the_input_cannot_inject_toml_keys() {
         imp.config.ports.iter().map(|p| &p.name).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn nxos_reversed_ranges_are_refused_with_their_line() {
+    // `match dscp 26-24,24` gave DSCPs {24}: 26, the NIC's RoCE default, fell into the
+    // lossy default class without a word. NX-OS prints ranges low to high.
+    let text = data("nxos_running_config.txt");
+    let bad = text.replace("  match dscp 24,26\n", "  match dscp 26-24,24\n");
+    assert_ne!(bad, text);
+    let e = nxos::import(&bad, "reversed").unwrap_err().to_string();
+    let line = bad
+        .lines()
+        .position(|l| l.contains("26-24"))
+        .map(|n| n + 1)
+        .unwrap();
+    assert!(
+        e.contains(&format!(
+            "line {line}: match dscp 26-24,24: '26-24' is a range from high to low: write it 24-26"
+        )),
+        "{e}"
+    );
+    let bad = text.replace("pause pfc-cos 3", "pause pfc-cos 4-3");
+    let e = nxos::import(&bad, "reversed").unwrap_err().to_string();
+    assert!(e.contains("pause pfc-cos 4-3: '4-3' is a range"), "{e}");
+}

@@ -82,7 +82,9 @@ fn at(b: &Block) -> String {
     format!("line {}: {}", b.line, b.text())
 }
 
-/// `24,26`, `24-31`, `3`.
+/// `24,26`, `24-31`, `3`. A range is written low to high, as NX-OS prints it in a
+/// running-config: `26-24` is refused with its line (it once gave nothing, and DSCP 26
+/// fell silently into the default class).
 fn numbers(b: &Block, s: &str, max: u32) -> Result<Vec<u32>, ImportError> {
     let mut out = Vec::new();
     for part in s.split(',').filter(|p| !p.is_empty()) {
@@ -96,6 +98,12 @@ fn numbers(b: &Block, s: &str, max: u32) -> Result<Vec<u32>, ImportError> {
             })
         };
         let (a, z) = (parse(a)?, parse(z)?);
+        if a > z {
+            return Err(val_err(
+                b,
+                format!("'{part}' is a range from high to low: write it {z}-{a}"),
+            ));
+        }
         out.extend(a..=z);
     }
     Ok(out)
