@@ -1215,6 +1215,72 @@ fn names_from_the_input_cannot_inject_toml_keys() {
 }
 
 #[test]
+fn nxos_classification_applied_per_interface_as_the_ai_ml_blueprint_does() {
+    // Cisco's AI/ML blueprint applies `service-policy type qos input` on each interface
+    // and none under `system qos`: it was refused ("priority 3 is lossless but no DSCP
+    // maps to traffic class 3").
+    let text = data("nxos_ai_blueprint_per_interface.txt");
+    let imp = nxos::import(&text, "ai-leaf.txt").unwrap();
+    let c = &imp.config;
+    assert_eq!(c.dscp_to_tc[24], 3);
+    assert_eq!(c.dscp_to_tc[26], 3);
+    assert_eq!(c.dscp_to_tc[48], 7);
+    assert_eq!(c.dscp_to_tc[0], 0);
+    assert!(c.lossless.contains(3));
+    assert_eq!(c.ports.len(), 4);
+    assert!(
+        imp.warnings.iter().all(|w| !w.message.contains("qos input")
+            && !w.message.contains("DSCP")
+            && !w.message.contains("classif")),
+        "{:#?}",
+        imp.warnings
+    );
+    assert!(
+        imp.toml.contains(
+            "service-policy type qos input AI-ML-CLASSIFY (applied on 4 of 4 interfaces)"
+        ),
+        "{}",
+        imp.toml
+    );
+    passes_conformance(c, "ai-leaf");
+
+    // One interface applies another policy: the one most apply is taken, and the odd one
+    // is named with its line.
+    let odd = text.replacen(
+        "  description spine-02\n  mtu 9216\n  speed 400000\n  priority-flow-control mode on\n  priority-flow-control watch-dog-interval on\n  service-policy type qos input AI-ML-CLASSIFY",
+        "  description spine-02\n  mtu 9216\n  speed 400000\n  priority-flow-control mode on\n  priority-flow-control watch-dog-interval on\n  service-policy type qos input OTHER",
+        1,
+    );
+    assert_ne!(odd, text);
+    let imp = nxos::import(&odd, "odd.txt").unwrap();
+    assert_eq!(imp.config.dscp_to_tc[26], 3);
+    let w = imp
+        .warnings
+        .iter()
+        .find(|w| w.source.ends_with("service-policy type qos input OTHER"))
+        .expect("the odd interface is named");
+    assert!(
+        w.source.starts_with("line ")
+            && w.message.contains(
+                "Ethernet1/50 classifies by OTHER, other interfaces by AI-ML-CLASSIFY: rocelab has one classification for every port"
+            ),
+        "{w:?}"
+    );
+    // An interface without a policy: on the switch its traffic is class-default's.
+    let none = text.replacen("  service-policy type qos input AI-ML-CLASSIFY\n", "", 1);
+    let imp = nxos::import(&none, "none.txt").unwrap();
+    assert!(
+        imp.warnings
+            .iter()
+            .any(|w| w.source.ends_with("interface Ethernet1/1")
+                && w.message
+                    .contains("Ethernet1/1 applies no qos input policy")),
+        "{:#?}",
+        imp.warnings
+    );
+}
+
+#[test]
 fn nxos_reversed_ranges_are_refused_with_their_line() {
     // `match dscp 26-24,24` gave DSCPs {24}: 26, the NIC's RoCE default, fell into the
     // lossy default class without a word. NX-OS prints ranges low to high.

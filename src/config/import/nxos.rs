@@ -271,58 +271,14 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
             })
             .and_then(|c| c.words.last().map(|n| (n.clone(), at(c))))
     };
-    // Classification: the system qos input policy, class by class, first match wins.
-    let mut dscp_tc: [Option<(u32, String)>; 64] = std::array::from_fn(|_| None);
+    // Classification: one qos input policy for every port, class by class, first match
+    // wins.
+    let input = input_policy(service(&["qos", "input"]), &interfaces, &mut w);
+    let mut dscp_tc: DscpGroups = std::array::from_fn(|_| None);
     let mut default_tc = (0u32, "class-default absent: qos-group 0".to_owned());
-    if let Some((policy, via)) = service(&["qos", "input"]) {
-        let p = qos_policies
-            .get(&policy)
-            .ok_or_else(|| ImportError::Value {
-                at: via.clone(),
-                message: format!("no policy-map type qos {policy}"),
-            })?;
-        for class in p.children.iter().filter(|c| c.starts(&["class"])) {
-            let cname = class.words.last().cloned().unwrap_or_default();
-            let Some(set) = class
-                .children
-                .iter()
-                .find(|c| c.starts(&["set", "qos-group"]))
-            else {
-                continue;
-            };
-            let group = one_number(set, word_of(set, 2), 7)?;
-            if cname == "class-default" {
-                default_tc = (group, at(set));
-                continue;
-            }
-            let (dscps, _) = class_maps
-                .get(&cname)
-                .ok_or_else(|| val_err(class, format!("no class-map type qos {cname}")))?;
-            for &d in dscps {
-                if dscp_tc[d as usize].is_none() {
-                    dscp_tc[d as usize] = Some((group, format!("{} -> {}", cname, at(set))));
-                }
-            }
-        }
-        for i in &interfaces {
-            if let Some(c) = i
-                .children
-                .iter()
-                .find(|c| c.starts(&["service-policy", "type", "qos", "input"]))
-            {
-                let other = c.words.last().cloned().unwrap_or_default();
-                if other != policy {
-                    w.warn(
-                        at(c),
-                        format!(
-                            "{} classifies by {other}, not the system policy {policy}: rocelab classifies every port by {policy}",
-                            i.words[1]
-                        ),
-                    );
-                }
-            }
-        }
-        w.root_value("trust", "\"dscp\"", &via);
+    if let Some((policy, via)) = &input {
+        (dscp_tc, default_tc) = classes(policy, via, &qos_policies, &class_maps)?;
+        w.root_value("trust", "\"dscp\"", via);
     }
     // Ports.
     // Every network-qos `mtu` is a number of bytes (`mtu jumbo` is not NX-OS).
@@ -424,7 +380,7 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
         );
     }
     // Classification maps.
-    if service(&["qos", "input"]).is_some() {
+    if input.is_some() {
         w.section("classify", false);
         let pairs: Vec<String> = dscp_tc
             .iter()
@@ -732,6 +688,117 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
          # Each comment names the line a value came from.",
         super::comment_text(name)
     ))
+}
+
+/// DSCP → (qos-group, the source that sets it), as the qos policy's classes give it.
+type DscpGroups = [Option<(u32, String)>; 64];
+
+/// The qos input policy that classifies every port, and where it is applied: the one
+/// under `system qos` (`system`), else the one the interfaces apply, as Cisco's AI/ML
+/// blueprint does on each `interface EthernetX/Y`. rocelab has one classification for the
+/// whole switch, so an interface that applies another policy (or, without a system
+/// policy, none) is warned about; the policy most interfaces apply is taken.
+fn input_policy(
+    system: Option<(String, String)>,
+    interfaces: &[&Block],
+    w: &mut Writer,
+) -> Option<(String, String)> {
+    let applied: Vec<(&Block, Option<&Block>)> = interfaces
+        .iter()
+        .map(|i| {
+            let c = i
+                .children
+                .iter()
+                .find(|c| c.starts(&["service-policy", "type", "qos", "input"]));
+            (*i, c)
+        })
+        .collect();
+    let name = |c: &Block| c.words.last().cloned().unwrap_or_default();
+    let from_system = system.is_some();
+    let (policy, via) = match system {
+        Some(s) => s,
+        None => {
+            let names: Vec<String> = applied.iter().filter_map(|(_, c)| c.map(name)).collect();
+            let common = super::most_common(&names)?;
+            let first = applied
+                .iter()
+                .find_map(|(_, c)| c.filter(|c| name(c) == common))?;
+            let n = names.iter().filter(|n| **n == common).count();
+            let via = format!(
+                "{} (applied on {n} of {} interfaces)",
+                at(first),
+                interfaces.len()
+            );
+            (common, via)
+        }
+    };
+    for (i, c) in &applied {
+        let iface = &i.words[1];
+        match c {
+            Some(c) if name(c) != policy && from_system => w.warn(
+                at(c),
+                format!(
+                    "{iface} classifies by {}, not the system policy {policy}: rocelab classifies every port by {policy}",
+                    name(c)
+                ),
+            ),
+            Some(c) if name(c) != policy => w.warn(
+                at(c),
+                format!(
+                    "{iface} classifies by {}, other interfaces by {policy}: rocelab has one classification for every port and takes {policy}, which most interfaces apply",
+                    name(c)
+                ),
+            ),
+            None if !from_system => w.warn(
+                at(i),
+                format!(
+                    "{iface} applies no qos input policy, so the switch puts all its traffic in class-default (qos-group 0): rocelab has one classification for every port and classifies it by {policy}"
+                ),
+            ),
+            _ => {}
+        }
+    }
+    Some((policy, via))
+}
+
+/// DSCP → qos-group by the classes of qos policy `policy` (applied at `via`), first match
+/// wins, and class-default's qos-group with its source.
+fn classes(
+    policy: &str,
+    via: &str,
+    qos_policies: &BTreeMap<String, &Block>,
+    class_maps: &BTreeMap<String, (Vec<u32>, &Block)>,
+) -> Result<(DscpGroups, (u32, String)), ImportError> {
+    let p = qos_policies.get(policy).ok_or_else(|| ImportError::Value {
+        at: via.to_owned(),
+        message: format!("no policy-map type qos {policy}"),
+    })?;
+    let mut dscp_tc: DscpGroups = std::array::from_fn(|_| None);
+    let mut default_tc = (0u32, "class-default absent: qos-group 0".to_owned());
+    for class in p.children.iter().filter(|c| c.starts(&["class"])) {
+        let cname = class.words.last().cloned().unwrap_or_default();
+        let Some(set) = class
+            .children
+            .iter()
+            .find(|c| c.starts(&["set", "qos-group"]))
+        else {
+            continue;
+        };
+        let group = one_number(set, word_of(set, 2), 7)?;
+        if cname == "class-default" {
+            default_tc = (group, at(set));
+            continue;
+        }
+        let (dscps, _) = class_maps
+            .get(&cname)
+            .ok_or_else(|| val_err(class, format!("no class-map type qos {cname}")))?;
+        for &d in dscps {
+            if dscp_tc[d as usize].is_none() {
+                dscp_tc[d as usize] = Some((group, format!("{} -> {}", cname, at(set))));
+            }
+        }
+    }
+    Ok((dscp_tc, default_tc))
 }
 
 /// Warns about the QoS commands of interface `i` that rocelab does not take per port (it
