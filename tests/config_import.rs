@@ -1303,3 +1303,85 @@ fn nxos_reversed_ranges_are_refused_with_their_line() {
     let e = nxos::import(&bad, "reversed").unwrap_err().to_string();
     assert!(e.contains("pause pfc-cos 4-3: '4-3' is a range"), "{e}");
 }
+
+#[test]
+fn import_errors_name_the_input_never_the_toml_rocelab_wrote() {
+    // A value that passes the importer but not rocelab's limits is named by its source
+    // in the input and rocelab's key; it was "line 20, column 7 (ports[1].mtu)", a line
+    // of TOML the user never saw.
+    let text = data("sonic_config_db.json");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let sonic_err = |table: &str, key: &str, field: &str, value: &str| {
+        let mut d = doc.clone();
+        d[table][key][field] = value.into();
+        sonic::import(&d.to_string(), "edited")
+            .unwrap_err()
+            .to_string()
+    };
+    let e = sonic_err("PORT", "Ethernet4", "mtu", "5000000000");
+    assert!(
+        e.contains("PORT|Ethernet4|mtu (ports[1].mtu): ") && !e.contains("column"),
+        "{e}"
+    );
+    let e = sonic_err("PORT", "Ethernet4", "speed", "0");
+    assert!(
+        e.contains("PORT|Ethernet4|speed = 0 (Mb/s) (ports[1].speed_gbps): "),
+        "{e}"
+    );
+    // A pool past rocelab's limit keeps every digit (it was read through a double).
+    let e = sonic_err(
+        "BUFFER_POOL",
+        "ingress_lossless_pool",
+        "size",
+        "99999999999999999",
+    );
+    assert!(
+        e.contains("BUFFER_POOL|ingress_lossless_pool|size (buffer.shared_bytes): 99999999999999999 is not allowed"),
+        "{e}"
+    );
+    // A drop probability is a percentage: 500 is refused as written, not as pmax 5.
+    let e = sonic_err(
+        "WRED_PROFILE",
+        "AZURE_LOSSLESS",
+        "green_drop_probability",
+        "500",
+    );
+    assert!(
+        e.contains(
+            "WRED_PROFILE|AZURE_LOSSLESS|green_drop_probability: '500' is not a percentage 0 to 100"
+        ),
+        "{e}"
+    );
+
+    // NX-OS: the line, with the value as written.
+    let nx = data("nxos_ai_blueprint_per_interface.txt");
+    let line_of = |text: &str, what: &str| text.lines().position(|l| l.contains(what)).unwrap() + 1;
+    let bad = nx.replacen("  speed 400000", "  speed 4000000000", 1);
+    let e = nxos::import(&bad, "x").unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "line {}: speed 4000000000 (Mb/s) (ports[0].speed_gbps): ",
+            line_of(&bad, "speed 4000000000")
+        )),
+        "{e}"
+    );
+    let bad = nx.replace(
+        "minimum-threshold 150 kbytes",
+        "minimum-threshold 99999999999999 mbytes",
+    );
+    let e = nxos::import(&bad, "x").unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "line {}: random-detect",
+            line_of(&bad, "99999999999999")
+        )) && e.contains("'99999999999999 mbytes' is not a whole number of bytes")
+            && !e.contains("18446744073709551615"),
+        "{e}"
+    );
+    let bad = nx.replace("drop-probability 7 ", "drop-probability 700 ");
+    let e = nxos::import(&bad, "x").unwrap_err().to_string();
+    assert!(
+        e.contains("drop-probability must be a percent, 0 to 100"),
+        "{e}"
+    );
+}

@@ -58,7 +58,10 @@ pub(crate) struct Writer {
     /// Keys before the first section.
     root: String,
     text: String,
+    /// The open section as rocelab's errors name it: `buffer`, `queue.3`, `ports[1]`.
     section: String,
+    /// Items written so far of each array of tables (`[[ports]]`).
+    items: BTreeMap<String, usize>,
     /// rocelab key → source path.
     origin: BTreeMap<String, String>,
     warnings: Vec<ImportWarning>,
@@ -78,7 +81,13 @@ impl Writer {
         } else {
             let _ = writeln!(self.text, "[{name}]");
         }
-        self.section = name.to_owned();
+        self.section = if array {
+            let n = self.items.entry(name.to_owned()).or_insert(0);
+            *n += 1;
+            format!("{name}[{}]", *n - 1)
+        } else {
+            name.to_owned()
+        };
     }
 
     /// `key = value  # source`; `value` is TOML already.
@@ -109,10 +118,17 @@ impl Writer {
         let related = |k: &str| {
             k == key || key.starts_with(&format!("{k}.")) || k.starts_with(&format!("{key}."))
         };
+        // Else the item the key is in, by its name (`ports[1].speed_gbps` when that port
+        // gives no speed: the port's own line).
+        let item = || {
+            let (item, _) = key.split_once("].")?;
+            self.origin.get(&format!("{item}].name")).cloned()
+        };
         self.origin
             .iter()
             .find(|(k, _)| related(k))
             .map(|(_, s)| s.clone())
+            .or_else(item)
     }
 
     /// A warning, unless the same one was given already.
@@ -147,7 +163,15 @@ impl Writer {
     /// ([`Writer::warn_instead_of`]).
     pub fn finish(mut self, header: &str) -> Result<Imported, ImportError> {
         let toml = format!("{header}\n\n{}\n{}", self.root, self.text);
-        let config = SwitchConfig::from_toml(&toml).map_err(|e| {
+        // The TOML is rocelab's own, which the user has not seen: an error names the
+        // source in the input and the rocelab key (`ports[1].mtu`), never a line of it.
+        let table: toml::Table = toml::from_str(&toml).map_err(|e| {
+            ImportError::Syntax(format!(
+                "rocelab wrote TOML it cannot read back (a bug; please report it): {}",
+                e.message()
+            ))
+        })?;
+        let config = SwitchConfig::from_table(table).map_err(|e| {
             // A value outside rocelab's limits is named by its source, as the docs promise.
             let key = match self.source_of(&e.key) {
                 Some(source) => format!("{source} ({})", e.key),

@@ -119,9 +119,12 @@ fn one_number(b: &Block, s: &str, max: u32) -> Result<u32, ImportError> {
 
 /// A size as `random-detect` writes it: a number and `bytes`, `kbytes` or `mbytes`.
 fn bytes(b: &Block, n: &str, unit: &str) -> Result<u64, ImportError> {
+    let given = n;
     let n: f64 = n
         .parse()
-        .map_err(|_| val_err(b, format!("'{n}' is not a number")))?;
+        .ok()
+        .filter(|n: &f64| n.is_finite() && *n >= 0.0)
+        .ok_or_else(|| val_err(b, format!("'{n}' is not a number 0 or more")))?;
     let scale = match unit {
         "bytes" => 1.0,
         "kbytes" => KBYTE,
@@ -135,7 +138,15 @@ fn bytes(b: &Block, n: &str, unit: &str) -> Result<u64, ImportError> {
             ));
         }
     };
-    Ok((n * scale) as u64)
+    let bytes = n * scale;
+    // Past 2^53 a double no longer holds every whole number (and `as` would saturate).
+    if bytes.fract() != 0.0 || bytes > 2f64.powi(53) {
+        return Err(val_err(
+            b,
+            format!("'{given} {unit}' is not a whole number of bytes rocelab can hold"),
+        ));
+    }
+    Ok(bytes as u64)
 }
 
 /// The value after `key` in a block's words.
@@ -573,7 +584,10 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
                     )?;
                     let prob: f64 = after(c, "drop-probability")
                         .and_then(|p| p.parse().ok())
-                        .ok_or_else(|| val_err(c, "drop-probability must be a percent"))?;
+                        .filter(|p| (0.0..=100.0).contains(p))
+                        .ok_or_else(|| {
+                            val_err(c, "drop-probability must be a percent, 0 to 100")
+                        })?;
                     if after(c, "weight").is_some_and(|w| w != "0") {
                         w.warn(at(c), "a non-zero weight averages the queue depth: rocelab's RED uses the instantaneous depth (weight 0)");
                     }

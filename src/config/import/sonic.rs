@@ -204,38 +204,38 @@ impl<'a> Doc<'a> {
     /// thresholds, the MTU, the speed in Mb/s): a negative or fractional value is refused
     /// with the value as written, never rounded or clamped.
     fn whole(&self, table: &str, key: &str, field: &str) -> Result<Option<u64>, ImportError> {
-        let Some(x) = self.number(table, key, field)? else {
+        let Some(s) = self.field(table, key, field) else {
             return Ok(None);
         };
-        if x < 0.0 || x.fract() != 0.0 || x >= u64::MAX as f64 {
-            let s = self.field(table, key, field).unwrap_or_default();
-            return Err(val_err(
-                format!("{table}|{key}|{field}"),
-                format!(
-                    "'{s}' is not a whole number 0 or more: SONiC takes an unsigned integer here"
-                ),
-            ));
+        if let Ok(n) = s.trim().parse::<u64>() {
+            return Ok(Some(n));
         }
-        Ok(Some(x as u64))
+        // Not a number at all: that error; else not a whole number in range.
+        self.number(table, key, field)?;
+        Err(val_err(
+            format!("{table}|{key}|{field}"),
+            format!("'{s}' is not a whole number 0 or more: SONiC takes an unsigned integer here"),
+        ))
     }
 
     /// A `dynamic_th`: a signed integer exponent, alpha = 2^n (`int8` in SAI), so −1 is
     /// alpha 1/2; a fractional value (`2.9`) or one outside −128 to 127 is refused with
     /// the value as written.
     fn exponent(&self, table: &str, key: &str, field: &str) -> Result<Option<i32>, ImportError> {
-        let Some(x) = self.number(table, key, field)? else {
+        let Some(s) = self.field(table, key, field) else {
             return Ok(None);
         };
-        if x.fract() != 0.0 || !(-128.0..=127.0).contains(&x) {
-            let s = self.field(table, key, field).unwrap_or_default();
-            return Err(val_err(
-                format!("{table}|{key}|{field}"),
-                format!(
-                    "'{s}' is not a whole number -128 to 127: dynamic_th is the signed integer exponent n of alpha = 2^n"
-                ),
-            ));
+        if let Ok(n) = s.trim().parse::<i8>() {
+            return Ok(Some(i32::from(n)));
         }
-        Ok(Some(x as i32))
+        // Not a number at all: that error; else not a whole number in range.
+        self.number(table, key, field)?;
+        Err(val_err(
+            format!("{table}|{key}|{field}"),
+            format!(
+                "'{s}' is not a whole number -128 to 127: dynamic_th is the signed integer exponent n of alpha = 2^n"
+            ),
+        ))
     }
 
     /// A `"0".."N"` → number map, as the `*_MAP` tables hold.
@@ -1292,6 +1292,12 @@ fn queues(
             let prob = doc
                 .whole("WRED_PROFILE", p, "green_drop_probability")?
                 .unwrap_or(100) as f64;
+            if prob > 100.0 {
+                return Err(val_err(
+                    format!("{src}|green_drop_probability"),
+                    format!("'{}' is not a percentage 0 to 100", num(prob)),
+                ));
+            }
             w.value(
                 "ecn",
                 format!("{{ kmin_bytes = {kmin}, kmax_bytes = {kmax}, pmax = {} }}", num(prob / 100.0)),
