@@ -20,7 +20,7 @@ use std::process::ExitCode;
             in: replay, switch, conformance, sim, sweep, compare, lab\n  \
         --set KEY=VALUE                   change one key by its dotted path (sim, sweep and\n                                    \
                                           compare: a key of the scenario)\n      \
-            in: replay, switch, conformance, sim, sweep, compare, lab\n  \
+            in: replay, switch, conformance, sim, sweep, compare, lab, config check\n  \
         --json FILE                       a machine report; `-` for standard output\n      \
             in: replay, switch, endpoint, conformance, sweep, compare; inspect --json takes no\n      \
             FILE and prints JSON lines; sim and lab write report.json into --out DIR\n  \

@@ -668,3 +668,33 @@ fn a_filter_port_the_capture_does_not_have_is_refused() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn config_check_takes_set_as_every_command_does() {
+    // `--set` is documented as the same everywhere; `config check` refused it.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.toml");
+    let preset = rocelab(&["config", "show", "default"]);
+    std::fs::write(&file, &preset.stdout).unwrap();
+    let path = file.to_str().unwrap();
+    let set = "classify.dscp_to_tc=[[26,3],[48,0]]";
+    let out = rocelab(&["config", "check", path, "--set", set]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains(&format!("{path} with {set}: valid")),
+        "{stdout}"
+    );
+    let cnp = "warning: classify.dscp_to_tc: CNPs (DSCP 48, the NIC default) land in TC 0";
+    assert!(stdout.contains(cnp), "{stdout}");
+    let plain = text(&rocelab(&["config", "check", path]).stdout);
+    assert!(!plain.contains(cnp), "{plain}");
+    // The change is checked like the file: priority 4 has no DSCP mapped to it.
+    let out = rocelab(&["config", "check", path, "--set", "pfc.lossless=[3,4]"]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("with --set pfc.lossless=[3,4]: pfc.lossless: priority 4 is lossless"),
+        "{stderr}"
+    );
+}

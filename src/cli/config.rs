@@ -1,6 +1,6 @@
 //! `rocelab config`: the presets, and checking a configuration file.
 
-use super::{Preset, load_switch_config};
+use super::Preset;
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 
@@ -39,6 +39,10 @@ enum Action {
     Check {
         /// Switch configuration file (TOML) to check.
         file: PathBuf,
+        /// Change one key by its dotted path before checking, as every command that
+        /// reads a configuration does (repeatable): `--set buffer.shared_bytes=4M`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
     },
 }
 
@@ -134,9 +138,14 @@ pub fn run(args: Args) -> Result<()> {
             }
             Ok(())
         }
-        Action::Check { file } => {
-            let cfg = load_switch_config(&file)?;
-            sayln!("{}: valid", file.display());
+        Action::Check { file, set } => {
+            let source = super::SwitchConfigArgs {
+                config: Some(file),
+                preset: None,
+                set,
+            };
+            let cfg = source.load(Preset::Default)?;
+            sayln!("{}: valid", source.describe(Preset::Default));
             for w in cfg.lint() {
                 sayln!("warning: {}: {}", w.key, w.message);
             }

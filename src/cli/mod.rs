@@ -316,12 +316,6 @@ impl SwitchConfigArgs {
     }
 }
 
-/// A switch configuration file, with the file named in any error.
-pub fn load_switch_config(path: &Path) -> Result<SwitchConfig> {
-    let text = read_config(path)?;
-    SwitchConfig::from_toml(&text).with_context(|| format!("configuration {}", path.display()))
-}
-
 /// An endpoint configuration file, with the file named in any error (not yet validated:
 /// callers override fields first).
 pub fn load_endpoint_config(path: &Path) -> Result<EndpointConfig> {
