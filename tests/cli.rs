@@ -698,3 +698,47 @@ fn config_check_takes_set_as_every_command_does() {
         "{stderr}"
     );
 }
+
+#[test]
+fn config_check_warns_when_ecn_lies_above_the_xoff_point_or_the_shared_buffer() {
+    // The default preset: 32 MiB shared, dynamic alpha 1, no PG reserve, so a lone flow
+    // makes PG 3 send XOFF at alpha x free = 33554432 / (1 + 1) = 16777216 B of queue.
+    // ECN on queue 3 is 150000 to 3000000 B, pmax 0.07: below it, no warning.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.toml");
+    std::fs::write(&file, rocelab(&["config", "show", "default"]).stdout).unwrap();
+    let path = file.to_str().unwrap();
+    let check = |set: &str| {
+        let out = rocelab(&["config", "check", path, "--set", set]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert!(!check("seed=2").contains("ecn"));
+    // Kmax 20 MiB: marking at the XOFF point is 0.07 x (16777216 - 150000) / (20971520 -
+    // 150000) = 0.0559; PFC does the rest. A warning with the numbers, not an error.
+    let out = check("queue.3.ecn.kmax_bytes=20M");
+    assert!(
+        out.contains(
+            "warning: queue.3.ecn.kmax_bytes: ECN's Kmax 20971520 B is above the 16777216 B at which PG 3 sends XOFF for a lone flow: PFC pauses the senders before marking reaches pmax 0.07; at the XOFF point ECN marks with probability 0.0559"
+        ),
+        "{out}"
+    );
+    // Kmax above the 32 MiB shared buffer as well.
+    let out = check("queue.3.ecn.kmax_bytes=40M");
+    assert!(
+        out.contains("ECN's Kmax 41943040 B is above the 16777216 B at which PG 3 sends XOFF for a lone flow, and above the 33554432 B shared buffer"),
+        "{out}"
+    );
+    // Kmin above the shared buffer: ECN never marks; PFC alone.
+    let out = check("queue.3.ecn={ kmin_bytes = 41943040, kmax_bytes = 50331648, pmax = 0.1 }");
+    assert!(
+        out.contains(
+            "warning: queue.3.ecn.kmin_bytes: ECN starts at 41943040 B, above the 33554432 B shared buffer: the queue never holds that much, so ECN never marks"
+        ),
+        "{out}"
+    );
+    assert!(
+        !out.contains("queue.3.ecn.kmax_bytes"),
+        "one warning: {out}"
+    );
+}

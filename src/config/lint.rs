@@ -159,12 +159,37 @@ impl SwitchConfig {
                         (alpha * self.shared_bytes as f64 / (1.0 + alpha)) as u64
                     }
                 };
-            if red.kmin_bytes >= xoff_depth {
+            let shared = self.shared_bytes;
+            if red.kmin_bytes > shared {
+                warn(
+                    &format!("queue.{q}.ecn.kmin_bytes"),
+                    format!(
+                        "ECN starts at {} B, above the {shared} B shared buffer: the queue never holds that much, so ECN never marks and PFC alone slows the senders (PG {pg} sends XOFF at {xoff_depth} B for a lone flow)",
+                        red.kmin_bytes
+                    ),
+                );
+            } else if red.kmin_bytes >= xoff_depth {
                 warn(
                     &format!("queue.{q}.ecn.kmin_bytes"),
                     format!(
                         "ECN starts at {} B, at or above the {xoff_depth} B at which PG {pg} sends XOFF for a lone flow: PFC fires before ECN can act, so DCQCN never slows the senders first",
                         red.kmin_bytes
+                    ),
+                );
+            } else if red.kmax_bytes > xoff_depth {
+                // RED's line: the marking probability where PFC takes over.
+                let at_xoff = red.pmax * (xoff_depth - red.kmin_bytes) as f64
+                    / (red.kmax_bytes - red.kmin_bytes) as f64;
+                let beyond = if red.kmax_bytes > shared {
+                    format!(", and above the {shared} B shared buffer")
+                } else {
+                    String::new()
+                };
+                warn(
+                    &format!("queue.{q}.ecn.kmax_bytes"),
+                    format!(
+                        "ECN's Kmax {} B is above the {xoff_depth} B at which PG {pg} sends XOFF for a lone flow{beyond}: PFC pauses the senders before marking reaches pmax {2}; at the XOFF point ECN marks with probability {1:.4} of the {2} configured, and PFC does the rest",
+                        red.kmax_bytes, at_xoff, red.pmax
                     ),
                 );
             }
