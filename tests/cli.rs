@@ -742,3 +742,36 @@ fn config_check_warns_when_ecn_lies_above_the_xoff_point_or_the_shared_buffer() 
         "one warning: {out}"
     );
 }
+
+#[test]
+fn unknown_keys_get_a_did_you_mean_in_files_and_in_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typo.toml");
+    std::fs::write(&file, "[buffer]\npg_alfa = 1\n").unwrap();
+    let path = file.to_str().unwrap();
+    let stderr = |args: &[&str]| {
+        let out = rocelab(args);
+        assert!(!out.status.success(), "{args:?}");
+        text(&out.stderr)
+    };
+    // A key of the same table spelt nearly alike, in a file and with --set.
+    let e = stderr(&["config", "check", path]);
+    assert!(
+        e.contains("line 2, column 1 (buffer.pg_alfa): unknown field `pg_alfa`")
+            && e.contains("did you mean `buffer.pg_alpha`?"),
+        "{e}"
+    );
+    let e = stderr(&["conformance", "--set", "buffer.shared_byte=4M"]);
+    assert!(e.contains("did you mean `buffer.shared_bytes`?"), "{e}");
+    // The same name in another table: the scenario's topology, the switch's buffer.
+    let e = stderr(&["sim", "--set", "link_gbps=0"]);
+    assert!(e.contains("did you mean `topology.link_gbps`"), "{e}");
+    let e = stderr(&["sim", "--set", "switch.shared_bytes=4M"]);
+    assert!(
+        e.contains("did you mean `switch.buffer.shared_bytes`?"),
+        "{e}"
+    );
+    // Nothing alike: no guess.
+    let e = stderr(&["conformance", "--set", "zzzzzz=1"]);
+    assert!(!e.contains("did you mean"), "{e}");
+}

@@ -350,7 +350,10 @@ impl EndpointConfig {
     /// override fields first (the link rate from the command line or the topology) and
     /// must validate the result themselves.
     pub fn from_toml(text: &str) -> Result<EndpointConfig, ConfigError> {
-        parse_toml(text, "endpoint")
+        parse_toml(text, "endpoint").map_err(|e| {
+            let known = super::did_you_mean::leaf_keys(&[super::ENDPOINT_DEFAULTS], "");
+            super::did_you_mean::with_hint(e, &known)
+        })
     }
 
     /// Checks the values; errors name the key under `key` (e.g. "endpoint").

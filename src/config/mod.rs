@@ -2,6 +2,7 @@
 //! [`SwitchConfig`] with every derived value (rates in bit/s, delays in ns, headroom)
 //! computed. Errors name the key and say what is allowed.
 
+pub mod did_you_mean;
 pub mod emulation;
 pub mod endpoint;
 pub mod headroom;
@@ -645,7 +646,8 @@ pub struct SwitchConfig {
 impl SwitchConfig {
     /// Parses and validates a TOML text.
     pub fn from_toml(text: &str) -> Result<SwitchConfig, ConfigError> {
-        let file: ConfigFile = parse_toml(text, "config")?;
+        let file: ConfigFile = parse_toml(text, "config")
+            .map_err(|e| did_you_mean::with_hint(e, &did_you_mean::switch_keys()))?;
         file.resolve()
     }
 
@@ -677,7 +679,8 @@ impl SwitchConfig {
                 } else {
                     path
                 };
-                err(key, e.into_inner().message().trim_end().to_owned())
+                let e = err(key, e.into_inner().message().trim_end().to_owned());
+                did_you_mean::with_hint(e, &did_you_mean::switch_keys())
             })?;
         file.resolve()
     }

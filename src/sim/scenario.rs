@@ -8,7 +8,7 @@ use super::faults::{self, FaultSpec, HostFault};
 use super::topology::{self, Network};
 use super::traffic::{FlowJob, WorkloadPlan, WorkloadSpec};
 use crate::config::endpoint::EndpointConfig;
-use crate::config::{ConfigError, SwitchConfig, location, merge_toml, preset_text};
+use crate::config::{ConfigError, SwitchConfig, did_you_mean, location, merge_toml, preset_text};
 use crate::endpoint::flow::Flow;
 use crate::endpoint::flows::FlowSet;
 use crate::endpoint::sweep::{self, SweepError};
@@ -55,6 +55,17 @@ pub const COMPARABLE: [&str; 10] = [
     "leaf-spine",
     "web-search",
 ];
+
+/// The keys a scenario takes, for "did you mean": the built-in scenarios', the switch's
+/// under `switch.` and the endpoint's under `endpoint.`.
+fn scenario_keys() -> Vec<String> {
+    use did_you_mean::{leaf_keys, switch_keys};
+    let texts: Vec<&str> = SCENARIOS.iter().map(|(_, t)| *t).collect();
+    let mut keys = leaf_keys(&texts, "");
+    keys.extend(switch_keys().into_iter().map(|k| format!("switch.{k}")));
+    keys.extend(leaf_keys(&[crate::config::ENDPOINT_DEFAULTS], "endpoint."));
+    keys
+}
 
 /// The TOML text of a built-in scenario.
 pub fn scenario_text(name: &str) -> Option<&'static str> {
@@ -586,7 +597,10 @@ impl Scenario {
                 None if path != "." => path,
                 None => "scenario".to_owned(),
             };
-            err(key, inner.message().trim_end().to_owned())
+            did_you_mean::with_hint(
+                err(key, inner.message().trim_end().to_owned()),
+                &scenario_keys(),
+            )
         })?;
         let variant_tables = file.variants.clone();
         let mut scenario = file.resolve(name, dir)?;
@@ -1341,9 +1355,12 @@ fn resolve_switch(
         )
     })?;
     merge_toml(&mut base, table);
-    let mut cfg = SwitchConfig::from_table(base).map_err(|e| ConfigError {
-        key: format!("switch.{}", e.key),
-        message: e.message,
+    let mut cfg = SwitchConfig::from_table(base).map_err(|e| {
+        let e = ConfigError {
+            key: format!("switch.{}", e.key),
+            message: e.message,
+        };
+        did_you_mean::with_hint(e, &scenario_keys())
     })?;
     if !pfc {
         cfg.disable_pfc();
