@@ -1384,4 +1384,25 @@ fn import_errors_name_the_input_never_the_toml_rocelab_wrote() {
         e.contains("drop-probability must be a percent, 0 to 100"),
         "{e}"
     );
+    // A speed that is not a whole number of Mb/s, a percent above 100: refused by line,
+    // not read as 400.0005 Gb/s or weight 150.
+    for (from, to, says) in [
+        (
+            "  speed 400000",
+            "  speed 400000.5",
+            "speed 400000.5: speed is a whole number of Mb/s",
+        ),
+        (
+            "bandwidth remaining percent 60",
+            "bandwidth remaining percent 150",
+            "bandwidth remaining percent 150: 150 is not a percent, 0 to 100",
+        ),
+    ] {
+        let bad = nx.replacen(from, to, 1);
+        let e = nxos::import(&bad, "x").unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("line {}: {says}", line_of(&bad, to.trim()))),
+            "{e}"
+        );
+    }
 }

@@ -343,12 +343,13 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
                     "speed auto: the negotiated speed is not in the configuration; the port defaults' speed is used",
                 ),
                 word => {
-                    let mbps: f64 = word
-                        .parse()
-                        .map_err(|_| val_err(s, "speed is in Mb/s, e.g. 100000, or auto"))?;
+                    // A whole number of Mb/s: `-100000` or `2.5` is not NX-OS.
+                    let mbps: u64 = word.parse().map_err(|_| {
+                        val_err(s, "speed is a whole number of Mb/s, e.g. 100000, or auto")
+                    })?;
                     w.value(
                         "speed_gbps",
-                        num(mbps / 1000.0),
+                        num(mbps as f64 / 1000.0),
                         &format!("{} (Mb/s)", at(s)),
                     );
                 }
@@ -559,6 +560,9 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
                     }
                 } else if c.starts(&["bandwidth", "remaining", "percent"]) {
                     let pct = parse_u64(c, word_of(c, 3))?;
+                    if pct > 100 {
+                        return Err(val_err(c, format!("{pct} is not a percent, 0 to 100")));
+                    }
                     w.value("schedule", "\"dwrr\"", &at(c));
                     w.value(
                         "weight",
