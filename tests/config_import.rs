@@ -1406,3 +1406,31 @@ fn import_errors_name_the_input_never_the_toml_rocelab_wrote() {
         );
     }
 }
+
+#[test]
+fn import_warnings_stay_one_line_each_whatever_the_names() {
+    // A port name with a newline: its warnings (no cable length for it) are still one
+    // line each on standard error, as docs/import.md promises.
+    let text = data("sonic_config_db.json");
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let port = doc["PORT"]["Ethernet0"].clone();
+    doc["PORT"]["Ethernet99\nwarning: forged"] = port;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("db.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["config", "import", "sonic", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.lines().all(|l| l.starts_with("warning: ")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("warning: forged")),
+        "{stderr}"
+    );
+    assert!(stderr.contains(r"Ethernet99\nwarning: forged"), "{stderr}");
+}

@@ -120,7 +120,9 @@ pub fn run(args: Args) -> Result<()> {
             }
             .with_context(|| format!("importing {name}"))?;
             for w in &imported.warnings {
-                noteln!("warning: {}: {}", w.source, w.message);
+                // Sources and messages quote the input (a port name may hold a newline).
+                let one_line = rocelab::config::import::one_line;
+                noteln!("warning: {}: {}", one_line(&w.source), one_line(&w.message));
             }
             match out {
                 // `-` is standard output, as for every output file.

@@ -93,7 +93,7 @@ impl Writer {
     /// `key = value  # source`; `value` is TOML already.
     pub fn value(&mut self, key: &str, value: impl std::fmt::Display, source: &str) {
         let line = format!("{key} = {value}");
-        let _ = writeln!(self.text, "{line:<27} # {}", comment_text(source));
+        let _ = writeln!(self.text, "{line:<27} # {}", one_line(source));
         let full = if self.section.is_empty() {
             key.to_owned()
         } else {
@@ -105,7 +105,7 @@ impl Writer {
     /// `key = value  # source` before every section.
     pub fn root_value(&mut self, key: &str, value: impl std::fmt::Display, source: &str) {
         let line = format!("{key} = {value}");
-        let _ = writeln!(self.root, "{line:<27} # {}", comment_text(source));
+        let _ = writeln!(self.root, "{line:<27} # {}", one_line(source));
         self.origin
             .entry(key.to_owned())
             .or_insert_with(|| source.to_owned());
@@ -157,7 +157,7 @@ impl Writer {
     }
 
     /// Validates the text (`header` is comment lines, with text from the input passed
-    /// through [`comment_text`]) and adds the configuration's own warnings
+    /// through [`one_line`]) and adds the configuration's own warnings
     /// ([`SwitchConfig::lint`])
     /// with the source of the key that shows each, except those the importer gave already
     /// ([`Writer::warn_instead_of`]).
@@ -199,12 +199,12 @@ impl Writer {
     }
 }
 
-/// Text from the input (a port name, a file name, a source path) made safe for one TOML
-/// comment line: TOML allows no control character but tab in a comment, and a newline
-/// would end the comment and let the rest of the text be read as keys (a file named
-/// `x\nseed = 42` once set the seed). Each control character is written as its Rust
-/// escape (`\n`, `\u{1b}`).
-pub(crate) fn comment_text(s: &str) -> String {
+/// Text from the input (a port name, a file name, a source path) made safe for one line:
+/// a TOML comment, or a warning line on standard error (one line each, as documented).
+/// TOML allows no control character but tab in a comment, and a newline would end the
+/// comment and let the rest of the text be read as keys (a file named `x\nseed = 42` once
+/// set the seed). Each control character is written as its Rust escape (`\n`, `\u{1b}`).
+pub fn one_line(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_control() && c != '\t' {

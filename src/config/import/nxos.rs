@@ -704,7 +704,7 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
     w.finish(&format!(
         "# Imported from NX-OS running-config {} by `rocelab config import nxos`.\n\
          # Each comment names the line a value came from.",
-        super::comment_text(name)
+        super::one_line(name)
     ))
 }
 

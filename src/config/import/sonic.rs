@@ -326,7 +326,7 @@ pub fn import(text: &str, name: &str) -> Result<Imported, ImportError> {
     w.finish(&format!(
         "# Imported from SONiC CONFIG_DB {} by `rocelab config import sonic`.\n\
          # Each comment names the TABLE|key|field a value came from.",
-        super::comment_text(name)
+        super::one_line(name)
     ))
 }
 
