@@ -75,11 +75,17 @@ fn frames(spec: &SendSpec, n: usize) -> Result<Vec<Vec<u8>>, RuntimeError> {
         .collect()
 }
 
+/// Frames a paced sender sends back to back at most after it ran late.
+pub const PACED_BURST: u64 = 4;
+
 /// The rates `--pps` may ask for, frames per second.
 pub const PPS_RANGE: std::ops::RangeInclusive<f64> = 0.001..=1e9;
 
 /// Sends until the duration, the count or `stop`; returns (frames sent, seconds). With a
-/// rate, each frame leaves at its own time (`k / pps`), not in bursts of a batch.
+/// rate, each frame leaves at its own time (`k / pps`), not in bursts of a batch; a sender
+/// that was descheduled catches up at most [`PACED_BURST`] frames, as a NIC's rate limiter
+/// bounds its bucket, and loses the rest of the time: a burst of everything it missed
+/// would be a queue at the switch that a paced sender never makes.
 pub fn send(spec: &SendSpec, stop: &AtomicBool) -> Result<(u64, f64), RuntimeError> {
     if let Some(pps) = spec.pps
         && !PPS_RANGE.contains(&pps)
@@ -100,6 +106,8 @@ pub fn send(spec: &SendSpec, stop: &AtomicBool) -> Result<(u64, f64), RuntimeErr
     let started = Instant::now();
     let end = started + spec.duration;
     let mut sent = 0u64;
+    // The pacing schedule: frame `base + k` is due at `origin + k / pps`.
+    let (mut origin, mut base) = (started, 0u64);
     let mut refused = 0u64;
     while !stopped(stop) && Instant::now() < end && spec.count.is_none_or(|c| sent < c) {
         let mut n = spec
@@ -127,8 +135,15 @@ pub fn send(spec: &SendSpec, stop: &AtomicBool) -> Result<(u64, f64), RuntimeErr
         }
         if let Some(pps) = spec.pps {
             // Below 1e9 s for any count reachable in the run (pps >= 0.001).
-            let due = Duration::try_from_secs_f64(sent as f64 / pps).map_or(end, |d| started + d);
-            super::wait_until(due.min(end), false);
+            let at = |origin: Instant, k: u64| {
+                Duration::try_from_secs_f64(k as f64 / pps).map_or(end, |d| origin + d)
+            };
+            let now = Instant::now();
+            if now > at(origin, sent - base + PACED_BURST) {
+                // Late by more than a few frames: the schedule starts again from now.
+                (origin, base) = (now, sent);
+            }
+            super::wait_until(at(origin, sent - base).min(end), false);
         }
     }
     Ok((sent, started.elapsed().as_secs_f64()))
