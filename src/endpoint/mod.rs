@@ -26,6 +26,7 @@ pub mod dcqcn;
 pub mod fault;
 pub mod flow;
 pub mod flows;
+pub mod host;
 pub mod ibcc;
 mod memory;
 pub mod qp;

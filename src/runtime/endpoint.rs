@@ -5,7 +5,8 @@ use super::ports::{Core, Driver, Ports, ThreadStats};
 use super::{Clock, CoreList, stopped};
 use super::{PeersError, PortError, RuntimeError};
 use crate::config::endpoint::EndpointConfig;
-use crate::endpoint::app::{App, Application};
+use crate::endpoint::app::App;
+use crate::endpoint::host::Host;
 use crate::endpoint::{Endpoint, Peer};
 use crate::io::{Backend, KernelStats};
 use crate::time::Nanos;
@@ -280,38 +281,27 @@ pub struct EndpointSampler<'a> {
     pub call: &'a mut (dyn FnMut(Duration, &mut Live<'_>) + Send),
 }
 
-/// One endpoint on a run-to-completion thread: its port is its index.
-struct Host {
-    ep: Endpoint,
-    app: App,
+/// One host on a run-to-completion thread: its port is its index.
+struct OnPort {
+    host: Host,
     port: usize,
     done_at: Option<Nanos>,
 }
 
-impl Core for Host {
+impl Core for OnPort {
     fn deadline(&self) -> Option<Nanos> {
-        [self.ep.poll_timeout(), self.app.deadline()]
-            .into_iter()
-            .flatten()
-            .min()
+        self.host.poll_timeout()
     }
 
     /// Timers, the application's reactions, then every frame the link and the pacers let
-    /// go at `t`.
+    /// go at `t`: the host's one pump, as the simulator runs it.
     fn run_at(&mut self, t: Nanos, ports: &mut Ports) -> usize {
-        if self.ep.poll_timeout().is_some_and(|d| d <= t) {
-            self.ep.handle_timeout(t);
-        }
-        if self.app.deadline().is_some_and(|d| d <= t) {
-            self.app.on_timeout(t, &mut self.ep);
-        }
-        while let Some(c) = self.ep.poll_completion() {
-            self.app.on_completion(t, &mut self.ep, c);
-        }
+        self.host.handle_timeout(t);
+        self.host.poll(t);
         let mut sent = 0;
         loop {
             let mut buf = ports.buffer();
-            if !self.ep.poll_transmit_into(t, &mut buf) {
+            if !self.host.poll_transmit_into(t, &mut buf) {
                 ports.recycle(buf);
                 return sent;
             }
@@ -321,24 +311,18 @@ impl Core for Host {
     }
 
     fn arrive(&mut self, t: Nanos, _port: usize, frame: Vec<u8>, ports: &mut Ports) {
-        self.ep.handle_frame(t, &frame);
+        self.host.handle_frame(t, &frame);
         ports.recycle(frame);
     }
 
-    /// Its timers and the application's, less work the application wants done as soon as
-    /// possible: that runs a slice at a time between them.
     fn timer(&self) -> Option<Nanos> {
-        let app = self
-            .app
-            .deadline()
-            .filter(|&d| Some(d) != self.app.work_due());
-        [self.ep.poll_timeout(), app].into_iter().flatten().min()
+        self.host.timer()
     }
 
     /// Four full frames at the link rate, or 100 µs if that is longer: a late wake-up
     /// (tens of µs) does not cost the link its rate, a stall costs it the stall.
     fn catch_up(&self) -> Nanos {
-        let cfg = self.ep.config();
+        let cfg = self.host.endpoint.config();
         let frame_bits = (u64::from(cfg.mtu) + 128) * 8;
         let four_frames = 4 * frame_bits * 1_000_000_000 / cfg.bits_per_sec().max(1);
         Nanos(four_frames.max(100_000))
@@ -367,9 +351,8 @@ pub fn run_hosts(
     let cores = hosts
         .into_iter()
         .enumerate()
-        .map(|(port, (ep, app))| Host {
-            ep,
-            app,
+        .map(|(port, (ep, app))| OnPort {
+            host: Host::new(ep, Some(app)),
             port,
             done_at: None,
         })
@@ -386,8 +369,7 @@ pub fn run_hosts(
     let begin = clock.now();
     // Stopped before it began (while the applications were prepared): nothing starts.
     for k in (0..n).filter(|_| !stopped(stop)) {
-        let h = &mut driver.cores[k];
-        h.app.start(begin, &mut h.ep);
+        driver.cores[k].host.start(begin);
         if let Err(e) = driver.run_core_at(k, begin) {
             error = Some(e);
         }
@@ -400,9 +382,9 @@ pub fn run_hosts(
         let now = clock.now();
         let mut finished = true;
         for h in &mut driver.cores {
-            if h.app.done() {
+            if h.host.done() {
                 let at = *h.done_at.get_or_insert(now);
-                finished &= now.0.saturating_sub(at.0) >= linger && h.ep.idle();
+                finished &= now.0.saturating_sub(at.0) >= linger && h.host.endpoint.idle();
             } else {
                 finished = false;
             }
@@ -428,10 +410,11 @@ pub fn run_hosts(
             let now_i = Instant::now();
             if now_i >= next_sample {
                 for (k, h) in driver.cores.iter_mut().enumerate() {
+                    let host = &mut h.host;
                     let mut live = Live {
                         host: k,
-                        endpoint: &h.ep,
-                        app: &mut h.app,
+                        endpoint: &host.endpoint,
+                        app: host.app.get_or_insert(App::Receive),
                         now,
                     };
                     (s.call)(now_i - started, &mut live);
@@ -448,8 +431,8 @@ pub fn run_hosts(
         .into_iter()
         .zip(kernel)
         .map(|(h, kernel)| EndpointOutcome {
-            endpoint: h.ep,
-            app: h.app,
+            endpoint: h.host.endpoint,
+            app: h.host.app.unwrap_or(App::Receive),
             done_at: h.done_at,
             end,
             kernel,

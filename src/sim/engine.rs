@@ -3,28 +3,12 @@
 //! their ports. Nothing reads a clock: a run is a function of its inputs and seed.
 
 use super::queue::{EventQueue, QueueKey};
-use crate::endpoint::app::{App, Application};
-use crate::endpoint::{Completion, Endpoint};
 use crate::link::Framing;
 use crate::switch::Switch;
 use crate::switch::red::Rng;
 use crate::time::Nanos;
 
-/// A host: an endpoint and the work it runs.
-pub struct Host {
-    /// The NIC core, on the host's only port (0).
-    pub endpoint: Endpoint,
-    /// What drives it, if anything.
-    pub app: Option<App>,
-}
-
-impl std::fmt::Debug for Host {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Host")
-            .field("endpoint", &self.endpoint)
-            .finish_non_exhaustive()
-    }
-}
+pub use crate::endpoint::host::Host;
 
 /// A node of the simulated network.
 #[derive(Debug)]
@@ -252,10 +236,8 @@ impl Engine {
     pub fn start(&mut self) {
         let now = self.now;
         for n in 0..self.nodes.len() {
-            if let Node::Host(h) = &mut self.nodes[n]
-                && let Some(app) = &mut h.app
-            {
-                app.start(now, &mut h.endpoint);
+            if let Node::Host(h) = &mut self.nodes[n] {
+                h.start(now);
             }
             self.service(n);
         }
@@ -291,7 +273,7 @@ impl Engine {
                             s.handle_owned_frame(self.now, port, frame);
                         }
                         Node::Host(h) => {
-                            h.endpoint.handle_frame(self.now, &frame);
+                            h.handle_frame(self.now, &frame);
                             self.recycle(frame);
                         }
                     }
@@ -305,14 +287,7 @@ impl Engine {
                     let now = self.now;
                     match &mut self.nodes[node] {
                         Node::Switch(s) => s.handle_timeout(now),
-                        Node::Host(h) => {
-                            h.endpoint.handle_timeout(now);
-                            if let Some(app) = &mut h.app
-                                && app.deadline().is_some_and(|t| t <= now)
-                            {
-                                app.on_timeout(now, &mut h.endpoint);
-                            }
-                        }
+                        Node::Host(h) => h.handle_timeout(now),
                     }
                     self.service(node);
                     if same_instant > 1_000_000 {
@@ -352,13 +327,7 @@ impl Engine {
     fn service(&mut self, n: usize) {
         let now = self.now;
         if let Node::Host(h) = &mut self.nodes[n] {
-            while let Some(c) = h.endpoint.poll_completion() {
-                if let Some(app) = &mut h.app {
-                    app.on_completion(now, &mut h.endpoint, c);
-                } else if let Completion::Received { .. } = c {
-                    // Nothing listens: the data simply landed.
-                }
-            }
+            h.poll(now);
         }
         loop {
             let out = match &mut self.nodes[n] {
@@ -366,7 +335,7 @@ impl Engine {
                 Node::Host(h) => {
                     // The frame is built in the buffer handed over: no copy.
                     let mut buf = self.pool.pop().unwrap_or_default();
-                    if h.endpoint.poll_transmit_into(now, &mut buf) {
+                    if h.poll_transmit_into(now, &mut buf) {
                         Some((0, buf))
                     } else {
                         self.pool.push(buf);
@@ -379,13 +348,7 @@ impl Engine {
         }
         let next = match &self.nodes[n] {
             Node::Switch(s) => s.poll_timeout(),
-            Node::Host(h) => {
-                let app = h.app.as_ref().and_then(|a| a.deadline());
-                match (h.endpoint.poll_timeout(), app) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            }
+            Node::Host(h) => h.poll_timeout(),
         };
         if next != self.wake_at[n] {
             self.generation[n] += 1;
@@ -463,7 +426,7 @@ impl Engine {
     /// True when every host's application is done.
     pub fn apps_done(&self) -> bool {
         self.nodes.iter().all(|n| match n {
-            Node::Host(h) => h.app.as_ref().is_none_or(|a| a.done()),
+            Node::Host(h) => h.done(),
             Node::Switch(_) => true,
         })
     }
