@@ -130,10 +130,12 @@ fn a_slow_receiver_pauses_the_switch_which_pauses_the_senders() {
     let message = s.flows[0].message_bytes as u64;
     let drain_goodput = drain.drain_bps as f64 / 1e9 * message as f64 / frame_bytes(message) as f64;
     assert_eq!(pfc.variant, "PFC only");
+    // The receive buffer drains in exact time (no frame rounded up to a whole ns: that
+    // cost 0.09 % here, 1074-byte frames taking 860 ns in place of 859.2).
     assert_within(
         pfc.goodput_gbps,
         drain_goodput,
-        0.01,
+        0.0002,
         "goodput at the drain rate",
     );
     assert!(pfc.host_pfc_sent > 0 && pfc.switch_pfc_sent > 0, "{pfc:?}");

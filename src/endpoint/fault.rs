@@ -129,14 +129,21 @@ pub(super) enum Pfc {
 }
 
 /// The receive buffer of a slow receiver: frames in arrival order, each with the time its
-/// last byte has drained.
+/// last byte has drained (rounded up to the next whole nanosecond).
+///
+/// The drain keeps exact time: the end of the drain is held as whole nanoseconds plus a
+/// remainder in 1/`drain_bps` of a nanosecond, carried from frame to frame as the link
+/// `Transmitter` carries bits, so back-to-back frames drain at exactly `drain_bps` (a
+/// 174-byte frame at 10 Gb/s takes 139.2 ns, not 140).
 #[derive(Debug)]
 pub(super) struct RxBuffer {
     pub cfg: SlowReceiver,
     frames: VecDeque<(Nanos, Vec<u8>)>,
     bytes: u64,
-    /// When the last frame in the buffer has drained.
+    /// When the last frame in the buffer has drained: whole nanoseconds...
     drained_at: Nanos,
+    /// ...plus this many 1/`drain_bps` of a nanosecond (below `drain_bps`).
+    drained_at_rem: u128,
     /// XOFF sent and not yet released by an XON.
     pub xoff: bool,
     /// While XOFF holds: when to send it again.
@@ -153,17 +160,12 @@ impl RxBuffer {
             frames: VecDeque::new(),
             bytes: 0,
             drained_at: Nanos::ZERO,
+            drained_at_rem: 0,
             xoff: false,
             refresh_at: None,
             watermark: 0,
             spare: Vec::new(),
         }
-    }
-
-    /// Time to drain `len` bytes.
-    fn drain_time(&self, len: usize) -> Nanos {
-        let bits = len as u128 * 8 * 1_000_000_000;
-        Nanos(bits.div_ceil(u128::from(self.cfg.drain_bps.max(1))) as u64)
     }
 
     /// A frame arrives at `now`. Returns `Err(())` when it does not fit (dropped), and
@@ -173,8 +175,19 @@ impl RxBuffer {
         if self.bytes + len > self.cfg.buffer_bytes {
             return Err(());
         }
-        let done = self.drained_at.max(now) + self.drain_time(frame.len());
-        self.drained_at = done;
+        // The drain of this frame starts when the one before it has drained, exactly, or
+        // when it arrives if the buffer is idle by then.
+        let rate = u128::from(self.cfg.drain_bps.max(1));
+        let (start, rem) =
+            if now > self.drained_at || (now == self.drained_at && self.drained_at_rem == 0) {
+                (now, 0)
+            } else {
+                (self.drained_at, self.drained_at_rem)
+            };
+        let exact = rem + u128::from(len) * 8 * 1_000_000_000;
+        self.drained_at = start + Nanos((exact / rate) as u64);
+        self.drained_at_rem = exact % rate;
+        let done = self.drained_at + Nanos(u64::from(self.drained_at_rem > 0));
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(frame);
@@ -264,5 +277,37 @@ mod tests {
         assert_eq!(rx.bytes(), 1000);
         assert_eq!(rx.after_drain(), Some(Pfc::Xon));
         assert_eq!(rx.watermark, 4000);
+    }
+
+    #[test]
+    fn back_to_back_frames_drain_at_exactly_the_drain_rate() {
+        // 174-byte frames at 10 Gb/s: 174 × 8 / 10e9 s = 139.2 ns each, so n frames
+        // queued together have drained after n × 139.2 ns (rounded up), not n × 140.
+        let mut rx = RxBuffer::new(SlowReceiver {
+            drain_bps: 10_000_000_000,
+            buffer_bytes: 1 << 30,
+            xoff_bytes: 1 << 29,
+            xon_bytes: 1 << 28,
+        });
+        for _ in 0..1000 {
+            rx.push(Nanos(0), &[0; 174]).unwrap();
+        }
+        let mut done = Vec::new();
+        while let Some(t) = rx.next_drain() {
+            done.push(t.0);
+            rx.pop(t).unwrap();
+        }
+        assert_eq!(done.len(), 1000);
+        assert_eq!(done[0], 140, "139.2 ns, up to a whole ns");
+        assert_eq!(done[4], 696, "5 × 139.2 ns exactly");
+        assert_eq!(done[999], 139_200, "1000 × 139.2 ns: no rounding piled up");
+        // The drained rate over the run is the drain rate.
+        let rate = 1000.0 * 174.0 * 8.0 / (done[999] as f64 * 1e-9);
+        assert!((rate / 10e9 - 1.0).abs() < 1e-9, "{rate}");
+
+        // A frame that arrives after the buffer went idle starts its own drain at its
+        // arrival, with nothing carried.
+        rx.push(Nanos(200_000), &[0; 174]).unwrap();
+        assert_eq!(rx.next_drain(), Some(Nanos(200_140)));
     }
 }
