@@ -55,13 +55,30 @@ fn pct(part: f64, whole: f64) -> String {
     }
 }
 
-/// A rate in Gb/s with enough digits to differ from `line` when it does.
-fn gbps_near(v: f64, line: f64) -> String {
-    if v < line && v >= line * 0.99 {
-        format!("{v:.4}")
-    } else {
-        format!("{v:.2}")
+/// A rate given in Gb/s, written with its unit chosen by its size (Gb/s from 1 Gb/s,
+/// Mb/s from 1 Mb/s, kb/s below: "2.50 Mb/s", never "0.00 Gb/s" at a 1 Gb/s line rate),
+/// to three significant figures, or five within 1 % below `line` so that it differs from
+/// the line rate when it does.
+fn rate_near(v: f64, line: f64) -> String {
+    let (x, unit) = match v.abs() {
+        a if a >= 1.0 || a == 0.0 => (v, "Gb/s"),
+        a if a >= 1e-3 => (v * 1e3, "Mb/s"),
+        _ => (v * 1e6, "kb/s"),
+    };
+    let figures: usize = if v < line && v >= line * 0.99 { 5 } else { 3 };
+    let whole_digits = |d: usize| {
+        let text = format!("{:.*}", d, x.abs());
+        text.find('.').unwrap_or(text.len())
+    };
+    let mut decimals = figures.saturating_sub(whole_digits(0));
+    // 9.996 at two decimals is "10.00": one digit too many.
+    if decimals > 0 && whole_digits(decimals) + decimals > figures {
+        decimals -= 1;
     }
+    if x == 0.0 {
+        decimals = 0;
+    }
+    format!("{x:.decimals$} {unit}")
 }
 
 /// Appends `lines` under `topic`, the longest first, at most [`MAX_LINES`].
@@ -356,17 +373,17 @@ fn ecn(out: &mut String, f: &Fabric) {
             // DCQCN's recovery nears the target rate in ever smaller steps.
             Some(t) => format!("back within 0.1 % of line rate at {}", t.human()),
             None => format!(
-                "{} Gb/s at the end ({} of line rate)",
-                gbps_near(end, line),
+                "{} at the end ({} of line rate)",
+                rate_near(end, line),
                 pct(end, line)
             ),
         };
         qps.push((
             ((line - low) * 1e6) as u64,
             format!(
-                "{}: Rc down to {} Gb/s ({} of line rate) at {}; {after}",
+                "{}: Rc down to {} ({} of line rate) at {}; {after}",
                 c.label,
-                gbps_near(low, line),
+                rate_near(low, line),
                 pct(low, line),
                 at.human()
             ),
@@ -575,5 +592,60 @@ mod tests {
             "{none}"
         );
         assert!(!none.contains("lossless class lost"), "{none}");
+    }
+
+    #[test]
+    fn a_rate_takes_the_unit_its_size_calls_for_at_three_figures() {
+        // At a 1 Gb/s line rate, Rmin scaled by the lab is 2.5 Mb/s: not "0.00 Gb/s".
+        assert_eq!(rate_near(0.0025, 1.0), "2.50 Mb/s");
+        assert_eq!(rate_near(0.1, 25.0), "100 Mb/s");
+        assert_eq!(rate_near(0.5, 1.0), "500 Mb/s");
+        assert_eq!(rate_near(6.6912, 25.0), "6.69 Gb/s");
+        assert_eq!(rate_near(24.4, 100.0), "24.4 Gb/s");
+        assert_eq!(rate_near(0.000_05, 1.0), "50.0 kb/s");
+        assert_eq!(rate_near(9.996, 25.0), "10.0 Gb/s");
+        assert_eq!(rate_near(0.0, 25.0), "0 Gb/s");
+        // Within 1 % of the line rate: five figures, so a 0.2 % cut shows.
+        assert_eq!(rate_near(24.95, 25.0), "24.950 Gb/s");
+        assert_eq!(rate_near(0.998, 1.0), "998.00 Mb/s");
+    }
+
+    #[test]
+    fn a_deep_cut_at_a_slow_line_rate_is_told_in_mb_per_s() {
+        use crate::series::{Column, ColumnKind, Series};
+        let sw = Switch::new(&SwitchConfig::preset("default").unwrap());
+        let series = Series {
+            times: vec![Nanos(0), Nanos(1_000_000), Nanos(2_000_000)],
+            columns: vec![Column {
+                name: "rate_h0_qp0x100_gbps".into(),
+                label: "h0 qp 0x100".into(),
+                kind: ColumnKind::RcGbps,
+                values: vec![1.0, 0.0025, 0.25],
+            }],
+        };
+        let counters = EndpointCounters {
+            cnps_sent: 3,
+            ..Default::default()
+        };
+        let story = what_happened(&Fabric {
+            switches: vec![("sw", &sw)],
+            hosts: vec![HostView {
+                name: "h0".into(),
+                counters,
+                paused: Nanos::ZERO,
+                faults: Default::default(),
+                credit_stalled: None,
+            }],
+            now: Nanos(2_000_000),
+            series: Some(&series),
+            line_bps: 1_000_000_000,
+        });
+        assert!(
+            story.contains(
+                "h0 qp 0x100: Rc down to 2.50 Mb/s (0.25 % of line rate) at 1 ms; \
+                 250 Mb/s at the end (25 % of line rate)"
+            ),
+            "{story}"
+        );
     }
 }
