@@ -346,3 +346,39 @@ fn a_one_hour_watchdog_at_1600_gbps_is_checked_on_a_slower_bench_port() {
         "{preset:#?}"
     );
 }
+
+/// The table cut long check names short with "..." and did not say where its expected and
+/// measured values come from: both are rocelab's, so it is a self-consistency check.
+#[test]
+fn the_table_names_every_check_whole_and_says_it_tests_no_device() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["conformance"])
+        .output()
+        .expect("run rocelab conformance");
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(!table.contains("..."), "{table}");
+    let said: String = table.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        said.contains("Both come from rocelab: a self-consistency check")
+            && said.contains("not a test of a device"),
+        "{table}"
+    );
+    // Every check's name is there, word for word: a name wraps under itself, so the
+    // words of a name are in order among the table's words (between the row's columns).
+    let cfg = rocelab::config::SwitchConfig::preset("default").unwrap();
+    let report = conformance::run(&cfg, "default");
+    let words: Vec<&str> = table.split_whitespace().collect();
+    for c in &report.checks {
+        let mut at = 0;
+        for w in c.title.split_whitespace() {
+            at += words[at..]
+                .iter()
+                .position(|x| *x == w)
+                .unwrap_or_else(|| panic!("{:?}: {w:?} missing\n{table}", c.title))
+                + 1;
+        }
+    }
+    // The longest name ends on a line of its own, whole.
+    assert!(table.lines().any(|l| l.trim() == "ingress drop"), "{table}");
+}

@@ -44,16 +44,44 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// What the table is, said before it: both columns come from rocelab.
+const SELF_CONSISTENCY: [&str; 3] = [
+    "expected: computed from the configuration by rocelab's rules (docs/qos.md); measured: rocelab's",
+    "own switch model put through sonic-mgmt's procedures in virtual time. Both come from rocelab:",
+    "a self-consistency check of the model and the configuration, not a test of a device.",
+];
+
+/// `text` cut at spaces into lines of at most `width` characters (a word longer than that
+/// stays whole on its own line).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let last = lines.last_mut().expect("one line at least");
+        if last.is_empty() {
+            last.push_str(word);
+        } else if last.chars().count() + 1 + word.chars().count() <= width {
+            last.push(' ');
+            last.push_str(word);
+        } else {
+            lines.push(word.to_owned());
+        }
+    }
+    lines
+}
+
 fn print_table(report: &conformance::Report, wide: bool) {
     sayln!(
         "conformance of {} ({} B test frames)",
         report.config,
         report.frame_bytes
     );
+    for line in SELF_CONSISTENCY {
+        sayln!("{line}");
+    }
     let title_w = report
         .checks
         .iter()
-        .map(|c| c.title.len())
+        .map(|c| c.title.chars().count())
         .max()
         .unwrap_or(5)
         .min(if wide { 200 } else { 64 });
@@ -76,16 +104,17 @@ fn print_table(report: &conformance::Report, wide: bool) {
             Status::Fail => "FAIL",
             Status::Skip => "skip",
         };
-        let mut title = c.title.clone();
-        if title.len() > title_w {
-            title.truncate(title_w.saturating_sub(3));
-            title.push_str("...");
-        }
+        // A long check name wraps under itself, whole: never cut short.
+        let title = wrap(&c.title, title_w);
         sayln!(
-            "{title:<title_w$}  {:<exp_w$}  {status:<8}  {}",
+            "{:<title_w$}  {:<exp_w$}  {status:<8}  {}",
+            title[0],
             c.expected,
             c.measured
         );
+        for more in &title[1..] {
+            sayln!("  {more}");
+        }
         if wide || c.status != Status::Pass {
             sayln!("{:<title_w$}  {}", "", c.basis);
         }
