@@ -403,3 +403,46 @@ fn a_workload_sender_has_one_rate_column_over_its_qps() {
         "{bytes} vs {sent}"
     );
 }
+
+/// The table said under its last row, in one long line, that unfinished flows are left
+/// out of the percentiles: it says so above the table, with how many and what share, and
+/// how to let them drain. Stopping the arrivals early (`duration_us`) lets every flow
+/// finish.
+#[test]
+fn unfinished_flows_are_counted_above_the_table_and_an_early_stop_lets_them_drain() {
+    // Every 100 µs, 3 senders each send 100 kB to host 3: 3 × 100 kB × 8 / 100 µs =
+    // 24 Gb/s offered into a 10 Gb/s link, so a backlog builds and the flows of the last
+    // bursts cannot finish by the end.
+    let base = "duration_ms = 1\n[topology]\nkind = \"star\"\nhosts = 4\nlink_gbps = 10\n\
+                [[workload]]\nkind = \"incast-bursts\"\nto = 3\nbytes = 100000\nperiod_us = 100\n";
+    let (s, o) = outcome(base);
+    let all = o.flows.len();
+    let unfinished = o.flows.iter().filter(|f| f.finished.is_none()).count();
+    // Without `bursts` they fill the run: 0, 100, ..., 900 µs, 10 bursts, 30 flows: 3 MB,
+    // 2.4 ms of the link; at most 1 ms of it (1.25 MB, 12 flows) can be through.
+    assert_eq!(all, 30);
+    assert!(unfinished >= 30 - 12, "{unfinished}");
+    let table = rocelab::report::sim::fct_table(&s, &o);
+    let note = format!(
+        "{unfinished} of the 30 flows ({:.1} %) had not finished when the run ended",
+        100.0 * unfinished as f64 / 30.0
+    );
+    let at = table.find(&note).unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        at < table.find("size ").unwrap(),
+        "above the table:\n{table}"
+    );
+    assert!(table.contains("the workload's duration_us"), "{table}");
+
+    // Bursts at 0, 100 and 200 µs only (duration_us = 300: a burst at 300 µs would be at
+    // the stop), 900 kB in all, about 0.75 ms of the link: they all finish by 3 ms.
+    let (s, o) = outcome(
+        &base
+            .replace("duration_ms = 1", "duration_ms = 3")
+            .replace("period_us = 100\n", "period_us = 100\nduration_us = 300\n"),
+    );
+    assert_eq!(o.flows.len(), 9);
+    assert!(o.flows.iter().all(|f| f.finished.is_some()));
+    let table = rocelab::report::sim::fct_table(&s, &o);
+    assert!(!table.contains("had not finished"), "{table}");
+}

@@ -92,6 +92,22 @@ pub fn fct_table(scenario: &Scenario, outcome: &Outcome) -> String {
             ),
         };
     }
+    // Said before the table, not under it: the percentiles below are of finished flows.
+    let unfinished = outcome
+        .flows
+        .iter()
+        .filter(|f| f.finished.is_none())
+        .count();
+    if unfinished > 0 {
+        let all = outcome.flows.len();
+        let _ = writeln!(
+            out,
+            "  {unfinished} of the {all} flows ({:.1} %) had not finished when the run ended; the percentiles
+  below are of the flows that finished, which flatters the large sizes. Stop the arrivals
+  earlier so the rest can drain (the workload's duration_us), or run longer (duration_ms).",
+            100.0 * unfinished as f64 / all as f64
+        );
+    }
     let _ = writeln!(
         out,
         "  {:<12} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>13}",
@@ -111,17 +127,6 @@ pub fn fct_table(scenario: &Scenario, outcome: &Outcome) -> String {
             num(b.max),
             b.mean_fct_ns
                 .map_or_else(|| "-".to_owned(), |t| Nanos(t).human())
-        );
-    }
-    let unfinished = outcome
-        .flows
-        .iter()
-        .filter(|f| f.finished.is_none())
-        .count();
-    if unfinished > 0 {
-        let _ = writeln!(
-            out,
-            "  {unfinished} flows had not finished when the run ended: the percentiles leave them out (a longer duration_ms, or a workload duration_us shorter than the run, lets them finish)"
         );
     }
     out
