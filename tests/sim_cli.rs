@@ -869,3 +869,58 @@ fn switch_pfc_keys_reach_the_switch_configuration_beside_the_pfc_switch() {
         );
     }
 }
+
+/// `compare ring-incast`'s "RoCE PFC only" column sent 0 PFC frames and did not say why:
+/// the default buffer never let an ingress priority group reach XOFF. The cell and a note
+/// under the table say so, with the numbers; with a small buffer PFC acts and the note
+/// goes.
+#[test]
+fn compare_says_when_pfc_never_acted_and_why() {
+    let o = rocelab(&["compare", "ring-incast", "--fabrics", "roce-pfc"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let table = text(&o.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("PFC frames sent"))
+        .unwrap();
+    assert!(row.ends_with("0: never at XOFF"), "{row}");
+    assert!(
+        table.contains("RoCE PFC only: PFC never acted. The fullest ingress priority group held"),
+        "{table}"
+    );
+    let o = rocelab(&[
+        "compare",
+        "ring-incast",
+        "--fabrics",
+        "roce-pfc",
+        "--json",
+        "-",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let f = &v["fabrics"][0];
+    let peak = f["pfc_unused"]["pg_peak_bytes"].as_u64().unwrap();
+    let xoff = f["pfc_unused"]["xoff_min_bytes"].as_u64().unwrap();
+    // What never reaching XOFF means: the fullest group stayed under the lowest XOFF point.
+    assert!(peak > 0 && peak < xoff, "{peak} {xoff}");
+    assert_eq!(f["summary"]["switch_pfc_sent"].as_u64(), Some(0));
+    assert!(table.contains(&format!("held {:.1} KB at most", peak as f64 / 1e3)));
+    assert!(table.contains(&format!("never came below {:.1} KB", xoff as f64 / 1e3)));
+
+    // A 4 MB shared buffer: the XOFF point comes within reach and PFC acts.
+    let o = rocelab(&[
+        "compare",
+        "ring-incast",
+        "--fabrics",
+        "roce-pfc",
+        "--set",
+        "switch.buffer.shared_bytes=4M",
+    ]);
+    let table = text(&o.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("PFC frames sent"))
+        .unwrap();
+    let sent: u64 = row.split_whitespace().last().unwrap().parse().unwrap();
+    assert!(sent > 0, "{row}");
+    assert!(!table.contains("never acted"), "{table}");
+}

@@ -1,7 +1,7 @@
 //! `rocelab compare`'s output: the fabric settings side by side, a metric per row, as
 //! text, JSON and one SVG per metric.
 
-use crate::sim::compare::Measured;
+use crate::sim::compare::{Measured, Setting};
 use std::fmt::Write as _;
 
 /// Width of the metric column.
@@ -121,7 +121,12 @@ pub fn table(rows: &[Measured]) -> String {
         )
     });
     line("PFC frames sent, switches + hosts", &|r| {
-        (r.summary.switch_pfc_sent + r.summary.host_pfc_sent).to_string()
+        let sent = r.summary.switch_pfc_sent + r.summary.host_pfc_sent;
+        match r.pfc_unused {
+            // PFC was on and never acted: the cell says so, the note under the table why.
+            Some(_) => format!("{sent}: never at XOFF"),
+            None => sent.to_string(),
+        }
     });
     line("CE marked / CNPs sent", &|r| {
         format!("{} / {}", r.summary.ce_marked, r.summary.cnps_sent)
@@ -153,6 +158,23 @@ pub fn table(rows: &[Measured]) -> String {
             let _ = write!(out, " {cell:>w$}");
         }
         out.push('\n');
+    }
+    // Where PFC alone was to keep the class lossless and never acted, say why: the buffer
+    // took the whole load, so the column shows a big switch buffer, not PFC.
+    for r in rows.iter().filter(|r| r.fabric == Setting::RocePfc) {
+        if let Some(u) = r.pfc_unused {
+            let _ = writeln!(
+                out,
+                "{}: PFC never acted. The fullest ingress priority group held {:.1} KB at most,\n\
+                 and its XOFF point never came below {:.1} KB: the shared buffer took the whole load\n\
+                 (the deepest egress queue held {:.1} KB), so this column shows the buffer at work,\n\
+                 not PFC. A smaller buffer (--set switch.buffer.shared_bytes=...) lets PFC act.",
+                r.label,
+                u.pg_peak_bytes as f64 / 1e3,
+                u.xoff_min_bytes as f64 / 1e3,
+                r.summary.max_queue_bytes as f64 / 1e3,
+            );
+        }
     }
     out
 }

@@ -158,6 +158,41 @@ pub struct Measured {
     pub allreduce: Vec<AllReduceSize>,
     /// Frames simulated.
     pub frames: u64,
+    /// On RoCEv2 with PFC, when no PFC frame was sent: how close the fullest ingress
+    /// priority group came to its XOFF point (`None` otherwise).
+    pub pfc_unused: Option<PfcUnused>,
+}
+
+/// Why PFC never acted in a run that has it: the fullest lossless ingress priority group
+/// stayed below the XOFF point (the shared buffer took the whole burst).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PfcUnused {
+    /// The most any lossless ingress priority group held (sampled), bytes.
+    pub pg_peak_bytes: u64,
+    /// The lowest its XOFF point came (sampled; it moves with the free buffer under a
+    /// dynamic threshold), bytes.
+    pub xoff_min_bytes: u64,
+}
+
+/// The run's [`PfcUnused`], if it had PFC on a lossless class and sent no PFC frame.
+fn pfc_unused(summary: &Summary, series: &crate::series::Series) -> Option<PfcUnused> {
+    use crate::series::ColumnKind;
+    if summary.switch_pfc_sent + summary.host_pfc_sent > 0 {
+        return None;
+    }
+    let over = |kind: ColumnKind| {
+        series
+            .columns
+            .iter()
+            .filter(move |c| c.kind == kind)
+            .flat_map(|c| c.values.iter().copied())
+    };
+    let xoff_min = over(ColumnKind::XoffBytes).fold(f64::INFINITY, f64::min);
+    let pg_peak = over(ColumnKind::PgBytes).fold(0.0, f64::max);
+    xoff_min.is_finite().then_some(PfcUnused {
+        pg_peak_bytes: pg_peak as u64,
+        xoff_min_bytes: xoff_min as u64,
+    })
 }
 
 /// What `outcome`, the run of `scenario` on `setting`, comes to.
@@ -192,11 +227,17 @@ pub fn measure(setting: Setting, scenario: &Scenario, outcome: &Outcome) -> Meas
         .filter(|f| incast && receivers(f.to) == 1)
         .cloned()
         .collect();
+    let summary = crate::report::sim::summary(scenario, outcome);
+    let pfc_unused = match scenario.fabric {
+        Fabric::Roce => pfc_unused(&summary, &outcome.series),
+        Fabric::Ib(_) => None,
+    };
     Measured {
         fabric: setting,
         label: setting.label().to_owned(),
         switch_source: scenario.switch_source.clone(),
-        summary: crate::report::sim::summary(scenario, outcome),
+        summary,
+        pfc_unused,
         flows,
         victims,
         fct: fct::buckets(&outcome.flows),
