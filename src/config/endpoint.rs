@@ -57,11 +57,13 @@ pub enum ClampTarget {
 #[serde(rename_all = "snake_case")]
 pub enum CnpMode {
     /// A mark inside the interval is answered by one CNP when the interval ends, so no
-    /// congestion goes unreported (rocelab's default).
+    /// congestion goes unreported (rocelab's default; what the DCQCN paper's fluid model
+    /// assumes: a CNP for every interval with a mark).
     #[default]
     Deferred,
     /// The first mark is answered at once and later marks inside the interval are
-    /// ignored: the DCQCN paper's notification point and its authors' ns-3 model.
+    /// ignored: the DCQCN paper's notification point as its text states it, and its
+    /// authors' ns-3 model.
     FirstMark,
 }
 

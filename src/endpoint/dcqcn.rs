@@ -244,7 +244,7 @@ enum Phase {
 
 /// The notification point of one QP: at most one CNP per N. A CE mark inside the window
 /// is answered by one CNP when the window ends ([`CnpMode::Deferred`]) or ignored
-/// ([`CnpMode::FirstMark`], the paper's).
+/// ([`CnpMode::FirstMark`], as the paper's text has it; its fluid model assumes the first).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NotificationPoint {
     last_sent: Option<Nanos>,
