@@ -189,6 +189,24 @@ fn a_victim_flow_is_blocked_by_pfc_alone_and_freed_by_dcqcn() {
             .expect("the victim's QP")
     };
     let (blocked, freed) = (goodput(pfc_net), goodput(dcqcn_net));
+    // The story names the victim, its goodput and its fair share, and why it falls short.
+    let story = rocelab::report::sim::what_happened(s, pfc_net);
+    let said = format!(
+        "victim: h{} -> h{}, the only flow to h{}, got {blocked:.1} Gb/s of goodput against its max-min fair share of {fair:.1} Gb/s ({:.0} %): held back by pauses meant for the incast's senders (head-of-line blocking",
+        victim.from,
+        victim.to,
+        victim.to,
+        100.0 * blocked / fair
+    );
+    assert!(story.contains(&said), "{said}\n{story}");
+    let story = rocelab::report::sim::what_happened(&runs[1].0, dcqcn_net);
+    assert!(
+        story.contains(&format!(
+            "got {freed:.1} Gb/s of goodput against its max-min fair share of {fair:.1} Gb/s"
+        )),
+        "{story}"
+    );
+    assert!(!story.contains("head-of-line"), "{story}");
     assert!(
         blocked < 0.5 * fair,
         "PFC alone: victim {blocked:.2} Gb/s, fair share {fair:.2}"
@@ -296,6 +314,21 @@ fn a_cyclic_buffer_dependency_deadlocks_under_pfc_and_the_watchdog_breaks_it() {
         assert!(sw.queue_frames(cw, 3) > 0, "r{i}: frames stuck");
         assert!(sw.queue_paused(cw, 3, end), "r{i}: held by the next switch");
     }
+    // The story calls it what it is, names the four ring queues, and the way out.
+    let story = rocelab::report::sim::what_happened(s, stuck);
+    let line = story
+        .lines()
+        .find(|l| l.contains("PFC deadlock: from"))
+        .unwrap_or_else(|| panic!("{story}"));
+    for i in 0..4 {
+        assert!(line.contains(&format!("r{i}/r{i}cw q3")), "{line}");
+    }
+    assert!(
+        line.contains("a cyclic buffer dependency") && line.contains("the PFC watchdog"),
+        "{line}"
+    );
+    let story = rocelab::report::sim::what_happened(&runs[2].0, forward);
+    assert!(!story.contains("PFC deadlock"), "{story}");
     // Drop: the watchdog flushes every ring queue; the flows resend and make progress.
     assert!(drop_sum.storms_detected >= 4, "{drop_sum:?}");
     assert!(drop_sum.lossless_drops > 0);

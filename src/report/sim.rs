@@ -266,7 +266,37 @@ pub fn what_happened(scenario: &Scenario, outcome: &Outcome) -> String {
         series: Some(&outcome.series),
         line_bps: scenario.topology.bits_per_sec,
     };
-    super::story::what_happened(&fabric)
+    let mut story = super::story::what_happened(&fabric);
+    story.push_str(&victims(scenario, outcome));
+    story
+}
+
+/// The victims of an incast, named with their max-min fair share: each bulk flow to a
+/// host no other flow goes to, in a scenario where some host receives several.
+fn victims(scenario: &Scenario, outcome: &Outcome) -> String {
+    use crate::sim::compare::{Setting, measure};
+    let m = measure(Setting::Roce, scenario, outcome);
+    let mut out = String::new();
+    for v in &m.victims {
+        let Some(fair) = v.fair_gbps else { continue };
+        let share = v.goodput_gbps / fair;
+        let why = if share < 0.9 && m.summary.switch_pfc_sent > 0 {
+            ": held back by pauses meant for the incast's senders (head-of-line blocking, congestion spreading)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "  victim: h{} -> h{}, the only flow to h{}, got {:.1} Gb/s of goodput against its max-min fair share of {:.1} Gb/s ({:.0} %){why}.",
+            v.from,
+            v.to,
+            v.to,
+            v.goodput_gbps,
+            fair,
+            100.0 * share
+        );
+    }
+    out
 }
 
 /// Everything as one JSON document.

@@ -305,6 +305,69 @@ fn pfc(out: &mut String, f: &Fabric, span: Nanos) {
         paused_ports,
     );
     topic(out, "PFC, hosts paused", hosts);
+    deadlock(out, f);
+}
+
+/// A PFC deadlock, named: two or more switch queues that hold frames and stay paused,
+/// without sending one, from some time to the end of the run (at least a tenth of it),
+/// while no NIC is stuck in a pause storm. Each waits for a peer that is itself paused:
+/// the cyclic buffer dependency that PFC alone never resolves.
+fn deadlock(out: &mut String, f: &Fabric) {
+    let Some(series) = f.series else { return };
+    let n = series.times.len();
+    if n < 10 || f.hosts.iter().any(|h| h.faults.pause_storm.is_some()) {
+        return;
+    }
+    let mut stuck: Vec<(usize, &str)> = Vec::new();
+    for paused in series
+        .columns
+        .iter()
+        .filter(|c| c.kind == ColumnKind::Paused)
+    {
+        let Some(queue) = paused.label.strip_suffix(" paused") else {
+            continue;
+        };
+        let Some(bytes) = series
+            .columns
+            .iter()
+            .find(|c| c.kind == ColumnKind::QueueBytes && c.label == queue)
+        else {
+            continue;
+        };
+        // From the end back: paused at every sample, and the queue neither grew nor
+        // shrank (nothing left it, nothing came in).
+        let last = bytes.values[n - 1];
+        let from = (0..n)
+            .rev()
+            .take_while(|&i| paused.values[i] >= 1.0 && bytes.values[i] == last)
+            .last();
+        if let Some(from) = from.filter(|&i| last > 0.0 && i <= n - n / 10) {
+            stuck.push((from, queue));
+        }
+    }
+    if stuck.len() < 2 {
+        return;
+    }
+    stuck.sort();
+    let since = series.times[stuck.iter().map(|s| s.0).max().unwrap_or(0)];
+    let watchdog = f
+        .switches
+        .iter()
+        .any(|(_, sw)| sw.config().watchdog.enabled);
+    let names: Vec<&str> = stuck.iter().map(|s| s.1).collect();
+    let _ = writeln!(
+        out,
+        "  PFC deadlock: from {} to the end, {} queues held frames and stayed paused without sending one ({}). \
+         Each waits for a peer that is itself paused: a cyclic buffer dependency, which PFC alone never resolves{}.",
+        since.human(),
+        names.len(),
+        names.join(", "),
+        if watchdog {
+            "; the PFC watchdog is on and did not end it"
+        } else {
+            "; the PFC watchdog (switch.watchdog) breaks it, at the cost of dropping or forwarding what the queues hold"
+        }
+    );
 }
 
 fn ecn(out: &mut String, f: &Fabric) {
