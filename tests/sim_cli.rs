@@ -924,3 +924,63 @@ fn compare_says_when_pfc_never_acted_and_why() {
     assert!(sent > 0, "{row}");
     assert!(!table.contains("never acted"), "{table}");
 }
+
+/// The plots' labels: buffers in KiB (1024 B, the CLI's K) said on the axis, the shared
+/// buffer and the XOFF point beside Kmin and Kmax, tick labels without ".0", a colour key
+/// on the pause chart, and a throughput panel that summarises many QPs.
+#[test]
+fn the_plots_say_their_units_thresholds_and_colours() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("i8");
+    let o = rocelab(&["sim", "incast-8", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
+    // <text ...>body</text> contents.
+    let bodies = |svg: &str| -> Vec<String> {
+        svg.split("<text ")
+            .skip(1)
+            .filter_map(|t| {
+                t.split_once('>')
+                    .map(|(_, b)| b.split("</text>").next().unwrap_or("").trim().to_owned())
+            })
+            .collect()
+    };
+    let queues = read("queues.svg");
+    let texts = bodies(&queues);
+    assert!(
+        texts.iter().any(|t| t == "queue (KiB, 1 KiB = 1024 B)"),
+        "{texts:?}"
+    );
+    // The shared buffer (the default preset's pool), in KiB, drawn or named above the scale.
+    assert!(
+        texts.iter().any(|t| t.starts_with("shared buffer ")),
+        "{texts:?}"
+    );
+    // Kmin 100000 B is 97.7 KiB, not 100.0 "KB".
+    assert!(texts.iter().any(|t| t == "q3 Kmin 97.7"), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains("XOFF per PG")), "{texts:?}");
+    // Tick labels: whole numbers carry no ".0".
+    for svg in [&queues, &read("rates.svg"), &read("pauses.svg")] {
+        let ticks: Vec<String> = bodies(svg)
+            .into_iter()
+            .filter(|t| t.parse::<f64>().is_ok())
+            .collect();
+        assert!(!ticks.is_empty());
+        assert!(ticks.iter().all(|t| !t.ends_with(".0")), "{ticks:?}");
+    }
+    let pauses = bodies(&read("pauses.svg"));
+    for key in [
+        "XOFF sent: the switch&apos;s ingress PG pausing its peer",
+        "paused: a queue or host held by its peer",
+        "watchdog: the queue held as stormed",
+    ] {
+        assert!(pauses.iter().any(|t| t == key), "{pauses:?}");
+    }
+    // 8 QPs: the 3 busiest one by one, the mean of the other 5, and the total.
+    let rates = bodies(&read("rates.svg"));
+    assert!(
+        rates.iter().any(|t| t == "other 5, mean per QP"),
+        "{rates:?}"
+    );
+    assert!(rates.iter().any(|t| t == "all 8 QPs, total"), "{rates:?}");
+}

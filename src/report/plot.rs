@@ -79,7 +79,9 @@ pub struct Threshold {
     pub value: f64,
 }
 
-/// The RED-ECN thresholds (Kmin, Kmax) of every queue of `cfg` that marks.
+/// The lines a queue plot draws: the RED-ECN thresholds (Kmin, Kmax) of every queue of
+/// `cfg` that marks, and the shared buffer all queues draw on (the most any queue can
+/// hold beyond its reserve).
 pub fn ecn_thresholds(cfg: &crate::config::SwitchConfig) -> Vec<Threshold> {
     let mut out = Vec::new();
     for (q, queue) in cfg.queues.iter().enumerate() {
@@ -94,7 +96,25 @@ pub fn ecn_thresholds(cfg: &crate::config::SwitchConfig) -> Vec<Threshold> {
             });
         }
     }
+    out.push(Threshold {
+        label: "shared buffer".to_owned(),
+        value: cfg.shared_bytes as f64,
+    });
     out
+}
+
+/// Bytes per KiB: the plots count buffers in KiB (1024 bytes), as the CLI's `K` does.
+const KIB: f64 = 1024.0;
+
+/// A tick label: a number with no trailing zeros ("20", not "20.0"; "2.5").
+fn tick(v: &f64) -> String {
+    let text = format!("{v:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_owned()
+    } else {
+        text.to_owned()
+    }
 }
 
 /// The y-axis top for `data`: a little above the highest point, unless that point is a
@@ -169,6 +189,13 @@ enum Dash {
 /// A line's colour: by its place in `palette` (labels in colour order) when one is
 /// given, so that one QP has one colour in every panel; else by its place in `columns`.
 fn pick(palette: Option<&[String]>, columns: &[&Column], label: &str) -> Option<RGBAColor> {
+    // The throughput panel's summary lines stand apart from every QP's colour.
+    if label.starts_with("all ") && label.ends_with(" QPs, total") {
+        return Some(BLACK.to_rgba());
+    }
+    if label.starts_with("other ") && label.ends_with(", mean per QP") {
+        return Some(RGBColor(128, 128, 128).to_rgba());
+    }
     match palette {
         Some(p) => p.iter().position(|l| l == label),
         None => columns.iter().position(|c| c.label == label),
@@ -243,14 +270,19 @@ fn lines(
         .filter(|&v| v <= data_top * 2.0)
         .chain(moving_tops)
         .fold(data_top, |m, v| m.max(v * 1.08));
+    // The axis's unit ("KiB" of "queue (KiB, 1 KiB = 1024 B)"), for values in the notes.
+    let unit = y_desc
+        .split(['(', ',', ')'])
+        .nth(1)
+        .map_or_else(String::new, |u| format!(" {}", u.trim()));
     let mut notes: Vec<String> = thresholds
         .iter()
         .filter(|t| t.value * scale > top)
-        .map(|t| format!("{} {:.1} above the scale", t.label, t.value * scale))
+        .map(|t| format!("{} {:.1}{unit} above the scale", t.label, t.value * scale))
         .collect();
     if let Some((at, v)) = spike {
         notes.push(format!(
-            "start-up peak {v:.1} at {at:.2} ms above the scale"
+            "start-up peak {v:.1}{unit} at {at:.2} ms above the scale"
         ));
     }
     // Dashed lines off the scale, named; many of them (a QP's Rt each) counted, in a line.
@@ -312,6 +344,8 @@ fn lines(
         .configure_mesh()
         .x_desc("time (ms)")
         .y_desc(y_desc)
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
         .draw()
         .map_err(plot_err)?;
     if columns.is_empty() {
@@ -428,25 +462,37 @@ fn of_kind(series: &Series, kind: ColumnKind) -> Vec<&Column> {
         .collect()
 }
 
-/// Egress queue depth over time, KB (each sample the deepest since the previous one),
-/// one line per queue that held anything, with `thresholds` (bytes) dashed.
+/// Egress queue depth over time, KiB (each sample the deepest since the previous one),
+/// one line per queue that held anything, with `thresholds` (bytes) dashed, and the
+/// lossless PGs' XOFF points (which move with the free buffer) dashed too: a queue fed
+/// by one PG cannot grow past its XOFF point and headroom.
 pub fn queues_svg(series: &Series, title: &str, thresholds: &[Threshold]) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         let cols = significant(largest(of_kind(series, ColumnKind::QueueBytes)));
+        // Each ingress PG's limit, not the queue's: say so in its legend entry.
+        let xoff: Vec<Column> = of_kind(series, ColumnKind::XoffBytes)
+            .into_iter()
+            .map(|c| Column {
+                label: c.label.replace(" point", " per PG"),
+                ..c.clone()
+            })
+            .collect();
+        let xoff: Vec<&Column> = xoff.iter().collect();
         let title = format!("Egress queue depth (peak per sample): {title}");
         lines(
             &root,
             series,
             &cols,
             &title,
-            "queue (KB)",
+            "queue (KiB, 1 KiB = 1024 B)",
             true,
-            1e-3,
+            1.0 / KIB,
             Extras {
                 thresholds,
+                dashed: &xoff,
                 ..Extras::default()
             },
         )?;
@@ -455,7 +501,7 @@ pub fn queues_svg(series: &Series, title: &str, thresholds: &[Threshold]) -> Res
     Ok(svg)
 }
 
-/// Ingress priority groups' shared-buffer use over time, KB (each sample the most since
+/// Ingress priority groups' shared-buffer use over time, KiB (each sample the most since
 /// the previous one): what PFC decides on. The XOFF and XON points (dashed) move with the
 /// free buffer under a dynamic threshold; a PG that reaches XOFF pauses its peer until it
 /// drains to XON.
@@ -473,9 +519,9 @@ pub fn pgs_svg(series: &Series, title: &str) -> Result<String> {
             series,
             &cols,
             &title,
-            "PG use (KB)",
+            "PG use (KiB, 1 KiB = 1024 B)",
             true,
-            1e-3,
+            1.0 / KIB,
             Extras {
                 dashed: &xoff,
                 ..Extras::default()
@@ -524,12 +570,19 @@ pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
                 ..Extras::default()
             },
         )?;
-        let refs: Vec<&Column> = smoothed.iter().collect();
+        let (lower_title, shown) = summarised(smoothed);
+        // The summary lines get colours of their own, after every QP's.
+        for c in &shown {
+            if !palette.contains(&c.label) {
+                palette.push(c.label.clone());
+            }
+        }
+        let refs: Vec<&Column> = shown.iter().collect();
         lines(
             &lower,
             series,
             &refs,
-            "Measured payload throughput per QP",
+            &lower_title,
             "throughput (Gb/s)",
             false,
             1.0,
@@ -541,6 +594,55 @@ pub fn rates_svg(series: &Series, title: &str) -> Result<String> {
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
+}
+
+/// Most QPs drawn one by one in the throughput panel; past that, the busiest of them,
+/// the mean of the others, and the total.
+const THROUGHPUT_LINES: usize = 4;
+
+/// The throughput panel's title and lines: every QP when there are few; otherwise the
+/// [`THROUGHPUT_LINES`] − 1 busiest (by mean), "the other N, mean per QP" and "all N QPs,
+/// total", so that the lines do not cover each other.
+fn summarised(columns: Vec<Column>) -> (String, Vec<Column>) {
+    if columns.len() <= THROUGHPUT_LINES {
+        return ("Measured payload throughput per QP".to_owned(), columns);
+    }
+    let mean = |c: &Column| c.values.iter().sum::<f64>() / c.values.len().max(1) as f64;
+    let mut columns = columns;
+    columns.sort_by(|a, b| mean(b).total_cmp(&mean(a)));
+    let n = columns.len();
+    let len = columns[0].values.len();
+    let sum_of = |cs: &[Column]| -> Vec<f64> {
+        (0..len)
+            .map(|i| cs.iter().map(|c| c.values[i]).sum::<f64>())
+            .collect()
+    };
+    let total = sum_of(&columns);
+    let rest = &columns[THROUGHPUT_LINES - 1..];
+    let others: Vec<f64> = sum_of(rest)
+        .into_iter()
+        .map(|v| v / rest.len() as f64)
+        .collect();
+    let template = columns[0].clone();
+    let mut shown: Vec<Column> = columns[..THROUGHPUT_LINES - 1].to_vec();
+    shown.push(Column {
+        label: format!("other {}, mean per QP", rest.len()),
+        values: others,
+        ..template.clone()
+    });
+    shown.push(Column {
+        label: format!("all {n} QPs, total"),
+        values: total,
+        ..template
+    });
+    (
+        format!(
+            "Measured payload throughput: the {} busiest QPs, the mean of the other {}, the total",
+            THROUGHPUT_LINES - 1,
+            rest.len()
+        ),
+        shown,
+    )
 }
 
 /// Rates averaged over a trailing window of 100 µs and at least 5 samples.
@@ -572,6 +674,25 @@ fn smooth(series: &Series, columns: &[&Column]) -> Vec<Column> {
         .collect()
 }
 
+/// Height of the pause chart's colour key, pixels.
+const PAUSE_KEY_BAND: u32 = 30;
+
+/// The pause chart's colours and what each means.
+const PAUSE_KEY: [(RGBColor, &str); 3] = [
+    (
+        RGBColor(200, 40, 40),
+        "XOFF sent: the switch's ingress PG pausing its peer",
+    ),
+    (
+        RGBColor(40, 90, 200),
+        "paused: a queue or host held by its peer",
+    ),
+    (
+        RGBColor(230, 140, 20),
+        "watchdog: the queue held as stormed",
+    ),
+];
+
 /// PFC pause intervals: one row per switch ingress priority group that sent XOFF (red:
 /// the switch pausing its peer), per switch queue and host that was paused (blue), and
 /// per queue the watchdog held as stormed (orange), a bar while it lasted.
@@ -588,9 +709,21 @@ pub fn pauses_svg(series: &Series, title: &str) -> Result<String> {
         .collect();
     let mut svg = String::new();
     {
-        let height = (160 + 28 * rows.len() as u32).max(260);
-        let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
+        let height = (160 + 28 * rows.len() as u32).max(260) + PAUSE_KEY_BAND;
+        let whole = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
+        whole.fill(&WHITE).map_err(plot_err)?;
+        // The colour key in a band of its own under the time axis.
+        let (root, key) = whole.split_vertically(height - PAUSE_KEY_BAND);
+        let mut x = 24;
+        for (color, text) in PAUSE_KEY {
+            key.draw(&Rectangle::new([(x, 8), (x + 18, 20)], color.filled()))
+                .map_err(plot_err)?;
+            let style = TextStyle::from(("sans-serif", 13).into_font())
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            key.draw(&Text::new(text.to_owned(), (x + 24, 14), style))
+                .map_err(plot_err)?;
+            x += 24 + 7 * text.len() as i32 + 24;
+        }
         let labels: Vec<String> = rows.iter().map(|c| c.label.clone()).collect();
         let n = rows.len().max(1);
         let mut chart = ChartBuilder::on(&root)
@@ -605,6 +738,7 @@ pub fn pauses_svg(series: &Series, title: &str) -> Result<String> {
         chart
             .configure_mesh()
             .x_desc("time (ms)")
+            .x_label_formatter(&tick)
             .y_labels(0)
             .disable_y_mesh()
             .draw()
@@ -627,9 +761,9 @@ pub fn pauses_svg(series: &Series, title: &str) -> Result<String> {
         }
         for (i, c) in rows.iter().enumerate() {
             let color = match c.kind {
-                ColumnKind::Xoff => RGBColor(200, 40, 40),
-                ColumnKind::Stormed => RGBColor(230, 140, 20),
-                _ => RGBColor(40, 90, 200),
+                ColumnKind::Xoff => PAUSE_KEY[0].0,
+                ColumnKind::Stormed => PAUSE_KEY[2].0,
+                _ => PAUSE_KEY[1].0,
             };
             let y0 = i as f64 + 0.2;
             let y1 = i as f64 + 0.8;
