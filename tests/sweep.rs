@@ -668,3 +668,57 @@ fn seed_counts_are_reported_as_they_are() {
         assert_eq!(row["seeds"], serde_json::json!([1]), "{row}");
     }
 }
+
+/// The table's "Gb/s" did not say whose: it is the fabric's total. The heatmap had no
+/// colour scale: a bar at its right runs from the worst value to the best, labelled.
+#[test]
+fn the_sweep_says_its_total_and_the_heatmap_has_a_colour_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = rocelab(&[
+        "sweep",
+        "incast",
+        "--set",
+        "duration_ms=5",
+        "--set",
+        "measure_from_ms=1",
+        "--grid",
+        "switch.queue.3.ecn.kmax_bytes=200K,800K",
+        "--grid",
+        "switch.queue.3.ecn.pmax=0.01,0.1",
+        "--jobs",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    let header = stdout.lines().find(|l| l.starts_with("point")).unwrap();
+    assert!(header.contains("total Gb/s"), "{header}");
+    assert!(
+        stdout.contains(
+            "total Gb/s: the payload every host received over the run, summed: the fabric's total"
+        ),
+        "{stdout}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
+    let gbps: Vec<f64> = rows(&json)
+        .iter()
+        .map(|r| r["metrics"]["delivered_gbps"].as_f64().unwrap())
+        .collect();
+    assert_eq!(gbps.len(), 4);
+    let lo = gbps.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = gbps.iter().copied().fold(0.0, f64::max);
+    let svg = std::fs::read_to_string(out.join("heatmap.svg")).unwrap();
+    assert!(
+        svg.contains("the fabric&apos;s total (Gb/s)") || svg.contains("the fabric's total (Gb/s)")
+    );
+    for end in [lo, hi, (lo + hi) / 2.0] {
+        assert!(
+            svg.contains(&format!(">{end:.2}<")) || svg.contains(&format!("\n{end:.2}\n")),
+            "{end:.2}"
+        );
+    }
+    assert!(svg.contains("dark: lower, worse"));
+}

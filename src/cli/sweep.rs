@@ -261,6 +261,28 @@ fn grid_from_table(sweep: &SweepTable) -> Result<Vec<String>> {
         .collect()
 }
 
+/// The progress line: runs done of all, the wall time so far, and what is left at the
+/// pace so far.
+fn progress(done: usize, total: usize, elapsed: std::time::Duration) -> String {
+    let secs = elapsed.as_secs_f64();
+    let left = secs / done.max(1) as f64 * total.saturating_sub(done) as f64;
+    format!(
+        "sweep: {done} of {total} runs done, {} elapsed, about {} left",
+        wall(secs),
+        wall(left)
+    )
+}
+
+/// A wall-clock span to the second: "42 s", "3 min 05 s".
+fn wall(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s < 60 {
+        format!("{s} s")
+    } else {
+        format!("{} min {:02} s", s / 60, s % 60)
+    }
+}
+
 /// Runs every scenario on `jobs` threads; each run's metrics or error, in order.
 fn run_all(
     name: &str,
@@ -276,6 +298,10 @@ fn run_all(
         use std::io::IsTerminal as _;
         std::io::stderr().is_terminal()
     };
+    let started = std::time::Instant::now();
+    // Off a terminal (a log, a pipe), a line at most this often.
+    let every = std::time::Duration::from_secs(10);
+    let last_line = Mutex::new(started);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| {
@@ -289,8 +315,17 @@ fn run_all(
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)[i] = Some(r);
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    let line = progress(n, texts.len(), started.elapsed());
                     if terminal {
-                        note!("\r\x1b[Ksweep: {n} of {} runs done", texts.len());
+                        note!("\r\x1b[K{line}");
+                    } else {
+                        let mut last = last_line
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        if last.elapsed() >= every && n < texts.len() {
+                            *last = std::time::Instant::now();
+                            noteln!("{line}");
+                        }
                     }
                 }
             });
@@ -365,6 +400,9 @@ fn finish(
         },
         if most == 1 { "" } else { "s" }
     );
+    sayln!(
+        "total Gb/s: the payload every host received over the run, summed: the fabric's total, not a flow's"
+    );
     say!("{}", table(grid, &rows));
     let json = rocelab::report::document(
         "sweep",
@@ -414,7 +452,7 @@ fn heatmap(name: &str, grid: &Grid, rows: &[Row]) -> Result<String> {
     let metric = if fct {
         "FCT slowdown p99"
     } else {
-        "goodput (Gb/s)"
+        "payload delivered to all hosts, the fabric's total (Gb/s)"
     };
     Ok(rocelab::report::plot::heatmap_svg(
         &format!("{metric}: {name}"),
@@ -869,4 +907,27 @@ fn check_result(file: &Path, plan_dir: &Path, run: &PlannedRun) -> Result<Metric
     let summary = serde_json::json!({ "summary": report.summary });
     Metrics::of_report(&summary)
         .ok_or_else(|| Unusable::Damaged("report.json has no complete summary".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn progress_says_runs_done_time_elapsed_and_time_left() {
+        // 3 of 12 in 60 s: 20 s a run, 9 left, 180 s.
+        assert_eq!(
+            progress(3, 12, Duration::from_secs(60)),
+            "sweep: 3 of 12 runs done, 1 min 00 s elapsed, about 3 min 00 s left"
+        );
+        assert_eq!(
+            progress(1, 2, Duration::from_millis(4_400)),
+            "sweep: 1 of 2 runs done, 4 s elapsed, about 4 s left"
+        );
+        assert_eq!(
+            progress(5, 5, Duration::from_secs(125)),
+            "sweep: 5 of 5 runs done, 2 min 05 s elapsed, about 0 s left"
+        );
+    }
 }

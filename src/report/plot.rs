@@ -911,8 +911,53 @@ pub fn heatmap_svg(
     let (nx, ny) = (x.1.len().max(1), y.1.len().max(1));
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (860, 620)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
+        let whole = SVGBackend::with_string(&mut svg, (860 + SCALE_BAND, 620)).into_drawing_area();
+        whole.fill(&WHITE).map_err(plot_err)?;
+        // The colour scale at the right: a bar from the best value to the worst, labelled
+        // at both ends and the middle.
+        let (root, scale) = whole.split_horizontally(860);
+        if lo.is_finite() && hi.is_finite() {
+            let (top, bottom) = (60i32, 520i32);
+            let steps = 50;
+            let h = f64::from(bottom - top) / f64::from(steps);
+            for k in 0..steps {
+                // Top of the bar: the highest value.
+                let v = hi - (hi - lo) * f64::from(k) / f64::from(steps - 1);
+                let y0 = top + (f64::from(k) * h) as i32;
+                let y1 = top + (f64::from(k + 1) * h).ceil() as i32;
+                scale
+                    .draw(&Rectangle::new([(10, y0), (34, y1)], shade(v).filled()))
+                    .map_err(plot_err)?;
+            }
+            scale
+                .draw(&Rectangle::new(
+                    [(10, top), (34, bottom)],
+                    BLACK.stroke_width(1),
+                ))
+                .map_err(plot_err)?;
+            let style = TextStyle::from(("sans-serif", 13).into_font())
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            for (v, y) in [
+                (hi, top),
+                ((hi + lo) / 2.0, (top + bottom) / 2),
+                (lo, bottom),
+            ] {
+                scale
+                    .draw(&Text::new(format!("{v:.2}"), (40, y), style.clone()))
+                    .map_err(plot_err)?;
+            }
+            let note = TextStyle::from(("sans-serif", 12).into_font())
+                .color(&RGBColor(90, 90, 90))
+                .pos(Pos::new(HPos::Left, VPos::Top));
+            let worse = if higher_is_better {
+                "dark: lower, worse"
+            } else {
+                "dark: higher, worse"
+            };
+            scale
+                .draw(&Text::new(worse.to_owned(), (10, bottom + 12), note))
+                .map_err(plot_err)?;
+        }
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))
             .margin(16)
@@ -963,6 +1008,9 @@ pub fn heatmap_svg(
     }
     Ok(svg)
 }
+
+/// Width of a heatmap's colour scale at its right, pixels.
+const SCALE_BAND: u32 = 140;
 
 /// The label of the cell whose middle is at `v` (cells span [i, i + 1)), blank elsewhere.
 fn label_at(labels: &[String], v: f64) -> String {

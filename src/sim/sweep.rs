@@ -334,7 +334,7 @@ pub fn table(grid: &Grid, rows: &[Row]) -> String {
     let _ = writeln!(
         out,
         "  {:>10} {:>9} {:>10} {:>7} {:>12}  pareto",
-        "Gb/s", "FCT p99", "paused ms", "drops", "max queue B"
+        "total Gb/s", "FCT p99", "paused ms", "drops", "max queue B"
     );
     for r in rows {
         let _ = write!(out, "{:>5} ", r.point);
