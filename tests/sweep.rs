@@ -632,7 +632,14 @@ fn results_that_are_not_regular_files_inside_the_plan_are_named() {
         );
         // Point 0 lost its seed 2: only point 1 is in the table.
         let stdout = text(&o.stdout);
-        let rows: Vec<&str> = stdout.lines().skip(2).map(str::trim).collect();
+        // The rows: after the header line that starts with "point".
+        let rows: Vec<&str> = stdout
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("point"))
+            .skip(1)
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
         assert_eq!(rows.len(), 1, "{kind}: {stdout}");
         assert!(rows[0].starts_with("1 "), "{kind}: {stdout}");
         std::fs::remove_file(&report).unwrap();
