@@ -222,8 +222,9 @@ pub fn threads_line(opts: &LabOptions, out: &LabOutcome) -> String {
 
 /// Whether the machine produced the live run faithfully, and if not, why: a thread that
 /// could not keep up (over 10 % of its frames late), a stall longer than 2 ms outside
-/// lockstep (frames its pauses should have stopped came in meanwhile), or frames the
-/// kernel dropped at a socket. A run in lockstep may stall: its emulated time dilates.
+/// lockstep, frames that came in after the switch's pause should have stopped them
+/// (`late_pause_frames`), or frames the kernel dropped at a socket. A run in lockstep may
+/// stall: its emulated time dilates.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Verdict {
     /// True when none of the reasons below holds.
@@ -251,6 +252,20 @@ pub fn verdict(opts: &LabOptions, out: &LabOutcome) -> Verdict {
                 t.max_lag_ns as f64 / 1e6
             ));
         }
+    }
+    let late_pause: u64 = (0..out.switch.port_count())
+        .flat_map(|p| {
+            out.switch
+                .counters(p)
+                .classes
+                .iter()
+                .map(|c| c.late_pause_frames)
+        })
+        .sum();
+    if late_pause > 0 {
+        why.push(format!(
+            "{late_pause} frames came in after the switch's pause should have stopped them (a thread ran late): the queue they made is the machine's, not the fabric's"
+        ));
     }
     let dropped: u64 = out.hosts.iter().map(|h| h.kernel.drops).sum::<u64>()
         + out.switch_kernel.iter().map(|k| k.drops).sum::<u64>();

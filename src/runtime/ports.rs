@@ -614,10 +614,15 @@ impl Ports {
             spins += 1;
             let timeout = if spin {
                 Duration::ZERO
-            } else {
+            } else if spin_for_deadline {
                 // Wake a little early: the rest is spun.
                 wake.saturating_duration_since(now)
                     .saturating_sub(SPIN_BEFORE_DEADLINE)
+            } else {
+                // Past its CPU budget: sleep the whole way (a zero timeout here was a spin
+                // of system calls, and the real-time throttling stopped the thread for
+                // 50 ms).
+                wake.saturating_duration_since(now)
             };
             let ready = io::wait(&mut self.pollfds, timeout).map_err(|cause| PortError {
                 port: "poll".to_owned(),
