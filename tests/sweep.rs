@@ -267,6 +267,20 @@ fn a_two_key_sweep_writes_its_heatmap_and_bad_sweeps_are_refused() {
     );
     let svg = std::fs::read_to_string(out.join("heatmap.svg")).unwrap();
     assert!(svg.contains("FCT slowdown p99") && svg.contains("topology.link_gbps"));
+    // One map per metric beside it (issue 40: the heatmap showed one metric only).
+    for (file, says) in [
+        ("heatmap-goodput.svg", "total (Gb/s)"),
+        ("heatmap-fct.svg", "FCT slowdown p99"),
+        ("heatmap-paused.svg", "paused by PFC"),
+        ("heatmap-drops.svg", "frames dropped"),
+        ("heatmap-queue.svg", "the deepest egress queue"),
+    ] {
+        let svg = std::fs::read_to_string(out.join(file)).unwrap();
+        assert!(
+            svg.contains(says) && svg.contains("topology.link_gbps"),
+            "{file}"
+        );
+    }
 
     for (args, says) in [
         (vec!["sweep", file.as_str(), "--grid", "kmin"], "KEY=V1,V2"),

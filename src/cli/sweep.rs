@@ -92,8 +92,44 @@ struct PlannedRun {
 
 const PLAN_SCHEMA: &str = "rocelab.sweep-plan/1";
 
-/// The heatmap of a two-key sweep's `--out`.
+/// The heatmap of a two-key sweep's `--out`: FCT slowdown p99 with workloads, else the
+/// fabric's goodput.
 const HEATMAP: &str = "heatmap.svg";
+
+/// A two-key sweep's heatmap of each metric (beside [`HEATMAP`], the headline one): the
+/// file, what it shows, whether higher is better, and how a row gives it.
+type HeatmapMetric = (
+    &'static str,
+    &'static str,
+    bool,
+    fn(&Metrics) -> Option<f64>,
+);
+const HEATMAPS: [HeatmapMetric; 5] = [
+    (
+        "heatmap-goodput.svg",
+        "payload delivered to all hosts, the fabric's total (Gb/s)",
+        true,
+        |m| Some(m.delivered_gbps),
+    ),
+    ("heatmap-fct.svg", "FCT slowdown p99", false, |m| {
+        m.fct_p99_slowdown
+    }),
+    (
+        "heatmap-paused.svg",
+        "time the hosts were paused by PFC, summed (ms)",
+        false,
+        |m| Some(m.host_paused_ms),
+    ),
+    ("heatmap-drops.svg", "frames dropped", false, |m| {
+        Some(m.drops)
+    }),
+    (
+        "heatmap-queue.svg",
+        "the deepest egress queue (bytes)",
+        false,
+        |m| Some(m.max_queue_bytes),
+    ),
+];
 
 /// The schema of the report.json each planned run writes.
 const SIM_SCHEMA: &str = "rocelab.sim/1";
@@ -413,13 +449,30 @@ fn finish(
         let text = serde_json::to_string_pretty(&json)? + "\n";
         rocelab::output::write_whole(&dir.join("sweep.json"), text.as_bytes())?;
         let mut wrote = vec!["sweep.json"];
+        let every: Vec<&str> = std::iter::once(HEATMAP)
+            .chain(HEATMAPS.iter().map(|h| h.0))
+            .collect();
         if grid.keys.len() == 2 {
-            let svg = heatmap(name, grid, &rows)?;
+            let fct = rows.iter().any(|r| r.metrics.fct_p99_slowdown.is_some());
+            let headline = if fct { &HEATMAPS[1] } else { &HEATMAPS[0] };
+            let svg = heatmap(name, grid, &rows, headline)?;
             rocelab::output::write_whole(&dir.join(HEATMAP), svg.as_bytes())?;
             wrote.push(HEATMAP);
-        } else if !rocelab::output::remove_stale(dir, &[HEATMAP])?.is_empty() {
+            let mut stale = Vec::new();
+            for h in &HEATMAPS {
+                // A metric no point has (FCT without workloads) gets no map.
+                if rows.iter().any(|r| (h.3)(&r.metrics).is_some()) {
+                    let svg = heatmap(name, grid, &rows, h)?;
+                    rocelab::output::write_whole(&dir.join(h.0), svg.as_bytes())?;
+                    wrote.push(h.0);
+                } else {
+                    stale.push(h.0);
+                }
+            }
+            rocelab::output::remove_stale(dir, &stale)?;
+        } else if !rocelab::output::remove_stale(dir, &every)?.is_empty() {
             noteln!(
-                "removed {HEATMAP}, an earlier two-key sweep's, from {}",
+                "removed the heatmaps of an earlier two-key sweep from {}",
                 dir.display()
             );
         }
@@ -428,9 +481,9 @@ fn finish(
     report.write(&json)
 }
 
-/// The two-key grid's heatmap of FCT slowdown p99 (with workloads) or goodput.
-fn heatmap(name: &str, grid: &Grid, rows: &[Row]) -> Result<String> {
-    let fct = rows.iter().any(|r| r.metrics.fct_p99_slowdown.is_some());
+/// The two-key grid's heatmap of one metric.
+fn heatmap(name: &str, grid: &Grid, rows: &[Row], metric: &HeatmapMetric) -> Result<String> {
+    let (_, label, higher_is_better, value) = *metric;
     let (ys, xs) = (&grid.values[0], &grid.values[1]);
     let cells: Vec<Vec<Option<f64>>> = (0..ys.len())
         .map(|i| {
@@ -438,28 +491,17 @@ fn heatmap(name: &str, grid: &Grid, rows: &[Row]) -> Result<String> {
                 .map(|j| {
                     rows.iter()
                         .find(|r| r.point == i * xs.len() + j)
-                        .and_then(|r| {
-                            if fct {
-                                r.metrics.fct_p99_slowdown
-                            } else {
-                                Some(r.metrics.delivered_gbps)
-                            }
-                        })
+                        .and_then(|r| value(&r.metrics))
                 })
                 .collect()
         })
         .collect();
-    let metric = if fct {
-        "FCT slowdown p99"
-    } else {
-        "payload delivered to all hosts, the fabric's total (Gb/s)"
-    };
     Ok(rocelab::report::plot::heatmap_svg(
-        &format!("{metric}: {name}"),
+        &format!("{label}: {name}"),
         (&grid.keys[1], xs),
         (&grid.keys[0], ys),
         &cells,
-        !fct,
+        higher_is_better,
     )?)
 }
 

@@ -943,7 +943,7 @@ pub fn heatmap_svg(
                 (lo, bottom),
             ] {
                 scale
-                    .draw(&Text::new(format!("{v:.2}"), (40, y), style.clone()))
+                    .draw(&Text::new(cell_value(v), (40, y), style.clone()))
                     .map_err(plot_err)?;
             }
             let note = TextStyle::from(("sans-serif", 12).into_font())
@@ -988,7 +988,7 @@ pub fn heatmap_svg(
                         fill.filled(),
                     )])
                     .map_err(plot_err)?;
-                let text = cell.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+                let text = cell.map_or_else(|| "-".to_owned(), cell_value);
                 // White on the dark cells.
                 let ink = if cell.is_some_and(|v| badness(v) > 0.6) {
                     WHITE
@@ -1007,6 +1007,16 @@ pub fn heatmap_svg(
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
+}
+
+/// A heatmap value as written in its cell and on its scale: a whole number (bytes,
+/// frames) without decimals, anything else with two.
+fn cell_value(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 /// Width of a heatmap's colour scale at its right, pixels.
