@@ -11,7 +11,9 @@
 # missing. Without nightly it prints "skipped" and exits 0, except under CI=true, where that
 # is a failure. Exits non-zero when any target finds a crash, a hang or a memory blow-up;
 # the input is then in fuzz/artifacts/<target>/ (not committed) and the log says which.
-# New corpus entries found on the way are left in fuzz/corpus/ for `git status` to show.
+#   FUZZ_KEEP_CORPUS  1: new corpus entries found on the way are added to fuzz/corpus/<target>
+#                     (for a maintainer to review and commit); by default they go to a
+#                     temporary folder, counted in the log, and the checkout is left as it was.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,15 +65,25 @@ for t in "${TARGETS[@]}"; do
     log="$logs/$t.log"
     echo "fuzz: $t for ${SECS}s"
     status=0
-    cargo +nightly fuzz run "${FUZZ_FLAGS[@]}" "$t" -- \
+    # libFuzzer adds what it finds to the first corpus folder it is given.
+    if [ "${FUZZ_KEEP_CORPUS:-0}" = 1 ]; then
+        corpora=("fuzz/corpus/$t")
+    else
+        corpora=("$logs/new-$t" "fuzz/corpus/$t")
+        mkdir -p "$logs/new-$t"
+    fi
+    cargo +nightly fuzz run "${FUZZ_FLAGS[@]}" "$t" "${corpora[@]}" -- \
         -max_total_time="$SECS" -timeout="$HANG" -rss_limit_mb=2048 -seed="$SEED" \
         -print_final_stats=1 >"$log" 2>&1 || status=$?
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
-    corpus=$(find "fuzz/corpus/$t" -type f | wc -l)
+    corpus="$(find "fuzz/corpus/$t" -type f | wc -l) files"
+    if [ "${FUZZ_KEEP_CORPUS:-0}" != 1 ]; then
+        corpus="$corpus, and $(find "$logs/new-$t" -type f | wc -l) new inputs not kept (FUZZ_KEEP_CORPUS=1 keeps them)"
+    fi
     if [ "$status" -eq 0 ]; then
         grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true
-        echo "fuzz: $t: ok: ${runs:-?} runs, ${rate:-?} exec/s, corpus $corpus files"
+        echo "fuzz: $t: ok: ${runs:-?} runs, ${rate:-?} exec/s, corpus $corpus"
         passed=$((passed + 1))
     else
         # libFuzzer's report: the panic or hang, the stack, the input saved as an artifact.
