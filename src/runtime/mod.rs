@@ -57,14 +57,20 @@ impl Clock {
 
     /// Nanoseconds elapsed since the origin, less the lag (monotonic).
     pub fn now(&self) -> Nanos {
-        let wall = self.wall();
-        let t = match &self.dilation {
-            Some(d) => wall.0.saturating_sub(d.lag().0),
-            None => wall.0,
-        };
-        let t = t.max(self.last.get());
+        let t = self.peek().0.max(self.last.get());
         self.last.set(t);
         Nanos(t)
+    }
+
+    /// What [`Clock::now`] would read if nothing had been read before: a thread that
+    /// asks whether it has passed its lockstep bound must not have moved its clock there
+    /// by asking.
+    pub fn peek(&self) -> Nanos {
+        let wall = self.wall();
+        match &self.dilation {
+            Some(d) => Nanos(wall.0.saturating_sub(d.lag().0)),
+            None => wall,
+        }
     }
 
     /// Nanoseconds elapsed since the origin on the wall clock, undilated.

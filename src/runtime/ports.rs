@@ -1100,7 +1100,7 @@ impl<C: Core> Driver<C> {
         if let Some(Joined(m)) = &self.lockstep {
             let wall = self.clock.wall();
             self.held = match m.lockstep.bound(m.me) {
-                Some(bound) if self.clock.now() > bound => {
+                Some(bound) if self.clock.peek() > bound => {
                     m.lockstep
                         .dilation()
                         .raise(wall, Nanos(wall.0.saturating_sub(bound.0)));
@@ -1347,5 +1347,79 @@ mod stall_tests {
             assert!(gap.0.abs_diff(2_000_000) < 100_000, "{gap:?}");
         }
         assert!(now - before >= Nanos(25_000_000));
+    }
+
+    /// A core with nothing to do: it only takes the driver's rounds.
+    struct Idle;
+
+    impl Core for Idle {
+        fn deadline(&self) -> Option<Nanos> {
+            None
+        }
+        fn run_at(&mut self, _: Nanos, _: &mut Ports) -> usize {
+            0
+        }
+        fn arrive(&mut self, _: Nanos, _: usize, frame: Vec<u8>, ports: &mut Ports) {
+            ports.recycle(frame);
+        }
+        fn catch_up(&self) -> Nanos {
+            Nanos::ZERO
+        }
+    }
+
+    /// In lockstep a thread whose peer has stopped publishing (descheduled) runs its
+    /// clock no further than the peer's time plus the lookahead, and the lag grows by the
+    /// rest: the stall dilates emulated time. Once the peer moves on, so may the thread;
+    /// once the peer has left, nothing holds it.
+    #[test]
+    fn a_thread_in_lockstep_waits_for_a_stalled_peer_and_time_dilates() {
+        use super::super::lockstep::{Lockstep, Member};
+        let mut ports = Ports::new(2048);
+        let waiting: Waiting = Arc::default();
+        ports.add(
+            "p0",
+            Box::new(FakeRx {
+                waiting,
+                stall: None,
+            }),
+            Box::new(NoTx),
+        );
+        let origin = Instant::now();
+        let lookahead = Nanos(100_000);
+        let lockstep = Lockstep::new(2, lookahead);
+        let mut driver = Driver::new(vec![Idle], ports, vec![0], Clock::from_origin(origin));
+        driver.join(Member {
+            lockstep: Arc::clone(&lockstep),
+            me: 0,
+            origin,
+        });
+        // The peer joined at 0 and then stalled.
+        lockstep.join(1, Nanos::ZERO);
+        std::thread::sleep(Duration::from_millis(5));
+        // The clock read the bound when the round began; the round's own time runs on
+        // from there (well under the 5 ms the peer stalled).
+        let slack = Nanos(1_000_000);
+        let now = driver.round(Instant::now(), false).unwrap();
+        assert!(now <= lookahead + slack, "{now:?}");
+        let lag = lockstep.dilation().lag();
+        assert!(lag >= Nanos(4_800_000), "{lag:?}");
+        // The peer has run to 3 ms: the thread may run to 3.1 ms, and no further.
+        lockstep.publish(1, Nanos(3_000_000));
+        std::thread::sleep(Duration::from_millis(5));
+        let now = driver.round(Instant::now(), false).unwrap();
+        assert!(
+            now <= Nanos(3_100_000) + slack && now > lookahead + slack,
+            "{now:?}"
+        );
+        // The peer has gone: the clock runs on, the lag that was stays.
+        lockstep.leave(1);
+        std::thread::sleep(Duration::from_millis(1));
+        let lag = lockstep.dilation().lag();
+        let now = driver.round(Instant::now(), false).unwrap();
+        let wall = Nanos(origin.elapsed().as_nanos() as u64);
+        assert!(now > Nanos(3_100_000) && now <= wall - lag, "{now:?}");
+        let (_, _, stats) = driver.into_parts();
+        assert_eq!(stats.held_rounds, 2);
+        assert_eq!(stats.dilation_ns, lockstep.dilation().lag().0);
     }
 }
