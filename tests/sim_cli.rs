@@ -984,3 +984,48 @@ fn the_plots_say_their_units_thresholds_and_colours() {
     );
     assert!(rates.iter().any(|t| t == "all 8 QPs, total"), "{rates:?}");
 }
+
+/// Issue 40: a PFC XON point less than one frame below XOFF was never called flapping.
+/// In `lab-congestion` (nexus-ai's 2,496 B XON offset, 4 KiB frames) one frame leaving
+/// ends every pause, and the story says so, with the mean pause; with the offset above a
+/// frame (20,000 B) it does not, and the switch sends fewer PFC frames.
+#[test]
+fn an_xon_point_less_than_a_frame_below_xoff_is_called_flapping() {
+    let tight = rocelab(&["sim", "--scenario", "lab-congestion"]);
+    assert!(tight.status.success(), "{}", text(&tight.stderr));
+    let tight = text(&tight.stdout);
+    let line = tight
+        .lines()
+        .find(|l| l.contains("in XOFF for priority 3"))
+        .unwrap_or_else(|| panic!("{tight}"));
+    assert!(
+        line.contains(": flapping, each pause")
+            && line.contains("the XON point is 2496 B below XOFF, less than one of its"),
+        "{line}"
+    );
+    let loose = rocelab(&[
+        "sim",
+        "--scenario",
+        "lab-congestion",
+        "--set",
+        "switch.pg.3.xon_offset_bytes=20000",
+    ]);
+    assert!(loose.status.success(), "{}", text(&loose.stderr));
+    let loose = text(&loose.stdout);
+    assert!(loose.contains("in XOFF for priority 3"), "{loose}");
+    assert!(!loose.contains("flapping"), "{loose}");
+    let pfc = |s: &str| -> u64 {
+        s.lines()
+            .filter(|l| l.contains("in XOFF for priority 3"))
+            .filter_map(|l| {
+                l.split(" PFC frames")
+                    .next()?
+                    .rsplit(' ')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum()
+    };
+    assert!(pfc(&loose) < pfc(&tight), "{} {}", pfc(&loose), pfc(&tight));
+}

@@ -210,6 +210,39 @@ fn credit(out: &mut String, f: &Fabric, span: Nanos) {
     }
 }
 
+/// The words for a PG that flaps: its XON point sits less than one of the frames it
+/// takes in (`frame`, their mean size) below its XOFF point, so one frame leaving ends
+/// every pause, and it paused and resumed its peer again and again (ten times or more).
+/// Empty otherwise.
+fn flapping(
+    cfg: &crate::config::SwitchConfig,
+    pg: usize,
+    frame: u64,
+    xoff: Nanos,
+    xons: u64,
+) -> String {
+    use crate::config::XoffRule;
+    let Some(rule) = cfg.pgs.get(pg).map(|g| g.xoff) else {
+        return String::new();
+    };
+    let hysteresis = match rule {
+        XoffRule::Static {
+            xoff_bytes,
+            xon_bytes,
+        } => xoff_bytes.saturating_sub(xon_bytes),
+        XoffRule::Dynamic {
+            xon_offset_bytes, ..
+        } => xon_offset_bytes,
+    };
+    if xons < 10 || hysteresis >= frame {
+        return String::new();
+    }
+    format!(
+        ": flapping, each pause {} on average: the XON point is {hysteresis} B below XOFF, less than one of its {frame} B frames, so one frame leaving ends it (raise the XON offset above a frame)",
+        Nanos(xoff.0 / xons).human()
+    )
+}
+
 fn pfc(out: &mut String, f: &Fabric, span: Nanos) {
     let mut held = Vec::new();
     let mut paused_ports = Vec::new();
@@ -220,10 +253,12 @@ fn pfc(out: &mut String, f: &Fabric, span: Nanos) {
             for (c, k) in sw.counters(p).classes.iter().enumerate().take(CLASSES) {
                 if k.tx_pause_frames > 0 {
                     let t = sw.xoff_time(p, c, f.now);
+                    let frame = k.rx_bytes.checked_div(k.rx_frames).unwrap_or(0);
+                    let flapping = flapping(sw.config(), c, frame, t, k.tx_xon_frames);
                     held.push((
                         t.0,
                         format!(
-                            "{name} held the peer on {port} in XOFF for priority {c}: {} in all ({} of the run), {} PFC frames ({} XON)",
+                            "{name} held the peer on {port} in XOFF for priority {c}: {} in all ({} of the run), {} PFC frames ({} XON){flapping}",
                             t.human(),
                             pct(t.0 as f64, span.0 as f64),
                             k.tx_pause_frames,
