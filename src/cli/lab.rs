@@ -36,7 +36,7 @@ pub struct Args {
     /// PFC and ECN act), ring, incast (every other host into r0), ring-incast (two more
     /// hosts push into rank 0's port while the ring runs; also spelt ring+incast), or a
     /// scenario file as `rocelab sim` reads it (one switch, a star of up to 66 hosts,
-    /// `[[flow]]`s and an `[allreduce]`): the file then decides the topology, rates,
+    /// `[[flow]]`s and an `[allreduce]` run back to back): the file then decides the topology, rates,
     /// switch, endpoints and work, and the twin runs that same file.
     #[arg(long, default_value = "story", value_name = "NAME|FILE")]
     scenario: String,

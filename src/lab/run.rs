@@ -246,6 +246,12 @@ pub fn live_check(scenario: &Scenario) -> Result<(), String> {
     if !matches!(scenario.fabric, crate::sim::fabric::Fabric::Roce) {
         no.push("a fabric other than RoCEv2 (fabric = \"roce\")".to_owned());
     }
+    if scenario.allreduce.as_ref().is_some_and(|a| !a.back_to_back) {
+        no.push(
+            "an [allreduce] of fresh runs (the lab runs its sizes one after the other on one network: set back_to_back = true)"
+                .to_owned(),
+        );
+    }
     if !scenario.workloads.is_empty() {
         no.push("[[workload]] entries".to_owned());
     }
@@ -1204,6 +1210,23 @@ mod tests {
             (&a.ranks, &a.sizes, a.warm_up, a.back_to_back),
             (&b.ranks, &b.sizes, b.warm_up, b.back_to_back)
         );
+    }
+
+    /// A file the lab cannot build live is refused with every reason: its live hosts get
+    /// a sweep only when the sizes run back to back (sim's `ring-incast` runs each on a
+    /// fresh network, and its ranks would have waited for the limit with nothing to do).
+    #[test]
+    fn a_scenario_the_lab_cannot_run_live_is_refused_with_its_reasons() {
+        assert_eq!(
+            live_check(&Scenario::load("lab-congestion").unwrap()),
+            Ok(())
+        );
+        let err = live_check(&Scenario::load("ring-incast").unwrap()).unwrap_err();
+        assert!(err.contains("set back_to_back = true"), "{err}");
+        let err = live_check(&Scenario::load("web-search").unwrap()).unwrap_err();
+        for why in ["a topology other than one switch", "[[workload]] entries"] {
+            assert!(err.contains(why), "{why}: {err}");
+        }
     }
 
     /// What a killed lab leaves is found by its names (netns::remove_stale): every name

@@ -158,27 +158,12 @@ pub fn compare(
         .collect();
     let mut live = switch_totals(&out.switch);
     live.cnps_sent = out.hosts.iter().map(|h| h.counters.cnps_sent).sum();
-    let back_to_back = opts
-        .scenario
-        .allreduce
-        .as_ref()
-        .is_none_or(|a| a.back_to_back);
-    let mut sim = FabricTotals::default();
-    if back_to_back {
-        // One run, as the lab's: its counts are the whole run's.
-        sim = switch_totals(twin.net.switch(0));
-        sim.cnps_sent = (0..twin.net.hosts.len())
-            .map(|h| twin.net.endpoint(h).counters().cnps_sent)
-            .sum();
-    } else {
-        for row in &twin.allreduce {
-            sim.pfc_sent += row.fabric.pfc_sent;
-            sim.ce_marked += row.fabric.ecn_marked;
-            sim.cnps_sent += row.fabric.cnps_sent;
-            sim.dropped += row.fabric.dropped;
-        }
-        sim.queue_watermark_bytes = switch_totals(twin.net.switch(0)).queue_watermark_bytes;
-    }
+    // One run, as the lab's (live_check takes back-to-back sweeps only): its counts are
+    // the whole run's.
+    let mut sim = switch_totals(twin.net.switch(0));
+    sim.cnps_sent = (0..twin.net.hosts.len())
+        .map(|h| twin.net.endpoint(h).counters().cnps_sent)
+        .sum();
     Ok(Comparison {
         allreduce,
         live,

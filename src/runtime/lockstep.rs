@@ -24,7 +24,7 @@
 
 use crate::time::Nanos;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -99,8 +99,8 @@ impl Dilation {
 struct Party {
     /// The emulated time up to which it has read its ports and run its cores.
     through: AtomicU64,
-    /// 1 until it has joined and once it has left: it holds nobody back then.
-    gone: AtomicU64,
+    /// Until it has joined and once it has left: it holds nobody back then.
+    gone: AtomicBool,
 }
 
 /// Threads that emulate one fabric together, each no more than `lookahead` ahead of the
@@ -120,7 +120,7 @@ impl Lockstep {
             parties: (0..parties)
                 .map(|_| Party {
                     through: AtomicU64::new(0),
-                    gone: AtomicU64::new(1),
+                    gone: AtomicBool::new(true),
                 })
                 .collect(),
             dilation: Arc::new(Dilation::default()),
@@ -130,11 +130,6 @@ impl Lockstep {
     /// The shared lag of the parties' clock.
     pub fn dilation(&self) -> &Arc<Dilation> {
         &self.dilation
-    }
-
-    /// How far a party may run ahead of the others.
-    pub fn lookahead(&self) -> Nanos {
-        self.lookahead
     }
 
     /// Party `me` has read its ports and run its cores up to `t`.
@@ -148,14 +143,14 @@ impl Lockstep {
     pub fn join(&self, me: usize, t: Nanos) {
         if let Some(p) = self.parties.get(me) {
             p.through.fetch_max(t.0, Ordering::AcqRel);
-            p.gone.store(0, Ordering::Release);
+            p.gone.store(false, Ordering::Release);
         }
     }
 
     /// Party `me` has stopped: it holds nobody back from now on.
     pub fn leave(&self, me: usize) {
         if let Some(p) = self.parties.get(me) {
-            p.gone.store(1, Ordering::Release);
+            p.gone.store(true, Ordering::Release);
         }
     }
 
@@ -165,7 +160,7 @@ impl Lockstep {
         self.parties
             .iter()
             .enumerate()
-            .filter(|&(k, p)| k != me && p.gone.load(Ordering::Acquire) == 0)
+            .filter(|&(k, p)| k != me && !p.gone.load(Ordering::Acquire))
             .map(|(_, p)| Nanos(p.through.load(Ordering::Acquire)))
             .min()
             .map(|t| t + self.lookahead)

@@ -1110,7 +1110,8 @@ impl<C: Core> Driver<C> {
                 _ => false,
             };
         }
-        let before = self.clock.now();
+        // Read only in lockstep: what this thread publishes when the round is done.
+        let before = self.lockstep.is_some().then(|| self.clock.now());
         // Now is after the read: frames that came while the thread was held up between
         // its wake-up and the read are at their own times, before it; and a core catches
         // up from now, not from the wake-up, whenever the thread was held up.
@@ -1154,7 +1155,7 @@ impl<C: Core> Driver<C> {
             self.advance(c, now);
         }
         let sent = self.ports.flush()?;
-        if let Some(Joined(m)) = &self.lockstep {
+        if let (Some(Joined(m)), Some(before)) = (&self.lockstep, before) {
             // Everything that came before `before` has been read and run.
             m.lockstep.publish(m.me, before);
         }
