@@ -103,11 +103,13 @@ pub struct Args {
     /// the emulated fabric does not have.
     #[arg(long)]
     no_realtime: bool,
-    /// How far (µs of emulated time) the switch's thread and the hosts' may run ahead of
-    /// each other (default 200). A thread that falls further behind (descheduled,
-    /// stalled) holds the other back: emulated time dilates, running slower than the wall
-    /// clock, instead of the late thread being overrun by frames a pause should have
-    /// stopped. 0: no lockstep (each thread on the wall clock).
+    /// How far (µs of emulated time) the pacing clock of the switch's thread and the
+    /// hosts' may run ahead of the slower one (default 200). Within it, each core runs an
+    /// event only once no frame from the other thread can land before it, and frames
+    /// carry their departure times over the veths, so the live run is its simulated twin;
+    /// a thread that falls behind (descheduled, stalled) holds the other back: emulated
+    /// time dilates, running slower than the wall clock. 0: no lockstep (each thread on
+    /// its own wall clock; late frames are taken late).
     #[arg(long, value_name = "US")]
     lookahead_us: Option<f64>,
     /// How to print the switch counters: table (a row per port and class), wide (every

@@ -15,6 +15,7 @@ use crate::endpoint::app::{App, Application as _};
 use crate::endpoint::sweep::{AllReduceResult, Gather, RankResult};
 use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
+use crate::runtime::departures::Departures;
 use crate::runtime::endpoint::{self as live, EndpointSampler, RunOptions};
 use crate::runtime::lockstep::{Lockstep, Member};
 use crate::runtime::ports::{Opened, Ports, ThreadStats};
@@ -488,9 +489,17 @@ pub fn run(
     let mut net = Netns::new()?;
     let prefix = net.name("");
     // A command that failed because of the stop is the stop.
-    let (t0, socket_open, switch_ports, host_ports) =
+    let (t0, socket_open, mut switch_ports, mut host_ports) =
         build_network(&mut net, &names, &switch_cfg, opts, stop)
             .map_err(|e| if stopped(stop) { LabError::Stopped } else { e })?;
+    // Port i of either set is one veth's two ends: in lockstep each frame is taken at its
+    // departure on the one emulated clock, plus its emulated wire, whenever the other
+    // thread gets to read it.
+    for i in (0..n).filter(|_| opts.lookahead.is_some()) {
+        let (up, down) = (Arc::new(Departures::new()), Arc::new(Departures::new()));
+        switch_ports.carry_departures(i, Arc::clone(&down), Arc::clone(&up));
+        host_ports.0.carry_departures(i, up, down);
+    }
     let switch_stop = Arc::new(AtomicBool::new(false));
     let hosts_stop = Arc::new(AtomicBool::new(false));
     // The switch (0) and the hosts (1) on one emulated clock from t0.

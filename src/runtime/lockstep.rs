@@ -1,22 +1,29 @@
 //! Emulated time that dilates instead of breaking, for threads that emulate one fabric
 //! together (the lab's switch and its hosts).
 //!
-//! Each thread runs its cores on one shared emulated clock: the wall clock less a lag
-//! ([`Dilation`]) that only grows. After every round a thread publishes the emulated time
-//! up to which it has read its ports and run its cores ([`Lockstep`]). No thread runs its
-//! clock more than a lookahead past the slowest peer's published time: the bound of a
-//! conservative parallel simulation, where the lookahead is how far one side may go on
-//! without hearing from the other. A thread that would pass the bound (its peer was
-//! descheduled, or is behind) raises the lag so that the clock reads the bound, and waits.
-//! The stalled thread, when it runs again, finds the clock where it left off (less than a
-//! lookahead further): the stall cost wall time, not fidelity. Without this, a host
-//! thread kept sending on its own clock while the switch's thread was stalled, and frames
-//! that a pause should have stopped were already in when the switch woke: a queue past
-//! its buffer that no switch can have.
+//! Two bounds hold the threads together, those of a conservative parallel simulation.
 //!
-//! Frames carry the kernel's receive time, a wall-clock time; [`Dilation::emulated`] maps
-//! it to the emulated time of that instant, with the lag then in force (a frame that
-//! waited in a socket while the lag grew keeps the time it was sent at).
+//! - **The cores' safe time.** Each thread says, before it reads its ports, from what
+//!   emulated time on it may still release a frame ([`Lockstep::running`]: its cores'
+//!   time), and when it waits, its next own event ([`Lockstep::waiting`]). A peer's
+//!   driver runs a core's event only when no frame can still land before it (see
+//!   `Driver::safe_time` in [`super::ports`]), with the frames' departures carried beside
+//!   the veths ([`super::departures`]). This is what makes the lab its twin.
+//! - **The pacing clock.** Each thread paces its rounds by one shared clock: the wall
+//!   clock less a lag ([`Dilation`]) that only grows. After every round a thread publishes
+//!   the emulated time up to which it has read its ports and safely run its cores; no
+//!   thread runs its clock more than a lookahead past the slowest peer's published time. A
+//!   thread that would pass the bound (its peer was descheduled, or waits on it) raises
+//!   the lag so that the clock reads the bound, and waits. The stalled thread, when it runs
+//!   again, finds the clock where it left off: the stall cost wall time, not fidelity.
+//!   Without this, a host thread kept sending on its own clock while the switch's thread
+//!   was stalled, and frames that a pause should have stopped were already in when the
+//!   switch woke: a queue past its buffer that no switch can have.
+//!
+//! A frame nobody recorded a departure for carries the kernel's receive time, a
+//! wall-clock time; [`Dilation::emulated`] maps it to the emulated time of that instant,
+//! with the lag then in force (a frame that waited in a socket while the lag grew keeps
+//! the time it was sent at).
 //!
 //! Sleeping threads publish too: a thread in lockstep wakes at least every
 //! [`REFRESH`] to say it has seen everything up to then, so that an idle peer holds
@@ -101,7 +108,15 @@ struct Party {
     through: AtomicU64,
     /// Until it has joined and once it has left: it holds nobody back then.
     gone: AtomicBool,
+    /// The earliest time on the emulated clock at which it may still release a frame:
+    /// while it runs a round, the time its cores are at; while it waits ([`IDLE`] set),
+    /// its cores' next own event, before anything a peer sends it.
+    promise: AtomicU64,
 }
+
+/// The bit of [`Party::promise`] that says the party is waiting for frames or its next
+/// event rather than running a round.
+const IDLE: u64 = 1 << 63;
 
 /// Threads that emulate one fabric together, each no more than `lookahead` ahead of the
 /// slowest of the others.
@@ -121,6 +136,7 @@ impl Lockstep {
                 .map(|_| Party {
                     through: AtomicU64::new(0),
                     gone: AtomicBool::new(true),
+                    promise: AtomicU64::new(0),
                 })
                 .collect(),
             dilation: Arc::new(Dilation::default()),
@@ -143,8 +159,46 @@ impl Lockstep {
     pub fn join(&self, me: usize, t: Nanos) {
         if let Some(p) = self.parties.get(me) {
             p.through.fetch_max(t.0, Ordering::AcqRel);
+            p.promise.store(t.0.min(IDLE - 1), Ordering::SeqCst);
             p.gone.store(false, Ordering::Release);
         }
+    }
+
+    /// Party `me` runs a round with its cores at `t` and up: it may release frames from
+    /// `t` on. Said before it reads its ports, so that a peer that finds a frame it sent
+    /// read also finds this.
+    pub fn running(&self, me: usize, t: Nanos) {
+        if let Some(p) = self.parties.get(me) {
+            p.promise.store(t.0.min(IDLE - 1), Ordering::SeqCst);
+        }
+    }
+
+    /// Party `me` waits: of its own accord it releases nothing before `next` (a timer, a
+    /// frame on its emulated wire), only in answer to what a peer sends it.
+    pub fn waiting(&self, me: usize, next: Nanos) {
+        if let Some(p) = self.parties.get(me) {
+            p.promise
+                .store(next.0.min(IDLE - 1) | IDLE, Ordering::SeqCst);
+        }
+    }
+
+    /// The earliest time any other party may release a frame (`None`: no other party),
+    /// given that nothing party `me` sends reaches a waiting peer before `answer`: a
+    /// waiting party releases nothing before its next event or that.
+    pub fn earliest_release(&self, me: usize, answer: Nanos) -> Option<Nanos> {
+        self.parties
+            .iter()
+            .enumerate()
+            .filter(|&(k, p)| k != me && !p.gone.load(Ordering::SeqCst))
+            .map(|(_, p)| {
+                let promise = p.promise.load(Ordering::SeqCst);
+                if promise & IDLE != 0 {
+                    Nanos(promise & !IDLE).min(answer)
+                } else {
+                    Nanos(promise)
+                }
+            })
+            .min()
     }
 
     /// Party `me` has stopped: it holds nobody back from now on.

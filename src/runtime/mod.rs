@@ -6,6 +6,7 @@
 //! ([`ports`]). No frame crosses a thread. Waits sleep by default (the machine is shared),
 //! or spin with `--busy-poll`. SIGINT and SIGTERM stop everything cleanly.
 
+pub mod departures;
 pub mod endpoint;
 mod error;
 pub mod lockstep;

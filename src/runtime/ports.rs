@@ -12,6 +12,7 @@
 //! lane while it holds the switch (in the order the switch released the frames) and
 //! offers the lane to the kernel after letting the switch go.
 
+use super::departures::Departures;
 use super::{Clock, PortError};
 use crate::io::{self, Backend, FrameRx, FrameTx, KernelStats, Pool, RxFrame};
 use crate::link;
@@ -90,18 +91,23 @@ impl Wire {
     /// When a frame of `len` bytes handed over at `at` has fully arrived: it starts once
     /// the wire is free (never more than [`WIRE_SLACK`] behind `at`) and takes its
     /// serialisation time, then the cable; the wire is free again after the inter-frame
-    /// gap too.
-    fn carry(&mut self, at: Nanos, len: usize) -> Nanos {
+    /// gap too. A frame that would land before `floor` (its receiver's core had run past
+    /// that before the frame was read) starts late enough to land then, as if its cable
+    /// had been that much longer: the frames behind it keep their spacing on the wire
+    /// rather than all entering at once. Returns the arrival, and how much later it is
+    /// than it would have been.
+    fn carry(&mut self, at: Nanos, len: usize, floor: Nanos) -> (Nanos, Nanos) {
         if self.tx.free_at() > at + WIRE_SLACK {
             // A sender that outran the link: the backlog is dropped, not the frames.
             self.tx = link::Transmitter::new(self.tx.bits_per_sec());
         }
-        let start = self
-            .tx
-            .start_bits(at.max(self.tx.free_at()), link::wire_bits(len));
-        let last_bit = start + link::frame_time(len, self.tx.bits_per_sec());
-        self.last = (last_bit + self.propagation).max(self.last);
-        self.last
+        let serialise = link::frame_time(len, self.tx.bits_per_sec());
+        let due = at.max(self.tx.free_at());
+        let earliest = Nanos(floor.0.saturating_sub(serialise.0 + self.propagation.0));
+        let start = self.tx.start_bits(due.max(earliest), link::wire_bits(len));
+        let landed = (start + serialise + self.propagation).max(self.last);
+        self.last = landed;
+        (landed, start - due)
     }
 }
 
@@ -114,6 +120,10 @@ struct RxPort {
     wire: Option<Wire>,
     /// The latest receive time handed out: a port's frames never pass each other.
     last_at: Nanos,
+    /// When the frames coming in left their sender, where this process drives both ends.
+    departures: Option<Arc<Departures>>,
+    /// The time its core has run to: no frame lands on the emulated wire before it.
+    floor: Nanos,
 }
 
 /// The transmit side of a port: its socket and its backlog, shared by every thread that
@@ -145,6 +155,8 @@ struct TxQueue {
     /// While the port is down, frames queued to it are dropped until then, when a batch
     /// is offered to the kernel again: one that goes marks the port up.
     retry_at: Option<Instant>,
+    /// Where each queued frame's departure time goes, for the link's other end.
+    departures: Option<Arc<Departures>>,
 }
 
 /// How long a port that went down drops its frames before it offers the kernel some
@@ -161,6 +173,7 @@ impl TxLane {
                 overflow: 0,
                 dropped_down: 0,
                 retry_at: None,
+                departures: None,
             }),
             keep_going: AtomicBool::new(false),
             down: AtomicBool::new(false),
@@ -268,6 +281,13 @@ pub struct Ports {
     /// Spare buffers the parts of a split share, so that a thread that receives more
     /// frames than it sends does not allocate while one that sends more frees.
     spares: Option<Arc<Mutex<Vec<Vec<u8>>>>>,
+    /// When, on the run's clock, the frames queued now leave (the time the driver runs its
+    /// core at): recorded for links that carry departures.
+    release_at: Nanos,
+    /// Frames held on their emulated wire past their time, and the longest hold, ns.
+    behind: (u64, u64),
+    /// The earliest departure recorded since [`Ports::take_first_release`].
+    first_release: Option<Nanos>,
 }
 
 /// One interface's sockets, open and waiting to become a port of a set
@@ -318,6 +338,9 @@ impl Ports {
             unsent: Vec::new(),
             batch: Vec::new(),
             spares: None,
+            release_at: Nanos::ZERO,
+            behind: (0, 0),
+            first_release: None,
         }
     }
 
@@ -348,6 +371,8 @@ impl Ports {
             rx,
             wire: None,
             last_at: Nanos::ZERO,
+            departures: None,
+            floor: Nanos::ZERO,
         });
         self.tx.push(TxLane::new(iface, tx));
         port
@@ -432,6 +457,76 @@ impl Ports {
                 last: Nanos::ZERO,
             });
         }
+    }
+
+    /// Port `port` is one end of a link whose other end this process drives too (a veth of
+    /// the lab): each frame queued on it is recorded in `outgoing` with its departure time,
+    /// and each frame received on it is taken at the departure its sender recorded in
+    /// `incoming` (then the emulated wire, if any), not at the kernel's receive time (see
+    /// [`super::departures`]). Both clocks must be the same emulated clock.
+    pub fn carry_departures(
+        &mut self,
+        port: usize,
+        outgoing: Arc<Departures>,
+        incoming: Arc<Departures>,
+    ) {
+        self.tx[port].lock().departures = Some(outgoing);
+        if let Some(p) = self.rx_port(port) {
+            p.departures = Some(incoming);
+        }
+    }
+
+    /// Port `port`'s core has run to `t`: what it receives from now on lands on its
+    /// emulated wire no earlier (see [`Ports::emulate_link`]).
+    pub fn hold_arrivals_from(&mut self, port: usize, t: Nanos) {
+        if let Some(p) = self.rx_port(port) {
+            p.floor = t;
+        }
+    }
+
+    /// Frames whose emulated wire held them past their time because their core had run
+    /// past it, and the longest any was held, ns; since the last call.
+    pub fn take_behind(&mut self) -> (u64, u64) {
+        std::mem::take(&mut self.behind)
+    }
+
+    /// The earliest departure recorded on a link that carries departures since the last
+    /// call.
+    pub fn take_first_release(&mut self) -> Option<Nanos> {
+        self.first_release.take()
+    }
+
+    /// The earliest departure of a frame sent to this thread's ports that it has not read
+    /// yet (on links that carry departures).
+    pub fn earliest_unread(&self) -> Option<Nanos> {
+        self.rx
+            .iter()
+            .filter_map(|p| p.departures.as_ref()?.earliest())
+            .min()
+    }
+
+    /// The earliest departure of a frame this thread sent that its receiver has not read
+    /// yet (on links that carry departures).
+    pub fn earliest_unreceived(&self) -> Option<Nanos> {
+        self.tx
+            .iter()
+            .filter_map(|lane| lane.lock().departures.as_ref()?.earliest())
+            .min()
+    }
+
+    /// The least time a frame takes over any emulated link into this thread's ports, the
+    /// shortest frame on the fastest link: no frame sent at `t` lands before `t` plus it.
+    pub fn shortest_transit(&self) -> Option<Nanos> {
+        self.rx
+            .iter()
+            .filter_map(|p| p.wire.as_ref())
+            .map(|w| link::frame_time(0, w.tx.bits_per_sec()) + w.propagation)
+            .min()
+    }
+
+    /// The frames queued from now on leave at `t` on the run's clock.
+    pub fn release_at(&mut self, t: Nanos) {
+        self.release_at = t;
     }
 
     /// Opens every interface in turn, ports 0, 1, ...
@@ -541,6 +636,13 @@ impl Ports {
         {
             lane.overflow += 1;
             self.pool.put(old);
+        }
+        if let Some(d) = &lane.departures {
+            d.record(&frame, self.release_at);
+            self.first_release = Some(
+                self.first_release
+                    .map_or(self.release_at, |t| t.min(self.release_at)),
+            );
         }
         lane.pending.push_back(frame);
         drop(lane);
@@ -727,15 +829,23 @@ impl Ports {
                 // Once per batch that brought frames: an idle port costs no clock read.
                 let read = clock.now();
                 for f in self.received.drain(..) {
-                    // Received no later than it was read, whatever the clocks say, and in
-                    // the order the port got them.
-                    let mut at = f
-                        .stamp
-                        .map_or(read, |s| clock.at_wall(stamps.run_time(s)).min(read));
+                    // When it left its sender, where that is known; otherwise received no
+                    // later than it was read, whatever the clocks say. Either way in the
+                    // order the port got them.
+                    let departed = p.departures.as_ref().and_then(|d| d.take(&f.data));
+                    let mut at = departed.unwrap_or_else(|| {
+                        f.stamp
+                            .map_or(read, |s| clock.at_wall(stamps.run_time(s)).min(read))
+                    });
                     at = at.max(p.last_at);
                     p.last_at = at;
                     if let Some(w) = &mut p.wire {
-                        at = w.carry(at, f.data.len());
+                        let (landed, late) = w.carry(at, f.data.len(), p.floor);
+                        at = landed;
+                        if late > Nanos::ZERO {
+                            self.behind.0 += 1;
+                            self.behind.1 = self.behind.1.max(late.0);
+                        }
                     }
                     out.push(Arrival {
                         port: p.port,
@@ -852,6 +962,11 @@ pub struct ThreadStats {
     /// time on the CPU under 75 % of every 10 ms (and so clear of the kernel's real-time
     /// throttling).
     pub budget_sleeps: u64,
+    /// Frames that arrived (on the emulated clock) before their core's time: the core
+    /// had run past them before the thread read them, and took them when it got them.
+    pub behind_frames: u64,
+    /// The longest such a frame entered after its arrival, ns.
+    pub behind_max_ns: u64,
     /// In lockstep: rounds that ran at the bound, held back by a slower peer.
     pub held_rounds: u64,
     /// In lockstep: how far the emulated clock lagged the wall clock at the end, ns (the
@@ -943,6 +1058,14 @@ pub struct Driver<C> {
     lockstep: Option<Joined>,
     /// The last round ran at its lockstep bound: the next looks again soon.
     held: bool,
+    /// In lockstep: how far the cores may run this round, on the emulated clock (see
+    /// [`Driver::safe_time`]); unbounded otherwise.
+    safe: Nanos,
+    /// In lockstep: a core had something due that a slower peer held back: the next round
+    /// looks again soon instead of at the (past) deadline.
+    waiting_for_peer: bool,
+    /// In lockstep: the shortest time a frame takes over any of the links.
+    transit: Nanos,
 }
 
 /// A driver's membership of a lockstep, left when dropped.
@@ -1014,6 +1137,9 @@ impl<C: Core> Driver<C> {
             budget: CpuBudget::new(),
             lockstep: None,
             held: false,
+            safe: Nanos(u64::MAX),
+            waiting_for_peer: false,
+            transit: Nanos::ZERO,
             cores,
             ports,
             owner,
@@ -1036,6 +1162,7 @@ impl<C: Core> Driver<C> {
             *t = (*t).max(now);
         }
         member.lockstep.join(member.me, now);
+        self.transit = self.ports.shortest_transit().unwrap_or(Nanos::ZERO);
         self.lockstep = Some(Joined(member));
     }
 
@@ -1056,6 +1183,7 @@ impl<C: Core> Driver<C> {
     /// Runs core `c` at `t` now (a start, say), and sends what it releases.
     pub fn run_core_at(&mut self, c: usize, t: Nanos) -> Result<(), PortError> {
         let t = t.max(self.last[c]);
+        self.ports.release_at(t);
         self.cores[c].run_at(t, &mut self.ports);
         self.last[c] = t;
         self.ports.flush().map(|_| ())
@@ -1066,15 +1194,18 @@ impl<C: Core> Driver<C> {
     /// transmissions up to now in time order, and sends what they released. Returns now.
     pub fn round(&mut self, wake: Instant, busy: bool) -> Result<Nanos, PortError> {
         let mut wake = wake;
-        for d in self.cores.iter().filter_map(Core::deadline) {
-            wake = wake.min(self.clock.instant(d));
-        }
-        if let Some(first) = self.on_wire.iter().map(|a| a.at).min() {
-            wake = wake.min(self.clock.instant(first));
+        // Held back by a peer, its deadlines are past: it looks again soon instead.
+        if !self.waiting_for_peer {
+            for d in self.cores.iter().filter_map(Core::deadline) {
+                wake = wake.min(self.clock.instant(d));
+            }
+            if let Some(first) = self.on_wire.iter().map(|a| a.at).min() {
+                wake = wake.min(self.clock.instant(first));
+            }
         }
         if self.lockstep.is_some() {
             // Its peers must see it move on while it idles, and it must see them.
-            let poll = if self.held {
+            let poll = if self.held || self.waiting_for_peer {
                 super::lockstep::HOLD_POLL
             } else {
                 super::lockstep::REFRESH
@@ -1112,21 +1243,42 @@ impl<C: Core> Driver<C> {
         }
         // Read only in lockstep: what this thread publishes when the round is done.
         let before = self.lockstep.is_some().then(|| self.clock.now());
+        if let Some(Joined(m)) = &self.lockstep {
+            // Before it reads a frame: a peer that finds one of its frames read finds this.
+            let cores_at = self.last.iter().copied().min().unwrap_or(Nanos::ZERO);
+            m.lockstep.running(m.me, cores_at);
+        }
         // Now is after the read: frames that came while the thread was held up between
         // its wake-up and the read are at their own times, before it; and a core catches
         // up from now, not from the wake-up, whenever the thread was held up.
+        if self.lockstep.is_some() {
+            // A frame that still lands in its core's past (one nobody recorded a departure
+            // for) is held on its wire with those behind it, not bunched with them.
+            for (port, &c) in self.owner.iter().enumerate() {
+                self.ports.hold_arrivals_from(port, self.last[c]);
+            }
+        }
         let now = self.ports.receive(&self.clock, &mut self.arrivals)?;
+        let (held, longest) = self.ports.take_behind();
+        self.stats.behind_frames += held;
+        self.stats.behind_max_ns = self.stats.behind_max_ns.max(longest);
         // How far back each core may go this round.
         for (c, core) in self.cores.iter_mut().enumerate() {
             core.round_starts(now);
-            self.oldest[c] = Nanos(now.0.saturating_sub(core.catch_up().0));
+            // In lockstep a stall holds the peers back, and frames carry their departures:
+            // a core catches up whatever it missed, at its own times.
+            self.oldest[c] = match self.lockstep {
+                Some(_) => Nanos::ZERO,
+                None => Nanos(now.0.saturating_sub(core.catch_up().0)),
+            };
             self.floor[c] = self.last[c].max(self.oldest[c]);
         }
         // Frames that were on their emulated wire and have landed by now come first, then
         // what the ports received, of which what is still on its wire waits. Every step
         // keeps the order, and so does the stable sort below: a port's frames never pass
         // each other.
-        let horizon = now + LOOKAHEAD;
+        self.safe = self.safe_time();
+        let horizon = (now + LOOKAHEAD).min(self.safe);
         self.landed
             .extend(self.on_wire.extract_if(.., |a| a.at <= horizon));
         let landed = self.landed.len();
@@ -1139,6 +1291,11 @@ impl<C: Core> Driver<C> {
         self.arrivals.sort_by_key(|a| (owner[a.port], a.at));
         let mut arrivals = std::mem::take(&mut self.arrivals);
         for a in arrivals.drain(..) {
+            if a.at > self.safe {
+                // What it sent this round may be answered before this frame lands.
+                self.on_wire.push(a);
+                continue;
+            }
             let c = self.owner[a.port];
             self.stats.frames += 1;
             self.stats.max_lag_ns = self.stats.max_lag_ns.max(now.0.saturating_sub(a.at.0));
@@ -1146,18 +1303,36 @@ impl<C: Core> Driver<C> {
                 self.stats.late_frames += 1;
             }
             let t = a.at.max(self.floor[c]).max(self.last[c]);
+            if a.at < t {
+                self.stats.behind_frames += 1;
+                self.stats.behind_max_ns = self.stats.behind_max_ns.max((t - a.at).0);
+            }
             self.advance(c, t);
+            self.ports.release_at(t);
             self.cores[c].arrive(t, a.port, a.frame, &mut self.ports);
             self.cores[c].run_at(t, &mut self.ports);
+            self.sent_at_most_answered();
         }
         self.arrivals = arrivals;
         for c in 0..self.cores.len() {
-            self.advance(c, now);
+            self.settle(c, now);
         }
         let sent = self.ports.flush()?;
         if let (Some(Joined(m)), Some(before)) = (&self.lockstep, before) {
-            // Everything that came before `before` has been read and run.
-            m.lockstep.publish(m.me, before);
+            // Everything that came before `before` has been read, and run as far as it was
+            // safe to: the clock runs at most a lookahead past that.
+            m.lockstep.publish(m.me, before.min(self.safe));
+            let next = self
+                .cores
+                .iter()
+                .filter_map(Core::deadline)
+                .chain(self.on_wire.iter().map(|a| a.at))
+                .min();
+            self.waiting_for_peer = next.is_some_and(|d| d <= now && d > self.safe);
+            if self.waiting_for_peer {
+                self.stats.held_rounds += 1;
+            }
+            m.lockstep.waiting(m.me, next.unwrap_or(Nanos(u64::MAX)));
         }
         let flushed = self.clock.now();
         for core in &mut self.cores {
@@ -1177,22 +1352,97 @@ impl<C: Core> Driver<C> {
     /// time (none before its floor), then what is due at `to`.
     fn advance(&mut self, c: usize, to: Nanos) {
         let to = to.max(self.last[c]);
-        let core = &mut self.cores[c];
+        self.run_timers(c, to);
+        self.ports.release_at(to);
+        self.cores[c].run_at(to, &mut self.ports);
+        self.last[c] = to;
+    }
+
+    /// Runs core `c`'s timers and transmissions that fell due before `to`, each at its own
+    /// time (none before its floor).
+    fn run_timers(&mut self, c: usize, to: Nanos) {
         // Bounded: every round sends a frame or moves time forward.
         for _ in 0..1_000_000 {
-            let Some(d) = core.timer().filter(|&d| d < to) else {
+            let Some(d) = self.cores[c].timer().filter(|&d| d < to && d <= self.safe) else {
                 break;
             };
             let t = d.max(self.floor[c]).max(self.last[c]);
-            let sent = core.run_at(t, &mut self.ports);
+            self.ports.release_at(t);
+            let sent = self.cores[c].run_at(t, &mut self.ports);
             self.last[c] = t;
+            self.sent_at_most_answered();
             // Nothing went and nothing moved past t: the rest waits for `to`.
-            if sent == 0 && core.timer().is_some_and(|d| d <= t) {
+            if sent == 0 && self.cores[c].timer().is_some_and(|d| d <= t) {
                 break;
             }
         }
-        core.run_at(to, &mut self.ports);
-        self.last[c] = to;
+    }
+
+    /// At the end of a round: runs what fell due by `now` at its own time, and leaves core
+    /// `c` at the last time it had something to do. A core of a lockstep that moved to now
+    /// with nothing to do would find the frames a slower peer sent it before now already in
+    /// its past (their departures are on the shared emulated clock): it would take them
+    /// late, all at once.
+    fn settle(&mut self, c: usize, now: Nanos) {
+        if self.lockstep.is_none() {
+            return self.advance(c, now);
+        }
+        let to = now.min(self.safe);
+        self.run_timers(c, to);
+        if let Some(d) = self.cores[c].deadline().filter(|&d| d <= to) {
+            let t = d.max(self.floor[c]).max(self.last[c]);
+            self.ports.release_at(t);
+            self.cores[c].run_at(t, &mut self.ports);
+            self.last[c] = t;
+            self.sent_at_most_answered();
+        }
+    }
+
+    /// How far this thread's cores may run on the emulated clock without a frame from a
+    /// peer landing in their past (the safe time of a conservative parallel simulation):
+    /// the earliest a frame not read yet, or one a peer has yet to send, can land. A peer
+    /// that runs a round may send from its cores' time on; one that waits, from its next
+    /// own event or from when what this thread sent it lands, whichever is first. Every
+    /// frame takes at least [`Driver::transit`] over its link. Unbounded outside a
+    /// lockstep.
+    fn safe_time(&self) -> Nanos {
+        let Some(Joined(m)) = &self.lockstep else {
+            return Nanos(u64::MAX);
+        };
+        let own_next = self
+            .cores
+            .iter()
+            .filter_map(Core::deadline)
+            .chain(self.arrivals.iter().map(|a| a.at))
+            .chain(self.on_wire.iter().map(|a| a.at))
+            .min();
+        // Read before the peers' promises: a peer that has read a frame this thread sent
+        // had said it runs before it read it.
+        let unreceived = self.ports.earliest_unreceived();
+        let answer = match (unreceived, own_next) {
+            (Some(a), Some(b)) => a.min(b).saturating_add(self.transit),
+            (a, b) => a
+                .or(b)
+                .map_or(Nanos(u64::MAX), |t| t.saturating_add(self.transit)),
+        };
+        let peers = m.lockstep.earliest_release(m.me, answer);
+        let unread = self.ports.earliest_unread();
+        match (peers, unread) {
+            (Some(a), Some(b)) => a.min(b).saturating_add(self.transit),
+            (a, b) => a
+                .or(b)
+                .map_or(Nanos(u64::MAX), |t| t.saturating_add(self.transit)),
+        }
+    }
+
+    /// A frame sent at `r` to a waiting peer may be answered at `r` plus two transits: no
+    /// core of this thread runs past that this round.
+    fn sent_at_most_answered(&mut self) {
+        if let Some(r) = self.ports.take_first_release()
+            && self.lockstep.is_some()
+        {
+            self.safe = self.safe.min(r.saturating_add(self.transit + self.transit));
+        }
     }
 }
 
@@ -1216,15 +1466,31 @@ mod tests {
         let mut w = wire(1_000_000_000, Nanos(500));
         for k in 0..4u64 {
             assert_eq!(
-                w.carry(Nanos(1_000), 4138),
+                w.carry(Nanos(1_000), 4138, Nanos::ZERO).0,
                 Nanos(1_000 + k * 33_296 + 33_200 + 500)
             );
         }
         // A frame handed over after the wire went idle starts at once.
         assert_eq!(
-            w.carry(Nanos(1_000_000), 4138),
+            w.carry(Nanos(1_000_000), 4138, Nanos::ZERO).0,
             Nanos(1_000_000 + 33_200 + 500)
         );
+    }
+
+    #[test]
+    fn frames_that_land_behind_their_core_keep_their_spacing() {
+        // The core ran to 100 µs before reading three frames handed over at 0: the first
+        // lands at 100 µs, as over a longer cable, and the others a wire time after it
+        // each, not all at 100 µs.
+        let mut w = wire(1_000_000_000, Nanos(500));
+        let floor = Nanos(100_000);
+        let (first, late) = w.carry(Nanos(0), 4138, floor);
+        assert_eq!(first, floor);
+        assert_eq!(late, Nanos(100_000 - 33_200 - 500));
+        for k in 1..3u64 {
+            let (at, _) = w.carry(Nanos(0), 4138, floor);
+            assert_eq!(at, floor + Nanos(k * 33_296));
+        }
     }
 
     #[test]
@@ -1233,7 +1499,7 @@ mod tests {
         let mut last = Nanos::ZERO;
         // 100 frames at one instant: 3.3 ms of wire, more than the 1 ms slack.
         for _ in 0..100 {
-            let at = w.carry(Nanos(0), 4138);
+            let (at, _) = w.carry(Nanos(0), 4138, Nanos::ZERO);
             assert!(at >= last, "frames never pass each other");
             last = at;
         }
@@ -1398,8 +1664,8 @@ mod stall_tests {
         lockstep.join(1, Nanos::ZERO);
         std::thread::sleep(Duration::from_millis(5));
         // The clock read the bound when the round began; the round's own time runs on
-        // from there (well under the 5 ms the peer stalled).
-        let slack = Nanos(1_000_000);
+        // from there (well under the 5 ms the peer stalled, even on a loaded machine).
+        let slack = Nanos(2_000_000);
         let now = driver.round(Instant::now(), false).unwrap();
         assert!(now <= lookahead + slack, "{now:?}");
         let lag = lockstep.dilation().lag();
