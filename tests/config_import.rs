@@ -1434,3 +1434,36 @@ fn import_warnings_stay_one_line_each_whatever_the_names() {
     );
     assert!(stderr.contains(r"Ethernet99\nwarning: forged"), "{stderr}");
 }
+
+/// A watchdog interval times a multiplier past what 64 bits hold is refused with both
+/// lines (it once overflowed), and a watchdog that is off is not read for its times.
+#[test]
+fn nxos_watchdog_times_past_64_bits_are_refused_with_their_lines() {
+    let text = data("nxos_running_config.txt");
+    // 200 ms x 2^64 - 1 is past u64::MAX.
+    let huge = text.replace(
+        "watch-dog shutdown-multiplier 2",
+        "watch-dog shutdown-multiplier 18446744073709551615",
+    );
+    let e = nxos::import(&huge, "rc").unwrap_err().to_string();
+    assert!(
+        e.contains("watch-dog interval 200;")
+            && e.contains("shutdown-multiplier 18446744073709551615:"),
+        "{e}"
+    );
+    let huge = text.replace(
+        "auto-restore multiplier 5",
+        "auto-restore multiplier 18446744073709551615",
+    );
+    let e = nxos::import(&huge, "rc").unwrap_err().to_string();
+    assert!(
+        e.contains("auto-restore multiplier 18446744073709551615:"),
+        "{e}"
+    );
+    let off = huge.replace(
+        "priority-flow-control watch-dog-interval on\npriority-flow-control watch-dog interval",
+        "priority-flow-control watch-dog-interval off\npriority-flow-control watch-dog interval",
+    );
+    let imp = nxos::import(&off, "rc").unwrap();
+    assert!(!imp.config.watchdog.enabled);
+}

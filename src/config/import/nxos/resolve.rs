@@ -650,25 +650,28 @@ fn watchdog(rc: &RunningConfig, w: &mut Writer) -> Result<(), ImportError> {
             }
         }
     }
-    // An auto-restore multiplier of 0 gives no restoration time; rocelab always
-    // restores once the pauses stop, and waits its longest for it.
-    let restoration_ms = if restore == 0 {
-        if on {
-            w.warn(
-                &rsrc,
-                format!("auto-restore multiplier 0 gives no restoration time: rocelab always restores once pauses stop, and waits its longest, {MAX_RESTORATION_MS} ms, instead"),
-            );
-        }
-        MAX_RESTORATION_MS
-    } else {
-        interval * restore
-    };
     if !on {
         return Ok(());
     }
+    // An auto-restore multiplier of 0 gives no restoration time; rocelab always
+    // restores once the pauses stop, and waits its longest for it.
+    let restoration_ms = if restore == 0 {
+        w.warn(
+            &rsrc,
+            format!("auto-restore multiplier 0 gives no restoration time: rocelab always restores once pauses stop, and waits its longest, {MAX_RESTORATION_MS} ms, instead"),
+        );
+        MAX_RESTORATION_MS
+    } else {
+        watchdog_ms(
+            (interval, &isrc),
+            (restore, &rsrc),
+            "auto-restore multiplier",
+        )?
+    };
+    let detection_ms = watchdog_ms((interval, &isrc), (shutdown, &ssrc), "shutdown-multiplier")?;
     w.value(
         "detection_ms",
-        interval * shutdown,
+        detection_ms,
         &format!("interval x shutdown-multiplier ({isrc}; {ssrc})"),
     );
     let restoration_source = if restore == 0 {
@@ -688,4 +691,22 @@ fn watchdog(rc: &RunningConfig, w: &mut Writer) -> Result<(), ImportError> {
         "NX-OS drops a stormed no-drop queue's frames",
     );
     Ok(())
+}
+
+/// The watchdog interval times a multiplier, in ms; a product past what a u64 holds is
+/// refused with both lines (it once overflowed: a panic, or in a release build a wrapped
+/// time).
+fn watchdog_ms(
+    (interval, isrc): (u64, &str),
+    (multiplier, msrc): (u64, &str),
+    what: &str,
+) -> Result<u64, ImportError> {
+    interval
+        .checked_mul(multiplier)
+        .ok_or_else(|| ImportError::Value {
+            at: format!("{isrc}; {msrc}"),
+            message: format!(
+                "interval {interval} ms x {what} {multiplier} is more milliseconds than rocelab can count; it takes 1 to {MAX_RESTORATION_MS} ms"
+            ),
+        })
 }
