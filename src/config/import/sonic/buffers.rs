@@ -1,7 +1,9 @@
 //! The buffer: the pool, the lossless PGs' profiles (one per PG for the whole switch, the
 //! largest headroom), the lossy queues and PGs, and the dynamic buffer model.
 
-use super::config_db::{Doc, Port, Profile, bound_profile, profile, val_err};
+use super::config_db::{
+    Doc, PgBinding, Port, Profile, bound_profile, pg_bindings, profile, val_err,
+};
 use crate::config::import::{ImportError, Writer, num};
 use serde_json::Value;
 
@@ -72,27 +74,8 @@ fn lossless_pgs(
     Ok((pg_profiles, computed))
 }
 
-/// The profiles BUFFER_PG binds to PG `p`, per port: (port, profile, the binding field);
-/// "NULL" (the dynamic model's) is left out.
-fn pg_bindings(
-    doc: &Doc<'_>,
-    ports: &[Port],
-    p: usize,
-) -> Result<Vec<(String, Profile, String)>, ImportError> {
-    let mut bound: Vec<(String, Profile, String)> = Vec::new();
-    for port in ports {
-        if let Some((name, via)) = bound_profile(doc, "BUFFER_PG", &port.name, p) {
-            if name == "NULL" {
-                continue;
-            }
-            bound.push((port.name.clone(), profile(doc, &name, &via)?, via));
-        }
-    }
-    Ok(bound)
-}
-
 /// Warns about the ports whose lossless PG `p` has less headroom than they need.
-fn short_headroom(ports: &[Port], bound: &[(String, Profile, String)], p: usize, w: &mut Writer) {
+fn short_headroom(ports: &[Port], bound: &[PgBinding], p: usize, w: &mut Writer) {
     // Ports short of headroom, per profile: one warning each, naming them. The
     // profile with the largest headroom is the one rocelab gives every port (below),
     // bound or not, so its warning checks them all: it stands for the configuration
@@ -100,19 +83,19 @@ fn short_headroom(ports: &[Port], bound: &[(String, Profile, String)], p: usize,
     // against the ports it is bound to on the switch.
     let applied = bound
         .iter()
-        .max_by_key(|(_, pr, _)| pr.xoff.unwrap_or(0))
-        .map(|(_, pr, _)| pr);
+        .max_by_key(|b| b.profile.xoff.unwrap_or(0))
+        .map(|b| &b.profile);
     let mut short: Vec<(&str, u64, Vec<String>)> = Vec::new();
     let unbound = ports
         .iter()
-        .filter(|q| !bound.iter().any(|(b, _, _)| *b == q.name));
+        .filter(|q| !bound.iter().any(|b| b.port == q.name));
     let applied_to_unbound = applied
         .map(|pr| unbound.map(move |q| (q.name.as_str(), pr)))
         .into_iter()
         .flatten();
     let checked = bound
         .iter()
-        .map(|(port, pr, _)| (port.as_str(), pr))
+        .map(|b| (b.port.as_str(), &b.profile))
         .chain(applied_to_unbound);
     for (port, pr) in checked {
         let Some(xoff) = pr.xoff else { continue };
@@ -157,14 +140,16 @@ fn short_headroom(ports: &[Port], bound: &[(String, Profile, String)], p: usize,
 /// warnings about the ports that bind others and about its XON above XOFF; `None` when no
 /// port binds one.
 fn one_profile(
-    bound: &[(String, Profile, String)],
+    bound: &[PgBinding],
     p: usize,
     dynamic_model: bool,
     w: &mut Writer,
 ) -> Option<(Profile, String)> {
-    let Some((_, best, via)) = bound
+    let Some(PgBinding {
+        profile: best, via, ..
+    }) = bound
         .iter()
-        .max_by_key(|(_, pr, _)| pr.xoff.unwrap_or(0))
+        .max_by_key(|b| b.profile.xoff.unwrap_or(0))
         .cloned()
     else {
         if !dynamic_model {
@@ -179,8 +164,8 @@ fn one_profile(
     };
     let others: Vec<String> = bound
         .iter()
-        .filter(|(_, pr, _)| pr.name != best.name)
-        .map(|(port, pr, _)| format!("{port} ({})", pr.name))
+        .filter(|b| b.profile.name != best.name)
+        .map(|b| format!("{} ({})", b.port, b.profile.name))
         .collect();
     if !others.is_empty() {
         w.warn(

@@ -445,3 +445,37 @@ pub(super) fn queue_bindings(
     }
     Ok(bound)
 }
+
+/// A buffer profile BUFFER_PG binds to one PG of one port.
+#[derive(Debug, Clone)]
+pub(super) struct PgBinding {
+    /// The port.
+    pub(super) port: String,
+    /// The profile, read.
+    pub(super) profile: Profile,
+    /// The field that binds it (`BUFFER_PG|Ethernet0|3-4|profile`).
+    pub(super) via: String,
+}
+
+/// The profiles BUFFER_PG binds to PG `p`, port by port; "NULL" (the dynamic buffer
+/// model's: the switch computes the profile) is left out.
+pub(super) fn pg_bindings(
+    doc: &Doc<'_>,
+    ports: &[Port],
+    p: usize,
+) -> Result<Vec<PgBinding>, ImportError> {
+    let mut bound = Vec::new();
+    for port in ports {
+        if let Some((name, via)) = bound_profile(doc, "BUFFER_PG", &port.name, p) {
+            if name == "NULL" {
+                continue;
+            }
+            bound.push(PgBinding {
+                port: port.name.clone(),
+                profile: profile(doc, &name, &via)?,
+                via,
+            });
+        }
+    }
+    Ok(bound)
+}
