@@ -28,7 +28,7 @@ pub(super) fn watchdog(doc: &Doc<'_>, w: &mut Writer) -> Result<(), ImportError>
     let all: Vec<_> = ports.iter().map(|k| setting(k)).collect();
     // Each field as most ports have it (whole settings may all differ), from the first
     // port that has it.
-    let field_of = |pick: fn(&(String, String, String)) -> &String| {
+    let field_of = |pick: fn(&Setting) -> &String| {
         let values: Vec<&String> = all.iter().map(pick).collect();
         let value = most_common(&values).unwrap_or(pick(&all[0])).clone();
         let at = ports[values.iter().position(|v| **v == value).unwrap_or(0)];
@@ -54,42 +54,10 @@ pub(super) fn watchdog(doc: &Doc<'_>, w: &mut Writer) -> Result<(), ImportError>
             ),
         );
     }
-    let unwatched: Vec<&str> = doc
-        .table("PORT")
-        .map(|t| {
-            t.keys()
-                .filter(|p| !ports.contains(p))
-                .map(String::as_str)
-                .collect()
-        })
-        .unwrap_or_default();
-    if !unwatched.is_empty() {
-        w.warn(
-            format!("PFC_WD|{}", unwatched[0]),
-            format!(
-                "ports {} have no PFC_WD entry (no watchdog on the switch): rocelab watches every port",
-                unwatched.join(", ")
-            ),
-        );
-    }
-    let ms = |field: &str, s: &str, at: &str| -> Result<u64, ImportError> {
-        s.trim().parse().map_err(|_| {
-            val_err(
-                format!("PFC_WD|{at}|{field}"),
-                format!("'{s}' is not a time in ms"),
-            )
-        })
-    };
+    unwatched(doc, &ports, w);
     // Every port's values are checked, not only those taken.
-    for (p, (action, detection, restoration)) in ports.iter().zip(&all) {
-        ms("detection_time", detection, p)?;
-        ms("restoration_time", restoration, p)?;
-        if !["drop", "forward", "alert"].contains(&action.to_ascii_lowercase().as_str()) {
-            return Err(val_err(
-                format!("PFC_WD|{p}|action"),
-                format!("'{action}' is not drop, forward or alert"),
-            ));
-        }
+    for (p, setting) in ports.iter().zip(&all) {
+        check(p, setting)?;
     }
     w.section("watchdog", false);
     w.value("enabled", "true", &format!("PFC_WD|{at}"));
@@ -120,4 +88,52 @@ pub(super) fn watchdog(doc: &Doc<'_>, w: &mut Writer) -> Result<(), ImportError>
         &format!("PFC_WD|{action_at}|action"),
     );
     Ok(())
+}
+
+/// PFC_WD's (action, detection_time, restoration_time) of one port.
+type Setting = (String, String, String);
+
+/// Warns about the ports PFC_WD has no entry for (`watched` are those it has).
+fn unwatched(doc: &Doc<'_>, watched: &[&String], w: &mut Writer) {
+    let unwatched: Vec<&str> = doc
+        .table("PORT")
+        .map(|t| {
+            t.keys()
+                .filter(|p| !watched.contains(p))
+                .map(String::as_str)
+                .collect()
+        })
+        .unwrap_or_default();
+    if !unwatched.is_empty() {
+        w.warn(
+            format!("PFC_WD|{}", unwatched[0]),
+            format!(
+                "ports {} have no PFC_WD entry (no watchdog on the switch): rocelab watches every port",
+                unwatched.join(", ")
+            ),
+        );
+    }
+}
+
+/// Port `p`'s watchdog setting reads: its times are ms, its action one rocelab has.
+fn check(p: &str, (action, detection, restoration): &Setting) -> Result<(), ImportError> {
+    ms("detection_time", detection, p)?;
+    ms("restoration_time", restoration, p)?;
+    if !["drop", "forward", "alert"].contains(&action.to_ascii_lowercase().as_str()) {
+        return Err(val_err(
+            format!("PFC_WD|{p}|action"),
+            format!("'{action}' is not drop, forward or alert"),
+        ));
+    }
+    Ok(())
+}
+
+/// PFC_WD entry `at`'s `field`, `s`, as whole ms.
+fn ms(field: &str, s: &str, at: &str) -> Result<u64, ImportError> {
+    s.trim().parse().map_err(|_| {
+        val_err(
+            format!("PFC_WD|{at}|{field}"),
+            format!("'{s}' is not a time in ms"),
+        )
+    })
 }
