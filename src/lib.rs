@@ -8,8 +8,8 @@
 //! files), [`inspect`] (the RoCE-aware capture inspector), [`config`] (switch and endpoint
 //! configuration), [`switch`] and [`endpoint`] (the cores), [`replay`] (captures through
 //! the switch in virtual time), [`sim`] (the discrete-event simulator), [`io`] and
-//! [`runtime`] (the cores live on network interfaces), [`report`] (tables, JSON, plots)
-//! and [`time`].
+//! [`runtime`] (the cores live on network interfaces), [`report`] (tables, JSON, plots),
+//! [`time`] and [`rand`] (the seeded generator of every random draw).
 
 #![warn(missing_docs)]
 
@@ -24,6 +24,7 @@ pub mod io;
 pub mod lab;
 pub mod link;
 pub mod output;
+pub mod rand;
 pub mod replay;
 pub mod report;
 pub mod runtime;

@@ -1,6 +1,7 @@
 //! The dependency direction of the design (docs/design.md): the cores (switch, endpoint)
 //! and the leaves never import a driver, I/O or the command line, and the two cores never
-//! import each other; the leaves (wire, time, link, bytes, config, series) import neither.
+//! import each other; the leaves (wire, time, link, bytes, config, series, rand) import
+//! neither.
 //! Checked on the source text, so a new `use` that bends the layout
 //! fails here before it spreads.
 
@@ -68,7 +69,9 @@ fn the_cores_import_no_driver_and_not_each_other() {
 fn the_leaves_import_no_core_and_no_driver() {
     let mut forbidden = DRIVERS.to_vec();
     forbidden.extend(["switch", "endpoint"]);
-    for leaf in ["wire", "time", "link", "bytes", "config", "series"] {
+    for leaf in ["wire", "time", "link", "bytes", "config", "series", "rand"] {
         assert_none(leaf, &forbidden);
     }
+    // Every random stream of a run comes from it: it must not depend on what it seeds.
+    assert_eq!(imports("rand"), Vec::new(), "rand imports nothing");
 }

@@ -4,8 +4,8 @@
 
 use super::queue::{EventQueue, QueueKey};
 use crate::link::Framing;
+use crate::rand::Rng;
 use crate::switch::Switch;
-use crate::switch::red::Rng;
 use crate::time::Nanos;
 
 pub use crate::endpoint::host::Host;

@@ -1087,7 +1087,7 @@ fn resolve_workloads(
 ) -> Result<(Vec<WorkloadPlan>, Vec<FlowJob>), ConfigError> {
     // A stream of its own: adding a workload does not change the switch's or the links'
     // draws.
-    let mut rng = crate::switch::red::Rng::new(seed ^ 0x776f_726b_6c6f_6164);
+    let mut rng = crate::rand::Rng::new(seed ^ 0x776f_726b_6c6f_6164);
     let mut plans = Vec::new();
     let mut jobs = Vec::new();
     for (i, spec) in specs.iter().enumerate() {

@@ -68,8 +68,7 @@ fn ports(
 /// The RED seed of the `index`-th switch in a network run with `seed`: each switch draws
 /// its own stream, and the network's seed decides them all.
 fn switch_seed(seed: u64, index: usize) -> u64 {
-    crate::switch::red::Rng::new(seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        .next_u64()
+    crate::rand::Rng::new(seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).next_u64()
 }
 
 fn add_host(engine: &mut Engine, ep_cfg: &EndpointConfig, i: usize) -> usize {

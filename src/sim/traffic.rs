@@ -6,7 +6,7 @@
 //! flow's completion time.
 
 use crate::config::ConfigError;
-use crate::switch::red::Rng;
+use crate::rand::Rng;
 use crate::time::Nanos;
 use serde::Deserialize;
 use std::path::Path;
