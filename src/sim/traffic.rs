@@ -226,6 +226,33 @@ fn time(key: &str, us: f64) -> Result<Nanos, ConfigError> {
     }
 }
 
+/// Where an entry's flows may go and when: its hosts and the span they arrive in, and
+/// the entry's index (for its keys, and each flow's `workload`).
+struct Span {
+    index: usize,
+    members: Vec<usize>,
+    start: Nanos,
+    stop: Nanos,
+}
+
+impl Span {
+    /// The dotted key of the entry's `k`.
+    fn key(&self, k: &str) -> String {
+        format!("workload[{}].{k}", self.index)
+    }
+
+    /// A flow of the entry.
+    fn job(&self, from: usize, to: usize, arrival: Nanos, bytes: u64) -> FlowJob {
+        FlowJob {
+            from,
+            to,
+            arrival,
+            bytes,
+            workload: self.index,
+        }
+    }
+}
+
 impl WorkloadSpec {
     /// The flows of entry `index` among `hosts` hosts at `link_bps`, drawn from `rng`,
     /// arriving before `end` (the scenario's duration when the entry gives none).
@@ -238,6 +265,50 @@ impl WorkloadSpec {
         dir: Option<&Path>,
         rng: &mut Rng,
     ) -> Result<(WorkloadPlan, Vec<FlowJob>), ConfigError> {
+        let span = self.span(index, hosts, end)?;
+        let (summary, jobs) = match self.kind.as_str() {
+            "poisson" => {
+                self.takes(&span, &["cdf", "load", "duration_us"])?;
+                self.poisson(&span, link_bps, dir, rng)?
+            }
+            "all-to-all" => {
+                self.takes(&span, &["bytes"])?;
+                self.all_to_all(&span)?
+            }
+            "incast-bursts" => {
+                self.takes(
+                    &span,
+                    &[
+                        "to",
+                        "fan_in",
+                        "bytes",
+                        "period_us",
+                        "bursts",
+                        "duration_us",
+                    ],
+                )?;
+                self.incast_bursts(&span, rng)?
+            }
+            other => {
+                return Err(err(
+                    span.key("kind"),
+                    format!("'{other}': give poisson, all-to-all or incast-bursts"),
+                ));
+            }
+        };
+        Ok((
+            WorkloadPlan {
+                kind: self.kind.clone(),
+                summary,
+                flows: jobs.len(),
+                flows_in_run: jobs.iter().filter(|j| j.arrival <= end).count(),
+            },
+            jobs,
+        ))
+    }
+
+    /// The entry's hosts (each once, at least two) and the span its flows arrive in.
+    fn span(&self, index: usize, hosts: usize, end: Nanos) -> Result<Span, ConfigError> {
         let key = |k: &str| format!("workload[{index}].{k}");
         let members: Vec<usize> = match &self.hosts {
             Some(h) => h.clone(),
@@ -263,7 +334,16 @@ impl WorkloadSpec {
             Some(d) => start + time(&key("duration_us"), d)?,
             None => end,
         };
-        // The keys given; each kind says which it takes.
+        Ok(Span {
+            index,
+            members,
+            start,
+            stop,
+        })
+    }
+
+    /// Refuses a key the entry's kind does not take (`allowed` are those it does).
+    fn takes(&self, span: &Span, allowed: &[&str]) -> Result<(), ConfigError> {
         let given = [
             ("cdf", self.cdf.is_some()),
             ("load", self.load.is_some()),
@@ -274,202 +354,179 @@ impl WorkloadSpec {
             ("bursts", self.bursts.is_some()),
             ("duration_us", self.duration_us.is_some()),
         ];
-        let takes = |allowed: &[&str]| -> Result<(), ConfigError> {
-            match given.iter().find(|(n, set)| *set && !allowed.contains(n)) {
-                Some((n, _)) => Err(err(
-                    key(n),
-                    format!("a {} workload does not take {n}", self.kind),
-                )),
-                None => Ok(()),
-            }
-        };
+        match given.iter().find(|(n, set)| *set && !allowed.contains(n)) {
+            Some((n, _)) => Err(err(
+                span.key(n),
+                format!("a {} workload does not take {n}", self.kind),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Poisson arrivals at every host, sizes from the distribution, at the offered load.
+    fn poisson(
+        &self,
+        span: &Span,
+        link_bps: u64,
+        dir: Option<&Path>,
+        rng: &mut Rng,
+    ) -> Result<(String, Vec<FlowJob>), ConfigError> {
+        let key = |k: &str| span.key(k);
+        let cdf_name = self.cdf.as_deref().ok_or_else(|| {
+            err(
+                key("cdf"),
+                format!(
+                    "give a flow-size distribution: {} or a file",
+                    CDFS.map(|(n, _)| n).join(", ")
+                ),
+            )
+        })?;
+        let cdf = SizeCdf::load(&key("cdf"), cdf_name, dir)?;
+        let load = self.load.ok_or_else(|| {
+            err(
+                key("load"),
+                "give the offered load, a fraction of the host link rate (0.5 is 50 %)",
+            )
+        })?;
+        if !(load.is_finite() && load > 0.0 && load <= 1.0) {
+            return Err(err(
+                key("load"),
+                format!("{load}: give more than 0 and at most 1"),
+            ));
+        }
+        // Per host: flows per second = load × rate / (8 × mean size); exponential gaps.
+        let per_sec = load * link_bps as f64 / (8.0 * cdf.mean());
+        let (start, stop) = (span.start, span.stop);
+        let expected =
+            per_sec * span.members.len() as f64 * stop.0.saturating_sub(start.0) as f64 / 1e9;
+        if expected > MAX_FLOWS as f64 {
+            return Err(err(
+                key("load"),
+                format!(
+                    "about {expected:.0} flows: more than {MAX_FLOWS}; shorten duration_us or lower the load"
+                ),
+            ));
+        }
+        let mean_gap_ns = 1e9 / per_sec;
         let mut jobs = Vec::new();
-        let summary = match self.kind.as_str() {
-            "poisson" => {
-                takes(&["cdf", "load", "duration_us"])?;
-                let cdf_name = self.cdf.as_deref().ok_or_else(|| {
-                    err(
-                        key("cdf"),
-                        format!(
-                            "give a flow-size distribution: {} or a file",
-                            CDFS.map(|(n, _)| n).join(", ")
-                        ),
-                    )
-                })?;
-                let cdf = SizeCdf::load(&key("cdf"), cdf_name, dir)?;
-                let load = self.load.ok_or_else(|| {
-                    err(
-                        key("load"),
-                        "give the offered load, a fraction of the host link rate (0.5 is 50 %)",
-                    )
-                })?;
-                if !(load.is_finite() && load > 0.0 && load <= 1.0) {
-                    return Err(err(
-                        key("load"),
-                        format!("{load}: give more than 0 and at most 1"),
-                    ));
+        for &from in &span.members {
+            let mut t = start.0 as f64;
+            loop {
+                t += -mean_gap_ns * (1.0 - rng.next_f64()).ln();
+                if t >= stop.0 as f64 {
+                    break;
                 }
-                // Per host: flows per second = load × rate / (8 × mean size); exponential gaps.
-                let per_sec = load * link_bps as f64 / (8.0 * cdf.mean());
-                let expected =
-                    per_sec * members.len() as f64 * stop.0.saturating_sub(start.0) as f64 / 1e9;
-                if expected > MAX_FLOWS as f64 {
-                    return Err(err(
-                        key("load"),
-                        format!(
-                            "about {expected:.0} flows: more than {MAX_FLOWS}; shorten duration_us or lower the load"
-                        ),
-                    ));
-                }
-                let mean_gap_ns = 1e9 / per_sec;
-                for &from in &members {
-                    let mut t = start.0 as f64;
-                    loop {
-                        t += -mean_gap_ns * (1.0 - rng.next_f64()).ln();
-                        if t >= stop.0 as f64 {
-                            break;
-                        }
-                        let to = other(&members, from, rng);
-                        jobs.push(FlowJob {
-                            from,
-                            to,
-                            arrival: Nanos(t as u64),
-                            bytes: cdf.sample(rng),
-                            workload: index,
-                        });
-                    }
-                }
-                format!(
-                    "Poisson arrivals, {} sizes (mean {}), {:.0} % load on {} hosts",
-                    cdf.name,
-                    super::fct::decimal_bytes(cdf.mean()),
-                    load * 100.0,
-                    members.len()
+                // The destination is drawn before the size: the stream's order.
+                let to = other(&span.members, from, rng);
+                jobs.push(span.job(from, to, Nanos(t as u64), cdf.sample(rng)));
+            }
+        }
+        let summary = format!(
+            "Poisson arrivals, {} sizes (mean {}), {:.0} % load on {} hosts",
+            cdf.name,
+            super::fct::decimal_bytes(cdf.mean()),
+            load * 100.0,
+            span.members.len()
+        );
+        Ok((summary, jobs))
+    }
+
+    /// Every host sends `bytes` to every other, all at the start.
+    fn all_to_all(&self, span: &Span) -> Result<(String, Vec<FlowJob>), ConfigError> {
+        let bytes = self
+            .bytes
+            .filter(|b| (1..=1 << 30).contains(b))
+            .ok_or_else(|| {
+                err(
+                    span.key("bytes"),
+                    "give the bytes each host sends to each other, 1 B to 1 GiB",
                 )
+            })?;
+        let mut jobs = Vec::new();
+        for &from in &span.members {
+            for &to in span.members.iter().filter(|&&t| t != from) {
+                jobs.push(span.job(from, to, span.start, bytes));
             }
-            "all-to-all" => {
-                takes(&["bytes"])?;
-                let bytes = self
-                    .bytes
-                    .filter(|b| (1..=1 << 30).contains(b))
-                    .ok_or_else(|| {
-                        err(
-                            key("bytes"),
-                            "give the bytes each host sends to each other, 1 B to 1 GiB",
-                        )
-                    })?;
-                for &from in &members {
-                    for &to in members.iter().filter(|&&t| t != from) {
-                        jobs.push(FlowJob {
-                            from,
-                            to,
-                            arrival: start,
-                            bytes,
-                            workload: index,
-                        });
-                    }
-                }
-                format!(
-                    "all-to-all, {} from each of {} hosts to each other",
-                    crate::bytes::human(bytes),
-                    members.len()
+        }
+        let summary = format!(
+            "all-to-all, {} from each of {} hosts to each other",
+            crate::bytes::human(bytes),
+            span.members.len()
+        );
+        Ok((summary, jobs))
+    }
+
+    /// Bursts into one host every period, each from a fresh draw of `fan_in` senders.
+    fn incast_bursts(
+        &self,
+        span: &Span,
+        rng: &mut Rng,
+    ) -> Result<(String, Vec<FlowJob>), ConfigError> {
+        let key = |k: &str| span.key(k);
+        let to = self
+            .to
+            .ok_or_else(|| err(key("to"), "give the receiving host"))?;
+        if !span.members.contains(&to) {
+            return Err(err(
+                key("to"),
+                format!("host {to} is not one of the workload's hosts"),
+            ));
+        }
+        let senders: Vec<usize> = span.members.iter().copied().filter(|&h| h != to).collect();
+        let fan_in = self.fan_in.unwrap_or(senders.len());
+        if !(1..=senders.len()).contains(&fan_in) {
+            return Err(err(
+                key("fan_in"),
+                format!("{fan_in}: give 1 to {} (the other hosts)", senders.len()),
+            ));
+        }
+        let bytes = self
+            .bytes
+            .filter(|b| (1..=1 << 30).contains(b))
+            .ok_or_else(|| {
+                err(
+                    key("bytes"),
+                    "give the bytes each sender sends per burst, 1 B to 1 GiB",
                 )
-            }
-            "incast-bursts" => {
-                takes(&[
-                    "to",
-                    "fan_in",
-                    "bytes",
-                    "period_us",
-                    "bursts",
-                    "duration_us",
-                ])?;
-                let to = self
-                    .to
-                    .ok_or_else(|| err(key("to"), "give the receiving host"))?;
-                if !members.contains(&to) {
-                    return Err(err(
-                        key("to"),
-                        format!("host {to} is not one of the workload's hosts"),
-                    ));
-                }
-                let senders: Vec<usize> = members.iter().copied().filter(|&h| h != to).collect();
-                let fan_in = self.fan_in.unwrap_or(senders.len());
-                if !(1..=senders.len()).contains(&fan_in) {
-                    return Err(err(
-                        key("fan_in"),
-                        format!("{fan_in}: give 1 to {} (the other hosts)", senders.len()),
-                    ));
-                }
-                let bytes = self
-                    .bytes
-                    .filter(|b| (1..=1 << 30).contains(b))
-                    .ok_or_else(|| {
-                        err(
-                            key("bytes"),
-                            "give the bytes each sender sends per burst, 1 B to 1 GiB",
-                        )
-                    })?;
-                let period = time(
-                    &key("period_us"),
-                    self.period_us.ok_or_else(|| {
-                        err(key("period_us"), "give the time from one burst to the next")
-                    })?,
-                )?;
-                if period == Nanos::ZERO {
-                    return Err(err(key("period_us"), "give a period above 0"));
-                }
-                let fit = stop.0.saturating_sub(start.0).div_ceil(period.0);
-                let bursts = self.bursts.unwrap_or(fit);
-                if bursts == 0 || bursts.saturating_mul(fan_in as u64) > MAX_FLOWS as u64 {
-                    return Err(err(
-                        key("bursts"),
-                        format!(
-                            "{bursts} bursts of {fan_in}: give 1 to {} flows in all",
-                            MAX_FLOWS
-                        ),
-                    ));
-                }
-                for k in 0..bursts {
-                    let at = start + Nanos(period.0 * k);
-                    // Each burst's senders: a fresh draw of fan_in of them.
-                    let mut pool = senders.clone();
-                    for i in 0..fan_in {
-                        let j = i + (rng.next_u64() % (pool.len() - i) as u64) as usize;
-                        pool.swap(i, j);
-                        jobs.push(FlowJob {
-                            from: pool[i],
-                            to,
-                            arrival: at,
-                            bytes,
-                            workload: index,
-                        });
-                    }
-                }
+            })?;
+        let period = time(
+            &key("period_us"),
+            self.period_us
+                .ok_or_else(|| err(key("period_us"), "give the time from one burst to the next"))?,
+        )?;
+        if period == Nanos::ZERO {
+            return Err(err(key("period_us"), "give a period above 0"));
+        }
+        let fit = span.stop.0.saturating_sub(span.start.0).div_ceil(period.0);
+        let bursts = self.bursts.unwrap_or(fit);
+        if bursts == 0 || bursts.saturating_mul(fan_in as u64) > MAX_FLOWS as u64 {
+            return Err(err(
+                key("bursts"),
                 format!(
-                    "{bursts} incast burst{} into h{to}, {fan_in} sender{} of {} each, every {}",
-                    if bursts == 1 { "" } else { "s" },
-                    if fan_in == 1 { "" } else { "s" },
-                    crate::bytes::human(bytes),
-                    period.human()
-                )
+                    "{bursts} bursts of {fan_in}: give 1 to {} flows in all",
+                    MAX_FLOWS
+                ),
+            ));
+        }
+        let mut jobs = Vec::new();
+        for k in 0..bursts {
+            let at = span.start + Nanos(period.0 * k);
+            // Each burst's senders: a fresh draw of fan_in of them.
+            let mut pool = senders.clone();
+            for i in 0..fan_in {
+                let j = i + (rng.next_u64() % (pool.len() - i) as u64) as usize;
+                pool.swap(i, j);
+                jobs.push(span.job(pool[i], to, at, bytes));
             }
-            other => {
-                return Err(err(
-                    key("kind"),
-                    format!("'{other}': give poisson, all-to-all or incast-bursts"),
-                ));
-            }
-        };
-        Ok((
-            WorkloadPlan {
-                kind: self.kind.clone(),
-                summary,
-                flows: jobs.len(),
-                flows_in_run: jobs.iter().filter(|j| j.arrival <= end).count(),
-            },
-            jobs,
-        ))
+        }
+        let summary = format!(
+            "{bursts} incast burst{} into h{to}, {fan_in} sender{} of {} each, every {}",
+            if bursts == 1 { "" } else { "s" },
+            if fan_in == 1 { "" } else { "s" },
+            crate::bytes::human(bytes),
+            period.human()
+        );
+        Ok((summary, jobs))
     }
 }
 
