@@ -1,7 +1,7 @@
 //! The dependency direction of the design (docs/design.md): the cores (switch, endpoint)
 //! and the leaves never import a driver, I/O or the command line, and the two cores never
 //! import each other; the leaves (wire, time, link, bytes, config, series, rand) import
-//! neither.
+//! neither; no driver imports report, which renders what the drivers compute.
 //! Checked on the source text, so a new `use` that bends the layout
 //! fails here before it spreads.
 
@@ -74,4 +74,13 @@ fn the_leaves_import_no_core_and_no_driver() {
     }
     // Every random stream of a run comes from it: it must not depend on what it seeds.
     assert_eq!(imports("rand"), Vec::new(), "rand imports nothing");
+}
+
+#[test]
+fn no_driver_imports_report() {
+    // A driver computes what a run comes to and report renders it: a driver that
+    // reached for report would tie the two layers into a loop.
+    for driver in DRIVERS.iter().filter(|&&d| d != "report") {
+        assert_none(driver, &["report"]);
+    }
 }

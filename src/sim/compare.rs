@@ -8,7 +8,7 @@ use super::fabric::Fabric;
 use super::fct::{self, Bucket};
 use super::run::Outcome;
 use super::scenario::{Scenario, Shape, Topology};
-use crate::report::sim::Summary;
+use super::summary::{self, Summary};
 use serde::Serialize;
 
 /// A fabric setting to run a scenario on.
@@ -227,7 +227,7 @@ pub fn measure(setting: Setting, scenario: &Scenario, outcome: &Outcome) -> Meas
         .filter(|f| incast && receivers(f.to) == 1)
         .cloned()
         .collect();
-    let summary = crate::report::sim::summary(scenario, outcome);
+    let summary = summary::summary(scenario, outcome);
     let pfc_unused = match scenario.fabric {
         Fabric::Roce => pfc_unused(&summary, &outcome.series),
         Fabric::Ib(_) => None,

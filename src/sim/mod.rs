@@ -9,6 +9,7 @@ mod queue;
 pub mod run;
 pub mod scenario;
 pub mod series;
+pub mod summary;
 pub mod sweep;
 pub mod topology;
 pub mod traffic;
