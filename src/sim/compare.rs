@@ -50,15 +50,12 @@ impl Setting {
     }
 
     /// The setting named `name`.
-    pub fn parse(name: &str) -> Result<Setting, String> {
+    pub fn parse(name: &str) -> Result<Setting, UnknownSetting> {
         Setting::ALL
             .into_iter()
             .find(|s| s.name() == name.trim())
-            .ok_or_else(|| {
-                format!(
-                    "'{name}' is not a fabric setting: give {}",
-                    Setting::ALL.map(|s| s.name()).join(", ")
-                )
+            .ok_or_else(|| UnknownSetting {
+                name: name.to_owned(),
             })
     }
 
@@ -108,6 +105,17 @@ impl Setting {
         table.insert("switch".into(), toml::Value::Table(switch));
         table.insert("endpoint".into(), toml::Value::Table(endpoint));
     }
+}
+
+/// A name that is no fabric setting (`--fabrics`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{name}' is not a fabric setting: give {}",
+    Setting::ALL.map(|s| s.name()).join(", ")
+)]
+pub struct UnknownSetting {
+    /// The name as given.
+    pub name: String,
 }
 
 /// One bulk flow's goodput.
