@@ -7,8 +7,9 @@
 use super::fabric::Fabric;
 use super::fct::{self, Bucket};
 use super::run::Outcome;
-use super::scenario::{Scenario, Shape, Topology};
+use super::scenario::Scenario;
 use super::summary::{self, Summary};
+use super::topology::{Shape, Topology};
 use serde::Serialize;
 
 /// A fabric setting to run a scenario on.

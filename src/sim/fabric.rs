@@ -3,8 +3,7 @@
 //! VL, [`crate::credit`]). The same topology, endpoints and workloads run on either, so
 //! that `rocelab compare` can set them side by side.
 
-use super::scenario::Topology;
-use super::topology::Network;
+use super::topology::{Network, Topology};
 use crate::config::{CLASSES, ConfigError, SwitchConfig, Trust};
 use crate::credit::{BLOCK_BYTES, CreditConfig, MAX_WINDOW_BLOCKS};
 use crate::endpoint::ibcc::{CctEntry, IbCcConfig};
@@ -407,24 +406,6 @@ impl Fabric {
         match self {
             Fabric::Roce => Framing::Ethernet,
             Fabric::Ib(_) => Framing::InfiniBand,
-        }
-    }
-}
-
-impl super::scenario::Scenario {
-    /// Each switch's forwarding latency on the scenario's fabric.
-    pub fn switch_latency(&self) -> Nanos {
-        match &self.fabric {
-            Fabric::Roce => self.topology.switch_latency,
-            Fabric::Ib(ib) => ib.switch_latency,
-        }
-    }
-
-    /// The header bits after which switches forward, if they cut through.
-    pub fn cut_through_bits(&self) -> Option<u64> {
-        match &self.fabric {
-            Fabric::Ib(ib) if ib.cut_through => Some(CUT_THROUGH_HEADER_BYTES * 8),
-            _ => None,
         }
     }
 }

@@ -14,6 +14,89 @@ use std::net::Ipv4Addr;
 /// QP numbers start here (0 and 1 are special in InfiniBand).
 const FIRST_QPN: u32 = 0x100;
 
+/// The shape of the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One switch, `hosts` hosts.
+    Star {
+        /// Hosts on the switch, 2 to 4096.
+        hosts: usize,
+    },
+    /// Switches in a ring, each with hosts; traffic goes the shorter way round.
+    Ring {
+        /// Switches in the ring, 3 to 64.
+        switches: usize,
+        /// Hosts on each switch.
+        hosts_per_switch: usize,
+    },
+    /// Leaves with hosts, every leaf linked to every spine, ECMP over the spines.
+    LeafSpine {
+        /// Leaf switches, each with `hosts_per_leaf` hosts.
+        leaves: usize,
+        /// Spine switches, each linked to every leaf.
+        spines: usize,
+        /// Hosts under each leaf.
+        hosts_per_leaf: usize,
+    },
+}
+
+/// The topology, resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Topology {
+    /// Star or leaf–spine.
+    pub shape: Shape,
+    /// Every link's rate, bit/s.
+    pub bits_per_sec: u64,
+    /// Every link's propagation delay.
+    pub delay: Nanos,
+    /// Loss probability on host links (star only).
+    pub loss: f64,
+    /// On RoCEv2: each switch's forwarding latency, from a frame's last bit in to the
+    /// earliest its first bit may go out (store-and-forward). InfiniBand's is `[ib]`'s.
+    pub switch_latency: Nanos,
+}
+
+impl Topology {
+    /// Links on the path from host `a` to host `b`: 2 through one switch; across a
+    /// leaf–spine, 4; around a ring, 2 plus the switches between (the shorter way).
+    pub fn hops(&self, a: usize, b: usize) -> usize {
+        match self.shape {
+            Shape::Star { .. } => 2,
+            Shape::LeafSpine { hosts_per_leaf, .. } => {
+                if a / hosts_per_leaf.max(1) == b / hosts_per_leaf.max(1) {
+                    2
+                } else {
+                    4
+                }
+            }
+            Shape::Ring {
+                switches,
+                hosts_per_switch,
+            } => {
+                let (i, j) = (a / hosts_per_switch.max(1), b / hosts_per_switch.max(1));
+                let d = i.abs_diff(j);
+                2 + d.min(switches - d)
+            }
+        }
+    }
+
+    /// Number of hosts.
+    pub fn hosts(&self) -> usize {
+        match self.shape {
+            Shape::Star { hosts } => hosts,
+            Shape::LeafSpine {
+                leaves,
+                hosts_per_leaf,
+                ..
+            } => leaves * hosts_per_leaf,
+            Shape::Ring {
+                switches,
+                hosts_per_switch,
+            } => switches * hosts_per_switch,
+        }
+    }
+}
+
 /// A built network: the engine and where everything is.
 #[derive(Debug)]
 pub struct Network {

@@ -1,0 +1,534 @@
+//! The checks that turn a scenario file into a [`Scenario`]: every value in its range and
+//! every reference sound (hosts that exist, one application per host), each error naming
+//! its key and what is allowed.
+
+use super::budget;
+use super::load::resolve_switch;
+use super::schema::{AllReduceSpec, FlowSpec, ScenarioFile, TopologySpec};
+use super::{AllReducePlan, FlowPlan, LARGEST_FRAME_OVERHEAD, Scenario, Shape, Topology, err};
+use crate::config::ConfigError;
+use crate::config::endpoint::EndpointConfig;
+use crate::endpoint::sweep::{self, SweepError};
+use crate::rand::Rng;
+use crate::sim::fabric::{self, Fabric};
+use crate::sim::faults;
+use crate::sim::traffic::{FlowJob, MAX_FLOWS, WorkloadPlan, WorkloadSpec};
+use crate::time::Nanos;
+use serde::Deserialize;
+use std::path::Path;
+
+/// Virtual time an all-reduce size may take when the scenario gives no duration.
+const DEFAULT_ALLREDUCE_LIMIT: Nanos = Nanos(10_000_000_000);
+
+/// Most time-series rows a scenario may ask for.
+const MAX_ROWS: u64 = 2_000_000;
+
+/// The shortest time-series step: the simulator's clock counts whole nanoseconds.
+const MIN_SAMPLE: Nanos = Nanos(1);
+
+/// The most hosts a topology may have.
+pub const MAX_HOSTS: usize = 4096;
+
+fn positive_time(key: &str, v: f64, unit: &str, scale: f64) -> Result<Nanos, ConfigError> {
+    if v.is_finite() && v > 0.0 && v * scale < 1e15 {
+        Ok(Nanos((v * scale).round() as u64))
+    } else {
+        Err(err(
+            key,
+            format!(
+                "{v} is not allowed; give a positive number of {unit} below {:e} (about 11 days)",
+                1e15 / scale
+            ),
+        ))
+    }
+}
+
+impl ScenarioFile {
+    /// The scenario this file describes, named `name`; files it names (the switch's, a
+    /// workload's distribution) are looked up relative to `dir`.
+    pub(super) fn resolve(self, name: &str, dir: Option<&Path>) -> Result<Scenario, ConfigError> {
+        let topology = self.topology.resolve()?;
+        let hosts = topology.hosts();
+        let (mut switch, mut switch_source) = resolve_switch(self.switch, dir)?;
+        let endpoint = resolve_endpoint(self.endpoint, &topology)?;
+        let fabric = fabric::resolve(
+            self.fabric.as_deref(),
+            self.ib,
+            endpoint.mtu as usize + LARGEST_FRAME_OVERHEAD,
+        )?;
+        if let Fabric::Ib(ib) = &fabric {
+            switch = ib.switch_config(switch);
+            switch_source.push_str("; InfiniBand: VLs as queues, no PFC, no ECN");
+        }
+        let flows = resolve_flows(&self.flows, hosts)?;
+        let allreduce = self
+            .allreduce
+            .map(|a| a.resolve(hosts, &flows))
+            .transpose()?;
+        if allreduce.is_none() && flows.is_empty() && self.workloads.is_empty() {
+            return Err(err(
+                "scenario",
+                "nothing to run: give [[flow]] entries, [[workload]] entries, an [allreduce] section, or some of each",
+            ));
+        }
+        let duration = resolve_duration(
+            self.duration_ms,
+            !self.workloads.is_empty(),
+            allreduce.is_some(),
+            &flows,
+        )?;
+        // Without a duration, an all-reduce's sizes each run until done: their series
+        // has no span to bound.
+        let series_span = match &allreduce {
+            Some(_) if self.duration_ms.is_none() => None,
+            _ => Some(duration),
+        };
+        let (measure_from, sample) =
+            resolve_sampling(self.measure_from_ms, self.sample_us, duration, series_span)?;
+        let (workloads, jobs) = resolve_workloads(
+            &self.workloads,
+            self.seed,
+            &topology,
+            duration,
+            dir,
+            &flows,
+            allreduce.as_ref(),
+        )?;
+        // The largest RoCE frame a host receives: the path MTU of payload under Ethernet,
+        // 802.1Q, IPv4, UDP, BTH, RETH and ICRC.
+        let largest_frame = u64::from(endpoint.mtu) + 78;
+        let faults = faults::resolve(
+            &self.faults,
+            hosts,
+            endpoint.priority_of(endpoint.dscp),
+            topology.bits_per_sec,
+            largest_frame,
+        )?;
+        let scenario = Scenario {
+            digest: String::new(),
+            faults,
+            variant: None,
+            variants: Vec::new(),
+            name: name.to_owned(),
+            description: self.description.trim().to_owned(),
+            seed: self.seed,
+            duration,
+            measure_from,
+            sample,
+            topology,
+            fabric,
+            switch,
+            switch_source,
+            endpoint,
+            flows,
+            allreduce,
+            workloads,
+            jobs,
+        };
+        budget::check(
+            &scenario,
+            self.duration_ms.map(|_| duration),
+            self.max_frames,
+            self.memory_budget_mib,
+        )?;
+        Ok(scenario)
+    }
+}
+
+/// The `[endpoint]` table over the endpoint defaults, at the topology's link rate, which
+/// it may not set.
+fn resolve_endpoint(
+    table: toml::Table,
+    topology: &Topology,
+) -> Result<EndpointConfig, ConfigError> {
+    if table.contains_key("link_gbps") {
+        return Err(err(
+            "endpoint.link_gbps",
+            "every link runs at topology.link_gbps; set it there",
+        ));
+    }
+    let mut endpoint = EndpointConfig::deserialize(toml::Value::Table(table))
+        .map_err(|e| err("endpoint", e.message().trim_end().to_owned()))?;
+    endpoint.link_gbps = topology.bits_per_sec as f64 / 1e9;
+    endpoint.validate("endpoint")?;
+    Ok(endpoint)
+}
+
+/// The `[[flow]]` entries among `hosts` hosts: two hosts that exist, one flow per sender.
+fn resolve_flows(specs: &[FlowSpec], hosts: usize) -> Result<Vec<FlowPlan>, ConfigError> {
+    let mut flows = Vec::new();
+    for (i, f) in specs.iter().enumerate() {
+        let key = format!("flow[{i}]");
+        for (field, h) in [("from", f.from), ("to", f.to)] {
+            if h >= hosts {
+                return Err(err(
+                    format!("{key}.{field}"),
+                    format!("host {h} does not exist; hosts are 0-{}", hosts - 1),
+                ));
+            }
+        }
+        if f.from == f.to {
+            return Err(err(&key, "a flow needs two different hosts"));
+        }
+        if flows.iter().any(|p: &FlowPlan| p.from == f.from) {
+            return Err(err(
+                format!("{key}.from"),
+                format!(
+                    "host {} already sends a flow; a host runs one application",
+                    f.from
+                ),
+            ));
+        }
+        if !(1..=1 << 30).contains(&f.message_bytes) {
+            return Err(err(format!("{key}.message_bytes"), "give 1 byte to 1 GiB"));
+        }
+        if f.bytes == Some(0) {
+            return Err(err(
+                format!("{key}.bytes"),
+                "give at least 1 byte, or leave it out for a flow that runs to the end",
+            ));
+        }
+        let start = if f.start_us == 0.0 {
+            Nanos::ZERO
+        } else {
+            positive_time(&format!("{key}.start_us"), f.start_us, "µs", 1e3)?
+        };
+        flows.push(FlowPlan {
+            from: f.from,
+            to: f.to,
+            start,
+            bytes: f.bytes,
+            message_bytes: f.message_bytes as usize,
+        });
+    }
+    Ok(flows)
+}
+
+/// How long the run lasts: `duration_ms`, which workloads and endless flows need; without
+/// it, the all-reduce's limit when everything else ends by itself.
+fn resolve_duration(
+    duration_ms: Option<f64>,
+    workloads: bool,
+    allreduce: bool,
+    flows: &[FlowPlan],
+) -> Result<Nanos, ConfigError> {
+    match duration_ms {
+        Some(ms) => positive_time("duration_ms", ms, "ms", 1e6),
+        None if workloads => Err(err(
+            "duration_ms",
+            "workloads run until the end of the run: say when it ends",
+        )),
+        None if allreduce => Ok(DEFAULT_ALLREDUCE_LIMIT),
+        None if flows.iter().all(|f| f.bytes.is_some()) => Ok(DEFAULT_ALLREDUCE_LIMIT),
+        None => Err(err(
+            "duration_ms",
+            "a flow without `bytes` runs until the end: say when the run ends",
+        )),
+    }
+}
+
+/// Where measuring starts (before the end of the run) and the time series' step (at least
+/// a clock tick, at most [`MAX_ROWS`] rows over `series_span`).
+fn resolve_sampling(
+    measure_from_ms: f64,
+    sample_us: f64,
+    duration: Nanos,
+    series_span: Option<Nanos>,
+) -> Result<(Nanos, Nanos), ConfigError> {
+    let measure_from = if measure_from_ms == 0.0 {
+        Nanos::ZERO
+    } else {
+        positive_time("measure_from_ms", measure_from_ms, "ms", 1e6)?
+    };
+    if measure_from >= duration {
+        return Err(err(
+            "measure_from_ms",
+            "must be before the end of the run (duration_ms)",
+        ));
+    }
+    let sample = positive_time("sample_us", sample_us, "µs", 1e3)?;
+    // Virtual time is whole nanoseconds: a shorter step rounds to none, and sampling
+    // every 0 ns never moves on.
+    if sample < MIN_SAMPLE {
+        return Err(err(
+            "sample_us",
+            format!(
+                "{sample_us} µs is shorter than the simulator's clock tick, 1 ns: give 0.001 or more"
+            ),
+        ));
+    }
+    if let Some(span) = series_span
+        && span.0 / sample.0 > MAX_ROWS
+    {
+        return Err(err(
+            "sample_us",
+            format!(
+                "{} rows of time series over {} ms; at most {MAX_ROWS}: sample less often",
+                span.0 / sample.0,
+                span.0 / 1_000_000
+            ),
+        ));
+    }
+    Ok((measure_from, sample))
+}
+
+/// The `[[workload]]` entries' flows, drawn from the scenario's seed, in arrival order.
+/// A host that sends workload flows runs nothing else (a `[[flow]]` or an all-reduce
+/// rank); any host may receive them.
+fn resolve_workloads(
+    specs: &[WorkloadSpec],
+    seed: u64,
+    topology: &Topology,
+    duration: Nanos,
+    dir: Option<&Path>,
+    flows: &[FlowPlan],
+    allreduce: Option<&AllReducePlan>,
+) -> Result<(Vec<WorkloadPlan>, Vec<FlowJob>), ConfigError> {
+    // A stream of its own: adding a workload does not change the switch's or the links'
+    // draws.
+    let mut rng = Rng::new(seed ^ 0x776f_726b_6c6f_6164);
+    let mut plans = Vec::new();
+    let mut jobs = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let (plan, mut made) = spec.resolve(
+            i,
+            topology.hosts(),
+            topology.bits_per_sec,
+            duration,
+            dir,
+            &mut rng,
+        )?;
+        // Checked against the hosts the entry may send from, not the flows drawn: whether
+        // a scenario is valid must not depend on its seed or duration.
+        let flow_sender = |h: usize| flows.iter().position(|f| f.from == h);
+        let rank = |h: usize| allreduce.is_some_and(|a| a.ranks.contains(&h));
+        if let Some(h) = spec
+            .senders(topology.hosts())
+            .into_iter()
+            .find(|&h| flow_sender(h).is_some() || rank(h))
+        {
+            let what = match flow_sender(h) {
+                Some(f) => format!("sends flow[{f}]"),
+                None => "is an all-reduce rank".to_owned(),
+            };
+            return Err(err(
+                format!("workload[{i}].hosts"),
+                format!(
+                    "host {h} {what}, and this {} workload may send from it (from every host \
+                     it lists, all by default, but an incast's `to`); a host runs one \
+                     application: give the workload `hosts` without it",
+                    spec.kind()
+                ),
+            ));
+        }
+        jobs.append(&mut made);
+        plans.push(plan);
+        if jobs.len() > MAX_FLOWS {
+            return Err(err(
+                format!("workload[{i}]"),
+                format!("more than {} flows in all", MAX_FLOWS),
+            ));
+        }
+    }
+    jobs.sort_by_key(|j| (j.arrival, j.from, j.to));
+    Ok((plans, jobs))
+}
+
+impl TopologySpec {
+    fn resolve(&self) -> Result<Topology, ConfigError> {
+        let count = |key: &str, v: Option<usize>, min: usize| -> Result<usize, ConfigError> {
+            match v {
+                Some(n) if (min..=4096).contains(&n) => Ok(n),
+                Some(n) => Err(err(
+                    format!("topology.{key}"),
+                    format!("{n} is not allowed; give {min} to 4096"),
+                )),
+                None => Err(err(
+                    format!("topology.{key}"),
+                    format!("needed for kind = \"{}\"", self.kind),
+                )),
+            }
+        };
+        let unused = |keys: &[(&str, bool)]| -> Result<(), ConfigError> {
+            match keys.iter().find(|(_, set)| *set) {
+                Some((k, _)) => Err(err(
+                    format!("topology.{k}"),
+                    format!("not used by kind = \"{}\"", self.kind),
+                )),
+                None => Ok(()),
+            }
+        };
+        let shape = match self.kind.as_str() {
+            "star" => {
+                unused(&[
+                    ("leaves", self.leaves.is_some()),
+                    ("spines", self.spines.is_some()),
+                    ("hosts_per_leaf", self.hosts_per_leaf.is_some()),
+                    ("switches", self.switches.is_some()),
+                    ("hosts_per_switch", self.hosts_per_switch.is_some()),
+                ])?;
+                Shape::Star {
+                    hosts: count("hosts", self.hosts, 2)?,
+                }
+            }
+            "leaf-spine" => {
+                unused(&[
+                    ("hosts", self.hosts.is_some()),
+                    ("switches", self.switches.is_some()),
+                    ("hosts_per_switch", self.hosts_per_switch.is_some()),
+                ])?;
+                if self.loss != 0.0 {
+                    return Err(err("topology.loss", "only a star has lossy links"));
+                }
+                Shape::LeafSpine {
+                    leaves: count("leaves", self.leaves, 1)?,
+                    spines: count("spines", self.spines, 1)?,
+                    hosts_per_leaf: count("hosts_per_leaf", self.hosts_per_leaf, 1)?,
+                }
+            }
+            "ring" => {
+                unused(&[
+                    ("hosts", self.hosts.is_some()),
+                    ("leaves", self.leaves.is_some()),
+                    ("spines", self.spines.is_some()),
+                    ("hosts_per_leaf", self.hosts_per_leaf.is_some()),
+                ])?;
+                if self.loss != 0.0 {
+                    return Err(err("topology.loss", "only a star has lossy links"));
+                }
+                let switches = count("switches", self.switches, 3)?;
+                if switches > 64 {
+                    return Err(err(
+                        "topology.switches",
+                        format!("{switches} is not allowed; give 3 to 64"),
+                    ));
+                }
+                Shape::Ring {
+                    switches,
+                    hosts_per_switch: count("hosts_per_switch", self.hosts_per_switch, 1)?,
+                }
+            }
+            other => {
+                return Err(err(
+                    "topology.kind",
+                    format!("'{other}': give \"star\", \"leaf-spine\" or \"ring\""),
+                ));
+            }
+        };
+        if !(self.link_gbps.is_finite() && (0.001..=1600.0).contains(&self.link_gbps)) {
+            return Err(err(
+                "topology.link_gbps",
+                format!("{} is not allowed; give 0.001 to 1600", self.link_gbps),
+            ));
+        }
+        if !(0.0..1.0).contains(&self.loss) {
+            return Err(err("topology.loss", "a probability: 0 or more, below 1"));
+        }
+        if self.delay_ns > 1_000_000_000 {
+            return Err(err("topology.delay_ns", "at most 1 s"));
+        }
+        if self.switch_latency_ns > 1_000_000 {
+            return Err(err("topology.switch_latency_ns", "at most 1 ms"));
+        }
+        let topology = Topology {
+            shape,
+            bits_per_sec: (self.link_gbps * 1e9).round() as u64,
+            delay: Nanos(self.delay_ns),
+            loss: self.loss,
+            switch_latency: Nanos(self.switch_latency_ns),
+        };
+        if topology.hosts() < 2 {
+            return Err(err("topology", "needs at least 2 hosts"));
+        }
+        if topology.hosts() > MAX_HOSTS {
+            return Err(err(
+                "topology",
+                format!(
+                    "{} hosts; at most {MAX_HOSTS} (leaves × hosts_per_leaf for a leaf-spine, switches × hosts_per_switch for a ring)",
+                    topology.hosts()
+                ),
+            ));
+        }
+        Ok(topology)
+    }
+}
+
+impl AllReduceSpec {
+    fn resolve(self, hosts: usize, flows: &[FlowPlan]) -> Result<AllReducePlan, ConfigError> {
+        let ranks = self.ranks.unwrap_or_else(|| {
+            (0..hosts)
+                .filter(|h| !flows.iter().any(|f| f.from == *h))
+                .collect()
+        });
+        if ranks.len() < 2 {
+            return Err(err("allreduce.ranks", "needs at least 2 ranks"));
+        }
+        // Sets, not scans: a rank list may be as long as the hosts (4096).
+        let senders: std::collections::HashSet<usize> = flows.iter().map(|f| f.from).collect();
+        let mut seen = std::collections::HashSet::with_capacity(ranks.len());
+        for (i, &r) in ranks.iter().enumerate() {
+            if r >= hosts {
+                return Err(err(
+                    format!("allreduce.ranks[{i}]"),
+                    format!("host {r} does not exist; hosts are 0-{}", hosts - 1),
+                ));
+            }
+            if !seen.insert(r) {
+                return Err(err(
+                    format!("allreduce.ranks[{i}]"),
+                    format!("host {r} is listed twice"),
+                ));
+            }
+            if senders.contains(&r) {
+                return Err(err(
+                    format!("allreduce.ranks[{i}]"),
+                    format!("host {r} sends a flow; a host runs one application"),
+                ));
+            }
+        }
+        let sizes = sweep::sizes(self.min_bytes, self.max_bytes, self.factor).map_err(|e| {
+            let key = match e {
+                SweepError::Size(s) if s == self.min_bytes => "allreduce.min_bytes",
+                SweepError::Size(_) | SweepError::Order { .. } => "allreduce.max_bytes",
+                SweepError::Factor(_) => "allreduce.factor",
+            };
+            err(key, e.to_string())
+        })?;
+        let series_bytes = self
+            .series_bytes
+            .unwrap_or(*sizes.last().unwrap_or(&self.min_bytes));
+        if !sizes.contains(&series_bytes) {
+            return Err(err(
+                "allreduce.series_bytes",
+                format!("{series_bytes} is not one of the sizes swept ({sizes:?})"),
+            ));
+        }
+        let start = if self.start_us == 0.0 {
+            Nanos::ZERO
+        } else {
+            positive_time("allreduce.start_us", self.start_us, "µs", 1e3)?
+        };
+        let warm_up = match self.warm_up_bytes {
+            None | Some(0) => None,
+            Some(w) => {
+                sweep::sizes(w, w, 2).map_err(|e| err("allreduce.warm_up_bytes", e.to_string()))?;
+                if !self.back_to_back {
+                    return Err(err(
+                        "allreduce.warm_up_bytes",
+                        "a warm-up runs before the timed sizes on the same network: set \
+                         back_to_back = true too",
+                    ));
+                }
+                Some(w)
+            }
+        };
+        Ok(AllReducePlan {
+            ranks,
+            sizes,
+            series_bytes,
+            start,
+            warm_up,
+            back_to_back: self.back_to_back,
+        })
+    }
+}
