@@ -251,41 +251,7 @@ impl Scenario {
                     format!("'{variant_name}' names two variants"),
                 ));
             }
-            let mut table = base.clone();
-            for (k, value) in v {
-                match (k.as_str(), value) {
-                    ("description", value @ toml::Value::String(_)) => {
-                        table.insert(k, value);
-                    }
-                    ("switch" | "endpoint", toml::Value::Table(mut over)) => {
-                        let mut merged = match table.remove(&k) {
-                            Some(toml::Value::Table(t)) => t,
-                            _ => toml::Table::new(),
-                        };
-                        if k == "switch" {
-                            pfc_flag_in_switch(&mut merged);
-                            pfc_flag_in_switch(&mut over);
-                        }
-                        crate::config::merge_toml(&mut merged, over);
-                        table.insert(k, toml::Value::Table(merged));
-                    }
-                    // A variant's faults replace the scenario's.
-                    ("fault", value @ toml::Value::Array(_)) => {
-                        table.insert(k, value);
-                    }
-                    ("fabric", value @ toml::Value::String(_))
-                    | ("ib", value @ toml::Value::Table(_)) => {
-                        table.insert(k, value);
-                    }
-                    (k, _) => {
-                        return Err(err(
-                            format!("{key}.{k}"),
-                            "a variant takes name, description, fabric, and tables switch, \
-                             endpoint, ib and fault laid over the scenario's",
-                        ));
-                    }
-                }
-            }
+            let table = lay_variant(&base, &key, v)?;
             let prefix = |e: ConfigError| ConfigError {
                 key: format!("{key} ({variant_name}): {}", e.key),
                 message: e.message,
@@ -299,6 +265,47 @@ impl Scenario {
         }
         Ok(scenario)
     }
+}
+
+/// `base`, the scenario's table, with the keys of variant `v` (named by `key`) laid over
+/// it: its description, fabric and `[ib]`, its `[switch]` and `[endpoint]` keys merged
+/// into the scenario's, and its faults in place of the scenario's.
+fn lay_variant(base: &toml::Table, key: &str, v: toml::Table) -> Result<toml::Table, ConfigError> {
+    let mut table = base.clone();
+    for (k, value) in v {
+        match (k.as_str(), value) {
+            ("description", value @ toml::Value::String(_)) => {
+                table.insert(k, value);
+            }
+            ("switch" | "endpoint", toml::Value::Table(mut over)) => {
+                let mut merged = match table.remove(&k) {
+                    Some(toml::Value::Table(t)) => t,
+                    _ => toml::Table::new(),
+                };
+                if k == "switch" {
+                    pfc_flag_in_switch(&mut merged);
+                    pfc_flag_in_switch(&mut over);
+                }
+                crate::config::merge_toml(&mut merged, over);
+                table.insert(k, toml::Value::Table(merged));
+            }
+            // A variant's faults replace the scenario's.
+            ("fault", value @ toml::Value::Array(_)) => {
+                table.insert(k, value);
+            }
+            ("fabric", value @ toml::Value::String(_)) | ("ib", value @ toml::Value::Table(_)) => {
+                table.insert(k, value);
+            }
+            (k, _) => {
+                return Err(err(
+                    format!("{key}.{k}"),
+                    "a variant takes name, description, fabric, and tables switch, \
+                     endpoint, ib and fault laid over the scenario's",
+                ));
+            }
+        }
+    }
+    Ok(table)
 }
 
 /// A scenario text's digest, as `sim`'s report.json carries it (`scenario_digest`):
