@@ -31,13 +31,12 @@ xon_bytes = 50000
 ecn = { kmin_bytes = 10000, kmax_bytes = 20000, pmax = 1.0 }
 "#;
 
-#[test]
-fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
-    if !common::have_python_module(
-        "the_metrics_page_parses_and_counts_what_the_switch_counted",
-        "prometheus_client.parser",
-    ) {
-        return;
+/// A switch that paused, marked and dropped in virtual time, and its metrics page as the
+/// official Python client's parser read it (family name → type and samples); `None`
+/// where that parser is not installed.
+fn scraped(test: &str) -> Option<(Driver, BTreeMap<String, serde_json::Value>)> {
+    if !common::have_python_module(test, "prometheus_client.parser") {
+        return None;
     }
     let cfg = config(CFG, 3);
     let mut d = Driver::new(&cfg);
@@ -84,6 +83,33 @@ fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
     let families: BTreeMap<String, serde_json::Value> =
         serde_json::from_slice(&out.stdout).unwrap();
 
+    Some((d, families))
+}
+
+/// The value of `sample` with `labels` in `family`.
+fn value(
+    families: &BTreeMap<String, serde_json::Value>,
+    family: &str,
+    sample: &str,
+    labels: &[(&str, &str)],
+) -> f64 {
+    families[family]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"] == sample)
+        .find(|s| labels.iter().all(|(k, v)| s["labels"][k] == *v))
+        .unwrap_or_else(|| panic!("{sample} {labels:?}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn the_metrics_page_parses_and_follows_the_naming_practices() {
+    let Some((_, families)) = scraped("the_metrics_page_parses_and_follows_the_naming_practices")
+    else {
+        return;
+    };
     // Names: the official practices (base units, unit nouns, _total on counters).
     for (name, v) in &families {
         let kind = v["type"].as_str().unwrap();
@@ -148,17 +174,15 @@ fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
         );
     }
     assert_eq!(families["process_start_time_seconds"]["type"], "gauge");
+}
 
-    let value = |family: &str, sample: &str, labels: &[(&str, &str)]| -> f64 {
-        families[family]["samples"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["name"] == sample)
-            .find(|s| labels.iter().all(|(k, v)| s["labels"][k] == *v))
-            .unwrap_or_else(|| panic!("{sample} {labels:?}"))["value"]
-            .as_f64()
-            .unwrap()
+#[test]
+fn the_metrics_page_counts_what_the_switch_counted() {
+    let Some((d, families)) = scraped("the_metrics_page_counts_what_the_switch_counted") else {
+        return;
+    };
+    let value = |family: &str, sample: &str, labels: &[(&str, &str)]| {
+        value(&families, family, sample, labels)
     };
     let c0 = &d.sw.counters(0).classes[3];
     let c1 = &d.sw.counters(1).classes;
@@ -249,6 +273,18 @@ fn the_metrics_page_parses_and_counts_what_the_switch_counted() {
         ),
         c1[3].ecn_marked as f64
     );
+}
+
+#[test]
+fn the_sojourn_histogram_holds_every_frame_the_queue_sent() {
+    let Some((d, families)) = scraped("the_sojourn_histogram_holds_every_frame_the_queue_sent")
+    else {
+        return;
+    };
+    let value = |family: &str, sample: &str, labels: &[(&str, &str)]| {
+        value(&families, family, sample, labels)
+    };
+    let c1 = &d.sw.counters(1).classes;
     // The sojourn histogram: +Inf holds every frame sent from the queue, and the
     // buckets never decrease.
     let bucket = |le: &str| {

@@ -13,7 +13,7 @@
 
 use crate::config::CLASSES;
 use crate::io::KernelStats;
-use crate::switch::Switch;
+use crate::switch::{ClassCounters, Switch};
 use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -64,19 +64,37 @@ impl Snapshot {
     }
 }
 
+/// A `--metrics` value the endpoint cannot serve on.
+#[derive(Debug, thiserror::Error)]
+pub enum AddrError {
+    /// It is no address and no host name that resolves.
+    #[error("{text}: {cause} (give ADDR:PORT, e.g. 127.0.0.1:9100)")]
+    Unresolved {
+        /// The value given.
+        text: String,
+        /// Why it did not resolve.
+        cause: io::Error,
+    },
+    /// None of its addresses is a loopback one.
+    #[error("{0}: the metrics endpoint binds to a loopback address only (127.0.0.0/8 or ::1)")]
+    NotLoopback(String),
+}
+
 /// `--metrics`'s value: an address, or a host name that resolves to a loopback one
 /// (`localhost:9100`). Port 0 takes a free port (the bound address is printed).
-pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+pub fn parse_addr(text: &str) -> Result<SocketAddr, AddrError> {
     let addrs: Vec<SocketAddr> = text
         .to_socket_addrs()
-        .map_err(|e| format!("{text}: {e} (give ADDR:PORT, e.g. 127.0.0.1:9100)"))?
+        .map_err(|cause| AddrError::Unresolved {
+            text: text.to_owned(),
+            cause,
+        })?
         .collect();
-    match addrs.iter().find(|a| a.ip().is_loopback()) {
-        Some(a) => Ok(*a),
-        None => Err(format!(
-            "{text}: the metrics endpoint binds to a loopback address only (127.0.0.0/8 or ::1)"
-        )),
-    }
+    addrs
+        .iter()
+        .find(|a| a.ip().is_loopback())
+        .copied()
+        .ok_or_else(|| AddrError::NotLoopback(text.to_owned()))
 }
 
 /// Binds the metrics endpoint on `addr`, which must be a loopback address: done before
@@ -489,14 +507,35 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
     let mut out = String::new();
     let cfg = sw.config();
     let names: Vec<&str> = cfg.ports.iter().map(|p| p.name.as_str()).collect();
-    let each = |f: &mut dyn FnMut(usize, &str, usize, &crate::switch::ClassCounters)| {
-        for (p, port) in names.iter().enumerate() {
-            for (i, c) in sw.counters(p).classes.iter().enumerate() {
-                f(p, port, i, c);
-            }
+    counter_families(&mut out, sw, &names);
+    pfc_families(&mut out, sw, &names);
+    drop_families(&mut out, sw, &names);
+    buffer_families(&mut out, sw, &names, now);
+    watchdog_families(&mut out, sw, &names);
+    sojourn_family(&mut out, sw, &names);
+    port_families(&mut out, sw, &names, kernel, now);
+    let _ = writeln!(
+        out,
+        "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {start_unix_secs}"
+    );
+    out
+}
+
+/// A class counter read off a port's counters.
+type Field = fn(&ClassCounters) -> u64;
+
+/// Calls `f` with every port's index and name, and each class's index and counters.
+fn each_class(sw: &Switch, names: &[&str], f: &mut dyn FnMut(usize, &str, usize, &ClassCounters)) {
+    for (p, port) in names.iter().enumerate() {
+        for (i, c) in sw.counters(p).classes.iter().enumerate() {
+            f(p, port, i, c);
         }
-    };
-    type Field = fn(&crate::switch::ClassCounters) -> u64;
+    }
+}
+
+/// The per-class frame and byte counters: received by ingress class, sent and marked by
+/// egress queue, held late past the headroom by ingress class.
+fn counter_families(out: &mut String, sw: &Switch, names: &[&str]) {
     let simple: [(&str, &str, &str, &str, Field); 6] = [
         (
             "received_frames_total",
@@ -542,11 +581,15 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
         ),
     ];
     for (name, kind, dim, help, field) in simple {
-        let mut fam = Family::start(&mut out, name, kind, help);
-        each(&mut |_, port, i, c| {
+        let mut fam = Family::start(out, name, kind, help);
+        each_class(sw, names, &mut |_, port, i, c| {
             fam.sample(name, &[("port", port), (dim, &i.to_string())], field(c))
         });
     }
+}
+
+/// PFC frames sent and received, per priority and kind (xoff or xon).
+fn pfc_families(out: &mut String, sw: &Switch, names: &[&str]) {
     for (name, help, xoff, xon) in [
         (
             "pfc_frames_sent_total",
@@ -561,8 +604,8 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
             |c| c.rx_xon_frames,
         ),
     ] {
-        let mut fam = Family::start(&mut out, name, "counter", help);
-        each(&mut |_, port, i, c| {
+        let mut fam = Family::start(out, name, "counter", help);
+        each_class(sw, names, &mut |_, port, i, c| {
             let p = i.to_string();
             fam.sample(
                 name,
@@ -576,15 +619,19 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
             );
         });
     }
+}
+
+/// Frames dropped at an egress queue (by reason) and on arrival.
+fn drop_families(out: &mut String, sw: &Switch, names: &[&str]) {
     {
         let name = "dropped_frames_total";
         let mut fam = Family::start(
-            &mut out,
+            out,
             name,
             "counter",
             "Frames the switch core dropped at an egress queue, by reason: wred, tail, watchdog, mtu. Ingress drops are rocelab_ingress_dropped_frames_total, drops before the core rocelab_port_dropped_frames_total.",
         );
-        each(&mut |_, port, i, c| {
+        each_class(sw, names, &mut |_, port, i, c| {
             let q = i.to_string();
             for (reason, n) in [
                 ("wred", c.dropped_wred),
@@ -603,12 +650,12 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
     {
         let name = "ingress_dropped_frames_total";
         let mut fam = Family::start(
-            &mut out,
+            out,
             name,
             "counter",
             "Frames dropped on arrival because their ingress priority group had no room (shared pool full, or headroom exhausted).",
         );
-        each(&mut |_, port, i, c| {
+        each_class(sw, names, &mut |_, port, i, c| {
             fam.sample(
                 name,
                 &[("port", port), ("priority", &i.to_string())],
@@ -616,9 +663,14 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
             )
         });
     }
+}
+
+/// The buffers now and at their deepest: queue depths, watermarks, XOFF states and
+/// the time queues were paused.
+fn buffer_families(out: &mut String, sw: &Switch, names: &[&str], now: Nanos) {
     {
         let name = "queue_depth_bytes";
-        let mut fam = Family::start(&mut out, name, "gauge", "Egress queue depth now, bytes.");
+        let mut fam = Family::start(out, name, "gauge", "Egress queue depth now, bytes.");
         for (p, port) in names.iter().enumerate() {
             for q in 0..CLASSES {
                 fam.sample(
@@ -649,15 +701,15 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
             |c| c.pg_headroom_watermark_bytes,
         ),
     ] {
-        let mut fam = Family::start(&mut out, name, "gauge", help);
-        each(&mut |_, port, i, c| {
+        let mut fam = Family::start(out, name, "gauge", help);
+        each_class(sw, names, &mut |_, port, i, c| {
             fam.sample(name, &[("port", port), (dim, &i.to_string())], field(c))
         });
     }
     {
         let name = "pg_xoff";
         let mut fam = Family::start(
-            &mut out,
+            out,
             name,
             "gauge",
             "1 while the ingress priority group holds XOFF (the switch pauses its peer), else 0.",
@@ -675,7 +727,7 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
     {
         let name = "pause_seconds_total";
         let mut fam = Family::start(
-            &mut out,
+            out,
             name,
             "counter",
             "Time the egress queue was held by PFC from the peer, seconds (802.3x PAUSE, which holds every queue, is rocelab_link_pause_seconds_total).",
@@ -690,6 +742,10 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
             }
         }
     }
+}
+
+/// The PFC watchdog's storms, detected and restored.
+fn watchdog_families(out: &mut String, sw: &Switch, names: &[&str]) {
     for (name, help, field) in [
         (
             "watchdog_storms_total",
@@ -702,11 +758,15 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
             |c| c.storms_restored,
         ),
     ] {
-        let mut fam = Family::start(&mut out, name, "counter", help);
-        each(&mut |_, port, i, c| {
+        let mut fam = Family::start(out, name, "counter", help);
+        each_class(sw, names, &mut |_, port, i, c| {
             fam.sample(name, &[("port", port), ("queue", &i.to_string())], field(c))
         });
     }
+}
+
+/// Each queue's sojourn time as a histogram.
+fn sojourn_family(out: &mut String, sw: &Switch, names: &[&str]) {
     {
         let name = "queue_sojourn_seconds";
         let _ = writeln!(
@@ -759,12 +819,6 @@ pub fn render(sw: &Switch, kernel: &[KernelStats], now: Nanos, start_unix_secs: 
             }
         }
     }
-    port_families(&mut out, sw, &names, kernel, now);
-    let _ = writeln!(
-        out,
-        "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {start_unix_secs}"
-    );
-    out
 }
 
 /// The families counted per port rather than per class or queue: frames dropped before
