@@ -5,8 +5,8 @@
 //! (straight to the driver, no qdisc).
 
 use super::{
-    FrameRx, FrameTx, KernelStats, Pool, RxFrame, bind, device_busy, ifindex, packet_socket,
-    port_gone, read_stats,
+    FrameRx, FrameTx, KernelStats, Pool, RxFrame, add_kernel_stats, bind, device_busy, ifindex,
+    packet_socket, port_gone,
 };
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -198,10 +198,7 @@ impl FrameRx for MmapRx {
     }
 
     fn kernel_stats(&mut self) -> KernelStats {
-        let s = read_stats(&self.fd);
-        self.stats.packets += s.packets;
-        self.stats.drops += s.drops;
-        self.stats
+        add_kernel_stats(&self.fd, &mut self.stats)
     }
 }
 

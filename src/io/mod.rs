@@ -420,6 +420,15 @@ fn bind(fd: &OwnedFd, index: i32, receive: bool) -> io::Result<()> {
     }
 }
 
+/// A receive socket's totals: its PACKET_STATISTICS, counts since the last read (the
+/// kernel resets them), added to `stats`, what the port counted itself.
+fn add_kernel_stats(fd: &OwnedFd, stats: &mut KernelStats) -> KernelStats {
+    let s = read_stats(fd);
+    stats.packets += s.packets;
+    stats.drops += s.drops;
+    *stats
+}
+
 /// PACKET_STATISTICS: counts since the last read (the kernel resets them).
 fn read_stats(fd: &OwnedFd) -> KernelStats {
     // SAFETY: an all-zero tpacket_stats_v3 is valid; getsockopt fills at most `len` bytes.

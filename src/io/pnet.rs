@@ -8,7 +8,8 @@
 //! frames arrive untagged (use the mmap backend where tags matter).
 
 use super::{
-    FrameRx, FrameTx, KernelStats, Pool, RxFrame, device_busy, packet_socket, port_gone, read_stats,
+    FrameRx, FrameTx, KernelStats, Pool, RxFrame, add_kernel_stats, device_busy, packet_socket,
+    port_gone,
 };
 use pnet_datalink::{Channel, Config, DataLinkSender};
 use std::io;
@@ -213,10 +214,7 @@ impl FrameRx for PnetRx {
     }
 
     fn kernel_stats(&mut self) -> KernelStats {
-        let s = read_stats(&self.fd);
-        self.stats.packets += s.packets;
-        self.stats.drops += s.drops;
-        self.stats
+        add_kernel_stats(&self.fd, &mut self.stats)
     }
 }
 
