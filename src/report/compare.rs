@@ -17,43 +17,74 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 
 /// The settings side by side: one column each, one metric per row.
 pub fn table(rows: &[Measured]) -> String {
-    let mut lines: Vec<(String, Vec<String>)> = Vec::new();
-    let mut line = |name: &str, cell: &dyn Fn(&Measured) -> String| {
-        lines.push((name.to_owned(), rows.iter().map(cell).collect()));
+    let mut t = Lines {
+        rows,
+        lines: Vec::new(),
     };
-    line("", &|r| r.label.clone());
-    if rows
+    throughput_lines(&mut t);
+    victim_lines(&mut t);
+    fct_lines(&mut t);
+    allreduce_lines(&mut t);
+    fabric_lines(&mut t);
+    let mut out = columns(&t.lines, rows.len());
+    pfc_unused_notes(&mut out, rows);
+    out
+}
+
+/// The table's metrics as they are added: each a name and a cell per setting.
+struct Lines<'a> {
+    rows: &'a [Measured],
+    lines: Vec<(String, Vec<String>)>,
+}
+
+impl Lines<'_> {
+    /// A metric, its cell in each setting's column given by `cell`.
+    fn line(&mut self, name: &str, cell: &dyn Fn(&Measured) -> String) {
+        self.lines
+            .push((name.to_owned(), self.rows.iter().map(cell).collect()));
+    }
+}
+
+/// The header (each setting's label), goodput and payload delivered, and how fairly the
+/// flows shared it.
+fn throughput_lines(t: &mut Lines<'_>) {
+    t.line("", &|r| r.label.clone());
+    if t.rows
         .iter()
         .any(|r| !r.flows.is_empty() || !r.allreduce.is_empty())
     {
-        line("goodput, all sending QPs (Gb/s)", &|r| {
+        t.line("goodput, all sending QPs (Gb/s)", &|r| {
             format!("{:.3}", r.summary.goodput_gbps)
         });
     }
-    line("payload delivered over the run (Gb/s)", &|r| {
+    t.line("payload delivered over the run (Gb/s)", &|r| {
         format!("{:.3}", r.summary.delivered_gbps)
     });
-    if rows.iter().any(|r| r.flows.len() > 1) {
-        line("goodput per flow, least / most (Gb/s)", &|r| {
+    if t.rows.iter().any(|r| r.flows.len() > 1) {
+        t.line("goodput per flow, least / most (Gb/s)", &|r| {
             let g = r.flows.iter().map(|f| f.goodput_gbps);
             let lo = g.clone().fold(f64::INFINITY, f64::min);
             let hi = g.fold(0.0, f64::max);
             format!("{lo:.2} / {hi:.2}")
         });
-        line("Jain fairness", &|r| super::sim::jain_text(r.summary.jain));
+        t.line("Jain fairness", &|r| super::sim::jain_text(r.summary.jain));
     }
-    let victims = rows.first().map_or(0, |r| r.victims.len());
+}
+
+/// Each victim flow's goodput, and its slowdown against its fair share.
+fn victim_lines(t: &mut Lines<'_>) {
+    let victims = t.rows.first().map_or(0, |r| r.victims.len());
     for v in 0..victims {
-        let f = &rows[0].victims[v];
+        let f = &t.rows[0].victims[v];
         let fair = f
             .fair_gbps
             .map_or_else(String::new, |g| format!(", fair share {g:.1}"));
-        line(
+        t.line(
             &format!("victim h{}->h{} (Gb/s{fair})", f.from, f.to),
             &|r| format!("{:.2}", r.victims[v].goodput_gbps),
         );
         if f.fair_gbps.is_some() {
-            line("  its slowdown (fair share / goodput)", &|r| {
+            t.line("  its slowdown (fair share / goodput)", &|r| {
                 let f = &r.victims[v];
                 opt(
                     f.fair_gbps
@@ -64,18 +95,26 @@ pub fn table(rows: &[Measured]) -> String {
             });
         }
     }
-    let buckets = rows.first().map_or(0, |r| r.fct.len());
+}
+
+/// FCT slowdown percentiles per size bucket.
+fn fct_lines(t: &mut Lines<'_>) {
+    let buckets = t.rows.first().map_or(0, |r| r.fct.len());
     for b in 0..buckets {
-        let label = &rows[0].fct[b].label;
-        line(&format!("FCT slowdown p50 / p99 / p99.9, {label}"), &|r| {
+        let label = &t.rows[0].fct[b].label;
+        t.line(&format!("FCT slowdown p50 / p99 / p99.9, {label}"), &|r| {
             let k = &r.fct[b];
             format!("{} / {} / {}", opt(k.p50, 2), opt(k.p99, 2), opt(k.p999, 2))
         });
     }
-    let sizes = rows.first().map_or(0, |r| r.allreduce.len());
+}
+
+/// Each all-reduce size's time, busbw and step times.
+fn allreduce_lines(t: &mut Lines<'_>) {
+    let sizes = t.rows.first().map_or(0, |r| r.allreduce.len());
     for i in 0..sizes {
-        let size = crate::bytes::human(rows[0].allreduce[i].size);
-        line(
+        let size = crate::bytes::human(t.rows[0].allreduce[i].size);
+        t.line(
             &format!("all-reduce {size}: time (µs) / busbw (GB/s)"),
             &|r| {
                 let a = &r.allreduce[i];
@@ -86,7 +125,7 @@ pub fn table(rows: &[Measured]) -> String {
                 )
             },
         );
-        line("  its step times p50 / p99 / max (µs)", &|r| {
+        t.line("  its step times p50 / p99 / max (µs)", &|r| {
             let st = &r.allreduce[i].steps;
             if st.count == 0 {
                 return "-".to_owned();
@@ -100,27 +139,31 @@ pub fn table(rows: &[Measured]) -> String {
             )
         });
     }
-    line("deepest egress queue (KB)", &|r| {
+}
+
+/// What the fabric did: queues, buffer, pauses, stalls, PFC, ECN, drops, retransmissions.
+fn fabric_lines(t: &mut Lines<'_>) {
+    t.line("deepest egress queue (KB)", &|r| {
         format!("{:.1}", r.summary.max_queue_bytes as f64 / 1e3)
     });
-    line("buffer held to stay lossless, per port (KB)", &|r| {
+    t.line("buffer held to stay lossless, per port (KB)", &|r| {
         format!("{:.1}", r.summary.ingress_peak_bytes as f64 / 1e3)
     });
-    line("paused by PFC, hosts / switches (ms)", &|r| {
+    t.line("paused by PFC, hosts / switches (ms)", &|r| {
         format!(
             "{} / {}",
             ms(r.summary.host_paused_ns),
             ms(r.summary.switch_paused_ns)
         )
     });
-    line("stalled for credit, hosts / switches (ms)", &|r| {
+    t.line("stalled for credit, hosts / switches (ms)", &|r| {
         format!(
             "{} / {}",
             ms(r.summary.host_credit_stalled_ns),
             ms(r.summary.switch_credit_stalled_ns)
         )
     });
-    line("PFC frames sent, switches + hosts", &|r| {
+    t.line("PFC frames sent, switches + hosts", &|r| {
         let sent = r.summary.switch_pfc_sent + r.summary.host_pfc_sent;
         match r.pfc_unused {
             // PFC was on and never acted: the cell says so, the note under the table why.
@@ -128,20 +171,25 @@ pub fn table(rows: &[Measured]) -> String {
             None => sent.to_string(),
         }
     });
-    line("CE marked / CNPs sent", &|r| {
+    t.line("CE marked / CNPs sent", &|r| {
         format!("{} / {}", r.summary.ce_marked, r.summary.cnps_sent)
     });
-    line("dropped, lossless / lossy / hosts", &|r| {
+    t.line("dropped, lossless / lossy / hosts", &|r| {
         format!(
             "{} / {} / {}",
             r.summary.lossless_drops, r.summary.lossy_drops, r.summary.host_drops
         )
     });
-    line("retransmitted packets", &|r| {
+    t.line("retransmitted packets", &|r| {
         r.summary.retransmitted.to_string()
     });
+}
+
+/// The metrics as text: the names in a column, each setting's cells in one as wide as
+/// its widest cell.
+fn columns(lines: &[(String, Vec<String>)], settings: usize) -> String {
     // Every column as wide as its widest cell.
-    let widths: Vec<usize> = (0..rows.len())
+    let widths: Vec<usize> = (0..settings)
         .map(|i| {
             lines
                 .iter()
@@ -152,15 +200,19 @@ pub fn table(rows: &[Measured]) -> String {
         })
         .collect();
     let mut out = String::new();
-    for (name, cells) in &lines {
+    for (name, cells) in lines {
         let _ = write!(out, "{name:<METRIC$}");
         for (cell, &w) in cells.iter().zip(&widths) {
             let _ = write!(out, " {cell:>w$}");
         }
         out.push('\n');
     }
-    // Where PFC alone was to keep the class lossless and never acted, say why: the buffer
-    // took the whole load, so the column shows a big switch buffer, not PFC.
+    out
+}
+
+/// Where PFC alone was to keep the class lossless and never acted, a note why.
+fn pfc_unused_notes(out: &mut String, rows: &[Measured]) {
+    // The buffer took the whole load, so the column shows a big switch buffer, not PFC.
     for r in rows.iter().filter(|r| r.fabric == Setting::RocePfc) {
         if let Some(u) = r.pfc_unused {
             let _ = writeln!(
@@ -176,7 +228,6 @@ pub fn table(rows: &[Measured]) -> String {
             );
         }
     }
-    out
 }
 
 /// Every plot [`svgs`] may draw (each scenario gets those of the metrics it has).
