@@ -4,7 +4,7 @@
 //! wredcounters` / `show pfcwd stats` and NX-OS's `show interface priority-flow-control`
 //! / `show queuing interface`, for readers who know those.
 
-use super::{PortReport, micros, ports};
+use super::{ClassReport, PortReport, micros, ports};
 use crate::config::CLASSES;
 use crate::switch::Switch;
 use std::fmt::Write as _;
@@ -34,9 +34,60 @@ pub fn render(switch: &Switch, style: CounterStyle) -> String {
     }
 }
 
+/// rocelab's counter table: a row per port and active class, every counter when `wide`,
+/// then notes on what only some ports counted, and the legend.
 fn table(ports: &[PortReport], wide: bool) -> String {
     let mut out = String::new();
     let port_w = ports.iter().map(|p| p.name.len()).max().unwrap_or(4).max(4);
+    header(&mut out, port_w, wide);
+    let mut notes = Vec::new();
+    for port in ports {
+        port_notes(&mut notes, port);
+        if port.classes.is_empty() {
+            let _ = writeln!(out, "{:<port_w$} -     (no traffic)", port.name);
+        }
+        for c in &port.classes {
+            let k = &c.counters;
+            if k.late_pause_frames > 0 && !wide {
+                notes.push(format!(
+                    "{} class {}: {} frames came after its PFC pause should have stopped them \
+                     (late_pause_frames): the switch's thread lagged, the pause left late and \
+                     the peer kept sending; they were kept, not dropped, so queues can pass \
+                     the configured buffer",
+                    port.name, c.class, k.late_pause_frames
+                ));
+            }
+            let lossless = c.lossless || c.lossless_queue;
+            let class = format!("{}{}", c.class, if lossless { "*" } else { "" });
+            if wide {
+                wide_row(&mut out, port_w, &port.name, &class, c);
+            } else {
+                narrow_row(&mut out, port_w, &port.name, &class, c);
+            }
+        }
+    }
+    for n in notes {
+        let _ = writeln!(out, "{n}");
+    }
+    out.push_str(if wide {
+        "* lossless: class N is a lossless priority, or queue N carries one (tc_to_queue; the\n\
+         same rows with a one-to-one map). rx, PFC, XON, drop in (ingress overflow) and the\n\
+         PG columns count class N as it came in on the port; tx, CE, the other drops, queue,\n\
+         storms and sojourn count the port's egress queue N. PFC counts include XON. PG late:\n\
+         frames that came after the PG's pause should have stopped them (the switch's thread\n\
+         lagged, the pause left late, the peer kept sending), kept past a full headroom, not\n\
+         dropped.\n"
+    } else {
+        "* lossless: class N is a lossless priority, or queue N carries one (tc_to_queue; the\n\
+         same rows with a one-to-one map). rx and PFC count class N as it came in on the port;\n\
+         tx, CE marked, queue max and p99 (queue sojourn) the port's egress queue N. dropped\n\
+         is every cause at this index (--counters wide splits them). PFC counts include XON.\n"
+    });
+    out
+}
+
+/// The table's column heads.
+fn header(out: &mut String, port_w: usize, wide: bool) {
     if wide {
         let _ = writeln!(
             out,
@@ -81,122 +132,95 @@ fn table(ports: &[PortReport], wide: bool) -> String {
             "p99 µs"
         );
     }
-    let mut notes = Vec::new();
-    for port in ports {
-        for (n, what) in [
-            (port.rx_link_pause_frames, "802.3x PAUSE frames received"),
-            (
-                port.filtered_frames,
-                "frames filtered (destination behind the ingress port)",
-            ),
-            (
-                port.rx_oversize_frames,
-                "frames dropped over the MTU (giants)",
-            ),
-            (
-                port.rx_malformed_frames,
-                "malformed frames (forwarded as class 0)",
-            ),
-        ] {
-            if n > 0 {
-                notes.push(format!("{}: {what}: {n}", port.name));
-            }
-        }
-        if port.classes.is_empty() {
-            let _ = writeln!(out, "{:<port_w$} -     (no traffic)", port.name);
-        }
-        for c in &port.classes {
-            let k = &c.counters;
-            if k.late_pause_frames > 0 && !wide {
-                notes.push(format!(
-                    "{} class {}: {} frames came after its PFC pause should have stopped them \
-                     (late_pause_frames): the switch's thread lagged, the pause left late and \
-                     the peer kept sending; they were kept, not dropped, so queues can pass \
-                     the configured buffer",
-                    port.name, c.class, k.late_pause_frames
-                ));
-            }
-            let lossless = c.lossless || c.lossless_queue;
-            let class = format!("{}{}", c.class, if lossless { "*" } else { "" });
-            if wide {
-                let sojourn = c.sojourn.map_or_else(
-                    || "-".to_owned(),
-                    |s| {
-                        format!(
-                            "{}/{}/{}",
-                            micros(s.p50_ns),
-                            micros(s.p99_ns),
-                            micros(s.max_ns)
-                        )
-                    },
-                );
-                let _ = writeln!(
-                    out,
-                    "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}  {}",
-                    port.name,
-                    class,
-                    k.rx_frames,
-                    k.rx_bytes,
-                    k.tx_frames,
-                    k.tx_bytes,
-                    k.rx_pause_frames,
-                    k.rx_xon_frames,
-                    k.tx_pause_frames,
-                    k.tx_xon_frames,
-                    k.ecn_marked,
-                    k.dropped_ingress_overflow,
-                    k.dropped_wred,
-                    k.dropped_tail,
-                    k.dropped_mtu,
-                    k.dropped_watchdog,
-                    k.queue_watermark_bytes,
-                    k.pg_shared_watermark_bytes,
-                    k.pg_headroom_watermark_bytes,
-                    k.late_pause_frames,
-                    k.storms_detected,
-                    k.storms_restored,
-                    sojourn
-                );
-            } else {
-                let p99 = c
-                    .sojourn
-                    .map_or_else(|| "-".to_owned(), |s| micros(s.p99_ns));
-                let _ = writeln!(
-                    out,
-                    "{:<port_w$} {:<5} {:>10} {:>10} {:>13} {:>7} {:>7} {:>9} {:>8} {:>11} {:>9}",
-                    port.name,
-                    class,
-                    k.rx_frames,
-                    k.tx_frames,
-                    k.tx_bytes,
-                    k.rx_pause_frames,
-                    k.tx_pause_frames,
-                    k.ecn_marked,
-                    k.dropped(),
-                    k.queue_watermark_bytes,
-                    p99
-                );
-            }
+}
+
+/// Notes on what `port` counted that the table has no column for.
+fn port_notes(notes: &mut Vec<String>, port: &PortReport) {
+    for (n, what) in [
+        (port.rx_link_pause_frames, "802.3x PAUSE frames received"),
+        (
+            port.filtered_frames,
+            "frames filtered (destination behind the ingress port)",
+        ),
+        (
+            port.rx_oversize_frames,
+            "frames dropped over the MTU (giants)",
+        ),
+        (
+            port.rx_malformed_frames,
+            "malformed frames (forwarded as class 0)",
+        ),
+    ] {
+        if n > 0 {
+            notes.push(format!("{}: {what}: {n}", port.name));
         }
     }
-    for n in notes {
-        let _ = writeln!(out, "{n}");
-    }
-    out.push_str(if wide {
-        "* lossless: class N is a lossless priority, or queue N carries one (tc_to_queue; the\n\
-         same rows with a one-to-one map). rx, PFC, XON, drop in (ingress overflow) and the\n\
-         PG columns count class N as it came in on the port; tx, CE, the other drops, queue,\n\
-         storms and sojourn count the port's egress queue N. PFC counts include XON. PG late:\n\
-         frames that came after the PG's pause should have stopped them (the switch's thread\n\
-         lagged, the pause left late, the peer kept sending), kept past a full headroom, not\n\
-         dropped.\n"
-    } else {
-        "* lossless: class N is a lossless priority, or queue N carries one (tc_to_queue; the\n\
-         same rows with a one-to-one map). rx and PFC count class N as it came in on the port;\n\
-         tx, CE marked, queue max and p99 (queue sojourn) the port's egress queue N. dropped\n\
-         is every cause at this index (--counters wide splits them). PFC counts include XON.\n"
-    });
-    out
+}
+
+/// A row of the wide table: every counter of class `c`.
+fn wide_row(out: &mut String, port_w: usize, port: &str, class: &str, c: &ClassReport) {
+    let k = &c.counters;
+    let sojourn = c.sojourn.map_or_else(
+        || "-".to_owned(),
+        |s| {
+            format!(
+                "{}/{}/{}",
+                micros(s.p50_ns),
+                micros(s.p99_ns),
+                micros(s.max_ns)
+            )
+        },
+    );
+    let _ = writeln!(
+        out,
+        "{:<port_w$} {:<5} {:>10} {:>12} {:>10} {:>12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}  {}",
+        port,
+        class,
+        k.rx_frames,
+        k.rx_bytes,
+        k.tx_frames,
+        k.tx_bytes,
+        k.rx_pause_frames,
+        k.rx_xon_frames,
+        k.tx_pause_frames,
+        k.tx_xon_frames,
+        k.ecn_marked,
+        k.dropped_ingress_overflow,
+        k.dropped_wred,
+        k.dropped_tail,
+        k.dropped_mtu,
+        k.dropped_watchdog,
+        k.queue_watermark_bytes,
+        k.pg_shared_watermark_bytes,
+        k.pg_headroom_watermark_bytes,
+        k.late_pause_frames,
+        k.storms_detected,
+        k.storms_restored,
+        sojourn
+    );
+}
+
+/// A row of the table: the common counters of class `c`.
+fn narrow_row(out: &mut String, port_w: usize, port: &str, class: &str, c: &ClassReport) {
+    let k = &c.counters;
+    let p99 = c
+        .sojourn
+        .map_or_else(|| "-".to_owned(), |s| micros(s.p99_ns));
+    let _ = writeln!(
+        out,
+        "{:<port_w$} {:<5} {:>10} {:>10} {:>13} {:>7} {:>7} {:>9} {:>8} {:>11} {:>9}",
+        port,
+        class,
+        k.rx_frames,
+        k.tx_frames,
+        k.tx_bytes,
+        k.rx_pause_frames,
+        k.tx_pause_frames,
+        k.ecn_marked,
+        k.dropped(),
+        k.queue_watermark_bytes,
+        p99
+    );
 }
 
 fn sonic(switch: &Switch) -> String {
