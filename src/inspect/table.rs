@@ -187,6 +187,19 @@ fn detail_of(r: &FrameRecord) -> String {
 
 /// Prints the summary.
 pub fn write_summary(out: &mut impl Write, s: &Summary, partial: bool) -> io::Result<()> {
+    write_totals(out, s, partial)?;
+    let several = s.interfaces.len() > 1;
+    if several {
+        write_interfaces(out, s)?;
+    }
+    if !s.qps.is_empty() {
+        write_qps(out, s, several)?;
+    }
+    write_pauses(out, s)
+}
+
+/// The capture's totals: frames, bytes, RoCE, ICRC, what was cut or skipped, ECN.
+fn write_totals(out: &mut impl Write, s: &Summary, partial: bool) -> io::Result<()> {
     let span = match (s.first_ts_ns, s.last_ts_ns) {
         (Some(a), Some(b)) => Nanos(b).saturating_sub(Nanos(a)),
         _ => Nanos::ZERO,
@@ -244,27 +257,34 @@ pub fn write_summary(out: &mut impl Write, s: &Summary, partial: bool) -> io::Re
             e.ip_frames, e.not_ect_frames, e.ect0_frames, e.ect1_frames, e.ce_frames
         )?;
     }
-    let several = s.interfaces.len() > 1;
-    if several {
-        writeln!(out)?;
-        writeln!(out, "Per interface:")?;
+    Ok(())
+}
+
+/// A row per interface of the capture.
+fn write_interfaces(out: &mut impl Write, s: &Summary) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "Per interface:")?;
+    writeln!(
+        out,
+        "  {:<20}  {:>8}  {:>12}  {:>8}  {:>6}  {:>6}",
+        "interface", "frames", "bytes", "RoCE", "CE", "PFC"
+    )?;
+    for i in &s.interfaces {
+        let name = i
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("#{}", i.interface_id));
         writeln!(
             out,
-            "  {:<20}  {:>8}  {:>12}  {:>8}  {:>6}  {:>6}",
-            "interface", "frames", "bytes", "RoCE", "CE", "PFC"
+            "  {name:<20}  {:>8}  {:>12}  {:>8}  {:>6}  {:>6}",
+            i.frames, i.bytes, i.roce_frames, i.ce_frames, i.pfc_frames
         )?;
-        for i in &s.interfaces {
-            let name = i
-                .name
-                .clone()
-                .unwrap_or_else(|| format!("#{}", i.interface_id));
-            writeln!(
-                out,
-                "  {name:<20}  {:>8}  {:>12}  {:>8}  {:>6}  {:>6}",
-                i.frames, i.bytes, i.roce_frames, i.ce_frames, i.pfc_frames
-            )?;
-        }
     }
+    Ok(())
+}
+
+/// A row per QP, by destination (`several`: on each interface).
+fn write_qps(out: &mut impl Write, s: &Summary, several: bool) -> io::Result<()> {
     let iface_name = |id: u32| {
         s.interfaces
             .iter()
@@ -272,47 +292,42 @@ pub fn write_summary(out: &mut impl Write, s: &Summary, partial: bool) -> io::Re
             .and_then(|i| i.name.clone())
             .unwrap_or_else(|| format!("#{id}"))
     };
-    if !s.qps.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "Per QP (by destination{}):",
-            if several { ", on each interface" } else { "" }
-        )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Per QP (by destination{}):",
+        if several { ", on each interface" } else { "" }
+    )?;
+    writeln!(
+        out,
+        "  {:<40}  {:>8}  {:>8}  {:>10}  {:>8}  {:>7}  {:>5}  {:>5}  {:>5}",
+        "destination", "dest QP", "frames", "bytes", "PSN gaps", "retrans", "CNPs", "CE", "NAKs"
+    )?;
+    for q in &s.qps {
+        let dest = if several {
+            format!("{} on {}", q.ip_dst, iface_name(q.interface_id))
+        } else {
+            q.ip_dst.clone()
+        };
         writeln!(
             out,
             "  {:<40}  {:>8}  {:>8}  {:>10}  {:>8}  {:>7}  {:>5}  {:>5}  {:>5}",
-            "destination",
-            "dest QP",
-            "frames",
-            "bytes",
-            "PSN gaps",
-            "retrans",
-            "CNPs",
-            "CE",
-            "NAKs"
+            dest,
+            format!("{:#08x}", q.dest_qp),
+            q.frames,
+            q.bytes,
+            q.psn_gaps,
+            q.retransmissions,
+            q.cnps,
+            q.ce_marked,
+            q.naks
         )?;
-        for q in &s.qps {
-            let dest = if several {
-                format!("{} on {}", q.ip_dst, iface_name(q.interface_id))
-            } else {
-                q.ip_dst.clone()
-            };
-            writeln!(
-                out,
-                "  {:<40}  {:>8}  {:>8}  {:>10}  {:>8}  {:>7}  {:>5}  {:>5}  {:>5}",
-                dest,
-                format!("{:#08x}", q.dest_qp),
-                q.frames,
-                q.bytes,
-                q.psn_gaps,
-                q.retransmissions,
-                q.cnps,
-                q.ce_marked,
-                q.naks
-            )?;
-        }
     }
+    Ok(())
+}
+
+/// PFC per priority and 802.3x PAUSE, where there were any.
+fn write_pauses(out: &mut impl Write, s: &Summary) -> io::Result<()> {
     let paused: Vec<_> = s.priorities.iter().filter(|p| p.pfc_frames > 0).collect();
     if !paused.is_empty() {
         writeln!(out)?;
