@@ -272,6 +272,12 @@ fn live_commands_check_their_arguments_before_touching_the_network() {
         let err = text(&out.stderr);
         assert!(err.contains(expect), "{args:?}: {err}");
     }
+}
+
+/// `rocelab endpoint` refuses a bad peers file, lo, flags of another mode and --limit 0,
+/// all before it touches the network.
+#[test]
+fn an_endpoint_checks_its_peers_file_and_flags_before_touching_the_network() {
     let dir = tempfile::tempdir().unwrap();
     let peers = dir.path().join("peers.toml");
     std::fs::write(&peers, "[[peer]]\nrank = 0\nmac = \"02:00:00:00:00:01\"\nip = \"198.18.0.1\"\nqpn = 256\n[[peer]]\nrank = 2\nmac = \"zz\"\nip = \"198.18.0.2\"\nqpn = 512\n").unwrap();
