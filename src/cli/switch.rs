@@ -7,7 +7,10 @@ use anyhow::Result;
 use rocelab::config::Trust;
 use rocelab::io::Backend;
 use rocelab::runtime::CoreList;
-use rocelab::runtime::{self, switch::SwitchOptions};
+use rocelab::runtime::{
+    self,
+    switch::{SwitchOptions, SwitchOutcome},
+};
 use rocelab::wire::MacAddr;
 use std::path::PathBuf;
 
@@ -109,6 +112,36 @@ fn static_macs(specs: &[String], names: &[&str]) -> Result<Vec<(MacAddr, usize)>
 
 /// Runs `rocelab switch`.
 pub fn run(args: Args) -> Result<()> {
+    let (opts, names, stats) = options(&args)?;
+    let banner = banner(&opts, &names)?;
+    let stop = runtime::stop_on_signals()?;
+    noteln!("{banner}");
+    let outcome = runtime::switch::run(&opts, &stop, &mut super::TextOut)?;
+    print_outcome(&outcome, &names, args.counters);
+    if stats.wanted() {
+        let kernel = kernel_json(&names, &opts.ifaces, &outcome.kernel);
+        stats.write(&rocelab::report::document(
+            "switch",
+            serde_json::json!({
+                "elapsed_s": outcome.elapsed.as_secs_f64(),
+                "ports": rocelab::report::ports(&outcome.switch),
+                "kernel": kernel,
+                "threads": threads_json(&outcome, &names),
+                "behind": outcome.behind,
+                "warnings": outcome.switch.warnings(),
+                "config": rocelab::report::configs(Some(outcome.switch.config()), None),
+            }),
+        ))?;
+    }
+    match outcome.error {
+        Some(e) => Err(anyhow::Error::new(e).context("stopped")),
+        None => Ok(()),
+    }
+}
+
+/// The run's options from the flags, checked, with the ports' names and where the JSON
+/// goes.
+fn options(args: &Args) -> Result<(SwitchOptions, Vec<&str>, JsonReport)> {
     let interval = seconds("--interval", args.interval)?;
     if !interval.is_zero() && interval < MIN_INTERVAL {
         anyhow::bail!(
@@ -177,6 +210,11 @@ pub fn run(args: Args) -> Result<()> {
             "--no-realtime",
         ),
     };
+    Ok((opts, names, stats))
+}
+
+/// The line that starts the run: ports, backend, threads, and what else is on.
+fn banner(opts: &SwitchOptions, names: &[&str]) -> Result<String> {
     let serving = match &opts.metrics {
         Some(listener) => format!("; metrics at http://{}/metrics", listener.local_addr()?),
         None => String::new(),
@@ -191,14 +229,13 @@ pub fn run(args: Args) -> Result<()> {
         1 => ", 1 static MAC".to_owned(),
         n => format!(", {n} static MACs"),
     };
-    let stop = runtime::stop_on_signals()?;
     let threads = runtime::switch::thread_count(&opts.cores, opts.ifaces.len());
     let ports_of = runtime::switch::threads_ports(opts.ifaces.len(), threads);
     let backend = match opts.backend {
         Backend::Mmap => "mmap",
         Backend::Pnet => "pnet",
     };
-    noteln!(
+    Ok(format!(
         "rocelab switch: {} port{} ({}), {backend} backend, {}{priority}{statics}{serving}; Ctrl-C stops",
         opts.ifaces.len(),
         if opts.ifaces.len() == 1 { "" } else { "s" },
@@ -208,9 +245,13 @@ pub fn run(args: Args) -> Result<()> {
             .map(|(n, i)| format!("{n}={i}"))
             .collect::<Vec<_>>()
             .join(", "),
-        thread_plan(&opts.cores, &names, &ports_of),
-    );
-    let outcome = runtime::switch::run(&opts, &stop, &mut super::TextOut)?;
+        thread_plan(&opts.cores, names, &ports_of),
+    ))
+}
+
+/// What the run did: its time, the kernel's drops and refusals, the threads, the counters
+/// and the configuration's warnings.
+fn print_outcome(outcome: &SwitchOutcome, names: &[&str], counters: Counters) {
     sayln!(
         "\nran {:.1} s; kernel receive drops: {}",
         outcome.elapsed.as_secs_f64(),
@@ -221,10 +262,10 @@ pub fn run(args: Args) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    if let Some(line) = refused_line(&names, &outcome.kernel) {
+    if let Some(line) = refused_line(names, &outcome.kernel) {
         sayln!("{line}");
     }
-    sayln!("{}", thread_summary(&outcome, &names));
+    sayln!("{}", thread_summary(outcome, names));
     let cut: Vec<String> = names
         .iter()
         .zip(&outcome.kernel)
@@ -239,30 +280,11 @@ pub fn run(args: Args) -> Result<()> {
     }
     say!(
         "{}",
-        rocelab::report::counters::render(&outcome.switch, args.counters.style())
+        rocelab::report::counters::render(&outcome.switch, counters.style())
     );
     // What the traffic showed of the configuration, as rocelab replay says it.
     for w in outcome.switch.warnings() {
         noteln!("rocelab: warning: {}", w.message);
-    }
-    if stats.wanted() {
-        let kernel = kernel_json(&names, &opts.ifaces, &outcome.kernel);
-        stats.write(&rocelab::report::document(
-            "switch",
-            serde_json::json!({
-                "elapsed_s": outcome.elapsed.as_secs_f64(),
-                "ports": rocelab::report::ports(&outcome.switch),
-                "kernel": kernel,
-                "threads": threads_json(&outcome, &names),
-                "behind": outcome.behind,
-                "warnings": outcome.switch.warnings(),
-                "config": rocelab::report::configs(Some(outcome.switch.config()), None),
-            }),
-        ))?;
-    }
-    match outcome.error {
-        Some(e) => Err(anyhow::Error::new(e).context("stopped")),
-        None => Ok(()),
     }
 }
 
