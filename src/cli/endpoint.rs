@@ -5,11 +5,11 @@ use super::{
 };
 use anyhow::{Context, Result};
 use rocelab::config::endpoint::EndpointConfig;
-use rocelab::endpoint::app::{App, Application as _};
-use rocelab::endpoint::flow::Flow;
-use rocelab::endpoint::sweep::{AllReduceResult, Gather, Sweep};
+use rocelab::endpoint::app::Application as _;
+use rocelab::endpoint::sweep::AllReduceResult;
 use rocelab::report::{self, nccl};
 use rocelab::runtime::CoreList;
+use rocelab::runtime::rank::{self, Progress, RankOptions, Work};
 use rocelab::runtime::{self, endpoint as live};
 use rocelab::time::Nanos;
 use std::path::PathBuf;
@@ -109,10 +109,6 @@ fn far(wait: std::time::Duration) -> String {
     }
 }
 
-/// Duplicates that a receiver warns about: a whole window's worth, more than a lost ACK's
-/// retransmissions give, as a sender run again from PSN 0 gives.
-const DUPLICATES_WORTH_A_WARNING: u64 = 64;
-
 /// The largest path MTU (a power of two from 256 to 4096) whose packets fit an interface
 /// MTU of `iface_mtu` bytes, or 256 if none does.
 fn largest_path_mtu(iface_mtu: usize) -> usize {
@@ -125,6 +121,162 @@ fn largest_path_mtu(iface_mtu: usize) -> usize {
 /// Runs `rocelab endpoint`.
 pub fn run(args: Args) -> Result<()> {
     let report = JsonReport::create(args.report.as_deref(), &[&args.peers])?;
+    let opts = options(&args)?;
+    // From here on a signal ends the run with its report: building the buffers of a
+    // large sweep takes seconds, and a Ctrl-C then must not kill it outright (nor leave
+    // the report's staging file behind).
+    let stop = runtime::stop_on_signals()?;
+    // This rank's view: each size from this rank's start to its end, printed as nccl-tests
+    // does, a row as each size finishes.
+    let ranks = opts.peers.len();
+    let this_rank = |r: AllReduceResult| AllReduceResult { ranks, ..r };
+    if args.mode == Mode::Allreduce {
+        say!(
+            "{}",
+            nccl::head(
+                &format!(
+                    "rank {} of {ranks}: ring all-reduce, float sum (this rank's view)",
+                    args.rank
+                ),
+                &[]
+            )
+        );
+    }
+    let mut printed = 0;
+    let mut progress = |p: Progress| match p {
+        Progress::Finished(rows) => {
+            for r in rows {
+                say!("{}", nccl::row(&this_rank(r), &[]));
+                printed += 1;
+            }
+        }
+        Progress::Duplicates(n) => noteln!(
+            "warning: {n} data packets received as duplicates of ones accepted before, discarded: retransmissions after lost ACKs, or a sender run again against this receiver (it restarts at PSN 0, which this receiver has passed, and sees its data acknowledged although it was discarded here); a receiver serves one run of each sender: restart it for the next"
+        ),
+    };
+    let outcome = rank::run(&opts, &stop, &mut progress)?;
+    let rows: Vec<AllReduceResult> = outcome.app.sweep().map_or_else(Vec::new, |sweep| {
+        sweep
+            .results(&outcome.endpoint)
+            .into_iter()
+            .map(|r| this_rank(AllReduceResult::over_ranks(r.size, [r])))
+            .collect()
+    });
+    if outcome.app.sweep().is_some() {
+        // The sizes the sampler did not see finish: the last one, and any that did not.
+        for r in rows.iter().skip(printed) {
+            say!(
+                "{}",
+                nccl::row_unfinished_as(r, &[], super::unfinished(&stop))
+            );
+        }
+        say!(
+            "{}",
+            nccl::foot_unfinished_as(&rows, super::unfinished(&stop))
+        );
+    }
+    let counters = outcome.endpoint.counters();
+    // An endless send (no --bytes) ends at --limit or Ctrl-C: that is its end, not a
+    // failure. Its transfer lasts to the run's end; a bounded one's to its last ACK.
+    let endless = args.mode == Mode::Send && args.bytes.is_none();
+    let sent = outcome.app.flow().map(|flow| {
+        // Both times are on the run's clock: the transfer is the time between them, not
+        // the finish (which counts the wait for --start-at too).
+        let end = flow.finished().or(endless.then_some(outcome.end));
+        let time = end.map(|t| t.saturating_sub(flow.start()));
+        let gbps = time
+            .filter(|t| t.0 > 0)
+            .map(|t| flow.completed_bytes() as f64 * 8.0 / t.0 as f64);
+        (flow.completed_bytes(), time, gbps)
+    });
+    if let Some((bytes, time, gbps)) = sent {
+        sayln!(
+            "sent {bytes} bytes{}{}",
+            time.map_or_else(String::new, |t| format!(" in {}", t.human())),
+            gbps.map_or_else(String::new, |g| format!(" ({g:.3} Gb/s)"))
+        );
+    }
+    print_counters(&outcome);
+    // The report is that of the run however it ended: a rank that failed or was stopped
+    // says how far it got and why (docs/limits.md); it is the record to look at when
+    // one rank of several did not finish.
+    let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
+    let failure = failure(
+        &args,
+        &outcome,
+        sent.map(|s| s.0),
+        wrong,
+        runtime::stopped(&stop),
+    );
+    let ended = if outcome.error.is_some() {
+        "error"
+    } else if outcome.app.done() {
+        "done"
+    } else if runtime::stopped(&stop) {
+        "interrupted"
+    } else {
+        "limit"
+    };
+    report.write(&rocelab::report::document(
+        "endpoint",
+        serde_json::json!({
+            "rank": args.rank, "mode": args.mode.name(),
+            "done": outcome.app.done() || (endless && failure.is_none()),
+            "ended": ended,
+            "error": failure,
+            "sent_bytes": sent.map(|s| s.0),
+            "sent_gbps": sent.and_then(|s| s.2),
+            "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
+            "thread": outcome.thread,
+            "config": rocelab::report::configs(None, Some(&opts.endpoint.cfg)),
+        }),
+    ))?;
+    match failure {
+        Some(why) => Err(anyhow::anyhow!(why)),
+        None => Ok(()),
+    }
+}
+
+/// Why the run failed, if it did: a port's error, an endless send that nothing
+/// acknowledged, work unfinished, or wrong sums.
+fn failure(
+    args: &Args,
+    outcome: &live::EndpointOutcome,
+    sent_bytes: Option<u64>,
+    wrong: u64,
+    stopped: bool,
+) -> Option<String> {
+    let endless = args.mode == Mode::Send && args.bytes.is_none();
+    if let Some(e) = &outcome.error {
+        Some(format!("stopped: {e}"))
+    } else if endless && sent_bytes == Some(0) {
+        // Sending until the end is the work, but a receiver that acknowledged nothing
+        // (absent, or discarding it all) makes it a failure.
+        Some(format!(
+            "nothing acknowledged by rank {} before {}",
+            args.to.unwrap_or(0),
+            if stopped {
+                "Ctrl-C or SIGTERM"
+            } else {
+                "--limit"
+            }
+        ))
+    } else if args.mode != Mode::Receive && !endless && !outcome.app.done() {
+        Some(if stopped {
+            "interrupted (Ctrl-C or SIGTERM) before the work finished".to_owned()
+        } else {
+            "not finished before --limit".to_owned()
+        })
+    } else if wrong > 0 {
+        Some(format!("{wrong} values differ from the expected sum"))
+    } else {
+        None
+    }
+}
+
+/// The rank's options from the flags, checked in the order a reader gives them: the
+/// peers file and the values first, then the interface (as `traffic send` checks them).
+fn options(args: &Args) -> Result<RankOptions> {
     let text = std::fs::read_to_string(&args.peers)
         .with_context(|| format!("cannot read peers file {}", args.peers.display()))?;
     let peers = live::parse_peers(&text).with_context(|| format!("{}", args.peers.display()))?;
@@ -143,7 +295,6 @@ pub fn run(args: Args) -> Result<()> {
         cfg.link_gbps = g;
     }
     cfg.validate("endpoint")?;
-    let mut ep = rocelab::endpoint::Endpoint::new(&cfg, me.mac, me.ip);
     let start = match args.start_at {
         Some(ms) => {
             let now_ms = std::time::SystemTime::now()
@@ -232,147 +383,42 @@ pub fn run(args: Args) -> Result<()> {
             largest_path_mtu(iface_mtu)
         );
     }
-    // From here on a signal ends the run with its report: building the buffers of a
-    // large sweep takes seconds, and a Ctrl-C then must not kill it outright (nor leave
-    // the report's staging file behind).
-    let stop = runtime::stop_on_signals()?;
-    let app = match args.mode {
-        Mode::Allreduce => {
-            let (to_next, _) = live::ring_qps(&mut ep, &peers, args.rank);
-            let mut give_up = || runtime::stopped(&stop);
-            match Sweep::new_unless(
-                &mut ep,
-                args.rank,
-                peers.len(),
-                &sizes,
-                args.seed,
-                to_next,
-                &mut give_up,
-            ) {
-                Some(sweep) => sweep.starting_at(start).into(),
-                // The run sees the stop and ends at once, an empty sweep unfinished.
-                None => Sweep::new(&mut ep, args.rank, peers.len(), &[], args.seed, to_next).into(),
-            }
-        }
-        Mode::Send => {
-            let qp = live::flow_send_qp(&mut ep, &peers, args.rank, send_to);
-            Flow::new(qp, args.bytes, message_bytes, start).into()
-        }
-        Mode::Receive => {
-            live::flow_receive_qps(&mut ep, &peers, args.rank);
-            Flow::prepare_receiver(&mut ep, message_bytes);
-            App::Receive
-        }
-    };
-    let opts = live::EndpointOptions {
-        cfg: cfg.clone(),
-        iface: args.iface.clone(),
-        backend: args.live.backend,
-        cores: checked_cores(args.cores.as_ref())?,
-        run: live::RunOptions {
-            lockstep: None,
-            busy_poll: args.live.busy_poll,
-            limit: Some(seconds("--limit", args.limit)?),
-            linger: seconds("--linger", args.linger)?,
-            origin: None,
-            propagation: rocelab::time::Nanos::ZERO,
+    Ok(RankOptions {
+        work: match args.mode {
+            Mode::Allreduce => Work::AllReduce {
+                sizes,
+                seed: args.seed,
+            },
+            Mode::Send => Work::Send {
+                to: send_to,
+                bytes: args.bytes,
+                message_bytes,
+            },
+            Mode::Receive => Work::Receive { message_bytes },
         },
-    };
-    // This rank's view: each size from this rank's start to its end, printed as nccl-tests
-    // does, a row as each size finishes.
-    let ranks = peers.len();
-    let this_rank = |r: AllReduceResult| AllReduceResult { ranks, ..r };
-    let mut printed = 0;
-    let outcome = if app.sweep().is_some() {
-        say!(
-            "{}",
-            nccl::head(
-                &format!(
-                    "rank {} of {ranks}: ring all-reduce, float sum (this rank's view)",
-                    args.rank
-                ),
-                &[]
-            )
-        );
-        let mut gather = Gather::new(1, 0);
-        let mut call = |_: std::time::Duration, l: &mut live::Live<'_>| {
-            if let Some(sweep) = l.app.sweep() {
-                for r in gather.update(0, sweep, l.endpoint) {
-                    say!("{}", nccl::row(&this_rank(r), &[]));
-                    printed += 1;
-                }
-            }
-        };
-        let sampler = live::EndpointSampler {
-            every: std::time::Duration::from_millis(20),
-            call: &mut call,
-        };
-        live::run(&opts, ep, app, &stop, Some(sampler))?
-    } else if args.mode == Mode::Receive {
-        // A sender run again against this receiver starts at PSN 0 again, which its QP
-        // has passed: the responder discards all of it as duplicates and ACKs them (as an
-        // RNIC does; real ones agree on starting PSNs when they connect, a static peers
-        // file cannot), so the sender reports success. Say so as it happens.
-        let mut warned = 0;
-        let mut call = |_: std::time::Duration, l: &mut live::Live<'_>| {
-            let c = l.endpoint.counters();
-            if c.duplicates_received >= warned + DUPLICATES_WORTH_A_WARNING {
-                warned = c.duplicates_received;
-                noteln!(
-                    "warning: {} data packets received as duplicates of ones accepted before, discarded: retransmissions after lost ACKs, or a sender run again against this receiver (it restarts at PSN 0, which this receiver has passed, and sees its data acknowledged although it was discarded here); a receiver serves one run of each sender: restart it for the next",
-                    c.duplicates_received
-                );
-            }
-        };
-        let sampler = live::EndpointSampler {
-            every: std::time::Duration::from_millis(100),
-            call: &mut call,
-        };
-        live::run(&opts, ep, app, &stop, Some(sampler))?
-    } else {
-        live::run(&opts, ep, app, &stop, None)?
-    };
+        endpoint: live::EndpointOptions {
+            cfg,
+            iface: args.iface.clone(),
+            backend: args.live.backend,
+            cores: checked_cores(args.cores.as_ref())?,
+            run: live::RunOptions {
+                lockstep: None,
+                busy_poll: args.live.busy_poll,
+                limit: Some(seconds("--limit", args.limit)?),
+                linger: seconds("--linger", args.linger)?,
+                origin: None,
+                propagation: rocelab::time::Nanos::ZERO,
+            },
+        },
+        peers,
+        rank: args.rank,
+        start,
+    })
+}
+
+/// The endpoint's counters in a line.
+fn print_counters(outcome: &live::EndpointOutcome) {
     let counters = outcome.endpoint.counters();
-    let rows: Vec<AllReduceResult> = outcome.app.sweep().map_or_else(Vec::new, |sweep| {
-        sweep
-            .results(&outcome.endpoint)
-            .into_iter()
-            .map(|r| this_rank(AllReduceResult::over_ranks(r.size, [r])))
-            .collect()
-    });
-    if outcome.app.sweep().is_some() {
-        // The sizes the sampler did not see finish: the last one, and any that did not.
-        for r in rows.iter().skip(printed) {
-            say!(
-                "{}",
-                nccl::row_unfinished_as(r, &[], super::unfinished(&stop))
-            );
-        }
-        say!(
-            "{}",
-            nccl::foot_unfinished_as(&rows, super::unfinished(&stop))
-        );
-    }
-    // An endless send (no --bytes) ends at --limit or Ctrl-C: that is its end, not a
-    // failure. Its transfer lasts to the run's end; a bounded one's to its last ACK.
-    let endless = args.mode == Mode::Send && args.bytes.is_none();
-    let sent = outcome.app.flow().map(|flow| {
-        // Both times are on the run's clock: the transfer is the time between them, not
-        // the finish (which counts the wait for --start-at too).
-        let end = flow.finished().or(endless.then_some(outcome.end));
-        let time = end.map(|t| t.saturating_sub(flow.start()));
-        let gbps = time
-            .filter(|t| t.0 > 0)
-            .map(|t| flow.completed_bytes() as f64 * 8.0 / t.0 as f64);
-        (flow.completed_bytes(), time, gbps)
-    });
-    if let Some((bytes, time, gbps)) = sent {
-        sayln!(
-            "sent {bytes} bytes{}{}",
-            time.map_or_else(String::new, |t| format!(" in {}", t.human())),
-            gbps.map_or_else(String::new, |g| format!(" ({g:.3} Gb/s)"))
-        );
-    }
     sayln!(
         "endpoint: {} sent ({} retransmitted, {}), {} received; CNPs sent {} received {}; CE received {}; PFC pauses received {}; kernel drops {}",
         report::count(counters.data_packets_sent, "data packet"),
@@ -385,59 +431,4 @@ pub fn run(args: Args) -> Result<()> {
         counters.pauses_received + counters.link_pauses_received,
         outcome.kernel.drops
     );
-    // The report is that of the run however it ended: a rank that failed or was stopped
-    // says how far it got and why (docs/limits.md); it is the record to look at when
-    // one rank of several did not finish.
-    let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
-    let failure = if let Some(e) = &outcome.error {
-        Some(format!("stopped: {e}"))
-    } else if endless && sent.is_some_and(|s| s.0 == 0) {
-        // Sending until the end is the work, but a receiver that acknowledged nothing
-        // (absent, or discarding it all) makes it a failure.
-        Some(format!(
-            "nothing acknowledged by rank {send_to} before {}",
-            if runtime::stopped(&stop) {
-                "Ctrl-C or SIGTERM"
-            } else {
-                "--limit"
-            }
-        ))
-    } else if args.mode != Mode::Receive && !endless && !outcome.app.done() {
-        Some(if runtime::stopped(&stop) {
-            "interrupted (Ctrl-C or SIGTERM) before the work finished".to_owned()
-        } else {
-            "not finished before --limit".to_owned()
-        })
-    } else if wrong > 0 {
-        Some(format!("{wrong} values differ from the expected sum"))
-    } else {
-        None
-    };
-    let ended = if outcome.error.is_some() {
-        "error"
-    } else if outcome.app.done() {
-        "done"
-    } else if runtime::stopped(&stop) {
-        "interrupted"
-    } else {
-        "limit"
-    };
-    report.write(&rocelab::report::document(
-        "endpoint",
-        serde_json::json!({
-            "rank": args.rank, "mode": args.mode.name(),
-            "done": outcome.app.done() || (endless && failure.is_none()),
-            "ended": ended,
-            "error": failure,
-            "sent_bytes": sent.map(|s| s.0),
-            "sent_gbps": sent.and_then(|s| s.2),
-            "allreduce": rows, "counters": counters, "kernel": outcome.kernel,
-            "thread": outcome.thread,
-            "config": rocelab::report::configs(None, Some(&cfg)),
-        }),
-    ))?;
-    match failure {
-        Some(why) => Err(anyhow::anyhow!(why)),
-        None => Ok(()),
-    }
 }

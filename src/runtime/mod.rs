@@ -13,6 +13,7 @@ pub mod lockstep;
 pub mod metrics;
 pub mod port_lock;
 pub mod ports;
+pub mod rank;
 pub mod switch;
 pub mod traffic;
 
