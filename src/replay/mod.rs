@@ -221,6 +221,9 @@ fn split_ports(by: SplitBy, paths: &[PathBuf]) -> Result<Vec<String>, ReplayErro
     Ok(names)
 }
 
+/// The input ports and their captures, opened, with the split's port index if any.
+type Opened = (Vec<Source>, Option<(SplitBy, BTreeMap<String, usize>)>);
+
 /// Runs a replay; returns what it did and the switch, for its counters.
 pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError> {
     if !(opts.speed.is_finite() && opts.speed > 0.0) {
@@ -229,16 +232,6 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
             opts.speed
         )));
     }
-    let mut cfg = opts.config.clone();
-    let add_port = |cfg: &mut SwitchConfig, name: &str| -> usize {
-        match cfg.ports.iter().position(|p| p.name == name) {
-            Some(i) => i,
-            None => {
-                cfg.ports.push(cfg.port_or_default(name));
-                cfg.ports.len() - 1
-            }
-        }
-    };
     // Before any input is opened or any work done: the output must not be an input, and
     // must be writable. It appears only when the replay succeeded.
     let input_paths: Vec<&PathBuf> = match &opts.inputs {
@@ -259,137 +252,12 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
     // capture, as a closed pipe ends the text, not the replay: its counters still count.
     let to_stdout = out_file.as_ref().is_some_and(OutputFile::is_stdout);
     let fails = |e: &std::io::Error| !(to_stdout && e.kind() == std::io::ErrorKind::BrokenPipe);
-    let mut sources = Vec::new();
-    let mut split = None;
-    match &opts.inputs {
-        Inputs::Bound(bound) => {
-            if bound.is_empty() {
-                return Err(ReplayError::Usage(
-                    "no input: give --in PORT=FILE (repeatable) or --split-by mac|vlan FILE..."
-                        .into(),
-                ));
-            }
-            // Checked before any capture is opened: 15 000 ports once took 3 GB, then aborted.
-            let names: BTreeSet<&str> = bound.iter().map(|(port, _)| port.as_str()).collect();
-            if names.len() > MAX_REPLAY_PORTS {
-                return Err(ReplayError::Usage(format!(
-                    "--in names {} ports; at most {MAX_REPLAY_PORTS} (each port holds queues, \
-                     counters and histograms, about 280 KB, and every frame visits every port): \
-                     merge captures into fewer ports (several --in may name the same port)",
-                    names.len()
-                )));
-            }
-            if bound.len() > MAX_REPLAY_PORTS {
-                return Err(ReplayError::Usage(format!(
-                    "--in is given {} times; at most {MAX_REPLAY_PORTS} captures (each is open \
-                     at once): merge captures (mergecap) before replaying",
-                    bound.len()
-                )));
-            }
-            for (port, path) in bound {
-                let index = add_port(&mut cfg, port);
-                sources.push(Source {
-                    path: path.clone(),
-                    reader: open(path)?,
-                    port: Some(index),
-                    shift: 0,
-                    cut: 0,
-                    skipped: 0,
-                    untimed: 0,
-                    last_ts: None,
-                });
-            }
-        }
-        Inputs::Split(by, paths) => {
-            if paths.is_empty() {
-                return Err(ReplayError::Usage(
-                    "--split-by needs at least one capture".into(),
-                ));
-            }
-            if paths.len() > MAX_REPLAY_PORTS {
-                return Err(ReplayError::Usage(format!(
-                    "--split-by is given {} captures; at most {MAX_REPLAY_PORTS} (each is open \
-                     at once): merge captures (mergecap) before replaying",
-                    paths.len()
-                )));
-            }
-            let names = split_ports(*by, paths)?;
-            if names.is_empty() {
-                return Err(ReplayError::Usage(
-                    "the captures hold no frames to split".into(),
-                ));
-            }
-            if names.len() > MAX_REPLAY_PORTS {
-                return Err(ReplayError::Usage(format!(
-                    "splitting by {} gives more than {MAX_REPLAY_PORTS} ports; at most {MAX_REPLAY_PORTS} (each port \
-                     holds queues, counters and histograms, about 280 KB, and every frame \
-                     visits every port): bind the captures to ports with --in PORT=FILE",
-                    match by {
-                        SplitBy::Mac => "source MAC",
-                        SplitBy::Vlan => "VLAN",
-                    },
-                )));
-            }
-            let mut index = BTreeMap::new();
-            for name in &names {
-                index.insert(name.clone(), add_port(&mut cfg, name));
-            }
-            split = Some((*by, index));
-            for path in paths {
-                sources.push(Source {
-                    path: path.clone(),
-                    reader: open(path)?,
-                    port: None,
-                    shift: 0,
-                    cut: 0,
-                    skipped: 0,
-                    untimed: 0,
-                    last_ts: None,
-                });
-            }
-        }
-    }
-
-    // Time: t' = start + (t + shift - start) / speed.
-    let mut heads: Vec<Option<Arrival>> = Vec::new();
-    for s in &mut sources {
-        let mut head = next_arrival(s, split.as_ref())?;
-        // Frames without a timestamp before a capture's first timed one enter at its time.
-        if let Some(a) = head.as_mut().filter(|a| a.ts.is_none()) {
-            a.ts = first_timestamp(&s.path)?;
-        }
-        heads.push(head);
-    }
-    if heads.iter().all(Option::is_none) {
-        return Err(ReplayError::Usage(
-            "the input captures hold no frames".into(),
-        ));
-    }
-    // Captures with no timestamp at all (Simple Packet Blocks only) start at 0, or with the
-    // others.
-    let start = heads
-        .iter()
-        .flatten()
-        .filter_map(|a| a.ts)
-        .min()
-        .unwrap_or(Nanos::ZERO);
-    for (s, head) in sources.iter_mut().zip(&mut heads) {
-        let Some(a) = head else { continue };
-        match a.ts {
-            // A capture without any timestamp enters when the replay starts.
-            None => a.ts = Some(start),
-            Some(ts) if opts.align_start => {
-                s.shift = i128::from(start.0) - i128::from(ts.0);
-                a.ts = Some(start);
-            }
-            Some(_) => {}
-        }
-        s.last_ts = a.ts;
-    }
-    let scale = |ts: Nanos| -> Nanos {
-        let rel = ts.0.saturating_sub(start.0) as f64 / opts.speed;
-        Nanos(start.0.saturating_add(rel.round() as u64))
+    let mut cfg = opts.config.clone();
+    let (mut sources, split) = match &opts.inputs {
+        Inputs::Bound(bound) => open_bound(bound, &mut cfg)?,
+        Inputs::Split(by, paths) => open_split(*by, paths, &mut cfg)?,
     };
+    let (heads, start) = first_arrivals(&mut sources, split.as_ref(), opts.align_start)?;
 
     let sink: Box<dyn Write + '_> = match out_file.as_mut() {
         Some(f) => Box::new(f.file()),
@@ -432,62 +300,14 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
         frames_skipped: 0,
         frames_untimed: 0,
     };
-    let mut write_error = None;
-    let mut last_out = start;
-    let mut sink = |tx: &crate::switch::Transmit<'_>| {
-        summary.frames_out += 1;
-        last_out = tx.time;
-        match tx.note {
-            Some(crate::switch::Note::CeMarked { .. }) => summary.frames_marked += 1,
-            Some(_) => summary.pfc_frames_out += 1,
-            None => {}
-        }
-        let comment = tx.note.map(|n| n.to_string());
-        if write_error.is_none()
-            && let Err(e) =
-                writer.write_packet(tx.port as u32, tx.time, tx.frame, comment.as_deref())
-        {
-            write_error = Some(e);
-        }
+    let play = Play {
+        sources: &mut sources,
+        split: split.as_ref(),
+        heads,
+        start,
+        speed: opts.speed,
     };
-    // Merge the inputs in time order, running the fabric up to each frame before offering
-    // it, so that inputs of any size stream through.
-    loop {
-        let next = heads
-            .iter()
-            .enumerate()
-            .filter_map(|(i, h)| h.as_ref().map(|a| (a.ts.unwrap_or(start), i)))
-            .min();
-        let Some((_, i)) = next else { break };
-        let Some(arrival) = heads[i].take() else {
-            break;
-        };
-        let ready = scale(arrival.ts.unwrap_or(start));
-        fabric.run_until(Nanos(ready.0.saturating_sub(1)), &mut sink)?;
-        fabric.offer(arrival.port, ready, arrival.frame);
-        summary.frames_in += 1;
-        heads[i] = next_arrival(&mut sources[i], split.as_ref())?;
-    }
-    fabric.run_to_idle(&mut sink)?;
-    // The first dropped frame of each kind, on the port it came in on, marked inbound and
-    // explained (after the frames out: it never left the switch).
-    let dropped: Vec<(u32, Nanos, Vec<u8>, String)> = fabric
-        .switch()
-        .drops()
-        .iter()
-        .filter_map(|d| {
-            let frame = d.frame.clone()?;
-            let why = d.explain(fabric.switch().config(), start);
-            Some((d.ingress as u32, d.at, frame, format!("DROPPED: {why}")))
-        })
-        .collect();
-    for (port, at, frame, comment) in &dropped {
-        if write_error.is_none()
-            && let Err(e) = writer.write_packet_in(*port, *at, frame, Some(comment), true)
-        {
-            write_error = Some(e);
-        }
-    }
+    let (last_out, write_error) = play.run(&mut fabric, &mut writer, &mut summary)?;
     if let Some(error) = write_error.filter(fails) {
         return Err(ReplayError::File {
             path: out_path.clone(),
@@ -515,6 +335,242 @@ pub fn run(opts: &ReplayOptions) -> Result<(ReplaySummary, Switch), ReplayError>
     summary.frames_untimed = sources.iter().map(|s| s.untimed).sum();
     let fabric_switch = fabric.into_switch();
     Ok((summary, fabric_switch))
+}
+
+/// The index of the port named `name` in `cfg`, added with the defaults if it is new.
+fn add_port(cfg: &mut SwitchConfig, name: &str) -> usize {
+    match cfg.ports.iter().position(|p| p.name == name) {
+        Some(i) => i,
+        None => {
+            cfg.ports.push(cfg.port_or_default(name));
+            cfg.ports.len() - 1
+        }
+    }
+}
+
+/// A capture opened for reading, entering on `port` (`None`: by its split key).
+fn source(path: &Path, port: Option<usize>) -> Result<Source, ReplayError> {
+    Ok(Source {
+        path: path.to_path_buf(),
+        reader: open(path)?,
+        port,
+        shift: 0,
+        cut: 0,
+        skipped: 0,
+        untimed: 0,
+        last_ts: None,
+    })
+}
+
+/// Opens `--in PORT=FILE` inputs, adding their ports to `cfg`.
+fn open_bound(bound: &[(String, PathBuf)], cfg: &mut SwitchConfig) -> Result<Opened, ReplayError> {
+    if bound.is_empty() {
+        return Err(ReplayError::Usage(
+            "no input: give --in PORT=FILE (repeatable) or --split-by mac|vlan FILE...".into(),
+        ));
+    }
+    // Checked before any capture is opened: 15 000 ports once took 3 GB, then aborted.
+    let names: BTreeSet<&str> = bound.iter().map(|(port, _)| port.as_str()).collect();
+    if names.len() > MAX_REPLAY_PORTS {
+        return Err(ReplayError::Usage(format!(
+            "--in names {} ports; at most {MAX_REPLAY_PORTS} (each port holds queues, \
+             counters and histograms, about 280 KB, and every frame visits every port): \
+             merge captures into fewer ports (several --in may name the same port)",
+            names.len()
+        )));
+    }
+    if bound.len() > MAX_REPLAY_PORTS {
+        return Err(ReplayError::Usage(format!(
+            "--in is given {} times; at most {MAX_REPLAY_PORTS} captures (each is open \
+             at once): merge captures (mergecap) before replaying",
+            bound.len()
+        )));
+    }
+    let mut sources = Vec::new();
+    for (port, path) in bound {
+        let index = add_port(cfg, port);
+        sources.push(source(path, Some(index))?);
+    }
+    Ok((sources, None))
+}
+
+/// Opens `--split-by` inputs, adding to `cfg` a port for each key their frames carry.
+fn open_split(
+    by: SplitBy,
+    paths: &[PathBuf],
+    cfg: &mut SwitchConfig,
+) -> Result<Opened, ReplayError> {
+    if paths.is_empty() {
+        return Err(ReplayError::Usage(
+            "--split-by needs at least one capture".into(),
+        ));
+    }
+    if paths.len() > MAX_REPLAY_PORTS {
+        return Err(ReplayError::Usage(format!(
+            "--split-by is given {} captures; at most {MAX_REPLAY_PORTS} (each is open \
+             at once): merge captures (mergecap) before replaying",
+            paths.len()
+        )));
+    }
+    let names = split_ports(by, paths)?;
+    if names.is_empty() {
+        return Err(ReplayError::Usage(
+            "the captures hold no frames to split".into(),
+        ));
+    }
+    if names.len() > MAX_REPLAY_PORTS {
+        return Err(ReplayError::Usage(format!(
+            "splitting by {} gives more than {MAX_REPLAY_PORTS} ports; at most {MAX_REPLAY_PORTS} (each port \
+             holds queues, counters and histograms, about 280 KB, and every frame \
+             visits every port): bind the captures to ports with --in PORT=FILE",
+            match by {
+                SplitBy::Mac => "source MAC",
+                SplitBy::Vlan => "VLAN",
+            },
+        )));
+    }
+    let mut index = BTreeMap::new();
+    for name in &names {
+        index.insert(name.clone(), add_port(cfg, name));
+    }
+    let mut sources = Vec::new();
+    for path in paths {
+        sources.push(source(path, None)?);
+    }
+    Ok((sources, Some((by, index))))
+}
+
+/// Each capture's first frame, timed, and the replay's start: the earliest of their times.
+fn first_arrivals(
+    sources: &mut [Source],
+    split: Option<&(SplitBy, BTreeMap<String, usize>)>,
+    align_start: bool,
+) -> Result<(Vec<Option<Arrival>>, Nanos), ReplayError> {
+    // Time: t' = start + (t + shift - start) / speed.
+    let mut heads: Vec<Option<Arrival>> = Vec::new();
+    for s in sources.iter_mut() {
+        let mut head = next_arrival(s, split)?;
+        // Frames without a timestamp before a capture's first timed one enter at its time.
+        if let Some(a) = head.as_mut().filter(|a| a.ts.is_none()) {
+            a.ts = first_timestamp(&s.path)?;
+        }
+        heads.push(head);
+    }
+    if heads.iter().all(Option::is_none) {
+        return Err(ReplayError::Usage(
+            "the input captures hold no frames".into(),
+        ));
+    }
+    // Captures with no timestamp at all (Simple Packet Blocks only) start at 0, or with the
+    // others.
+    let start = heads
+        .iter()
+        .flatten()
+        .filter_map(|a| a.ts)
+        .min()
+        .unwrap_or(Nanos::ZERO);
+    for (s, head) in sources.iter_mut().zip(&mut heads) {
+        let Some(a) = head else { continue };
+        match a.ts {
+            // A capture without any timestamp enters when the replay starts.
+            None => a.ts = Some(start),
+            Some(ts) if align_start => {
+                s.shift = i128::from(start.0) - i128::from(ts.0);
+                a.ts = Some(start);
+            }
+            Some(_) => {}
+        }
+        s.last_ts = a.ts;
+    }
+    Ok((heads, start))
+}
+
+/// The inputs being merged into the fabric, each at the head of its capture.
+struct Play<'a> {
+    sources: &'a mut [Source],
+    split: Option<&'a (SplitBy, BTreeMap<String, usize>)>,
+    heads: Vec<Option<Arrival>>,
+    start: Nanos,
+    speed: f64,
+}
+
+impl Play<'_> {
+    /// Runs every frame through `fabric`, writing what leaves (then the first drop of each
+    /// kind) to `writer`; returns the last frame's time out and the first write error, kept
+    /// so that a closed pipe ends the capture, not the replay.
+    fn run<W: Write>(
+        mut self,
+        fabric: &mut Fabric,
+        writer: &mut PcapNgWriter<W>,
+        summary: &mut ReplaySummary,
+    ) -> Result<(Nanos, Option<std::io::Error>), ReplayError> {
+        let start = self.start;
+        let speed = self.speed;
+        let scale = |ts: Nanos| -> Nanos {
+            let rel = ts.0.saturating_sub(start.0) as f64 / speed;
+            Nanos(start.0.saturating_add(rel.round() as u64))
+        };
+        let mut write_error = None;
+        let mut last_out = start;
+        let mut sink = |tx: &crate::switch::Transmit<'_>| {
+            summary.frames_out += 1;
+            last_out = tx.time;
+            match tx.note {
+                Some(crate::switch::Note::CeMarked { .. }) => summary.frames_marked += 1,
+                Some(_) => summary.pfc_frames_out += 1,
+                None => {}
+            }
+            let comment = tx.note.map(|n| n.to_string());
+            if write_error.is_none()
+                && let Err(e) =
+                    writer.write_packet(tx.port as u32, tx.time, tx.frame, comment.as_deref())
+            {
+                write_error = Some(e);
+            }
+        };
+        // Merge the inputs in time order, running the fabric up to each frame before
+        // offering it, so that inputs of any size stream through.
+        let mut frames_in = 0;
+        loop {
+            let next = self
+                .heads
+                .iter()
+                .enumerate()
+                .filter_map(|(i, h)| h.as_ref().map(|a| (a.ts.unwrap_or(start), i)))
+                .min();
+            let Some((_, i)) = next else { break };
+            let Some(arrival) = self.heads[i].take() else {
+                break;
+            };
+            let ready = scale(arrival.ts.unwrap_or(start));
+            fabric.run_until(Nanos(ready.0.saturating_sub(1)), &mut sink)?;
+            fabric.offer(arrival.port, ready, arrival.frame);
+            frames_in += 1;
+            self.heads[i] = next_arrival(&mut self.sources[i], self.split)?;
+        }
+        fabric.run_to_idle(&mut sink)?;
+        summary.frames_in += frames_in;
+        // The first dropped frame of each kind, on the port it came in on, marked inbound
+        // and explained (after the frames out: it never left the switch).
+        let dropped: Vec<(u32, Nanos, Vec<u8>, String)> = fabric
+            .switch()
+            .drops()
+            .iter()
+            .filter_map(|d| {
+                let frame = d.frame.clone()?;
+                let why = d.explain(fabric.switch().config(), start);
+                Some((d.ingress as u32, d.at, frame, format!("DROPPED: {why}")))
+            })
+            .collect();
+        for (port, at, frame, comment) in &dropped {
+            if write_error.is_none()
+                && let Err(e) = writer.write_packet_in(*port, *at, frame, Some(comment), true)
+            {
+                write_error = Some(e);
+            }
+        }
+        Ok((last_out, write_error))
+    }
 }
 
 fn next_arrival(
