@@ -235,7 +235,7 @@ pub fn run_sampled_on(
     opts: &SwitchOptions,
     stop: &Arc<AtomicBool>,
     out: &mut dyn Write,
-    mut sampler: Option<Sampler<'_, Switch>>,
+    sampler: Option<Sampler<'_, Switch>>,
 ) -> Result<SwitchOutcome, RuntimeError> {
     let _locks = super::port_lock::PortLocks::take(&opts.ifaces)?;
     if opts.keep_going_when_a_port_is_down {
@@ -273,117 +273,23 @@ pub fn run_sampled_on(
     // a port of theirs fails.
     let workers_stop = Arc::new(AtomicBool::new(false));
     let stop_workers = RaiseOnDrop(&workers_stop);
-    let workers: Vec<_> = parts
-        .enumerate()
-        .map(|(k, part)| {
-            let t = k + 1;
-            let core = SwitchThread::new(&shared, t);
-            let driver = Driver::new(vec![core], part, vec![0; owner.len()], clock.clone());
-            let (cores, busy, realtime, stop) = (
-                opts.cores.clone(),
-                opts.busy_poll,
-                opts.realtime,
-                Arc::clone(&workers_stop),
-            );
-            // Its ports' socket statistics, for the metrics page.
-            let publish = snapshot.is_some().then(|| thread_ports[t].clone());
-            std::thread::Builder::new()
-                .name(format!("switch-{t}"))
-                .spawn(move || worker(t, driver, &cores, busy, realtime, &stop, publish))
-        })
-        .collect::<Result<_, _>>()?;
-    opts.cores.pin(0);
-    // Checked by the caller (realtime_allowed): a thread that cannot runs as it is.
-    let _ = super::realtime(opts.realtime);
-    super::precise_timers();
-    let started = Instant::now();
-    let start_unix_secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    let end = opts.duration.map(|d| started + d);
-    let mut next_line = opts.interval.map(|i| started + i);
-    let mut next_snapshot = started;
-    let mut next_sample = started;
-    let mut last_totals = Totals::of(&hold(&shared).switch);
-    let mut last_line = started;
-    let mut error = None;
-
-    loop {
-        if stopped(stop) || stopped(&workers_stop) || end.is_some_and(|e| Instant::now() >= e) {
-            break;
-        }
-        // Sleep until a frame comes, the switch's next deadline, or a housekeeping time.
-        let mut wake = Instant::now() + Duration::from_millis(50);
-        for t in [
-            end,
-            next_line,
-            snapshot.as_ref().map(|_| next_snapshot),
-            sampler.as_ref().map(|_| next_sample),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            wake = wake.min(t);
-        }
-        let now = match driver.round(wake, opts.busy_poll) {
-            Ok(now) => now,
-            Err(e) => {
-                error = Some(e);
-                break;
-            }
-        };
-        let now_i = Instant::now();
-        let due = |t: Option<Instant>| t.is_some_and(|t| now_i >= t);
-        if !(due(next_line)
-            || (sampler.is_some() && now_i >= next_sample)
-            || (snapshot.is_some() && now_i >= next_snapshot))
-        {
-            continue;
-        }
-        let held = driver.cores[0].lock();
-        let switch = &held.switch;
-        // Written once the switch is let go: a slow terminal holds up no thread.
-        let mut line = None;
-        if let (Some(interval), Some(t)) = (opts.interval, next_line)
-            && now_i >= t
-        {
-            let totals = Totals::of(switch);
-            line = Some(summary_line(
-                switch,
-                &last_totals,
-                &totals,
-                now_i - started,
-                now_i - last_line,
-            ));
-            last_totals = totals;
-            last_line = now_i;
-            next_line = Some(t + interval);
-        }
-        if let Some(s) = sampler.as_mut()
-            && now_i >= next_sample
-        {
-            (s.call)(now_i - started, switch);
-            next_sample = now_i + s.every;
-        }
-        drop(held);
-        if let Some(snap) = &snapshot
-            && now_i >= next_snapshot
-        {
-            let stats = driver.ports.kernel_stats();
-            let mut held = driver.cores[0].lock();
-            held.publish(&thread_ports[0], &stats);
-            // Another thread may have moved the switch past this thread's time.
-            let now = now.max(held.switch.now());
-            let page = metrics::render(&held.switch, &held.kernel, now, start_unix_secs);
-            drop(held);
-            snap.set(page);
-            next_snapshot = now_i + SNAPSHOT_EVERY;
-        }
-        if let Some(line) = line {
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
-        }
-    }
+    let team = Team {
+        shared: &shared,
+        clock: &clock,
+        ports: owner.len(),
+        stop: &workers_stop,
+        publish: snapshot.is_some().then_some(thread_ports.as_slice()),
+    };
+    let workers = team.spawn(parts, opts)?;
+    let house = Housekeeping {
+        opts,
+        stop,
+        workers_stop: &workers_stop,
+        snapshot: snapshot.as_ref(),
+        thread_ports: &thread_ports[0],
+        sampler,
+    };
+    let (started, error) = house.run(&mut driver, &shared, out);
     drop(stop_workers);
     let elapsed = started.elapsed();
     let (cores, ports, thread) = driver.into_parts();
@@ -393,6 +299,7 @@ pub fn run_sampled_on(
     });
     let mut threads = vec![thread];
     let mut parts = vec![ports];
+    let mut error = error;
     let mut panicked = false;
     // Every worker is joined, whatever the others did.
     for w in workers {
@@ -427,6 +334,167 @@ pub fn run_sampled_on(
         thread_ports,
         behind,
     })
+}
+
+/// What the switch's other threads share with the first: the switch, the clock, the flag
+/// that stops them, and (with a metrics page) each thread's ports.
+struct Team<'a> {
+    shared: &'a Arc<Mutex<Shared>>,
+    clock: &'a Clock,
+    ports: usize,
+    stop: &'a Arc<AtomicBool>,
+    publish: Option<&'a [Vec<usize>]>,
+}
+
+impl Team<'_> {
+    /// Starts a thread on each of `parts` (threads 1 on), each driving its ports.
+    fn spawn(
+        &self,
+        parts: impl Iterator<Item = Ports>,
+        opts: &SwitchOptions,
+    ) -> Result<Vec<std::thread::JoinHandle<WorkerDone>>, RuntimeError> {
+        let workers = parts
+            .enumerate()
+            .map(|(k, part)| {
+                let t = k + 1;
+                let core = SwitchThread::new(self.shared, t);
+                let driver = Driver::new(vec![core], part, vec![0; self.ports], self.clock.clone());
+                let (cores, busy, realtime, stop) = (
+                    opts.cores.clone(),
+                    opts.busy_poll,
+                    opts.realtime,
+                    Arc::clone(self.stop),
+                );
+                // Its ports' socket statistics, for the metrics page.
+                let publish = self.publish.map(|p| p[t].clone());
+                std::thread::Builder::new()
+                    .name(format!("switch-{t}"))
+                    .spawn(move || worker(t, driver, &cores, busy, realtime, &stop, publish))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(workers)
+    }
+}
+
+/// The first thread's duties beside its ports: the summary lines, the sampler and the
+/// metrics page, each at its time.
+struct Housekeeping<'a, 's> {
+    opts: &'a SwitchOptions,
+    stop: &'a AtomicBool,
+    workers_stop: &'a AtomicBool,
+    snapshot: Option<&'a metrics::Snapshot>,
+    /// The first thread's ports, whose socket statistics it publishes.
+    thread_ports: &'a [usize],
+    sampler: Option<Sampler<'s, Switch>>,
+}
+
+impl Housekeeping<'_, '_> {
+    /// Drives the first thread's ports until a stop, the duration's end or a failing port;
+    /// returns when it started and the port's error.
+    fn run(
+        mut self,
+        driver: &mut Driver<SwitchThread>,
+        shared: &Mutex<Shared>,
+        out: &mut dyn Write,
+    ) -> (Instant, Option<PortError>) {
+        let opts = self.opts;
+        opts.cores.pin(0);
+        // Checked by the caller (realtime_allowed): a thread that cannot runs as it is.
+        let _ = super::realtime(opts.realtime);
+        super::precise_timers();
+        let started = Instant::now();
+        let start_unix_secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let end = opts.duration.map(|d| started + d);
+        let mut next_line = opts.interval.map(|i| started + i);
+        let mut next_snapshot = started;
+        let mut next_sample = started;
+        let mut last_totals = Totals::of(&hold(shared).switch);
+        let mut last_line = started;
+        let mut error = None;
+
+        loop {
+            if stopped(self.stop)
+                || stopped(self.workers_stop)
+                || end.is_some_and(|e| Instant::now() >= e)
+            {
+                break;
+            }
+            // Sleep until a frame comes, the switch's next deadline, or a housekeeping time.
+            let mut wake = Instant::now() + Duration::from_millis(50);
+            for t in [
+                end,
+                next_line,
+                self.snapshot.map(|_| next_snapshot),
+                self.sampler.as_ref().map(|_| next_sample),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                wake = wake.min(t);
+            }
+            let now = match driver.round(wake, opts.busy_poll) {
+                Ok(now) => now,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            };
+            let now_i = Instant::now();
+            let due = |t: Option<Instant>| t.is_some_and(|t| now_i >= t);
+            if !(due(next_line)
+                || (self.sampler.is_some() && now_i >= next_sample)
+                || (self.snapshot.is_some() && now_i >= next_snapshot))
+            {
+                continue;
+            }
+            let held = driver.cores[0].lock();
+            let switch = &held.switch;
+            // Written once the switch is let go: a slow terminal holds up no thread.
+            let mut line = None;
+            if let (Some(interval), Some(t)) = (opts.interval, next_line)
+                && now_i >= t
+            {
+                let totals = Totals::of(switch);
+                line = Some(summary_line(
+                    switch,
+                    &last_totals,
+                    &totals,
+                    now_i - started,
+                    now_i - last_line,
+                ));
+                last_totals = totals;
+                last_line = now_i;
+                next_line = Some(t + interval);
+            }
+            if let Some(s) = self.sampler.as_mut()
+                && now_i >= next_sample
+            {
+                (s.call)(now_i - started, switch);
+                next_sample = now_i + s.every;
+            }
+            drop(held);
+            if let Some(snap) = self.snapshot
+                && now_i >= next_snapshot
+            {
+                let stats = driver.ports.kernel_stats();
+                let mut held = driver.cores[0].lock();
+                held.publish(self.thread_ports, &stats);
+                // Another thread may have moved the switch past this thread's time.
+                let now = now.max(held.switch.now());
+                let page = metrics::render(&held.switch, &held.kernel, now, start_unix_secs);
+                drop(held);
+                snap.set(page);
+                next_snapshot = now_i + SNAPSHOT_EVERY;
+            }
+            if let Some(line) = line {
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+        }
+        (started, error)
+    }
 }
 
 /// Raises its flag when dropped.
