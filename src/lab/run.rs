@@ -17,9 +17,9 @@ use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
 use crate::runtime::departures::Departures;
 use crate::runtime::endpoint::{self as live, EndpointSampler, RunOptions};
-use crate::runtime::lockstep::{Lockstep, Member};
+use crate::runtime::lockstep::{Dilation, Lockstep, Member};
 use crate::runtime::ports::{Opened, Ports, ThreadStats};
-use crate::runtime::switch::{Sampler, SwitchOptions};
+use crate::runtime::switch::{Sampler, SwitchOptions, SwitchOutcome};
 use crate::runtime::{CoreList, PortError, RuntimeError, stopped};
 use crate::series::{HostRecorder, Series, SwitchRecorder, Track};
 use crate::sim::scenario::{AllReducePlan, FlowPlan, Scenario, Shape, Topology};
@@ -524,36 +524,15 @@ pub fn run(
     let every = opts.sample_every;
     // The switch's first sample comes as soon as its ports are open: the hosts start then.
     let switch_ready = Arc::new(AtomicBool::new(false));
-    let switch_thread = {
-        let stop = Arc::clone(&switch_stop);
-        let rec_cfg = switch_cfg.clone();
-        let ready = Arc::clone(&switch_ready);
-        let dilation = lockstep.as_ref().map(|l| Arc::clone(l.dilation()));
-        let ports = switch_ports;
-        std::thread::Builder::new()
-            .name("lab-switch".into())
-            .spawn(move || {
-                let mut rec = SwitchRecorder::new("sw", &rec_cfg);
-                // On the emulated clock, as the hosts' samples are.
-                let mut call = |_: Duration, sw: &Switch| {
-                    ready.store(true, Ordering::Release);
-                    let lag = dilation.as_ref().map_or(Nanos::ZERO, |d| d.lag());
-                    rec.sample(Nanos(since(t0).0.saturating_sub(lag.0)), sw);
-                };
-                let sampler = Sampler {
-                    every,
-                    call: &mut call,
-                };
-                let out = crate::runtime::switch::run_sampled_on(
-                    ports,
-                    &sw_opts,
-                    &stop,
-                    &mut std::io::sink(),
-                    Some(sampler),
-                );
-                out.map(|o| (o, rec))
-            })?
-    };
+    let switch_thread = start_switch(
+        switch_ports,
+        sw_opts,
+        t0,
+        every,
+        lockstep.as_ref().map(|l| Arc::clone(l.dilation())),
+        Arc::clone(&switch_stop),
+        Arc::clone(&switch_ready),
+    )?;
     let status = Arc::new(HostsStatus::new(n));
     let hosts_thread = {
         let opts = opts.clone();
@@ -577,58 +556,12 @@ pub fn run(
             })?
     };
 
-    // Wait for the work: the ranks (or the incast senders); background senders stop then.
     let primary = primary_hosts(opts);
-    let deadline = Instant::now() + opts.limit;
-    let mut streamed = 0;
-    let finished = || {
-        primary.iter().all(|&i| {
-            // Flow senders are done when their flows are; ranks when their sweeps are
-            // (they then linger, answering their peers).
-            if opts.rank_hosts().is_empty() {
-                status.done[i].load(Ordering::Relaxed)
-            } else {
-                status.sizes_done[i].load(Ordering::Relaxed) >= opts.sizes().len()
-            }
-        })
-    };
-    loop {
-        std::thread::sleep(Duration::from_millis(50));
-        streamed = status.stream_rows(streamed, progress);
-        if hosts_thread.is_finished() || switch_thread.is_finished() {
-            break;
-        }
-        if finished() {
-            break;
-        }
-        if stopped(stop) || Instant::now() >= deadline {
-            break;
-        }
-        let sizes_done = primary
-            .iter()
-            .map(|&h| status.sizes_done[h].load(Ordering::Relaxed))
-            .min()
-            .unwrap_or(0);
-        let line = match opts.workload() {
-            Workload::Incast => format!("flows running, {:.1} s", t0.elapsed().as_secs_f64()),
-            _ => format!(
-                "all-reduce: {} of {} sizes done on every rank{}, {:.1} s",
-                sizes_done,
-                opts.sizes().len(),
-                opts.sizes()
-                    .get(sizes_done)
-                    .map_or(String::new(), |s| format!(
-                        " (now {})",
-                        crate::bytes::human(*s)
-                    )),
-                t0.elapsed().as_secs_f64()
-            ),
-        };
-        progress.line(&line);
-    }
+    let ended = || hosts_thread.is_finished() || switch_thread.is_finished();
+    let streamed = wait_for_work(opts, t0, &status, &primary, ended, stop, progress);
     // Not finished is interrupted, however the loop ended: Ctrl-C, the lab's limit, or
     // the hosts' own limit (which stops their thread).
-    let interrupted = !finished();
+    let interrupted = !work_finished(opts, &primary, &status);
     let stopped_at = since(t0);
     hosts_stop.store(true, Ordering::Relaxed);
     let hosts_out = hosts_thread.join().map_err(|_| LabError::HostsPanicked);
@@ -673,6 +606,109 @@ pub fn run(
         hosts_thread,
         into_r0,
     })
+}
+
+/// The lab's switch, on its own thread: sampled on the emulated clock from `t0`, as the
+/// hosts are, raising `ready` at its first sample (its ports are open: the hosts start).
+fn start_switch(
+    ports: Ports,
+    sw_opts: SwitchOptions,
+    t0: Instant,
+    every: Duration,
+    dilation: Option<Arc<Dilation>>,
+    stop: Arc<AtomicBool>,
+    ready: Arc<AtomicBool>,
+) -> std::io::Result<SwitchThread> {
+    let rec_cfg = sw_opts.config.clone();
+    std::thread::Builder::new()
+        .name("lab-switch".into())
+        .spawn(move || {
+            let mut rec = SwitchRecorder::new("sw", &rec_cfg);
+            // On the emulated clock, as the hosts' samples are.
+            let mut call = |_: Duration, sw: &Switch| {
+                ready.store(true, Ordering::Release);
+                let lag = dilation.as_ref().map_or(Nanos::ZERO, |d| d.lag());
+                rec.sample(Nanos(since(t0).0.saturating_sub(lag.0)), sw);
+            };
+            let sampler = Sampler {
+                every,
+                call: &mut call,
+            };
+            let out = crate::runtime::switch::run_sampled_on(
+                ports,
+                &sw_opts,
+                &stop,
+                &mut std::io::sink(),
+                Some(sampler),
+            );
+            out.map(|o| (o, rec))
+        })
+}
+
+/// The lab's switch thread: its outcome and its samples.
+type SwitchThread = std::thread::JoinHandle<Result<(SwitchOutcome, SwitchRecorder), RuntimeError>>;
+
+/// Whether the `primary` hosts' work is done: flow senders when their flows are, ranks
+/// when their sweeps are (they then linger, answering their peers).
+fn work_finished(opts: &LabOptions, primary: &[usize], status: &HostsStatus) -> bool {
+    primary.iter().all(|&i| {
+        if opts.rank_hosts().is_empty() {
+            status.done[i].load(Ordering::Relaxed)
+        } else {
+            status.sizes_done[i].load(Ordering::Relaxed) >= opts.sizes().len()
+        }
+    })
+}
+
+/// Waits for the work of the `primary` hosts (the ranks, or the incast senders), telling
+/// `progress` how it goes, until it is done, a thread `ended`, a stop or the lab's limit;
+/// returns how many all-reduce rows it streamed.
+fn wait_for_work(
+    opts: &LabOptions,
+    t0: Instant,
+    status: &HostsStatus,
+    primary: &[usize],
+    ended: impl Fn() -> bool,
+    stop: &AtomicBool,
+    progress: &mut dyn Progress,
+) -> usize {
+    let deadline = Instant::now() + opts.limit;
+    let mut streamed = 0;
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        streamed = status.stream_rows(streamed, progress);
+        if ended() {
+            break;
+        }
+        if work_finished(opts, primary, status) {
+            break;
+        }
+        if stopped(stop) || Instant::now() >= deadline {
+            break;
+        }
+        let sizes_done = primary
+            .iter()
+            .map(|&h| status.sizes_done[h].load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(0);
+        let line = match opts.workload() {
+            Workload::Incast => format!("flows running, {:.1} s", t0.elapsed().as_secs_f64()),
+            _ => format!(
+                "all-reduce: {} of {} sizes done on every rank{}, {:.1} s",
+                sizes_done,
+                opts.sizes().len(),
+                opts.sizes()
+                    .get(sizes_done)
+                    .map_or(String::new(), |s| format!(
+                        " (now {})",
+                        crate::bytes::human(*s)
+                    )),
+                t0.elapsed().as_secs_f64()
+            ),
+        };
+        progress.line(&line);
+    }
+    streamed
 }
 
 /// The lab's switch: `switch_cfg` on `ifaces`, host i's on port i. Every host's MAC is
