@@ -547,6 +547,39 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     let kernel_drops: u64 = json(&stats)["kernel"]
         .as_array()
         .map_or(0, |k| k.iter().filter_map(|p| p["drops"].as_u64()).sum());
+    let (sent_once, resent_all) = tally_senders(&outs, bytes, kernel_drops);
+    if kernel_drops == 0 && resent_all > 0 {
+        // Nothing was lost, yet a retransmission timer fired: a starved thread held an ACK
+        // back past the timeout. Then every packet resent had arrived already (a duplicate
+        // at the receiver), and none arrived out of order (a loss would show so).
+        let (dup, ooo) = (
+            receiver_counters["duplicates_received"].as_u64(),
+            receiver_counters["out_of_order_received"].as_u64(),
+        );
+        assert_eq!(
+            (dup, ooo),
+            (Some(resent_all), Some(0)),
+            "lossless, so every resend is a duplicate: {context}"
+        );
+        eprintln!(
+            "note: {resent_all} packets resent after a timeout with nothing lost: the receiver's thread ran up to {} ms late",
+            json(&report2)["thread"]["max_lag_ns"].as_u64().unwrap_or(0) / 1_000_000
+        );
+    }
+    assert!(r.status.success(), "receiver: {}", text(&r.stderr));
+    let got = receiver_counters["data_packets_received"].as_u64().unwrap();
+    assert_eq!(got, sent_once, "every data packet arrived once: {context}");
+    for c in captures {
+        let _ = stop(c);
+    }
+    let report = json(&stats);
+    assert_switch_held_the_incast(&report, &report2, &context);
+    assert_tshark_saw_the_incast(&pcaps);
+}
+
+/// Checks each sender's output (success, all bytes sent, in milliseconds) and returns the
+/// packets they sent once and those they resent, in all.
+fn tally_senders(outs: &[Output], bytes: &str, kernel_drops: u64) -> (u64, u64) {
     let mut sent_once = 0;
     let mut resent_all = 0;
     for (i, out) in outs.iter().enumerate() {
@@ -584,32 +617,12 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
         sent_once += packets - resent;
         resent_all += resent;
     }
-    if kernel_drops == 0 && resent_all > 0 {
-        // Nothing was lost, yet a retransmission timer fired: a starved thread held an ACK
-        // back past the timeout. Then every packet resent had arrived already (a duplicate
-        // at the receiver), and none arrived out of order (a loss would show so).
-        let (dup, ooo) = (
-            receiver_counters["duplicates_received"].as_u64(),
-            receiver_counters["out_of_order_received"].as_u64(),
-        );
-        assert_eq!(
-            (dup, ooo),
-            (Some(resent_all), Some(0)),
-            "lossless, so every resend is a duplicate: {context}"
-        );
-        eprintln!(
-            "note: {resent_all} packets resent after a timeout with nothing lost: the receiver's thread ran up to {} ms late",
-            json(&report2)["thread"]["max_lag_ns"].as_u64().unwrap_or(0) / 1_000_000
-        );
-    }
-    assert!(r.status.success(), "receiver: {}", text(&r.stderr));
-    let got = receiver_counters["data_packets_received"].as_u64().unwrap();
-    assert_eq!(got, sent_once, "every data packet arrived once: {context}");
-    for c in captures {
-        let _ = stop(c);
-    }
-    let report = json(&stats);
-    let late = class_sum(&report, 3, "late_pause_frames");
+    (sent_once, resent_all)
+}
+
+/// Checks the switch's report of the incast: its keys documented, PFC and CE, no drop.
+fn assert_switch_held_the_incast(report: &serde_json::Value, report2: &Path, context: &str) {
+    let late = class_sum(report, 3, "late_pause_frames");
     if late > 0 {
         eprintln!(
             "note: the switch's thread ran up to {} ms late; it held {late} frames sent before its pause left",
@@ -617,25 +630,29 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
         );
     }
     // The switch's and an endpoint's reports name only keys docs/json.md lists.
-    let undocumented: Vec<String> = [("switch", &report), ("endpoint", &json(&report2))]
+    let undocumented: Vec<String> = [("switch", report), ("endpoint", &json(report2))]
         .into_iter()
         .flat_map(|(what, v)| common::undocumented_keys(what, v))
         .collect();
     assert_eq!(undocumented, Vec::<String>::new(), "not in docs/json.md");
     assert!(
-        class_sum(&report, 3, "tx_pause_frames") > 0,
+        class_sum(report, 3, "tx_pause_frames") > 0,
         "PFC fired: {context}"
     );
     assert!(
-        class_sum(&report, 3, "ce_marked") > 0,
+        class_sum(report, 3, "ce_marked") > 0,
         "CE marked: {context}"
     );
     assert_eq!(
-        class_sum(&report, 3, "dropped_ingress_overflow"),
+        class_sum(report, 3, "dropped_ingress_overflow"),
         0,
         "{context}"
     );
-    assert_eq!(class_sum(&report, 3, "dropped_tail"), 0, "{context}");
+    assert_eq!(class_sum(report, 3, "dropped_tail"), 0, "{context}");
+}
+
+/// Checks what tshark saw in the namespaces of the incast.
+fn assert_tshark_saw_the_incast(pcaps: &[PathBuf]) {
     // What tshark saw in the namespaces: PFC frames and CNPs at the senders, CE-marked
     // data at the receiver.
     let pfc: usize = (0..2)
@@ -649,7 +666,7 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     assert!(cnps > 0, "tshark saw no CNP in the sender namespaces");
     assert!(ce > 0, "tshark saw no CE-marked frame at the receiver");
     // The hosts' own IP stacks stay out of RoCE (no ICMP port unreachable per packet).
-    for p in &pcaps {
+    for p in pcaps {
         assert_eq!(tshark_count(p, "icmp"), 0, "{}", p.display());
     }
 }
