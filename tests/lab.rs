@@ -302,10 +302,13 @@ fn without_pfc_an_incast_drops_and_go_back_n_keeps_the_allreduce_right() {
         "--no-pfc",
         "--config",
         path.to_str().unwrap(),
+        // One size: go-back-N into a queue the background senders keep full can go
+        // eight timeouts without progress on a longer one, and then the QP fails with
+        // its retry count exceeded, as a NIC's does.
         "-b",
         "256K",
         "-e",
-        "1M",
+        "256K",
         "-f",
         "4",
         "--report",

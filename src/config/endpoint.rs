@@ -67,6 +67,51 @@ pub enum CnpMode {
     FirstMark,
 }
 
+/// How an RC QP recovers lost packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// `"go-back-n"`: the responder discards a packet out of order and NAKs the PSN it
+    /// expected; the requester resends everything from there (IBA 9.7.5.1; what RoCE
+    /// NICs do on a lossless class).
+    #[default]
+    GoBackN,
+    /// `"selective-repeat"`: IRN (Mittal et al., SIGCOMM 2018). The responder places an
+    /// out-of-order packet directly and NAKs with the PSN it expects and the one that
+    /// came; the requester resends only what is lost, keeps at most a BDP of packets in
+    /// flight, and times out after a short RTO when few packets are outstanding.
+    SelectiveRepeat,
+}
+
+/// `[selective_repeat]`: IRN's parameters, used when `transport = "selective-repeat"`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SelectiveRepeatConfig {
+    /// Most packets in flight per QP (sent and neither acknowledged nor selectively
+    /// acknowledged): IRN's BDP cap. 0: the simulator sets it to the bandwidth-delay
+    /// product of the longest path in its topology; elsewhere, no cap below
+    /// `window_packets`.
+    pub bdp_cap_packets: u32,
+    /// The retransmission timeout, µs (IRN's RTO_high).
+    pub rto_high_us: f64,
+    /// The timeout when at most `rto_low_packets` are outstanding, µs (IRN's RTO_low): a
+    /// loss at the end of a message is found without waiting for RTO_high.
+    pub rto_low_us: f64,
+    /// Outstanding packets at or below which `rto_low_us` applies (IRN's N).
+    pub rto_low_packets: u32,
+}
+
+impl Default for SelectiveRepeatConfig {
+    fn default() -> Self {
+        SelectiveRepeatConfig {
+            bdp_cap_packets: 0,
+            rto_high_us: 320.0,
+            rto_low_us: 100.0,
+            rto_low_packets: 3,
+        }
+    }
+}
+
 /// DCQCN (Zhu et al., SIGCOMM 2015): reaction point and notification point.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -319,7 +364,17 @@ pub struct EndpointConfig {
     /// Retransmission timeout, µs: the IB local ACK timeout, 4.096 µs × 2^exponent. The
     /// default is exponent 14 (67.1 ms), the value RoCE NIC guides recommend; much
     /// shorter and a QP that DCQCN slows down times out before its ACK can come back.
+    /// With `transport = "selective-repeat"`, IRN's timeouts
+    /// (`[selective_repeat]`) apply instead.
     pub rto_us: f64,
+    /// Retransmissions after a timeout without progress before the QP gives up (IBA
+    /// retry_cnt, 0 to 7; verbs' default 7): the QP goes to the error state and its
+    /// outstanding work completes with `IBV_WC_RETRY_EXC_ERR`.
+    pub retry_count: u8,
+    /// How lost packets are recovered: `"go-back-n"` or `"selective-repeat"` (IRN).
+    pub transport: Transport,
+    /// IRN's parameters.
+    pub selective_repeat: SelectiveRepeatConfig,
     /// `[dcqcn]`: the QPs' rate control (Zhu et al., SIGCOMM 2015).
     pub dcqcn: DcqcnConfig,
 }
@@ -337,6 +392,9 @@ impl Default for EndpointConfig {
             window_packets: 1024,
             max_qps_per_peer: 4,
             rto_us: 4.096 * f64::from(1u32 << 14),
+            retry_count: 7,
+            transport: Transport::GoBackN,
+            selective_repeat: SelectiveRepeatConfig::default(),
             dcqcn: DcqcnConfig::default(),
         }
     }
@@ -422,6 +480,17 @@ impl EndpointConfig {
         if let Some(why) = time_us_problem(self.rto_us, false) {
             return bad("rto_us", why);
         }
+        if self.retry_count > 7 {
+            return bad(
+                "retry_count",
+                format!(
+                    "{} does not fit IBA's 3-bit retry_cnt; give 0 to 7",
+                    self.retry_count
+                ),
+            );
+        }
+        self.selective_repeat
+            .validate(&format!("{key}.selective_repeat"))?;
         let mut listed_at = [None; 64];
         for (i, [d, p]) in self.dscp_to_priority.iter().copied().enumerate() {
             if d > 63 || p > 7 {
@@ -459,6 +528,43 @@ impl EndpointConfig {
     /// `rto_us` as a duration.
     pub fn rto(&self) -> Nanos {
         us(self.rto_us)
+    }
+}
+
+impl SelectiveRepeatConfig {
+    /// Checks the values; errors name the key under `key`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        for (field, v) in [
+            ("rto_high_us", self.rto_high_us),
+            ("rto_low_us", self.rto_low_us),
+        ] {
+            if let Some(why) = time_us_problem(v, false) {
+                return Err(ConfigError {
+                    key: format!("{key}.{field}"),
+                    message: why,
+                });
+            }
+        }
+        if self.rto_low_us > self.rto_high_us {
+            return Err(ConfigError {
+                key: format!("{key}.rto_low_us"),
+                message: format!(
+                    "{} µs is above rto_high_us ({} µs): the short timeout must not be the longer one",
+                    self.rto_low_us, self.rto_high_us
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// `rto_high_us` as a duration.
+    pub fn rto_high(&self) -> Nanos {
+        us(self.rto_high_us)
+    }
+
+    /// `rto_low_us` as a duration.
+    pub fn rto_low(&self) -> Nanos {
+        us(self.rto_low_us)
     }
 }
 

@@ -201,6 +201,8 @@ pub struct RingAllReduce {
     start_at: Nanos,
     started: Option<Nanos>,
     finished: Option<Nanos>,
+    /// A QP of this rank went to the error state: the run is over, unfinished.
+    failed: bool,
     /// Per step: pieces still to arrive, and when its last one did.
     step_left: Vec<usize>,
     step_done: Vec<Option<Nanos>>,
@@ -271,6 +273,7 @@ impl RingAllReduce {
             start_at: Nanos::ZERO,
             started: None,
             finished: None,
+            failed: false,
             step_left: Vec::new(),
             step_done: Vec::new(),
         };
@@ -582,6 +585,12 @@ impl Application for RingAllReduce {
                 }
                 self.sends_done += 1;
             }
+            Completion::Failed { wr_id, .. } => {
+                if tag_of_wr_id(wr_id) == self.tag as usize {
+                    self.failed = true;
+                }
+                return;
+            }
             Completion::Received { imm, .. } => {
                 if tag_of_imm(imm) != self.tag as usize {
                     return;
@@ -609,7 +618,9 @@ impl Application for RingAllReduce {
     }
 
     fn done(&self) -> bool {
-        self.ranks <= 1 || (self.received == self.to_receive && self.sends_done == self.to_send)
+        self.failed
+            || self.ranks <= 1
+            || (self.received == self.to_receive && self.sends_done == self.to_send)
     }
 }
 

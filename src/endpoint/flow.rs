@@ -28,6 +28,8 @@ pub struct Flow {
     max_in_flight: usize,
     index: u64,
     finished: Option<Nanos>,
+    /// When its QP went to the error state, if it did: the flow is over, unfinished.
+    failed: Option<Nanos>,
 }
 
 impl Flow {
@@ -56,6 +58,7 @@ impl Flow {
             max_in_flight: 512,
             index: 0,
             finished: None,
+            failed: None,
         }
     }
 
@@ -94,6 +97,11 @@ impl Flow {
         self.finished
     }
 
+    /// When its QP went to the error state, if it did.
+    pub fn failed(&self) -> Option<Nanos> {
+        self.failed
+    }
+
     fn fill(&mut self, ep: &mut Endpoint) {
         let size = self.message.len() as u64;
         while self.in_flight < self.max_in_flight && self.total.is_none_or(|t| self.posted < t) {
@@ -129,6 +137,13 @@ impl Application for Flow {
     }
 
     fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
+        if let Completion::Failed { qp, .. } = completion
+            && qp == self.qp
+        {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            self.failed.get_or_insert(now);
+            return;
+        }
         if let Completion::Sent { qp, wr_id } = completion {
             if qp != self.qp {
                 return;
@@ -145,7 +160,7 @@ impl Application for Flow {
     }
 
     fn done(&self) -> bool {
-        self.total.is_some_and(|t| self.completed >= t)
+        self.failed.is_some() || self.total.is_some_and(|t| self.completed >= t)
     }
 
     fn deadline(&self) -> Option<Nanos> {

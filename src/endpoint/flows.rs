@@ -53,6 +53,8 @@ struct Peer {
     free: Vec<usize>,
     /// Flows waiting for a QP: (record, bytes), first come first served.
     waiting: VecDeque<(usize, u64)>,
+    /// Its QPs not in the error state.
+    qps: usize,
 }
 
 /// The application: see the module documentation.
@@ -85,6 +87,7 @@ impl FlowSet {
                     // Taken from the back: the lowest QP first.
                     free.reverse();
                     Peer {
+                        qps: free.len(),
                         free,
                         waiting: VecDeque::new(),
                     }
@@ -107,6 +110,17 @@ impl FlowSet {
         self.queued
     }
 
+    /// One of `peer`'s QPs went to the error state and is gone from its pool: when it
+    /// was the last, the flows waiting for one never start.
+    fn lose_qp(&mut self, peer: usize) {
+        let p = &mut self.peers[peer];
+        p.qps -= 1;
+        if p.qps == 0 {
+            self.queued -= p.waiting.len();
+            p.waiting.clear();
+        }
+    }
+
     /// Takes the flows due at `now`.
     fn admit(&mut self, now: Nanos, ep: &mut Endpoint) {
         while self.pending.last().is_some_and(|j| j.arrival <= now) {
@@ -122,7 +136,7 @@ impl FlowSet {
             match self.peers.get_mut(job.peer).and_then(|p| p.free.pop()) {
                 Some(qp) => self.run(now, ep, qp, job.peer, record, job.bytes),
                 None => {
-                    if let Some(p) = self.peers.get_mut(job.peer) {
+                    if let Some(p) = self.peers.get_mut(job.peer).filter(|p| p.qps > 0) {
                         p.waiting.push_back((record, job.bytes));
                         self.queued += 1;
                     }
@@ -156,7 +170,7 @@ impl Application for FlowSet {
     }
 
     fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
-        let Completion::Sent { qp, .. } = completion else {
+        let (Completion::Sent { qp, .. } | Completion::Failed { qp, .. }) = completion else {
             return;
         };
         let Some(Some(running)) = self.running.get_mut(qp) else {
@@ -167,8 +181,13 @@ impl Application for FlowSet {
             return;
         }
         let (record, peer) = (running.record, running.peer);
+        let failed = running.flow.failed().is_some();
         self.running[qp] = None;
         self.active -= 1;
+        if failed {
+            self.lose_qp(peer);
+            return;
+        }
         self.records[record].finished = Some(now);
         // The QP goes to the next flow waiting for this peer, or back to the pool.
         match self.peers[peer].waiting.pop_front() {

@@ -30,9 +30,10 @@ pub mod host;
 pub mod ibcc;
 mod memory;
 pub mod qp;
+pub mod selective;
 pub mod sweep;
 
-use crate::config::endpoint::EndpointConfig;
+use crate::config::endpoint::{EndpointConfig, Transport};
 use crate::link::Transmitter;
 use crate::time::{Deadlines, Nanos};
 use crate::wire::bth::{BthRepr, Opcode};
@@ -44,6 +45,7 @@ use dcqcn::{NotificationPoint, ReactionPoint};
 use fault::Faults;
 use qp::{Requester, Responder, Verdict};
 use rustc_hash::FxHashMap;
+use selective::{Arrival, Reorder};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
@@ -54,6 +56,43 @@ pub use qp::SendWr;
 const SYNDROME_ACK: u8 = 0x1f;
 /// AETH syndrome of a NAK for a PSN sequence error.
 const SYNDROME_NAK_PSN: u8 = 0x60;
+/// AETH syndrome of a NAK for a remote access error (bad R_Key, out of bounds).
+const SYNDROME_NAK_ACCESS: u8 = 0x62;
+
+/// Why work completed in error (verbs' `ibv_wc_status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WcStatus {
+    /// `IBV_WC_RETRY_EXC_ERR`: `retry_count` retransmissions after timeouts brought no
+    /// acknowledgement.
+    RetryExceeded,
+    /// `IBV_WC_REM_ACCESS_ERR`: the responder NAKed a WRITE it could not place (unknown
+    /// R_Key, or outside the region).
+    RemoteAccess,
+    /// `IBV_WC_WR_FLUSH_ERR`: flushed, the QP being in the error state.
+    Flushed,
+}
+
+/// A QP that went to the error state: which, to whom, why and when.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct QpFailure {
+    /// The QP's index, as [`Endpoint::create_qp`] returned it.
+    pub qp: usize,
+    /// Its QP number.
+    pub qpn: u32,
+    /// The peer's IPv4 address.
+    pub peer_ip: Ipv4Addr,
+    /// The peer's QP number.
+    pub peer_qpn: u32,
+    /// Why: the first work request's status.
+    pub status: WcStatus,
+    /// Retransmissions after timeouts it made before giving up.
+    pub retries: u8,
+    /// When, ns.
+    pub at_ns: u64,
+    /// Work requests that completed in error.
+    pub failed_wrs: u64,
+}
 
 /// Something the endpoint finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +103,15 @@ pub enum Completion {
         qp: usize,
         /// The work request's id.
         wr_id: u64,
+    },
+    /// A posted WRITE completed in error; its QP is in the error state.
+    Failed {
+        /// The QP's index, as [`Endpoint::create_qp`] returned it.
+        qp: usize,
+        /// The work request's id.
+        wr_id: u64,
+        /// Why.
+        status: WcStatus,
     },
     /// A WRITE with Immediate arrived whole, in order.
     Received {
@@ -97,11 +145,17 @@ pub struct EndpointCounters {
     pub data_bytes_received: u64,
     /// Data packets discarded as duplicates.
     pub duplicates_received: u64,
-    /// Data packets discarded as out of order.
+    /// Data packets discarded as out of order (go-back-N), or that selective repeat
+    /// could not place (too far ahead, or before their message's first packet).
     pub out_of_order_received: u64,
+    /// Data packets selective repeat placed out of order.
+    pub out_of_order_placed: u64,
+    /// The farthest ahead of the expected PSN a packet came, packets (selective repeat).
+    pub max_reorder_depth: u64,
     /// ACKs sent: one per AckReq packet accepted or duplicated (NAKs not included).
     pub acks_sent: u64,
-    /// PSN sequence error NAKs sent: one per expected PSN, however many packets skip it.
+    /// PSN sequence error NAKs sent: with go-back-N one per expected PSN, however many
+    /// packets skip it; with selective repeat one per packet out of order.
     pub naks_sent: u64,
     /// NAKs received, each sending the requester back to the PSN it names.
     pub naks_received: u64,
@@ -122,8 +176,10 @@ pub struct EndpointCounters {
     pub icrc_errors: u64,
     /// Frames of every kind put on the link.
     pub frames_sent: u64,
-    /// WRITEs that could not land (unknown R_Key, out of range): dropped.
+    /// WRITEs that could not land (unknown R_Key, out of range): dropped and NAKed.
     pub access_errors: u64,
+    /// QPs that went to the error state.
+    pub qp_errors: u64,
     /// PFC frames the NIC sent (XON included): a slow receiver's or a pause storm's.
     pub pfc_sent: u64,
     /// Of those, with time 0 (XON).
@@ -214,7 +270,47 @@ struct Qp {
     /// The last progress of the requester (ACK moving forward, or a send from idle): the
     /// retransmission timer runs from it.
     progress_at: Nanos,
+    /// Timeouts since the oldest outstanding packet was last acknowledged.
+    retries: u8,
+    /// In the error state: it sends and takes nothing more.
+    failed: bool,
+    /// Selective repeat's responder; `None`: go-back-N's ([`Responder`]).
+    reorder: Option<Reorder>,
     counters: QpCounters,
+}
+
+/// The retransmission timeout a QP runs: IRN's short one when few packets are in flight,
+/// the long one otherwise (both the same with go-back-N).
+#[derive(Debug, Clone, Copy)]
+struct Rto {
+    high: Nanos,
+    low: Nanos,
+    low_packets: u64,
+}
+
+impl Rto {
+    fn of(cfg: &EndpointConfig) -> Rto {
+        match cfg.transport {
+            Transport::GoBackN => Rto {
+                high: cfg.rto(),
+                low: cfg.rto(),
+                low_packets: 0,
+            },
+            Transport::SelectiveRepeat => Rto {
+                high: cfg.selective_repeat.rto_high(),
+                low: cfg.selective_repeat.rto_low(),
+                low_packets: u64::from(cfg.selective_repeat.rto_low_packets),
+            },
+        }
+    }
+
+    fn with_in_flight(&self, packets: u64) -> Nanos {
+        if packets <= self.low_packets {
+            self.low
+        } else {
+            self.high
+        }
+    }
 }
 
 /// Up to this many QPs an endpoint looks at each for its deadlines; past it, it keeps
@@ -278,9 +374,11 @@ pub struct Endpoint {
     /// Whether frames sent carry an ICRC and received ones have theirs checked
     /// ([`set_icrc`](Self::set_icrc)).
     icrc: bool,
-    /// The configuration's retransmission timeout and DCQCN CNP interval, converted from
+    /// The configuration's retransmission timeouts and DCQCN CNP interval, converted from
     /// µs once: every deadline upkeep needs them.
-    rto: Nanos,
+    rto: Rto,
+    /// The QPs that went to the error state, in order.
+    failures: Vec<QpFailure>,
     dcqcn_cnp_interval: Nanos,
 }
 
@@ -322,7 +420,8 @@ impl Endpoint {
             touched: Vec::new(),
             due: Vec::new(),
             icrc: true,
-            rto: cfg.rto(),
+            rto: Rto::of(cfg),
+            failures: Vec::new(),
             dcqcn_cnp_interval: cfg.dcqcn.cnp_interval(),
             cfg: cfg.clone(),
         }
@@ -508,8 +607,21 @@ impl Endpoint {
             peer,
             // RoCEv2 NICs spread QPs over UDP source ports for ECMP entropy.
             udp_sport: 0xc000 | (qpn as u16 & 0x3fff),
-            req: Requester::new(start_psn),
+            req: match self.cfg.transport {
+                Transport::GoBackN => Requester::new(start_psn),
+                Transport::SelectiveRepeat => Requester::selective(
+                    start_psn,
+                    u64::from(self.cfg.selective_repeat.bdp_cap_packets) * u64::from(self.cfg.mtu),
+                ),
+            },
             resp: Responder::new(start_psn),
+            reorder: (self.cfg.transport == Transport::SelectiveRepeat).then(|| {
+                Reorder::new(
+                    u64::from(start_psn),
+                    u64::from(self.cfg.window_packets),
+                    u64::from(self.cfg.mtu),
+                )
+            }),
             rp: match &self.ib_cc {
                 Some(cc) => {
                     ReactionPoint::with_ib_cc(self.cfg.dcqcn, self.cfg.bits_per_sec(), cc.clone())
@@ -519,6 +631,8 @@ impl Endpoint {
             np: NotificationPoint::new(self.cfg.dcqcn.cnp_mode),
             next_send_ps: 0,
             progress_at: Nanos::ZERO,
+            retries: 0,
+            failed: false,
             counters: QpCounters::default(),
         });
         self.by_qpn.insert(qpn, index);
@@ -588,8 +702,16 @@ impl Endpoint {
         })
     }
 
-    /// Posts a WRITE on `qp`.
+    /// Posts a WRITE on `qp`. On a QP in the error state it completes at once, flushed.
     pub fn post_write(&mut self, qp: usize, wr: SendWr) {
+        if self.qps[qp].failed {
+            self.completions.push_back(Completion::Failed {
+                qp,
+                wr_id: wr.id,
+                status: WcStatus::Flushed,
+            });
+            return;
+        }
         let mtu = self.cfg.mtu as usize;
         self.qps[qp].req.post(wr, mtu);
         self.touch(qp);
@@ -732,6 +854,9 @@ impl Endpoint {
         let Some(&qi) = self.by_qpn.get(&pkt.bth.dest_qp) else {
             return;
         };
+        if self.qps[qi].failed {
+            return;
+        }
         self.touch(qi);
         let opcode = pkt.bth.opcode;
         if opcode.is_cnp() {
@@ -749,24 +874,7 @@ impl Endpoint {
         match opcode {
             Opcode::RC_ACK => {
                 let aeth = pkt.ext.aeth.unwrap_or_default();
-                let before = self.qps[qi].req.outstanding();
-                // A buffer kept for the completed ids: no allocation per ACK.
-                let mut done = std::mem::take(&mut self.acked_wrs);
-                done.clear();
-                if aeth.syndrome >> 5 == 0b011 {
-                    self.counters.naks_received += 1;
-                    self.qps[qi].req.on_nak(pkt.bth.psn, &mut done);
-                } else {
-                    self.qps[qi].req.on_ack(pkt.bth.psn, &mut done);
-                }
-                if self.qps[qi].req.outstanding() != before || !done.is_empty() {
-                    self.qps[qi].progress_at = now;
-                }
-                for &wr_id in &done {
-                    self.completions
-                        .push_back(Completion::Sent { qp: qi, wr_id });
-                }
-                self.acked_wrs = done;
+                self.receive_ack(now, qi, pkt.bth.psn, aeth);
             }
             Opcode::RC_WRITE_FIRST
             | Opcode::RC_WRITE_MIDDLE
@@ -778,7 +886,83 @@ impl Endpoint {
         }
     }
 
+    /// An ACK or NAK for QP `qi`'s requester.
+    fn receive_ack(&mut self, now: Nanos, qi: usize, psn: u32, aeth: Aeth) {
+        if aeth.syndrome == SYNDROME_NAK_ACCESS {
+            self.counters.naks_received += 1;
+            self.fail(now, qi, WcStatus::RemoteAccess);
+            return;
+        }
+        let q = &mut self.qps[qi];
+        let before = (q.req.outstanding(), q.req.in_flight());
+        // A buffer kept for the completed ids: no allocation per ACK.
+        let mut done = std::mem::take(&mut self.acked_wrs);
+        done.clear();
+        if aeth.syndrome >> 5 == 0b011 {
+            self.counters.naks_received += 1;
+            if q.req.is_selective() {
+                // IRN's NAK: the MSN field names the packet that came out of order.
+                q.req.on_sack(psn, aeth.msn, &mut done);
+            } else {
+                q.req.on_nak(psn, &mut done);
+            }
+        } else {
+            q.req.on_ack(psn, &mut done);
+        }
+        if q.req.outstanding() != before.0 || !done.is_empty() {
+            q.retries = 0;
+        }
+        if (q.req.outstanding(), q.req.in_flight()) != before || !done.is_empty() {
+            q.progress_at = now;
+        }
+        for &wr_id in &done {
+            self.completions
+                .push_back(Completion::Sent { qp: qi, wr_id });
+        }
+        self.acked_wrs = done;
+    }
+
+    /// QP `qi` goes to the error state at `now`: its outstanding work completes in
+    /// error (the first with `status`, the rest flushed) and it sends nothing more.
+    fn fail(&mut self, now: Nanos, qi: usize, status: WcStatus) {
+        let q = &mut self.qps[qi];
+        if q.failed {
+            return;
+        }
+        q.failed = true;
+        let wrs = q.req.abort();
+        self.counters.qp_errors += 1;
+        self.failures.push(QpFailure {
+            qp: qi,
+            qpn: q.qpn,
+            peer_ip: q.peer.ip,
+            peer_qpn: q.peer.qpn,
+            status,
+            retries: q.retries,
+            at_ns: now.0,
+            failed_wrs: wrs.len() as u64,
+        });
+        for (k, wr_id) in wrs.into_iter().enumerate() {
+            let status = if k == 0 { status } else { WcStatus::Flushed };
+            self.completions.push_back(Completion::Failed {
+                qp: qi,
+                wr_id,
+                status,
+            });
+        }
+        self.touch(qi);
+    }
+
+    /// The QPs that went to the error state, in order.
+    pub fn qp_failures(&self) -> &[QpFailure] {
+        &self.failures
+    }
+
     fn receive_write(&mut self, qi: usize, pkt: &RocePacket<'_>) {
+        if self.qps[qi].reorder.is_some() {
+            self.receive_write_selective(qi, pkt);
+            return;
+        }
         let verdict = self.qps[qi].resp.judge(pkt.bth.psn, pkt.bth.ack_req);
         match verdict {
             Verdict::Accept { ack } => {
@@ -797,6 +981,8 @@ impl Endpoint {
                 let bytes = placed.message_bytes;
                 if !self.write_memory(placed.rkey, placed.va, pkt.payload) {
                     self.counters.access_errors += 1;
+                    self.send_ack(qi, pkt.bth.psn, SYNDROME_NAK_ACCESS);
+                    return;
                 }
                 if let (true, Some(imm)) = (last, pkt.ext.immdt) {
                     self.completions
@@ -819,6 +1005,81 @@ impl Endpoint {
                     self.send_ack(qi, last, SYNDROME_ACK);
                 }
             }
+        }
+    }
+
+    /// A WRITE packet for a selective-repeat responder: placed wherever it falls in the
+    /// window, NAKed (with its PSN) when it comes out of order, ACKed when it fills a hole
+    /// or asks for it; messages complete in order.
+    fn receive_write_selective(&mut self, qi: usize, pkt: &RocePacket<'_>) {
+        let Some(reorder) = self.qps[qi].reorder.as_mut() else {
+            return;
+        };
+        let psn = qp::count_near(pkt.bth.psn, reorder.expected());
+        let last = matches!(
+            pkt.bth.opcode,
+            Opcode::RC_WRITE_LAST
+                | Opcode::RC_WRITE_LAST_IMM
+                | Opcode::RC_WRITE_ONLY
+                | Opcode::RC_WRITE_ONLY_IMM
+        );
+        let reth = pkt.ext.reth.map(|r| (r.va, r.rkey, r.dma_len));
+        let place = match reorder.place(psn, reth, last, pkt.ext.immdt) {
+            Ok(place) => place,
+            Err(Arrival::Duplicate) => {
+                self.counters.duplicates_received += 1;
+                let expected = reorder.expected();
+                if pkt.bth.ack_req {
+                    self.send_ack(qi, qp::wire_psn(expected.wrapping_sub(1)), SYNDROME_ACK);
+                }
+                return;
+            }
+            Err(_) => {
+                self.counters.out_of_order_received += 1;
+                if reorder.report_missing() {
+                    let expected = reorder.expected();
+                    self.counters.naks_sent += 1;
+                    let none = qp::wire_psn(expected.wrapping_sub(1));
+                    self.send_sack(qi, qp::wire_psn(expected), none);
+                }
+                return;
+            }
+        };
+        if !self.write_memory(place.rkey, place.va, pkt.payload) {
+            self.counters.access_errors += 1;
+            self.send_ack(qi, pkt.bth.psn, SYNDROME_NAK_ACCESS);
+            return;
+        }
+        let mut done = Vec::new();
+        let Some(reorder) = self.qps[qi].reorder.as_mut() else {
+            return;
+        };
+        let arrival = reorder.arrived(psn, &mut done);
+        let (expected, depth) = (reorder.expected(), reorder.max_depth());
+        self.counters.max_reorder_depth = self.counters.max_reorder_depth.max(depth);
+        let q = &mut self.qps[qi];
+        q.counters.data_packets_received += 1;
+        q.counters.data_bytes_received += pkt.payload.len() as u64;
+        for d in done {
+            q.resp.complete_message();
+            if let Some(imm) = d.imm {
+                self.completions.push_back(Completion::Received {
+                    qp: qi,
+                    imm,
+                    bytes: d.len,
+                });
+            }
+        }
+        match arrival {
+            Arrival::Placed { advanced: 0 } => {
+                self.counters.out_of_order_placed += 1;
+                self.counters.naks_sent += 1;
+                self.send_sack(qi, qp::wire_psn(expected), pkt.bth.psn);
+            }
+            Arrival::Placed { advanced } if advanced > 1 || pkt.bth.ack_req => {
+                self.send_ack(qi, qp::wire_psn(expected - 1), SYNDROME_ACK);
+            }
+            _ => {}
         }
     }
 
@@ -884,10 +1145,19 @@ impl Endpoint {
     }
 
     fn send_ack(&mut self, qi: usize, psn: u32, syndrome: u8) {
-        let (peer, sport, msn) = {
-            let q = &self.qps[qi];
-            (q.peer, q.udp_sport, q.resp.msn())
-        };
+        let msn = self.qps[qi].resp.msn();
+        self.send_aeth(qi, psn, syndrome, msn);
+    }
+
+    /// Selective repeat's NAK (IRN): a PSN sequence error NAK for the `expected` PSN whose
+    /// MSN field carries the PSN that `came` out of order.
+    fn send_sack(&mut self, qi: usize, expected: u32, came: u32) {
+        self.send_aeth(qi, expected, SYNDROME_NAK_PSN, came);
+    }
+
+    /// An ACK or NAK: an RC ACKNOWLEDGE packet with `psn`, `syndrome` and `msn`.
+    fn send_aeth(&mut self, qi: usize, psn: u32, syndrome: u8, msn: u32) {
+        let (peer, sport) = (self.qps[qi].peer, self.qps[qi].udp_sport);
         let ip = self.ip_header(peer.ip, self.cfg.dscp, self.ecn);
         let repr = RoceRepr {
             eth_dst: peer.mac,
@@ -1002,7 +1272,7 @@ impl Endpoint {
         for k in 0..n {
             let qi = (self.next_qp + k) % n;
             let q = &self.qps[qi];
-            if q.next_send_ps > now_ps || !q.req.can_send(window) {
+            if q.next_send_ps > now_ps || q.failed || !q.req.can_send(window) {
                 continue;
             }
             self.next_qp = (qi + 1) % n;
@@ -1206,9 +1476,14 @@ impl Endpoint {
             self.touch(qi);
             let q = &mut self.qps[qi];
             q.rp.on_timeout(now);
-            if q.req.outstanding() > 0 && q.rto_deadline(rto) <= now {
+            if q.req.outstanding() > 0 && q.rto_deadline(rto) <= now && !q.failed {
+                if q.retries >= self.cfg.retry_count {
+                    self.fail(now, qi, WcStatus::RetryExceeded);
+                    continue;
+                }
                 q.req.on_timeout();
                 q.progress_at = now;
+                q.retries += 1;
                 q.counters.timeouts += 1;
             }
             if self.qps[qi].np.on_timeout(now, interval) {
@@ -1221,24 +1496,23 @@ impl Endpoint {
 }
 
 impl Qp {
-    fn rto_deadline(&self, rto: Nanos) -> Nanos {
-        self.progress_at + rto
+    fn rto_deadline(&self, rto: Rto) -> Nanos {
+        self.progress_at + rto.with_in_flight(self.req.in_flight())
     }
 
     /// When its pacer lets its next packet go, to the nanosecond, if its window allows one.
     fn pacer_at(&self, window: u64) -> Option<Nanos> {
-        self.req
-            .can_send(window)
+        (!self.failed && self.req.can_send(window))
             .then(|| Nanos(self.next_send_ps.div_ceil(1000) as u64))
     }
 
     /// Its earliest timer: DCQCN's rate timer, the deferred CNP, retransmission.
-    fn timer_at(&self, interval: Nanos, rto: Nanos) -> Option<Nanos> {
+    fn timer_at(&self, interval: Nanos, rto: Rto) -> Option<Nanos> {
         let earlier = |a: Option<Nanos>, b: Option<Nanos>| match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let rto = (self.req.outstanding() > 0).then(|| self.rto_deadline(rto));
+        let rto = (self.req.outstanding() > 0 && !self.failed).then(|| self.rto_deadline(rto));
         earlier(earlier(self.rp.deadline(), self.np.deadline(interval)), rto)
     }
 }

@@ -1,10 +1,13 @@
 //! The RC transport of one queue pair: the requester (segmentation to the path MTU, PSNs,
-//! AckReq, go-back-N on NAK or timeout) and the responder (in-order acceptance, coalesced
-//! ACKs, one NAK per sequence error, duplicate detection).
+//! AckReq, go-back-N on NAK or timeout, or selective repeat with a
+//! [`Scoreboard`](super::selective::Scoreboard)) and the go-back-N responder (in-order
+//! acceptance, coalesced ACKs, one NAK per sequence error, duplicate detection; the
+//! selective-repeat responder is [`Reorder`](super::selective::Reorder)).
 //!
 //! PSNs are 24 bits on the wire and wrap; inside they are kept as 64-bit counts that never
 //! wrap, and a wire PSN is mapped to the count nearest the one expected.
 
+use super::selective::Scoreboard;
 use crate::wire::bth::{MAX_24BIT, Opcode};
 use crate::wire::xth::Reth;
 use std::collections::VecDeque;
@@ -60,7 +63,8 @@ pub struct Requester {
     next_new: u64,
     /// Oldest unacknowledged PSN.
     una: u64,
-    /// Next PSN to send (go-back-N moves it back to `una`).
+    /// Next PSN to send (go-back-N moves it back to `una`; with selective repeat, the
+    /// next new one).
     send: u64,
     /// One past the highest PSN ever sent.
     highest: u64,
@@ -69,6 +73,8 @@ pub struct Requester {
     /// Where in `posted` the WR of `send` probably is (a hint: checked before use), so
     /// that the next segment is found without a search.
     send_wr: usize,
+    /// Selective repeat's view of the outstanding packets; `None`: go-back-N.
+    selective: Option<Scoreboard>,
 }
 
 /// Packets a message of `len` bytes takes at `mtu`.
@@ -106,6 +112,15 @@ impl Requester {
         }
     }
 
+    /// A requester with selective repeat, keeping at most `cap` payload bytes in flight
+    /// (0: no cap).
+    pub fn selective(start: u32, cap: u64) -> Requester {
+        Requester {
+            selective: Some(Scoreboard::new(cap)),
+            ..Requester::new(start)
+        }
+    }
+
     /// Queues a WRITE.
     pub fn post(&mut self, wr: SendWr, mtu: usize) {
         let packets = packets_for(wr.data.len(), mtu);
@@ -127,17 +142,35 @@ impl Requester {
         self.posted.is_empty()
     }
 
-    /// True when there is a packet to send and the window allows it.
-    pub fn can_send(&self, window: u64) -> bool {
-        self.send < self.next_new && self.send - self.una < window
+    /// Packets in flight: outstanding, less those the responder selectively acknowledged.
+    pub fn in_flight(&self) -> u64 {
+        self.selective
+            .as_ref()
+            .map_or_else(|| self.outstanding(), Scoreboard::in_flight)
     }
 
-    /// The next packet to send (call [`sent`](Self::sent) once it is on its way).
+    /// True when there is a packet to send and the window allows it: with selective
+    /// repeat, a lost packet, or a new one within the window and the cap on packets in
+    /// flight.
+    pub fn can_send(&self, window: u64) -> bool {
+        let new = self.send < self.next_new && self.send - self.una < window;
+        match &self.selective {
+            None => new,
+            Some(board) => board.lost().is_some() || (new && board.allows_new()),
+        }
+    }
+
+    /// The next packet to send (call [`sent`](Self::sent) once it is on its way): with
+    /// selective repeat, the lowest lost one before any new one.
     pub fn next_segment(&self, mtu: usize, ack_every: u64) -> Option<Segment> {
-        if self.send >= self.next_new {
+        let psn = self
+            .selective
+            .as_ref()
+            .and_then(Scoreboard::lost)
+            .unwrap_or(self.send);
+        if psn >= self.next_new {
             return None;
         }
-        let psn = self.send;
         let holds = |i: usize| {
             self.posted
                 .get(i)
@@ -172,7 +205,10 @@ impl Requester {
                 dma_len: p.wr.data.len() as u32,
             }),
             imm: last.then_some(imm).flatten(),
-            ack_req: last || (i + 1).is_multiple_of(ack_every.max(1)),
+            // Selective repeat asks for every packet's ACK, as IRN does: its cap on
+            // packets in flight is about one BDP, and only ACKs that come back as fast
+            // as packets leave keep it full.
+            ack_req: last || (i + 1).is_multiple_of(ack_every.max(1)) || self.selective.is_some(),
             wr_index,
             offset,
             len,
@@ -186,6 +222,12 @@ impl Requester {
 
     /// The segment went out; returns true if it was a retransmission.
     pub fn sent(&mut self, s: &Segment) -> bool {
+        if let Some(board) = &mut self.selective {
+            board.sent(self.una, s.psn, s.len);
+            if s.psn < self.send {
+                return true;
+            }
+        }
         self.send = s.psn + 1;
         let last_of_wr = self
             .posted
@@ -203,6 +245,9 @@ impl Requester {
         let acked = count_near(psn, self.una);
         if acked < self.una || acked >= self.highest {
             return; // stale, or for something never sent
+        }
+        if let Some(board) = &mut self.selective {
+            board.acked(self.una, acked + 1);
         }
         self.una = acked + 1;
         if self.send < self.una {
@@ -233,9 +278,55 @@ impl Requester {
         self.send = expected;
     }
 
-    /// The retransmission timer fired with packets outstanding: go back to the oldest.
+    /// Selective repeat's NAK: the responder expects wire PSN `expected` (everything
+    /// before it is delivered) and has wire PSN `sacked`; a `sacked` before `expected`
+    /// names no packet: one came that could not be placed, so `expected` is missing.
+    /// Appends completed WR ids to `done`.
+    pub fn on_sack(&mut self, expected: u32, sacked: u32, done: &mut Vec<u64>) {
+        let expected = count_near(expected, self.una);
+        if expected < self.una || expected > self.highest {
+            return;
+        }
+        if expected > self.una {
+            self.on_ack(wire_psn(expected - 1), done);
+        }
+        let sacked = count_near(sacked, self.una);
+        if let Some(board) = &mut self.selective {
+            if (self.una..self.highest).contains(&sacked) {
+                board.sacked(self.una, sacked);
+            } else {
+                // No packet named: one came that could not be placed.
+                board.oldest_lost(self.una);
+            }
+        }
+    }
+
+    /// The retransmission timer fired with packets outstanding: go back to the oldest
+    /// (go-back-N), or count every packet not acknowledged as lost (selective repeat).
     pub fn on_timeout(&mut self) {
-        self.send = self.una;
+        match &mut self.selective {
+            Some(board) => board.timed_out(self.una),
+            None => self.send = self.una,
+        }
+    }
+
+    /// Gives up: every posted WR is dropped unsent or unacknowledged, and their ids are
+    /// returned, oldest first (the QP went to the error state).
+    pub fn abort(&mut self) -> Vec<u64> {
+        let ids = self.posted.drain(..).map(|p| p.wr.id).collect();
+        self.una = self.next_new;
+        self.send = self.next_new;
+        self.highest = self.next_new;
+        self.send_wr = 0;
+        if let Some(board) = &mut self.selective {
+            *board = Scoreboard::new(board.cap());
+        }
+        ids
+    }
+
+    /// Whether it runs selective repeat.
+    pub fn is_selective(&self) -> bool {
+        self.selective.is_some()
     }
 
     /// The first PSN count (for tests).
@@ -301,6 +392,11 @@ impl Responder {
             expected: u64::from(start),
             ..Responder::default()
         }
+    }
+
+    /// A message completed that selective repeat placed (its MSN counts it).
+    pub fn complete_message(&mut self) {
+        self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
     }
 
     /// The message sequence number (IBA 9.7.5.1.2): WRITE messages completed, 24 bits.

@@ -349,7 +349,9 @@ impl Application for Sweep {
 
     fn on_completion(&mut self, now: Nanos, ep: &mut Endpoint, completion: Completion) {
         let tag = match completion {
-            Completion::Sent { wr_id, .. } => super::allreduce::tag_of_wr_id(wr_id),
+            Completion::Sent { wr_id, .. } | Completion::Failed { wr_id, .. } => {
+                super::allreduce::tag_of_wr_id(wr_id)
+            }
             Completion::Received { imm, .. } => super::allreduce::tag_of_imm(imm),
         };
         if let Some(run) = self.runs.get_mut(tag) {

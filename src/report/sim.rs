@@ -263,6 +263,7 @@ pub fn what_happened(scenario: &Scenario, outcome: &Outcome) -> String {
                         .filter_map(|v| ep.credit_stats(v, now))
                         .map(|c| c.credit_stalled)
                         .reduce(|a, b| a + b),
+                    failures: ep.qp_failures().to_vec(),
                 }
             })
             .collect(),
@@ -313,7 +314,14 @@ pub fn json(scenario: &Scenario, outcome: &Outcome) -> serde_json::Value {
         .map(|(i, name)| serde_json::json!({ "name": name, "ports": ports(net.switch(i)) }))
         .collect();
     let endpoints: Vec<serde_json::Value> = (0..net.hosts.len())
-        .map(|h| serde_json::json!({ "host": h, "counters": net.endpoint(h).counters() }))
+        .map(|h| {
+            let ep = net.endpoint(h);
+            serde_json::json!({
+                "host": h,
+                "counters": ep.counters(),
+                "qp_errors": ep.qp_failures(),
+            })
+        })
         .collect();
     super::document(
         "sim",

@@ -25,6 +25,8 @@ pub struct HostView {
     pub faults: crate::endpoint::fault::Faults,
     /// On InfiniBand: how long a packet of its waited for credit, over its VLs.
     pub credit_stalled: Option<Nanos>,
+    /// Its QPs that went to the error state.
+    pub failures: Vec<crate::endpoint::QpFailure>,
 }
 
 /// What a story is told from.
@@ -640,6 +642,28 @@ fn loss(out: &mut String, f: &Fabric) {
             "  go-back-N resent {resent} data packets ({timeouts} retransmission timeouts)."
         );
     }
+    for (h, failure) in f
+        .hosts
+        .iter()
+        .flat_map(|h| h.failures.iter().map(move |x| (h, x)))
+    {
+        let why = match failure.status {
+            crate::endpoint::WcStatus::RetryExceeded => "its retry count was exceeded",
+            crate::endpoint::WcStatus::RemoteAccess => "the peer NAKed a WRITE it could not place",
+            crate::endpoint::WcStatus::Flushed => "it was flushed",
+        };
+        let _ = writeln!(
+            out,
+            "  QP {:#x} of {} to {} (QP {:#x}) went to the error state at {} after {} retries: {why}; {} work requests completed in error.",
+            failure.qpn,
+            h.name,
+            failure.peer_ip,
+            failure.peer_qpn,
+            Nanos(failure.at_ns).human(),
+            failure.retries,
+            failure.failed_wrs
+        );
+    }
 }
 
 #[cfg(test)]
@@ -733,6 +757,7 @@ mod tests {
                 paused: Nanos::ZERO,
                 faults: Default::default(),
                 credit_stalled: None,
+                failures: Vec::new(),
             }],
             now: Nanos(2_000_000),
             series: Some(&series),

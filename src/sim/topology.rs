@@ -80,6 +80,41 @@ impl Topology {
         }
     }
 
+    /// Links on the longest path between two hosts.
+    pub fn longest_hops(&self) -> usize {
+        match self.shape {
+            Shape::Star { .. } => 2,
+            Shape::LeafSpine { leaves, .. } => {
+                if leaves > 1 {
+                    4
+                } else {
+                    2
+                }
+            }
+            Shape::Ring { switches, .. } => 2 + switches / 2,
+        }
+    }
+
+    /// The bandwidth-delay product of the longest path in packets of `mtu` payload bytes
+    /// (IRN's BDP cap): the round trip of a full data packet out and its ACK back, each
+    /// hop taking the frame's serialisation, the cable and (past a switch) its latency,
+    /// at the link rate, in data frames. At least 1.
+    pub fn bdp_packets(&self, mtu: u32) -> u32 {
+        /// A RoCEv2 data frame's headers and trailer: Ethernet 14, IPv4 20, UDP 8, BTH 12,
+        /// ICRC 4.
+        const DATA_OVERHEAD: usize = 58;
+        /// An ACK: those headers and an AETH of 4.
+        const ACK_LEN: usize = 62;
+        let hops = self.longest_hops() as u64;
+        let data = mtu as usize + DATA_OVERHEAD;
+        let hop = |len: usize| crate::link::frame_time(len, self.bits_per_sec).0 + self.delay.0;
+        let switches = hops.saturating_sub(1) * self.switch_latency.0;
+        let rtt_ns = hops * (hop(data) + hop(ACK_LEN)) + 2 * switches;
+        let frame_bits = crate::link::wire_bits(data) as u128;
+        let bdp_bits = u128::from(rtt_ns) * u128::from(self.bits_per_sec) / 1_000_000_000;
+        bdp_bits.div_ceil(frame_bits).clamp(1, u128::from(u32::MAX)) as u32
+    }
+
     /// Number of hosts.
     pub fn hosts(&self) -> usize {
         match self.shape {

@@ -186,6 +186,9 @@ impl Scenario {
         let t = &self.topology;
         let mut ep = self.endpoint.clone();
         ep.link_gbps = t.bits_per_sec as f64 / 1e9;
+        if ep.selective_repeat.bdp_cap_packets == 0 {
+            ep.selective_repeat.bdp_cap_packets = t.bdp_packets(ep.mtu);
+        }
         let mut net = match t.shape {
             Shape::Star { hosts } => {
                 topology::star(&self.switch, &ep, hosts, t.delay, t.loss, seed)
