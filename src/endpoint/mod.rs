@@ -21,12 +21,12 @@
 
 pub mod allreduce;
 pub mod app;
-mod credit;
 pub mod dcqcn;
 pub mod fault;
 pub mod flow;
 pub mod flows;
 pub mod host;
+mod ib_nic;
 pub mod ibcc;
 mod memory;
 pub mod qp;
@@ -354,7 +354,7 @@ pub struct Endpoint {
     out: Vec<u8>,
     ip_ident: u16,
     /// Credit flow control, on an InfiniBand fabric (boxed: a RoCE NIC has none).
-    credit: Option<Box<credit::NicCredit>>,
+    credit: Option<Box<ib_nic::NicCredit>>,
     /// InfiniBand congestion control for the QPs created from now on, in place of DCQCN.
     ib_cc: Option<ibcc::IbCcConfig>,
     /// With more than [`SCANNED_QPS`] QPs, each QP's pacer time while it has a packet its
@@ -1246,7 +1246,7 @@ impl Endpoint {
         }) {
             let (_, frame) = self.control.remove(i)?;
             if let Some(c) = self.credit.as_mut() {
-                c.link.sent(now, c.vl(&frame), credit::blocks(&frame));
+                c.link.sent(now, c.vl(&frame), ib_nic::blocks(&frame));
             }
             return Some(self.put_on_link(now, frame));
         }
@@ -1327,7 +1327,7 @@ impl Endpoint {
         let len = emit_roce(&repr, &mut self.out, self.icrc).ok()?;
         self.out.truncate(len);
         if let Some(c) = self.credit.as_mut() {
-            let (vl, blocks) = (c.vl(&self.out), credit::blocks(&self.out));
+            let (vl, blocks) = (c.vl(&self.out), ib_nic::blocks(&self.out));
             if !c.link.can_send(vl, blocks) {
                 c.link.wait(now, vl);
                 return None;

@@ -151,7 +151,7 @@ impl Switch {
         }
         port.tx.start(now, &packet.buf);
         if let Some(c) = port.credit.as_mut() {
-            c.sent(now, q, super::credit::frame_blocks(&packet.buf));
+            c.sent(now, q, super::ib_switch::frame_blocks(&packet.buf));
             port.note_credit_wait(now, q);
         }
         let stormed = port.watchdog[q].stormed;
@@ -194,7 +194,7 @@ impl Switch {
         let pg = usize::from(class);
         if self.ports[ingress].credit.is_some() {
             let vl = self.classifier.queue(class);
-            let blocks = super::credit::frame_blocks(&packet.buf);
+            let blocks = super::ib_switch::frame_blocks(&packet.buf);
             self.credit_release(now, ingress, blocks, vl);
             return;
         }

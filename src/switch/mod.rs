@@ -27,9 +27,9 @@
 pub mod audit;
 pub mod classify;
 pub mod counters;
-mod credit;
 mod egress;
 pub mod fdb;
+mod ib_switch;
 pub mod mmu;
 pub mod note;
 mod packets;
@@ -717,7 +717,7 @@ impl Switch {
             }
         }
         if let Some(c) = self.ports[ingress].credit.as_mut() {
-            c.hold(q, credit::frame_blocks(frame));
+            c.hold(q, ib_switch::frame_blocks(frame));
         } else if !self.mmu.charge(ingress, pg, len as u32) {
             if lossless && self.mmu.pg(ingress, pg).xoff && now < self.ports[ingress].pause_left[pg]
             {
@@ -758,7 +758,7 @@ impl Switch {
             self.send_xoff(now, ingress, pg);
         }
         let blocks = if self.ports[out].credit.is_some() {
-            credit::frame_blocks(frame)
+            ib_switch::frame_blocks(frame)
         } else {
             0
         };
