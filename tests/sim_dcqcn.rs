@@ -5,7 +5,7 @@
 
 use rocelab::config::endpoint::{DcqcnConfig, EndpointConfig};
 use rocelab::config::{RedProfile, SwitchConfig};
-use rocelab::endpoint::flow::Flow;
+use rocelab::endpoint::app::flow::Flow;
 use rocelab::sim::Step;
 use rocelab::sim::topology::{self, Network};
 use rocelab::time::Nanos;

@@ -4,8 +4,8 @@
 
 use rocelab::config::SwitchConfig;
 use rocelab::config::endpoint::EndpointConfig;
+use rocelab::endpoint::app::flow::Flow;
 use rocelab::endpoint::app::{App, Application};
-use rocelab::endpoint::flow::Flow;
 use rocelab::endpoint::{Completion, Endpoint, SendWr};
 use rocelab::sim::topology;
 use rocelab::sim::workload::{self, allreduce_rank};

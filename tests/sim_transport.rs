@@ -3,8 +3,8 @@
 
 use rocelab::config::SwitchConfig;
 use rocelab::config::endpoint::EndpointConfig;
-use rocelab::endpoint::allreduce::{DATA_RKEY, expected_sum};
-use rocelab::endpoint::flow::{FLOW_RKEY, Flow};
+use rocelab::endpoint::app::allreduce::{DATA_RKEY, expected_sum};
+use rocelab::endpoint::app::flow::{FLOW_RKEY, Flow};
 use rocelab::sim::topology::{self, Network};
 use rocelab::sim::workload;
 use rocelab::time::Nanos;
@@ -152,7 +152,7 @@ fn allreduce_is_bit_exact_for_2_3_4_and_8_ranks() {
 #[test]
 fn allreduce_sweep_with_ranks_starting_apart_is_exact() {
     use rocelab::endpoint::app::Application;
-    use rocelab::endpoint::sweep::Sweep;
+    use rocelab::endpoint::app::size_sweep::Sweep;
     let cfg = SwitchConfig::preset("default").unwrap();
     let mut net = topology::star(&cfg, &ep_cfg(), 3, Nanos(1000), 0.0, 1);
     let sizes = [4096u64, 16384, 65536, 262_144];

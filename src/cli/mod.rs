@@ -146,7 +146,8 @@ impl SweepArgs {
     /// `budget_mib` of buffers.
     pub fn sizes_within(&self, ranks: usize, budget_mib: u64) -> Result<Vec<u64>> {
         let sizes = self.sizes()?;
-        let need = rocelab::endpoint::sweep::rank_buffer_bytes(&sizes).saturating_mul(ranks as u64);
+        let need = rocelab::endpoint::app::size_sweep::rank_buffer_bytes(&sizes)
+            .saturating_mul(ranks as u64);
         if need > budget_mib.saturating_mul(1 << 20) {
             anyhow::bail!(
                 "-e {}: {ranks} rank(s) here would register about {} MiB of all-reduce buffers \
@@ -161,14 +162,13 @@ impl SweepArgs {
 
     /// The sizes: -b, -b·f, … up to -e.
     pub fn sizes(&self) -> Result<Vec<u64>> {
-        rocelab::endpoint::sweep::sizes(self.min_bytes, self.max_bytes, self.factor).with_context(
-            || {
+        rocelab::endpoint::app::size_sweep::sizes(self.min_bytes, self.max_bytes, self.factor)
+            .with_context(|| {
                 format!(
                     "-b {} -e {} -f {}",
                     self.min_bytes, self.max_bytes, self.factor
                 )
-            },
-        )
+            })
     }
 }
 

@@ -5,7 +5,8 @@
 //! [`Endpoint::poll_timeout`] says when to call again. Inside: RC queue pairs ([`qp`]) doing
 //! RDMA WRITE into registered memory with go-back-N, DCQCN per QP ([`dcqcn`]: the reaction
 //! point paces the QP at Rc, the notification point sends CNPs), and PFC/PAUSE honoured
-//! per priority at the link's rate. [`allreduce`] runs ring all-reduce on top.
+//! per priority at the link's rate. The applications that drive it ([`app`]: ring
+//! all-reduce, size sweeps, bulk flows) run on top.
 //!
 //! # The contract
 //!
@@ -19,19 +20,15 @@
 //! - **Time**: `now` never goes backwards from one call to the next (checked with
 //!   `debug_assert!`).
 
-pub mod allreduce;
 pub mod app;
 pub mod dcqcn;
 pub mod fault;
-pub mod flow;
-pub mod flows;
 pub mod host;
 mod ib_nic;
 pub mod ibcc;
 mod memory;
 pub mod qp;
 pub mod selective;
-pub mod sweep;
 
 use crate::config::endpoint::{EndpointConfig, Transport};
 use crate::link::Transmitter;

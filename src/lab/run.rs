@@ -11,8 +11,8 @@ use super::netns::{self, Netns};
 use crate::config::SwitchConfig;
 use crate::config::endpoint::EndpointConfig;
 use crate::endpoint::Endpoint;
+use crate::endpoint::app::size_sweep::{AllReduceResult, Gather, RankResult};
 use crate::endpoint::app::{App, Application as _};
-use crate::endpoint::sweep::{AllReduceResult, Gather, RankResult};
 use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
 use crate::runtime::departures::Departures;
@@ -1221,7 +1221,7 @@ mod tests {
         let work = LabWork {
             workload: Workload::RingIncast,
             ranks: 4,
-            sizes: crate::endpoint::sweep::sizes(8192, 16 << 20, 2).unwrap(),
+            sizes: crate::endpoint::app::size_sweep::sizes(8192, 16 << 20, 2).unwrap(),
             incast_bytes: 1,
         };
         let story = scenario(&work, &switch, &endpoint, 1, Duration::from_secs(300));

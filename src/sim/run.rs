@@ -12,8 +12,8 @@ use super::topology::Network;
 use super::workload::{allreduce_rank, ring_allreduce, ring_sweep, sweep_rank};
 use crate::endpoint::QpStatus;
 use crate::endpoint::app::Application as _;
-use crate::endpoint::flow::Flow;
-use crate::endpoint::sweep::{AllReduceResult, RankResult};
+use crate::endpoint::app::flow::Flow;
+use crate::endpoint::app::size_sweep::{AllReduceResult, RankResult};
 use crate::series::Series;
 use crate::time::Nanos;
 use serde::Serialize;
@@ -52,7 +52,7 @@ pub struct AllReduceRow {
 }
 
 /// The spread of an all-reduce's step times over every rank and step (see
-/// [`RingAllReduce::step_times`](crate::endpoint::allreduce::RingAllReduce::step_times)).
+/// [`RingAllReduce::step_times`](crate::endpoint::app::allreduce::RingAllReduce::step_times)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct StepSpread {
     /// Steps that completed.

@@ -2,7 +2,7 @@
 //! sizes drawn from a published flow-size distribution at a target load, all-to-all
 //! exchanges and periodic incast bursts. Each becomes a list of flows (source, destination,
 //! arrival, bytes) drawn up front from the scenario's seed, so a run is a function of its
-//! inputs; the endpoints then run them (see [`crate::endpoint::flows`]) and report each
+//! inputs; the endpoints then run them (see [`crate::endpoint::app::flows`]) and report each
 //! flow's completion time.
 
 use crate::config::ConfigError;

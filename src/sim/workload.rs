@@ -3,8 +3,8 @@
 
 use super::engine::{Stalled, Step};
 use super::topology::Network;
-use crate::endpoint::allreduce::RingAllReduce;
-use crate::endpoint::sweep::Sweep;
+use crate::endpoint::app::allreduce::RingAllReduce;
+use crate::endpoint::app::size_sweep::Sweep;
 use crate::time::Nanos;
 
 /// Sets up ring all-reduce of `count` f32 per rank on the hosts `ranks`, in that ring

@@ -6,7 +6,7 @@
 use super::{AllReducePlan, FlowPlan, LARGEST_FRAME_OVERHEAD, Scenario, Shape, Topology, err};
 use crate::config::ConfigError;
 use crate::config::endpoint::EndpointConfig;
-use crate::endpoint::sweep;
+use crate::endpoint::app::size_sweep;
 use crate::time::Nanos;
 
 /// The most frames a scenario may move unless `max_frames` says otherwise: about 15 to
@@ -165,10 +165,10 @@ fn memory_estimate(
     let recorded_ports = used + inner;
     let nodes = (hosts + ports).saturating_mul(NODE_BYTES);
     let ranks_bytes = allreduce.map_or(0, |a| {
-        // Data, staging and two send buffers of a chunk (see sweep::rank_buffer_bytes):
+        // Data, staging and two send buffers of a chunk (see size_sweep::rank_buffer_bytes):
         // one size at a time, or every size at once back to back.
         let per_rank = if a.back_to_back {
-            sweep::rank_buffer_bytes(&a.runs())
+            size_sweep::rank_buffer_bytes(&a.runs())
         } else {
             a.sizes.last().copied().unwrap_or(0).saturating_mul(3)
         };

@@ -26,8 +26,8 @@ use super::topology::{self, Network};
 use super::traffic::{FlowJob, WorkloadPlan};
 use crate::config::endpoint::EndpointConfig;
 use crate::config::{ConfigError, SwitchConfig};
-use crate::endpoint::flow::Flow;
-use crate::endpoint::flows::FlowSet;
+use crate::endpoint::app::flow::Flow;
+use crate::endpoint::app::flows::FlowSet;
 use crate::time::Nanos;
 
 fn err(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
@@ -283,7 +283,7 @@ impl Scenario {
             }
             let jobs = mine
                 .iter()
-                .map(|&(id, j)| crate::endpoint::flows::FlowJob {
+                .map(|&(id, j)| crate::endpoint::app::flows::FlowJob {
                     id,
                     peer: slot[j.to],
                     arrival: j.arrival,

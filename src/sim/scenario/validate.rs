@@ -8,7 +8,7 @@ use super::schema::{AllReduceSpec, FlowSpec, ScenarioFile, TopologySpec};
 use super::{AllReducePlan, FlowPlan, LARGEST_FRAME_OVERHEAD, Scenario, Shape, Topology, err};
 use crate::config::ConfigError;
 use crate::config::endpoint::EndpointConfig;
-use crate::endpoint::sweep::{self, SweepError};
+use crate::endpoint::app::size_sweep::{self, SweepError};
 use crate::rand::Rng;
 use crate::sim::fabric::{self, Fabric};
 use crate::sim::faults;
@@ -486,14 +486,15 @@ impl AllReduceSpec {
                 ));
             }
         }
-        let sizes = sweep::sizes(self.min_bytes, self.max_bytes, self.factor).map_err(|e| {
-            let key = match e {
-                SweepError::Size(s) if s == self.min_bytes => "allreduce.min_bytes",
-                SweepError::Size(_) | SweepError::Order { .. } => "allreduce.max_bytes",
-                SweepError::Factor(_) => "allreduce.factor",
-            };
-            err(key, e.to_string())
-        })?;
+        let sizes =
+            size_sweep::sizes(self.min_bytes, self.max_bytes, self.factor).map_err(|e| {
+                let key = match e {
+                    SweepError::Size(s) if s == self.min_bytes => "allreduce.min_bytes",
+                    SweepError::Size(_) | SweepError::Order { .. } => "allreduce.max_bytes",
+                    SweepError::Factor(_) => "allreduce.factor",
+                };
+                err(key, e.to_string())
+            })?;
         let series_bytes = self
             .series_bytes
             .unwrap_or(*sizes.last().unwrap_or(&self.min_bytes));
@@ -511,7 +512,8 @@ impl AllReduceSpec {
         let warm_up = match self.warm_up_bytes {
             None | Some(0) => None,
             Some(w) => {
-                sweep::sizes(w, w, 2).map_err(|e| err("allreduce.warm_up_bytes", e.to_string()))?;
+                size_sweep::sizes(w, w, 2)
+                    .map_err(|e| err("allreduce.warm_up_bytes", e.to_string()))?;
                 if !self.back_to_back {
                     return Err(err(
                         "allreduce.warm_up_bytes",

@@ -2,8 +2,8 @@
 //! as its QP (and DCQCN) allows, from a start time, for a number of bytes or until the run
 //! ends.
 
-use super::app::Application;
-use super::{Completion, Endpoint, SendWr};
+use super::Application;
+use crate::endpoint::{Completion, Endpoint, SendWr};
 use crate::time::Nanos;
 use std::sync::Arc;
 

@@ -2,9 +2,9 @@
 //! application that runs them one after the other on one rank, and one size's result over
 //! all ranks with nccl-tests' bandwidths.
 
+use super::Application;
 use super::allreduce::RingAllReduce;
-use super::app::Application;
-use super::{Completion, Endpoint};
+use crate::endpoint::{Completion, Endpoint};
 use crate::time::Nanos;
 use serde::Serialize;
 

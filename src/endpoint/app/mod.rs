@@ -1,12 +1,22 @@
-//! What drives an endpoint: the work it runs, as one typed enum the drivers hold (so a
-//! driver reads a sweep's or a flow's results without downcasting).
+//! The applications that drive an endpoint, out of the NIC's own module: the
+//! [`Application`] trait they implement, and [`App`], the typed enum of them that the
+//! drivers hold (so a driver reads a size sweep's or a flow's results without
+//! downcasting). Each application is a file here: [`allreduce`] (one ring all-reduce on
+//! real `f32` data, and its results), [`size_sweep`] (an nccl-tests-like sweep of
+//! all-reduce sizes), [`flow`] (a bulk flow to one peer) and [`flows`] (a workload's
+//! flows to many peers).
 
-use super::allreduce::RingAllReduce;
-use super::flow::Flow;
-use super::flows::FlowSet;
-use super::sweep::Sweep;
+pub mod allreduce;
+pub mod flow;
+pub mod flows;
+pub mod size_sweep;
+
 use super::{Completion, Endpoint};
 use crate::time::Nanos;
+use allreduce::RingAllReduce;
+use flow::Flow;
+use flows::FlowSet;
+use size_sweep::Sweep;
 
 /// Work that drives an endpoint: posts WRITEs and reacts to completions.
 pub trait Application {

@@ -5,9 +5,9 @@
 //! are busy waits for one, and its completion time counts the wait, as an application's
 //! would.
 
-use super::app::Application;
+use super::Application;
 use super::flow::Flow;
-use super::{Completion, Endpoint};
+use crate::endpoint::{Completion, Endpoint};
 use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -7,8 +7,8 @@
 //! overlap as NCCL's pipelined slices do. Every rank then checks its buffer against the
 //! closed-form sum.
 
-use super::app::Application;
-use super::{Completion, Endpoint, SendWr};
+use super::Application;
+use crate::endpoint::{Completion, Endpoint, SendWr};
 use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -535,8 +535,8 @@ impl RingAllReduce {
     }
 
     /// Elements of this rank's buffer that differ from the closed-form sum.
-    pub fn result(&self, ep: &Endpoint) -> super::sweep::RankResult {
-        super::sweep::RankResult {
+    pub fn result(&self, ep: &Endpoint) -> super::size_sweep::RankResult {
+        super::size_sweep::RankResult {
             size: self.count as u64 * 4,
             span_ns: self.elapsed().map(|(a, b)| (a.0, b.0)),
             // An unfinished buffer is not checked: it is incomplete, not wrong.
