@@ -6,7 +6,7 @@ use super::{
 use anyhow::{Context, Result};
 use rocelab::config::endpoint::EndpointConfig;
 use rocelab::endpoint::app::Application as _;
-use rocelab::endpoint::app::size_sweep::AllReduceResult;
+use rocelab::endpoint::app::allreduce::AllReduceResult;
 use rocelab::report::{self, nccl};
 use rocelab::runtime::CoreList;
 use rocelab::runtime::rank::{self, Progress, RankOptions, Work};

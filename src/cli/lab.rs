@@ -551,7 +551,7 @@ impl lab::Progress for LabProgress {
         }
     }
 
-    fn size_done(&mut self, result: &rocelab::endpoint::app::size_sweep::AllReduceResult) {
+    fn size_done(&mut self, result: &rocelab::endpoint::app::allreduce::AllReduceResult) {
         self.clear();
         say!(
             "{}",

@@ -5,7 +5,7 @@
 //! suspect: a late thread turns into a fake queue, a CE mark or a pause.
 
 use super::run::{LabOptions, LabOutcome};
-use crate::endpoint::app::size_sweep::AllReduceResult;
+use crate::endpoint::app::allreduce::AllReduceResult;
 use crate::sim::run::{Outcome, RunError};
 use crate::switch::Switch;
 use serde::Serialize;

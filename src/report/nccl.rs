@@ -2,7 +2,7 @@
 //! redop, time, algbw, busbw, #wrong), with optional columns of the fabric's counts beside
 //! each size, in pieces so that each row is printed as its size finishes.
 
-use crate::endpoint::app::size_sweep::AllReduceResult;
+use crate::endpoint::app::allreduce::AllReduceResult;
 use std::fmt::Write as _;
 
 /// The table's head: the title as a `#` comment, then the column names (nccl-tests', then

@@ -5,11 +5,13 @@
 //! each an RDMA WRITE with Immediate whose immediate data names the run, the step and the
 //! piece; a rank reduces each piece as it arrives and passes it on at once, so the steps
 //! overlap as NCCL's pipelined slices do. Every rank then checks its buffer against the
-//! closed-form sum.
+//! closed-form sum. Its results: one rank's part ([`RankResult`]), and the run over all
+//! ranks with nccl-tests' bandwidths ([`AllReduceResult`]).
 
 use super::Application;
 use crate::endpoint::{Completion, Endpoint, SendWr};
 use crate::time::Nanos;
+use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -535,8 +537,8 @@ impl RingAllReduce {
     }
 
     /// Elements of this rank's buffer that differ from the closed-form sum.
-    pub fn result(&self, ep: &Endpoint) -> super::size_sweep::RankResult {
-        super::size_sweep::RankResult {
+    pub fn result(&self, ep: &Endpoint) -> RankResult {
+        RankResult {
             size: self.count as u64 * 4,
             span_ns: self.elapsed().map(|(a, b)| (a.0, b.0)),
             // An unfinished buffer is not checked: it is incomplete, not wrong.
@@ -624,6 +626,102 @@ impl Application for RingAllReduce {
     }
 }
 
+/// One all-reduce size over all ranks, as nccl-tests reports it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AllReduceResult {
+    /// Bytes per rank.
+    pub size: u64,
+    /// Ranks in the ring.
+    pub ranks: usize,
+    /// From the first rank's start to the last rank's end; `None` when a rank did not
+    /// finish.
+    pub time_ns: Option<u64>,
+    /// Elements, over all ranks, that differ from the closed-form sum; `None` when a rank
+    /// did not finish (its buffer was never complete, so there is nothing to check).
+    pub wrong: Option<u64>,
+}
+
+/// One rank's part of a size: when it ran, and its wrong elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RankResult {
+    /// The all-reduce size, bytes per rank.
+    pub size: u64,
+    /// Start and end, ns, if it finished.
+    pub span_ns: Option<(u64, u64)>,
+    /// Elements that differ from the closed-form sum (checked only when it finished).
+    pub wrong: u64,
+}
+
+impl RankResult {
+    /// Size `size` as a rank that never reported it: unfinished, nothing checked.
+    pub fn missing(size: u64) -> RankResult {
+        RankResult {
+            size,
+            span_ns: None,
+            wrong: 0,
+        }
+    }
+}
+
+impl AllReduceResult {
+    /// The result of `size` from every rank's part.
+    pub fn over_ranks(size: u64, parts: impl IntoIterator<Item = RankResult>) -> AllReduceResult {
+        let mut ranks = 0;
+        let mut wrong = 0;
+        let mut span = Some((u64::MAX, 0));
+        for p in parts {
+            ranks += 1;
+            wrong += p.wrong;
+            span = match (span, p.span_ns) {
+                (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+                _ => None,
+            };
+        }
+        let time_ns = span.filter(|_| ranks > 0).map(|(a, b)| b.saturating_sub(a));
+        AllReduceResult {
+            size,
+            ranks,
+            time_ns,
+            wrong: time_ns.map(|_| wrong),
+        }
+    }
+
+    /// f32 elements per rank.
+    pub fn count(&self) -> u64 {
+        self.size / 4
+    }
+
+    /// nccl-tests' algorithm bandwidth, size / time, in GB/s (10^9 bytes); 0 when it did
+    /// not finish.
+    pub fn algbw(&self) -> f64 {
+        self.time_ns
+            .map_or(0.0, |t| self.size as f64 / t.max(1) as f64)
+    }
+
+    /// nccl-tests' bus bandwidth for all-reduce: algbw × 2(N − 1)/N, GB/s.
+    pub fn busbw(&self) -> f64 {
+        let n = self.ranks.max(1) as f64;
+        self.algbw() * 2.0 * (n - 1.0) / n
+    }
+}
+
+impl Serialize for AllReduceResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("AllReduceResult", 6)?;
+        st.serialize_field("size", &self.size)?;
+        st.serialize_field("count", &self.count())?;
+        st.serialize_field("time_ns", &self.time_ns)?;
+        // A size that did not finish has no bandwidth: null, as its time (not 0, which
+        // reads as a measured stall).
+        let done = self.time_ns.is_some();
+        st.serialize_field("algbw_gbytes_per_s", &done.then(|| self.algbw()))?;
+        st.serialize_field("busbw_gbytes_per_s", &done.then(|| self.busbw()))?;
+        st.serialize_field("wrong", &self.wrong)?;
+        st.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,5 +762,42 @@ mod tests {
             }
         }
         assert_eq!(count_wrong(&[], 7, 4), 0);
+    }
+
+    #[test]
+    fn bandwidths_are_nccl_tests_formulas() {
+        let part = |a, b| RankResult {
+            size: 1 << 20,
+            span_ns: Some((a, b)),
+            wrong: 0,
+        };
+        // 4 ranks, 1 MiB, from 100 ns to 1 048 676 ns: 1 048 576 ns, 1 byte/ns = 1 GB/s.
+        let r = AllReduceResult::over_ranks(
+            1 << 20,
+            [
+                part(100, 500),
+                part(200, 1_048_676),
+                part(150, 900),
+                part(300, 400),
+            ],
+        );
+        assert_eq!(r.time_ns, Some(1 << 20));
+        assert_eq!(r.algbw(), 1.0);
+        assert_eq!(r.busbw(), 1.5);
+        let mut parts = vec![part(0, 10); 3];
+        parts.push(RankResult::missing(1 << 20));
+        let r = AllReduceResult::over_ranks(1 << 20, parts);
+        // Sizes that never ran show nothing as wrong: nothing was checked.
+        assert_eq!((r.time_ns, r.wrong, r.algbw()), (None, None, 0.0));
+        // In JSON, no bandwidth either: it was 0 beside a null time.
+        let json = serde_json::to_value(r).unwrap();
+        for key in [
+            "time_ns",
+            "algbw_gbytes_per_s",
+            "busbw_gbytes_per_s",
+            "wrong",
+        ] {
+            assert!(json[key].is_null(), "{key}: {json}");
+        }
     }
 }
