@@ -583,7 +583,7 @@ warm_up_bytes = "64K"
     assert!(total > 0 && marked <= total, "{marked} of {total}");
     // Each rank ran the warm-up and the three sizes on one sweep, in order.
     for h in 0..4 {
-        let sweep = out.net.host(h).app.as_ref().unwrap().sweep().unwrap();
+        let sweep = out.net.host(h).app.as_ref().unwrap().size_sweep().unwrap();
         let spans: Vec<(u64, u64)> = sweep
             .results(out.net.endpoint(h))
             .iter()

@@ -152,19 +152,24 @@ fn allreduce_is_bit_exact_for_2_3_4_and_8_ranks() {
 #[test]
 fn allreduce_sweep_with_ranks_starting_apart_is_exact() {
     use rocelab::endpoint::app::Application;
-    use rocelab::endpoint::app::size_sweep::Sweep;
+    use rocelab::endpoint::app::size_sweep::SizeSweep;
     let cfg = SwitchConfig::preset("default").unwrap();
     let mut net = topology::star(&cfg, &ep_cfg(), 3, Nanos(1000), 0.0, 1);
     let sizes = [4096u64, 16384, 65536, 262_144];
     let qps: Vec<usize> = (0..3).map(|r| net.connect_qp(r, (r + 1) % 3).0).collect();
     for (r, &qp) in qps.iter().enumerate() {
-        let sweep = Sweep::new(net.endpoint_mut(r), r, 3, &sizes, 7, qp)
+        let sweep = SizeSweep::new(net.endpoint_mut(r), r, 3, &sizes, 7, qp)
             .starting_at(Nanos::from_micros(40 * r as u64));
         net.host_mut(r).app = Some(sweep.into());
     }
     run_to_done(&mut net, Nanos::from_secs(1));
     for r in 0..3 {
-        let sweep = net.host(r).app.as_ref().and_then(|a| a.sweep()).unwrap();
+        let sweep = net
+            .host(r)
+            .app
+            .as_ref()
+            .and_then(|a| a.size_sweep())
+            .unwrap();
         assert!(sweep.done());
         for (size, run) in sweep.runs() {
             assert_eq!(run.wrong(net.endpoint(r)), 0, "rank {r}, {size} B");

@@ -1,7 +1,8 @@
 //! `rocelab endpoint`: one RoCEv2 endpoint live on an interface.
 
 use super::{
-    JsonReport, LiveArgs, SweepArgs, checked_cores, interface_mac, load_endpoint_config, seconds,
+    JsonReport, LiveArgs, SizeSweepArgs, checked_cores, interface_mac, load_endpoint_config,
+    seconds,
 };
 use anyhow::{Context, Result};
 use rocelab::config::endpoint::EndpointConfig;
@@ -63,7 +64,7 @@ pub struct Args {
     message_bytes: u64,
     /// allreduce: the sizes, -b, -e, -f as nccl-tests takes them.
     #[command(flatten)]
-    sweep: SweepArgs,
+    size_sweep: SizeSweepArgs,
     /// Seed of the all-reduce data.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -155,14 +156,14 @@ pub fn run(args: Args) -> Result<()> {
         ),
     };
     let outcome = rank::run(&opts, &stop, &mut progress)?;
-    let rows: Vec<AllReduceResult> = outcome.app.sweep().map_or_else(Vec::new, |sweep| {
+    let rows: Vec<AllReduceResult> = outcome.app.size_sweep().map_or_else(Vec::new, |sweep| {
         sweep
             .results(&outcome.endpoint)
             .into_iter()
             .map(|r| this_rank(AllReduceResult::over_ranks(r.size, [r])))
             .collect()
     });
-    if outcome.app.sweep().is_some() {
+    if outcome.app.size_sweep().is_some() {
         // The sizes the sampler did not see finish: the last one, and any that did not.
         for r in rows.iter().skip(printed) {
             say!(
@@ -326,7 +327,9 @@ fn options(args: &Args) -> Result<RankOptions> {
         .filter(|&m| (1..=1 << 30).contains(&m))
         .context("--message-bytes: give 1 byte to 1 GiB")?;
     let sizes = match args.mode {
-        Mode::Allreduce => args.sweep.sizes_within(1, args.sweep.memory_budget_mib)?,
+        Mode::Allreduce => args
+            .size_sweep
+            .sizes_within(1, args.size_sweep.memory_budget_mib)?,
         _ => Vec::new(),
     };
     if args.mode != Mode::Send {

@@ -1,7 +1,7 @@
 //! `rocelab lab`: the whole fabric in network namespaces, in one command.
 
 use super::{
-    Counters, Preset, SweepArgs, SwitchConfigArgs, byte_size, load_endpoint_config, seconds,
+    Counters, Preset, SizeSweepArgs, SwitchConfigArgs, byte_size, load_endpoint_config, seconds,
 };
 use anyhow::{Context, Result};
 use rocelab::config::emulation;
@@ -55,7 +55,7 @@ pub struct Args {
     endpoint_config: Option<PathBuf>,
     /// The all-reduce sizes: -b, -e, -f as nccl-tests takes them.
     #[command(flatten)]
-    sweep: SweepArgs,
+    size_sweep: SizeSweepArgs,
     /// incast: bytes each sender sends.
     #[arg(long, default_value = "16M", value_parser = byte_size)]
     incast_bytes: u64,
@@ -285,8 +285,8 @@ fn builtin_phases(
         );
     }
     let sizes = args
-        .sweep
-        .sizes_within(args.ranks, args.sweep.memory_budget_mib)?;
+        .size_sweep
+        .sizes_within(args.ranks, args.size_sweep.memory_budget_mib)?;
     let parts: Vec<(Workload, rocelab::config::SwitchConfig, String)> = match builtin {
         Builtin::Ring => vec![(Workload::Ring, switch, String::new())],
         Builtin::Incast => vec![(Workload::Incast, switch, String::new())],

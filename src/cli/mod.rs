@@ -126,7 +126,7 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
 
 /// An nccl-tests style size sweep: `-b`, `-e`, `-f`.
 #[derive(clap::Args, Debug)]
-pub struct SweepArgs {
+pub struct SizeSweepArgs {
     /// Smallest all-reduce size in bytes, as nccl-tests -b (K, M, G suffixes allowed).
     #[arg(short = 'b', long, default_value = "8K", value_parser = byte_size)]
     pub min_bytes: u64,
@@ -141,7 +141,7 @@ pub struct SweepArgs {
     pub memory_budget_mib: u64,
 }
 
-impl SweepArgs {
+impl SizeSweepArgs {
     /// The sizes, refused when `ranks` ranks in this process would register more than
     /// `budget_mib` of buffers.
     pub fn sizes_within(&self, ranks: usize, budget_mib: u64) -> Result<Vec<u64>> {

@@ -974,7 +974,7 @@ fn hosts(
     let mut call = |_: Duration, l: &mut live::Live<'_>| {
         let rank = rank_hosts.iter().position(|&h| h == l.host);
         recorders[l.host].sample(l.now, l.endpoint);
-        if let (Some(s), Some(rank)) = (l.app.sweep(), rank) {
+        if let (Some(s), Some(rank)) = (l.app.size_sweep(), rank) {
             let rows = gather.update(rank, s, l.endpoint);
             if !rows.is_empty() {
                 status
@@ -1022,7 +1022,7 @@ fn hosts(
         .into_iter()
         .enumerate()
         .map(|(i, out)| {
-            let sweep = out.app.sweep().map_or_else(Vec::new, |s| {
+            let sweep = out.app.size_sweep().map_or_else(Vec::new, |s| {
                 s.results(&out.endpoint).into_iter().skip(warm).collect()
             });
             let qps = sending[i]
@@ -1167,7 +1167,7 @@ mod tests {
             }
         }
         // Ranks run the sweep (warm-up included); b0 and b1 each one flow into r0.
-        assert_eq!(live[0].app.sweep().map(|s| s.len()), Some(2));
+        assert_eq!(live[0].app.size_sweep().map(|s| s.len()), Some(2));
         assert!(live[4].app.flow().is_some() && live[5].app.flow().is_some());
         assert_eq!(live.iter().map(|w| w.sending.len()).sum::<usize>(), 6);
     }

@@ -8,7 +8,7 @@ use crate::endpoint::Endpoint;
 use crate::endpoint::app::App;
 use crate::endpoint::app::allreduce::AllReduceResult;
 use crate::endpoint::app::flow::Flow;
-use crate::endpoint::app::size_sweep::{Gather, Sweep};
+use crate::endpoint::app::size_sweep::{Gather, SizeSweep};
 use crate::time::Nanos;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -86,7 +86,7 @@ pub fn run(
         Work::AllReduce { .. } => {
             let mut gather = Gather::new(1, 0);
             let mut call = |_: Duration, l: &mut live::Live<'_>| {
-                if let Some(sweep) = l.app.sweep() {
+                if let Some(sweep) = l.app.size_sweep() {
                     let finished = gather.update(0, sweep, l.endpoint);
                     if !finished.is_empty() {
                         progress(Progress::Finished(finished));
@@ -129,10 +129,11 @@ fn app(opts: &RankOptions, ep: &mut Endpoint, stop: &Arc<AtomicBool>) -> App {
         Work::AllReduce { sizes, seed } => {
             let (to_next, _) = live::ring_qps(ep, peers, rank);
             let mut give_up = || stopped(stop);
-            match Sweep::new_unless(ep, rank, peers.len(), sizes, *seed, to_next, &mut give_up) {
+            match SizeSweep::new_unless(ep, rank, peers.len(), sizes, *seed, to_next, &mut give_up)
+            {
                 Some(sweep) => sweep.starting_at(opts.start).into(),
                 // The run sees the stop and ends at once, an empty sweep unfinished.
-                None => Sweep::new(ep, rank, peers.len(), &[], *seed, to_next).into(),
+                None => SizeSweep::new(ep, rank, peers.len(), &[], *seed, to_next).into(),
             }
         }
         Work::Send {

@@ -9,7 +9,7 @@ use super::scenario::AllReducePlan;
 use super::scenario::Scenario;
 use super::series::Recorder;
 use super::topology::Network;
-use super::workload::{allreduce_rank, ring_allreduce, ring_sweep, sweep_rank};
+use super::workload::{allreduce_rank, ring_allreduce, ring_size_sweep, size_sweep_rank};
 use crate::endpoint::QpStatus;
 use crate::endpoint::app::Application as _;
 use crate::endpoint::app::allreduce::{AllReduceResult, RankResult};
@@ -240,7 +240,7 @@ fn run_back_to_back(
     let finished = |net: &Network| {
         plan.ranks
             .iter()
-            .map(|&h| sweep_rank(net, h).map_or(0, |s| s.finished()))
+            .map(|&h| size_sweep_rank(net, h).map_or(0, |s| s.finished()))
             .min()
             .unwrap_or(0)
     };
@@ -302,7 +302,7 @@ fn run_back_to_back(
 pub fn network(scenario: &Scenario) -> Network {
     let mut net = scenario.build(scenario.seed);
     if let Some(plan) = scenario.allreduce.as_ref().filter(|p| p.back_to_back) {
-        ring_sweep(
+        ring_size_sweep(
             &mut net,
             &plan.ranks,
             &plan.runs(),
@@ -326,10 +326,10 @@ fn sweep_row(
     let runs = || {
         plan.ranks
             .iter()
-            .filter_map(|&h| Some((h, sweep_rank(net, h)?.runs().nth(k)?.1)))
+            .filter_map(|&h| Some((h, size_sweep_rank(net, h)?.runs().nth(k)?.1)))
     };
     let parts = plan.ranks.iter().map(|&h| {
-        sweep_rank(net, h)
+        size_sweep_rank(net, h)
             .and_then(|s| s.result(k, net.endpoint(h)))
             .unwrap_or_else(|| RankResult::missing(size))
     });

@@ -4,7 +4,7 @@
 use super::engine::{Stalled, Step};
 use super::topology::Network;
 use crate::endpoint::app::allreduce::RingAllReduce;
-use crate::endpoint::app::size_sweep::Sweep;
+use crate::endpoint::app::size_sweep::SizeSweep;
 use crate::time::Nanos;
 
 /// Sets up ring all-reduce of `count` f32 per rank on the hosts `ranks`, in that ring
@@ -24,21 +24,21 @@ pub fn ring_allreduce(net: &mut Network, ranks: &[usize], count: usize, seed: u6
 /// Sets up an nccl-tests-like sweep on the hosts `ranks`, in that ring order: every size
 /// of `sizes` one after the other on the same QPs (one from each rank to the next), from
 /// `start` on.
-pub fn ring_sweep(net: &mut Network, ranks: &[usize], sizes: &[u64], seed: u64, start: Nanos) {
+pub fn ring_size_sweep(net: &mut Network, ranks: &[usize], sizes: &[u64], seed: u64, start: Nanos) {
     let n = ranks.len();
     let next_qps: Vec<usize> = (0..n)
         .map(|r| net.connect_qp(ranks[r], ranks[(r + 1) % n]).0)
         .collect();
     for (r, qp) in next_qps.into_iter().enumerate() {
         let sweep =
-            Sweep::new(net.endpoint_mut(ranks[r]), r, n, sizes, seed, qp).starting_at(start);
+            SizeSweep::new(net.endpoint_mut(ranks[r]), r, n, sizes, seed, qp).starting_at(start);
         net.host_mut(ranks[r]).app = Some(sweep.into());
     }
 }
 
 /// The sweep on host `host`, if that host runs one.
-pub fn sweep_rank(net: &Network, host: usize) -> Option<&Sweep> {
-    net.host(host).app.as_ref()?.sweep()
+pub fn size_sweep_rank(net: &Network, host: usize) -> Option<&SizeSweep> {
+    net.host(host).app.as_ref()?.size_sweep()
 }
 
 /// The all-reduce rank on host `host`, if that host runs one.

@@ -16,7 +16,7 @@ use crate::time::Nanos;
 use allreduce::RingAllReduce;
 use flow::Flow;
 use flows::FlowSet;
-use size_sweep::Sweep;
+use size_sweep::SizeSweep;
 
 /// Work that drives an endpoint: posts WRITEs and reacts to completions.
 pub trait Application {
@@ -40,7 +40,7 @@ pub enum App {
     /// One ring all-reduce.
     AllReduce(RingAllReduce),
     /// A sweep of all-reduce sizes.
-    Sweep(Sweep),
+    SizeSweep(SizeSweep),
     /// A bulk flow to one peer.
     Flow(Flow),
     /// Many flows to many peers, arriving over time (a workload's sending side).
@@ -63,9 +63,9 @@ impl From<RingAllReduce> for App {
     }
 }
 
-impl From<Sweep> for App {
-    fn from(s: Sweep) -> App {
-        App::Sweep(s)
+impl From<SizeSweep> for App {
+    fn from(s: SizeSweep) -> App {
+        App::SizeSweep(s)
     }
 }
 
@@ -91,9 +91,9 @@ impl App {
     }
 
     /// The sweep, if this is one.
-    pub fn sweep(&self) -> Option<&Sweep> {
+    pub fn size_sweep(&self) -> Option<&SizeSweep> {
         match self {
-            App::Sweep(s) => Some(s),
+            App::SizeSweep(s) => Some(s),
             _ => None,
         }
     }
@@ -120,7 +120,7 @@ impl App {
     pub fn work_due(&self) -> Option<Nanos> {
         match self {
             App::AllReduce(a) => a.work_due(),
-            App::Sweep(s) => s.work_due(),
+            App::SizeSweep(s) => s.work_due(),
             _ => None,
         }
     }
@@ -130,7 +130,7 @@ impl App {
     pub fn sending_qp(&self) -> Option<usize> {
         match self {
             App::AllReduce(a) => Some(a.qp_next()),
-            App::Sweep(s) => s.runs().next().map(|(_, r)| r.qp_next()),
+            App::SizeSweep(s) => s.runs().next().map(|(_, r)| r.qp_next()),
             App::Flow(f) => Some(f.qp()),
             App::Flows(_) | App::Receive | App::Custom(_) => None,
         }
@@ -142,7 +142,7 @@ impl App {
     pub fn delay_start(&mut self, by: Nanos) {
         match self {
             App::AllReduce(a) => a.set_start(a.start_at() + by),
-            App::Sweep(s) => s.set_start(s.start_at() + by),
+            App::SizeSweep(s) => s.set_start(s.start_at() + by),
             App::Flow(f) => f.set_start(Flow::start(f) + by),
             App::Flows(_) | App::Receive | App::Custom(_) => {}
         }
@@ -153,7 +153,7 @@ impl App {
     pub fn set_start(&mut self, at: Nanos) {
         match self {
             App::AllReduce(a) => a.set_start(at),
-            App::Sweep(s) => s.set_start(at),
+            App::SizeSweep(s) => s.set_start(at),
             App::Flow(f) => f.set_start(at),
             App::Flows(_) | App::Receive | App::Custom(_) => {}
         }
@@ -162,7 +162,7 @@ impl App {
     fn inner(&mut self) -> Option<&mut dyn Application> {
         match self {
             App::AllReduce(a) => Some(a),
-            App::Sweep(s) => Some(s),
+            App::SizeSweep(s) => Some(s),
             App::Flow(f) => Some(f),
             App::Flows(f) => Some(f),
             App::Receive => None,
@@ -173,7 +173,7 @@ impl App {
     fn inner_ref(&self) -> Option<&dyn Application> {
         match self {
             App::AllReduce(a) => Some(a),
-            App::Sweep(s) => Some(s),
+            App::SizeSweep(s) => Some(s),
             App::Flow(f) => Some(f),
             App::Flows(f) => Some(f),
             App::Receive => None,

@@ -15,7 +15,7 @@ pub const MAX_SIZE_BYTES: u64 = 1 << 30;
 
 /// A size sweep that cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SweepError {
+pub enum SizeSweepError {
     /// A size that is not a whole number of f32 elements, or out of range.
     #[error("size {0} B: give a multiple of 4 bytes from 4 B to 1 GiB")]
     Size(u64),
@@ -35,18 +35,18 @@ pub enum SweepError {
 /// The sizes of an nccl-tests sweep: `min`, `min·factor`, … while at most `max`. `min` is a
 /// multiple of 4 (f32 elements), every size from 4 B to 1 GiB; the factor is at least 2, so
 /// there are at most 29 sizes and the product never overflows.
-pub fn sizes(min: u64, max: u64, factor: u64) -> Result<Vec<u64>, SweepError> {
+pub fn sizes(min: u64, max: u64, factor: u64) -> Result<Vec<u64>, SizeSweepError> {
     if min < 4 || !min.is_multiple_of(4) || min > MAX_SIZE_BYTES {
-        return Err(SweepError::Size(min));
+        return Err(SizeSweepError::Size(min));
     }
     if max < min {
-        return Err(SweepError::Order { min, max });
+        return Err(SizeSweepError::Order { min, max });
     }
     if max > MAX_SIZE_BYTES {
-        return Err(SweepError::Size(max));
+        return Err(SizeSweepError::Size(max));
     }
     if factor < 2 {
-        return Err(SweepError::Factor(factor));
+        return Err(SizeSweepError::Factor(factor));
     }
     let mut out = vec![min];
     while let Some(next) = out.last().and_then(|s| s.checked_mul(factor)) {
@@ -93,7 +93,12 @@ impl Gather {
 
     /// Takes what `rank` (on `ep`, running `sweep`) has finished since the last call, and
     /// returns the sizes that every rank has now finished, each once, in order.
-    pub fn update(&mut self, rank: usize, sweep: &Sweep, ep: &Endpoint) -> Vec<AllReduceResult> {
+    pub fn update(
+        &mut self,
+        rank: usize,
+        sweep: &SizeSweep,
+        ep: &Endpoint,
+    ) -> Vec<AllReduceResult> {
         let Some(parts) = self.parts.get_mut(rank) else {
             return Vec::new();
         };
@@ -120,7 +125,7 @@ impl Gather {
 /// done with size k; data for a size it has not started yet is still reduced and passed
 /// on, so ranks that drift apart never deadlock and never mix sizes up.
 #[derive(Debug)]
-pub struct Sweep {
+pub struct SizeSweep {
     runs: Vec<RingAllReduce>,
     sizes: Vec<u64>,
     current: usize,
@@ -128,7 +133,7 @@ pub struct Sweep {
     started: bool,
 }
 
-impl Sweep {
+impl SizeSweep {
     /// Rank `rank` of `ranks` on `ep`, sizes in bytes (each a multiple of 4), `qp_next` the
     /// QP to the next rank.
     pub fn new(
@@ -138,12 +143,12 @@ impl Sweep {
         sizes: &[u64],
         seed: u64,
         qp_next: usize,
-    ) -> Sweep {
-        Sweep::new_unless(ep, rank, ranks, sizes, seed, qp_next, &mut || false)
+    ) -> SizeSweep {
+        SizeSweep::new_unless(ep, rank, ranks, sizes, seed, qp_next, &mut || false)
             .expect("never given up")
     }
 
-    /// As [`Sweep::new`], but gives up (`None`) when `give_up` says so: it is asked
+    /// As [`SizeSweep::new`], but gives up (`None`) when `give_up` says so: it is asked
     /// before each size's buffers are built, which for large sizes takes a while.
     pub fn new_unless(
         ep: &mut Endpoint,
@@ -153,7 +158,7 @@ impl Sweep {
         seed: u64,
         qp_next: usize,
         give_up: &mut dyn FnMut() -> bool,
-    ) -> Option<Sweep> {
+    ) -> Option<SizeSweep> {
         let mut runs = Vec::with_capacity(sizes.len());
         // The largest size last: its buffers take as long as all the others together.
         for (i, &size) in sizes.iter().enumerate() {
@@ -170,7 +175,7 @@ impl Sweep {
                 i as u16,
             ));
         }
-        Some(Sweep {
+        Some(SizeSweep {
             runs,
             sizes: sizes.to_vec(),
             current: 0,
@@ -180,7 +185,7 @@ impl Sweep {
     }
 
     /// Starts at `at` instead of when the run starts.
-    pub fn starting_at(mut self, at: Nanos) -> Sweep {
+    pub fn starting_at(mut self, at: Nanos) -> SizeSweep {
         self.start_at = at;
         self
     }
@@ -240,7 +245,7 @@ impl Sweep {
     }
 }
 
-impl Application for Sweep {
+impl Application for SizeSweep {
     fn start(&mut self, now: Nanos, ep: &mut Endpoint) {
         if now >= self.start_at && !self.started {
             self.started = true;
@@ -308,10 +313,13 @@ mod tests {
 
     #[test]
     fn bad_sweeps_are_refused() {
-        assert_eq!(sizes(6, 64, 2), Err(SweepError::Size(6)));
-        assert_eq!(sizes(0, 64, 2), Err(SweepError::Size(0)));
-        assert_eq!(sizes(8, 2 << 30, 2), Err(SweepError::Size(2 << 30)));
-        assert_eq!(sizes(64, 8, 2), Err(SweepError::Order { min: 64, max: 8 }));
-        assert_eq!(sizes(8, 64, 1), Err(SweepError::Factor(1)));
+        assert_eq!(sizes(6, 64, 2), Err(SizeSweepError::Size(6)));
+        assert_eq!(sizes(0, 64, 2), Err(SizeSweepError::Size(0)));
+        assert_eq!(sizes(8, 2 << 30, 2), Err(SizeSweepError::Size(2 << 30)));
+        assert_eq!(
+            sizes(64, 8, 2),
+            Err(SizeSweepError::Order { min: 64, max: 8 })
+        );
+        assert_eq!(sizes(8, 64, 1), Err(SizeSweepError::Factor(1)));
     }
 }

@@ -8,7 +8,7 @@ use super::schema::{AllReduceSpec, FlowSpec, ScenarioFile, TopologySpec};
 use super::{AllReducePlan, FlowPlan, LARGEST_FRAME_OVERHEAD, Scenario, Shape, Topology, err};
 use crate::config::ConfigError;
 use crate::config::endpoint::EndpointConfig;
-use crate::endpoint::app::size_sweep::{self, SweepError};
+use crate::endpoint::app::size_sweep::{self, SizeSweepError};
 use crate::rand::Rng;
 use crate::sim::fabric::{self, Fabric};
 use crate::sim::faults;
@@ -489,9 +489,9 @@ impl AllReduceSpec {
         let sizes =
             size_sweep::sizes(self.min_bytes, self.max_bytes, self.factor).map_err(|e| {
                 let key = match e {
-                    SweepError::Size(s) if s == self.min_bytes => "allreduce.min_bytes",
-                    SweepError::Size(_) | SweepError::Order { .. } => "allreduce.max_bytes",
-                    SweepError::Factor(_) => "allreduce.factor",
+                    SizeSweepError::Size(s) if s == self.min_bytes => "allreduce.min_bytes",
+                    SizeSweepError::Size(_) | SizeSweepError::Order { .. } => "allreduce.max_bytes",
+                    SizeSweepError::Factor(_) => "allreduce.factor",
                 };
                 err(key, e.to_string())
             })?;
