@@ -11,7 +11,7 @@ use rocelab::endpoint::app::allreduce::AllReduceResult;
 use rocelab::report::{self, nccl};
 use rocelab::runtime::CoreList;
 use rocelab::runtime::rank::{self, Progress, RankOptions, Work};
-use rocelab::runtime::{self, endpoint as live};
+use rocelab::runtime::{self, hosts};
 use rocelab::time::Nanos;
 use std::path::PathBuf;
 
@@ -242,7 +242,7 @@ pub fn run(args: Args) -> Result<()> {
 /// acknowledged, work unfinished, or wrong sums.
 fn failure(
     args: &Args,
-    outcome: &live::EndpointOutcome,
+    outcome: &hosts::EndpointOutcome,
     sent_bytes: Option<u64>,
     wrong: u64,
     stopped: bool,
@@ -280,7 +280,7 @@ fn failure(
 fn options(args: &Args) -> Result<RankOptions> {
     let text = std::fs::read_to_string(&args.peers)
         .with_context(|| format!("cannot read peers file {}", args.peers.display()))?;
-    let peers = live::parse_peers(&text).with_context(|| format!("{}", args.peers.display()))?;
+    let peers = hosts::parse_peers(&text).with_context(|| format!("{}", args.peers.display()))?;
     let me = peers.get(args.rank).with_context(|| {
         format!(
             "--rank {}: the peers file has ranks 0 to {}",
@@ -399,12 +399,12 @@ fn options(args: &Args) -> Result<RankOptions> {
             },
             Mode::Receive => Work::Receive { message_bytes },
         },
-        endpoint: live::EndpointOptions {
+        endpoint: hosts::EndpointOptions {
             cfg,
             iface: args.iface.clone(),
             backend: args.live.backend,
             cores: checked_cores(args.cores.as_ref())?,
-            run: live::RunOptions {
+            run: hosts::RunOptions {
                 lockstep: None,
                 busy_poll: args.live.busy_poll,
                 limit: Some(seconds("--limit", args.limit)?),
@@ -420,7 +420,7 @@ fn options(args: &Args) -> Result<RankOptions> {
 }
 
 /// The endpoint's counters in a line.
-fn print_counters(outcome: &live::EndpointOutcome) {
+fn print_counters(outcome: &hosts::EndpointOutcome) {
     let counters = outcome.endpoint.counters();
     sayln!(
         "endpoint: {} sent ({} retransmitted, {}), {} received; CNPs sent {} received {}; CE received {}; PFC pauses received {}; kernel drops {}",

@@ -17,7 +17,7 @@ use crate::endpoint::app::{App, Application as _};
 use crate::endpoint::{EndpointCounters, QpStatus};
 use crate::io::{Backend, KernelStats};
 use crate::runtime::departures::Departures;
-use crate::runtime::endpoint::{self as live, EndpointSampler, RunOptions};
+use crate::runtime::hosts::{EndpointSampler, Live, RunOptions, claim_roce_port, run_hosts};
 use crate::runtime::lockstep::{Dilation, Lockstep, Member};
 use crate::runtime::ports::{Opened, Ports, ThreadStats};
 use crate::runtime::switch::{Sampler, SwitchOptions, SwitchOutcome};
@@ -889,7 +889,7 @@ fn build_network(
                 super::netns::enter(&ns)?;
                 Ok((
                     Opened::open(backend, &host_end, host_frame)?,
-                    live::claim_roce_port(),
+                    claim_roce_port(),
                 ))
             });
             openers.push((switch_side, host_side));
@@ -971,7 +971,7 @@ fn hosts(
     let rank_hosts = opts.rank_hosts().to_vec();
     let warm = opts.warm_ups();
     let mut gather = Gather::new(rank_hosts.len(), warm);
-    let mut call = |_: Duration, l: &mut live::Live<'_>| {
+    let mut call = |_: Duration, l: &mut Live<'_>| {
         let rank = rank_hosts.iter().position(|&h| h == l.host);
         recorders[l.host].sample(l.now, l.endpoint);
         if let (Some(s), Some(rank)) = (l.app.size_sweep(), rank) {
@@ -1003,7 +1003,7 @@ fn hosts(
         lockstep,
     };
     // Every host stops when the lab says so, or once all are done.
-    let outs = live::run_hosts(&run, hosts, ports, stop, Some(sampler))?;
+    let outs = run_hosts(&run, hosts, ports, stop, Some(sampler))?;
     let thread = outs.first().map(|o| o.thread).unwrap_or_default();
     let work_end = primary_hosts(opts)
         .into_iter()

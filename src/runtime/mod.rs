@@ -7,8 +7,8 @@
 //! or spin with `--busy-poll`. SIGINT and SIGTERM stop everything cleanly.
 
 pub mod departures;
-pub mod endpoint;
 mod error;
+pub mod hosts;
 pub mod lockstep;
 pub mod metrics;
 pub mod port_lock;

@@ -2,7 +2,7 @@
 //! endpoint, its QPs to the other ranks, its application, and the run that drives them
 //! (what `rocelab endpoint` runs once its flags are checked).
 
-use super::endpoint::{self as live, EndpointOptions, EndpointOutcome, PeerSpec};
+use super::hosts::{self, EndpointOptions, EndpointOutcome, PeerSpec};
 use super::{RuntimeError, stopped};
 use crate::endpoint::Endpoint;
 use crate::endpoint::app::App;
@@ -85,7 +85,7 @@ pub fn run(
     match opts.work {
         Work::AllReduce { .. } => {
             let mut gather = Gather::new(1, 0);
-            let mut call = |_: Duration, l: &mut live::Live<'_>| {
+            let mut call = |_: Duration, l: &mut hosts::Live<'_>| {
                 if let Some(sweep) = l.app.size_sweep() {
                     let finished = gather.update(0, sweep, l.endpoint);
                     if !finished.is_empty() {
@@ -93,11 +93,11 @@ pub fn run(
                     }
                 }
             };
-            let sampler = live::EndpointSampler {
+            let sampler = hosts::EndpointSampler {
                 every: Duration::from_millis(20),
                 call: &mut call,
             };
-            live::run(options, ep, app, stop, Some(sampler))
+            hosts::run(options, ep, app, stop, Some(sampler))
         }
         // A sender run again against this receiver starts at PSN 0 again, which its QP
         // has passed: the responder discards all of it as duplicates and ACKs them (as an
@@ -105,20 +105,20 @@ pub fn run(
         // file cannot), so the sender reports success. It is said as it happens.
         Work::Receive { .. } => {
             let mut warned = 0;
-            let mut call = |_: Duration, l: &mut live::Live<'_>| {
+            let mut call = |_: Duration, l: &mut hosts::Live<'_>| {
                 let c = l.endpoint.counters();
                 if c.duplicates_received >= warned + DUPLICATES_WORTH_A_WARNING {
                     warned = c.duplicates_received;
                     progress(Progress::Duplicates(c.duplicates_received));
                 }
             };
-            let sampler = live::EndpointSampler {
+            let sampler = hosts::EndpointSampler {
                 every: Duration::from_millis(100),
                 call: &mut call,
             };
-            live::run(options, ep, app, stop, Some(sampler))
+            hosts::run(options, ep, app, stop, Some(sampler))
         }
-        Work::Send { .. } => live::run(options, ep, app, stop, None),
+        Work::Send { .. } => hosts::run(options, ep, app, stop, None),
     }
 }
 
@@ -127,7 +127,7 @@ fn app(opts: &RankOptions, ep: &mut Endpoint, stop: &Arc<AtomicBool>) -> App {
     let (peers, rank) = (&opts.peers, opts.rank);
     match &opts.work {
         Work::AllReduce { sizes, seed } => {
-            let (to_next, _) = live::ring_qps(ep, peers, rank);
+            let (to_next, _) = hosts::ring_qps(ep, peers, rank);
             let mut give_up = || stopped(stop);
             match SizeSweep::new_unless(ep, rank, peers.len(), sizes, *seed, to_next, &mut give_up)
             {
@@ -141,11 +141,11 @@ fn app(opts: &RankOptions, ep: &mut Endpoint, stop: &Arc<AtomicBool>) -> App {
             bytes,
             message_bytes,
         } => {
-            let qp = live::flow_send_qp(ep, peers, rank, *to);
+            let qp = hosts::flow_send_qp(ep, peers, rank, *to);
             Flow::new(qp, *bytes, *message_bytes, opts.start).into()
         }
         Work::Receive { message_bytes } => {
-            live::flow_receive_qps(ep, peers, rank);
+            hosts::flow_receive_qps(ep, peers, rank);
             Flow::prepare_receiver(ep, *message_bytes);
             App::Receive
         }

@@ -1,5 +1,6 @@
-//! `rocelab endpoint`: one endpoint core and its application live on an interface, with
-//! a peers file naming every rank's MAC, IP and QP numbers.
+//! Hosts live: endpoint cores, each with its application, on the ports of one
+//! run-to-completion thread (one rank for `rocelab endpoint`, every host of `rocelab lab`),
+//! and the peers file that names every rank's MAC, IP and QP numbers.
 
 use super::ports::{Core, Driver, Ports, ThreadStats};
 use super::{Clock, CoreList, stopped};
