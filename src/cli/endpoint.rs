@@ -10,6 +10,7 @@ use rocelab::endpoint::app::Application as _;
 use rocelab::endpoint::app::allreduce::AllReduceResult;
 use rocelab::report::{self, nccl};
 use rocelab::runtime::CoreList;
+use rocelab::runtime::peers::parse_peers;
 use rocelab::runtime::rank::{self, Progress, RankOptions, Work};
 use rocelab::runtime::{self, hosts};
 use rocelab::time::Nanos;
@@ -280,7 +281,7 @@ fn failure(
 fn options(args: &Args) -> Result<RankOptions> {
     let text = std::fs::read_to_string(&args.peers)
         .with_context(|| format!("cannot read peers file {}", args.peers.display()))?;
-    let peers = hosts::parse_peers(&text).with_context(|| format!("{}", args.peers.display()))?;
+    let peers = parse_peers(&text).with_context(|| format!("{}", args.peers.display()))?;
     let me = peers.get(args.rank).with_context(|| {
         format!(
             "--rank {}: the peers file has ranks 0 to {}",

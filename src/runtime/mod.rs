@@ -11,6 +11,7 @@ mod error;
 pub mod hosts;
 pub mod lockstep;
 pub mod metrics;
+pub mod peers;
 pub mod port_lock;
 pub mod ports;
 pub mod rank;

@@ -2,7 +2,8 @@
 //! endpoint, its QPs to the other ranks, its application, and the run that drives them
 //! (what `rocelab endpoint` runs once its flags are checked).
 
-use super::hosts::{self, EndpointOptions, EndpointOutcome, PeerSpec};
+use super::hosts::{self, EndpointOptions, EndpointOutcome};
+use super::peers::{PeerSpec, flow_receive_qps, flow_send_qp, ring_qps};
 use super::{RuntimeError, stopped};
 use crate::endpoint::Endpoint;
 use crate::endpoint::app::App;
@@ -127,7 +128,7 @@ fn app(opts: &RankOptions, ep: &mut Endpoint, stop: &Arc<AtomicBool>) -> App {
     let (peers, rank) = (&opts.peers, opts.rank);
     match &opts.work {
         Work::AllReduce { sizes, seed } => {
-            let (to_next, _) = hosts::ring_qps(ep, peers, rank);
+            let (to_next, _) = ring_qps(ep, peers, rank);
             let mut give_up = || stopped(stop);
             match SizeSweep::new_unless(ep, rank, peers.len(), sizes, *seed, to_next, &mut give_up)
             {
@@ -141,11 +142,11 @@ fn app(opts: &RankOptions, ep: &mut Endpoint, stop: &Arc<AtomicBool>) -> App {
             bytes,
             message_bytes,
         } => {
-            let qp = hosts::flow_send_qp(ep, peers, rank, *to);
+            let qp = flow_send_qp(ep, peers, rank, *to);
             Flow::new(qp, *bytes, *message_bytes, opts.start).into()
         }
         Work::Receive { message_bytes } => {
-            hosts::flow_receive_qps(ep, peers, rank);
+            flow_receive_qps(ep, peers, rank);
             Flow::prepare_receiver(ep, *message_bytes);
             App::Receive
         }
