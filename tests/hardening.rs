@@ -544,13 +544,13 @@ fn a_fine_series_of_an_allreduce_stays_bounded() {
     let s = Scenario::from_toml("fine", text, None).unwrap();
     let out = rocelab::sim::run::run(&s).unwrap();
     let rows = out.series.times.len();
-    assert!(rows <= rocelab::sim::series::MAX_ROWS, "{rows} rows");
+    assert!(rows <= rocelab::sim::recorder::MAX_ROWS, "{rows} rows");
     // 262 144 B over a 3-rank ring at 10 Gb/s takes about 317 µs: that many samples at
     // 1 ns were offered, more than the cap, so rows were merged; the last row is still
     // at the end of the run.
     let end = out.net.engine.now().0;
-    assert!(end > rocelab::sim::series::MAX_ROWS as u64, "{end} ns");
-    assert!(rows > rocelab::sim::series::MAX_ROWS / 4, "{rows} rows");
+    assert!(end > rocelab::sim::recorder::MAX_ROWS as u64, "{end} ns");
+    assert!(rows > rocelab::sim::recorder::MAX_ROWS / 4, "{rows} rows");
     let last = out.series.times.last().unwrap().0;
     assert!(last + 1_000 >= end, "{last}");
 }

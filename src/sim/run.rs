@@ -5,9 +5,9 @@
 
 use super::engine::{Stalled, Step};
 use super::fct::{FlowFct, Path};
+use super::recorder::Recorder;
 use super::scenario::AllReducePlan;
 use super::scenario::Scenario;
-use super::series::Recorder;
 use super::topology::Network;
 use super::workload::{allreduce_rank, ring_allreduce, ring_size_sweep, size_sweep_rank};
 use crate::endpoint::QpStatus;

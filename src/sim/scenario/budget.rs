@@ -178,7 +178,7 @@ fn memory_estimate(
         .iter()
         .map(|f| (f.message_bytes as u64).saturating_mul(1 + 64))
         .fold(0, u64::saturating_add);
-    let rows = (duration.0 / sample.0.max(1)).min(crate::sim::series::MAX_ROWS as u64);
+    let rows = (duration.0 / sample.0.max(1)).min(crate::sim::recorder::MAX_ROWS as u64);
     let columns = recorded_ports * 9 + used * 3 + 2 * flows.len() as u64;
     let series = rows.saturating_mul(columns).saturating_mul(24);
     nodes

@@ -1,5 +1,6 @@
-//! The simulator's side of a run's time series: one [`SwitchRecorder`] per switch and one
-//! [`HostRecorder`] per host (every QP), all sampled at the same virtual times.
+//! The simulator's recorder of a run's time series ([`crate::series`]): one
+//! [`SwitchRecorder`] per switch and one [`HostRecorder`] per host (every QP), all
+//! sampled at the same virtual times.
 
 use super::topology::Network;
 use crate::series::{HostRecorder, Series, SwitchRecorder};
