@@ -22,9 +22,9 @@
 //! criterion reports elements (frames) per second.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use rocelab::sim::allreduce;
 use rocelab::sim::scenario::{FlowPlan, Scenario, Shape};
 use rocelab::sim::topology::Network;
-use rocelab::sim::workload;
 use rocelab::time::Nanos;
 
 const WARM: Nanos = Nanos(20_000_000);
@@ -62,7 +62,7 @@ fn ring() -> Network {
     let s = Scenario::load("ring").expect("built-in scenario");
     let mut net = s.build(s.seed);
     let ranks: Vec<usize> = (0..net.hosts.len()).collect();
-    workload::ring_allreduce(&mut net, &ranks, 4 << 20, 1, Nanos::ZERO);
+    allreduce::ring_allreduce(&mut net, &ranks, 4 << 20, 1, Nanos::ZERO);
     net
 }
 
@@ -75,7 +75,7 @@ fn incast_frames(senders: usize, fabric: &str) -> u64 {
 
 fn ring_frames() -> u64 {
     let mut net = ring();
-    workload::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
+    allreduce::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
     assert!(net.engine.apps_done());
     net.engine.stats().frames_delivered
 }
@@ -144,7 +144,7 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             ring,
             |mut net| {
-                workload::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
+                allreduce::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
                 net
             },
             BatchSize::PerIteration,

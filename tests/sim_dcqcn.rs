@@ -264,7 +264,7 @@ fn with_ecn_off_pfc_carries_the_load_losslessly() {
         let (q, _) = net.connect_qp(s, 2);
         net.host_mut(s).app = Some(Flow::new(q, Some(20_000_000), 1000, Nanos(0)).into());
     }
-    let end = rocelab::sim::workload::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
+    let end = rocelab::sim::allreduce::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
     assert!(net.engine.apps_done(), "not done by {end:?}");
     assert!(pfc_sent(&net) > 0, "PFC must carry the load");
     let sw = net.switch(0);

@@ -7,8 +7,8 @@ use rocelab::config::endpoint::EndpointConfig;
 use rocelab::endpoint::app::flow::Flow;
 use rocelab::endpoint::app::{App, Application};
 use rocelab::endpoint::{Completion, Endpoint, SendWr};
+use rocelab::sim::allreduce::{self, allreduce_rank};
 use rocelab::sim::topology;
-use rocelab::sim::workload::{self, allreduce_rank};
 use rocelab::time::Nanos;
 use std::sync::Arc;
 
@@ -80,7 +80,7 @@ fn leaf_spine_spreads_qps_over_spines_by_udp_source_port() {
         size,
         completed: 0,
     })));
-    let end = workload::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
+    let end = allreduce::run_to_done(&mut net, Nanos::from_secs(1)).unwrap();
     assert!(net.engine.apps_done(), "not done by {end:?}");
 
     let rx = net.endpoint(2).counters();
@@ -126,8 +126,8 @@ fn without_pfc_frames_drop_and_go_back_n_keeps_the_allreduce_exact() {
         net.host_mut(s).app = Some(Flow::new(q, Some(4 << 20), 4096, Nanos(0)).into());
     }
     let count = 256 << 10;
-    workload::ring_allreduce(&mut net, &[0, 1, 2, 3], count, 9, Nanos::ZERO);
-    let end = workload::run_to_done(&mut net, Nanos::from_secs(10)).unwrap();
+    allreduce::ring_allreduce(&mut net, &[0, 1, 2, 3], count, 9, Nanos::ZERO);
+    let end = allreduce::run_to_done(&mut net, Nanos::from_secs(10)).unwrap();
     assert!(net.engine.apps_done(), "not done by {end:?}");
 
     let sw = net.switch(0);

@@ -5,8 +5,8 @@ use rocelab::config::SwitchConfig;
 use rocelab::config::endpoint::EndpointConfig;
 use rocelab::endpoint::app::allreduce::{DATA_RKEY, expected_sum};
 use rocelab::endpoint::app::flow::{FLOW_RKEY, Flow};
+use rocelab::sim::allreduce;
 use rocelab::sim::topology::{self, Network};
-use rocelab::sim::workload;
 use rocelab::time::Nanos;
 
 fn ep_cfg() -> EndpointConfig {
@@ -17,7 +17,7 @@ fn ep_cfg() -> EndpointConfig {
 }
 
 fn run_to_done(net: &mut Network, limit: Nanos) {
-    workload::run_to_done(net, limit).unwrap();
+    allreduce::run_to_done(net, limit).unwrap();
     assert!(net.engine.apps_done(), "not done by {limit:?}");
 }
 
@@ -128,7 +128,7 @@ fn allreduce_is_bit_exact_for_2_3_4_and_8_ranks() {
         for count in [1usize, 1000, 50_000] {
             let mut net = topology::star(&cfg, &ep_cfg(), ranks, Nanos(1000), 0.0, 1);
             let hosts: Vec<usize> = (0..ranks).collect();
-            workload::ring_allreduce(&mut net, &hosts, count, 42, Nanos::ZERO);
+            allreduce::ring_allreduce(&mut net, &hosts, count, 42, Nanos::ZERO);
             run_to_done(&mut net, Nanos::from_secs(1));
             for r in 0..ranks {
                 let data = net.endpoint(r).region(DATA_RKEY).unwrap();

@@ -595,7 +595,7 @@ fn localize(table: &mut toml::Table, dir: Option<&Path>, to: &Path) -> Result<()
             if let Some(cdf) = w.as_table_mut().and_then(|w| w.get_mut("cdf"))
                 && cdf
                     .as_str()
-                    .is_some_and(|c| !rocelab::sim::traffic::CDFS.iter().any(|(n, _)| *n == c))
+                    .is_some_and(|c| !rocelab::sim::workloads::CDFS.iter().any(|(n, _)| *n == c))
             {
                 copy(cdf, &format!("cdf-{i}.txt"))?;
             }

@@ -1,5 +1,6 @@
 //! `rocelab sim`: switch and endpoint cores joined by links in deterministic virtual time.
 
+pub mod allreduce;
 pub mod compare;
 pub mod engine;
 pub mod fabric;
@@ -12,7 +13,6 @@ pub mod scenario;
 pub mod summary;
 pub mod sweep;
 pub mod topology;
-pub mod traffic;
-pub mod workload;
+pub mod workloads;
 
 pub use engine::{Engine, Host, LinkEnd, Node, Stalled, Step};

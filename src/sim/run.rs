@@ -3,13 +3,13 @@
 //! as nccl-tests times each size on its own, until every rank is done. One run, the flows'
 //! or the chosen all-reduce size's, is recorded as a time series.
 
+use super::allreduce::{allreduce_rank, ring_allreduce, ring_size_sweep, size_sweep_rank};
 use super::engine::{Stalled, Step};
 use super::fct::{FlowFct, Path};
 use super::recorder::Recorder;
 use super::scenario::AllReducePlan;
 use super::scenario::Scenario;
 use super::topology::Network;
-use super::workload::{allreduce_rank, ring_allreduce, ring_size_sweep, size_sweep_rank};
 use crate::endpoint::QpStatus;
 use crate::endpoint::app::Application as _;
 use crate::endpoint::app::allreduce::{AllReduceResult, RankResult};

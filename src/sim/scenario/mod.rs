@@ -23,7 +23,7 @@ pub use validate::MAX_HOSTS;
 use super::fabric::{CUT_THROUGH_HEADER_BYTES, Fabric};
 use super::faults::HostFault;
 use super::topology::{self, Network};
-use super::traffic::{FlowJob, WorkloadPlan};
+use super::workloads::{FlowJob, WorkloadPlan};
 use crate::config::endpoint::EndpointConfig;
 use crate::config::{ConfigError, SwitchConfig};
 use crate::endpoint::app::flow::Flow;
@@ -181,7 +181,7 @@ impl Scenario {
     }
 
     /// Builds the network with its flows (the all-reduce ranks get theirs from
-    /// [`super::workload`]), seeded with `seed`.
+    /// [`super::allreduce`]), seeded with `seed`.
     pub fn build(&self, seed: u64) -> Network {
         let t = &self.topology;
         let mut ep = self.endpoint.clone();

@@ -4,7 +4,7 @@
 use crate::sim::fabric::IbSpec;
 use crate::sim::faults::FaultSpec;
 use crate::sim::sweep::SweepTable;
-use crate::sim::traffic::WorkloadSpec;
+use crate::sim::workloads::WorkloadSpec;
 use serde::Deserialize;
 
 /// The file as written.

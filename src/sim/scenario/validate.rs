@@ -12,7 +12,7 @@ use crate::endpoint::app::size_sweep::{self, SizeSweepError};
 use crate::rand::Rng;
 use crate::sim::fabric::{self, Fabric};
 use crate::sim::faults;
-use crate::sim::traffic::{FlowJob, MAX_FLOWS, WorkloadPlan, WorkloadSpec};
+use crate::sim::workloads::{FlowJob, MAX_FLOWS, WorkloadPlan, WorkloadSpec};
 use crate::time::Nanos;
 use serde::Deserialize;
 use std::path::Path;

@@ -1,5 +1,6 @@
-//! Workloads on a built network: ring all-reduce across all hosts, and running until the
-//! applications are done.
+//! Ring all-reduce on a built network: its ranks set up (one all-reduce, or a size sweep)
+//! and found again, and running until the applications are done. (A scenario's
+//! `[[workload]]` entries are in [`super::workloads`].)
 
 use super::engine::{Stalled, Step};
 use super::topology::Network;
