@@ -189,7 +189,7 @@ pub(super) struct WorkloadSpec {
 
 /// One flow of a workload: from a host to another, arriving at a time, of some bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlowJob {
+pub struct WorkloadFlow {
     /// Sending host.
     pub from: usize,
     /// Receiving host.
@@ -242,8 +242,8 @@ impl Span {
     }
 
     /// A flow of the entry.
-    fn job(&self, from: usize, to: usize, arrival: Nanos, bytes: u64) -> FlowJob {
-        FlowJob {
+    fn job(&self, from: usize, to: usize, arrival: Nanos, bytes: u64) -> WorkloadFlow {
+        WorkloadFlow {
             from,
             to,
             arrival,
@@ -264,7 +264,7 @@ impl WorkloadSpec {
         end: Nanos,
         dir: Option<&Path>,
         rng: &mut Rng,
-    ) -> Result<(WorkloadPlan, Vec<FlowJob>), ConfigError> {
+    ) -> Result<(WorkloadPlan, Vec<WorkloadFlow>), ConfigError> {
         let span = self.span(index, hosts, end)?;
         let (summary, jobs) = match self.kind.as_str() {
             "poisson" => {
@@ -370,7 +370,7 @@ impl WorkloadSpec {
         link_bps: u64,
         dir: Option<&Path>,
         rng: &mut Rng,
-    ) -> Result<(String, Vec<FlowJob>), ConfigError> {
+    ) -> Result<(String, Vec<WorkloadFlow>), ConfigError> {
         let key = |k: &str| span.key(k);
         let cdf_name = self.cdf.as_deref().ok_or_else(|| {
             err(
@@ -432,7 +432,7 @@ impl WorkloadSpec {
     }
 
     /// Every host sends `bytes` to every other, all at the start.
-    fn all_to_all(&self, span: &Span) -> Result<(String, Vec<FlowJob>), ConfigError> {
+    fn all_to_all(&self, span: &Span) -> Result<(String, Vec<WorkloadFlow>), ConfigError> {
         let bytes = self
             .bytes
             .filter(|b| (1..=1 << 30).contains(b))
@@ -461,7 +461,7 @@ impl WorkloadSpec {
         &self,
         span: &Span,
         rng: &mut Rng,
-    ) -> Result<(String, Vec<FlowJob>), ConfigError> {
+    ) -> Result<(String, Vec<WorkloadFlow>), ConfigError> {
         let key = |k: &str| span.key(k);
         let to = self
             .to

@@ -23,7 +23,7 @@ pub use validate::MAX_HOSTS;
 use super::fabric::{CUT_THROUGH_HEADER_BYTES, Fabric};
 use super::faults::HostFault;
 use super::topology::{self, Network};
-use super::workloads::{FlowJob, WorkloadPlan};
+use super::workloads::{WorkloadFlow, WorkloadPlan};
 use crate::config::endpoint::EndpointConfig;
 use crate::config::{ConfigError, SwitchConfig};
 use crate::endpoint::app::flow::Flow;
@@ -119,7 +119,7 @@ pub struct Scenario {
     /// The `[[workload]]` entries, resolved.
     pub workloads: Vec<WorkloadPlan>,
     /// Their flows, in arrival order (each flow's index is its id in the report).
-    pub jobs: Vec<FlowJob>,
+    pub jobs: Vec<WorkloadFlow>,
     /// NIC faults of some hosts (`[[fault]]`).
     pub faults: Vec<HostFault>,
     /// The variant's name, for one of [`variants`](Self::variants).
@@ -244,7 +244,7 @@ impl Scenario {
             return;
         }
         let hosts = self.topology.hosts();
-        let mut per_host: Vec<Vec<(usize, &FlowJob)>> = vec![Vec::new(); hosts];
+        let mut per_host: Vec<Vec<(usize, &WorkloadFlow)>> = vec![Vec::new(); hosts];
         for (id, j) in self.jobs.iter().enumerate() {
             per_host[j.from].push((id, j));
         }

@@ -12,7 +12,7 @@ use crate::endpoint::app::size_sweep::{self, SizeSweepError};
 use crate::rand::Rng;
 use crate::sim::fabric::{self, Fabric};
 use crate::sim::faults;
-use crate::sim::workloads::{FlowJob, MAX_FLOWS, WorkloadPlan, WorkloadSpec};
+use crate::sim::workloads::{MAX_FLOWS, WorkloadFlow, WorkloadPlan, WorkloadSpec};
 use crate::time::Nanos;
 use serde::Deserialize;
 use std::path::Path;
@@ -283,7 +283,7 @@ fn resolve_workloads(
     dir: Option<&Path>,
     flows: &[FlowPlan],
     allreduce: Option<&AllReducePlan>,
-) -> Result<(Vec<WorkloadPlan>, Vec<FlowJob>), ConfigError> {
+) -> Result<(Vec<WorkloadPlan>, Vec<WorkloadFlow>), ConfigError> {
     // A stream of its own: adding a workload does not change the switch's or the links'
     // draws.
     let mut rng = Rng::new(seed ^ 0x776f_726b_6c6f_6164);
