@@ -6,7 +6,7 @@
 use rocelab::config::SwitchConfig;
 use rocelab::config::endpoint::{EndpointConfig, Transport};
 use rocelab::endpoint::WcStatus;
-use rocelab::endpoint::flow::{FLOW_RKEY, Flow};
+use rocelab::endpoint::app::flow::{FLOW_RKEY, Flow};
 use rocelab::sim::scenario::Scenario;
 use rocelab::sim::summary::jain;
 use rocelab::sim::topology::{self, Network};
@@ -35,7 +35,7 @@ fn transfer(net: &mut Network, bytes: u64) {
 }
 
 fn run_to_done(net: &mut Network, limit: Nanos) {
-    rocelab::sim::workload::run_to_done(net, limit).unwrap();
+    rocelab::sim::allreduce::run_to_done(net, limit).unwrap();
     assert!(net.engine.apps_done(), "not done by {limit:?}");
 }
 
