@@ -1,6 +1,7 @@
-//! A link's line rate: the bits a frame occupies on the wire, its serialisation time, and
-//! the exact transmitter that the switch's port shapers and the endpoint's NIC both use (a
-//! leaf module, so that neither core imports the other).
+//! A link's line rate: the bits a frame occupies on the wire, its serialisation time, the
+//! exact transmitter that the switch's port shapers and the endpoint's NIC both use, and
+//! the [`Wire`] (that transmitter, then the cable) that the simulator, the live lab and
+//! replay carry frames over (a leaf module, so that neither core imports the other).
 
 use crate::time::Nanos;
 
@@ -63,13 +64,18 @@ impl Framing {
         }
     }
 
+    /// Bits of the gap after a frame: counted in its wire bits, not in its frame time.
+    fn gap_bits(self) -> u64 {
+        match self {
+            Framing::Ethernet => IFG_BYTES * 8,
+            Framing::InfiniBand => 0,
+        }
+    }
+
     /// Nanoseconds from a frame's first bit to its last: when a receiver has all of it.
     /// Rounded up.
     pub fn frame_time(self, frame: &[u8], bits_per_sec: u64) -> Nanos {
-        match self {
-            Framing::Ethernet => frame_time(frame.len(), bits_per_sec),
-            Framing::InfiniBand => bits_time(self.wire_bits(frame), bits_per_sec),
-        }
+        bits_time(self.wire_bits(frame) - self.gap_bits(), bits_per_sec)
     }
 }
 
@@ -224,6 +230,100 @@ impl Transmitter {
     }
 }
 
+/// One direction of a link: a [`Transmitter`] that puts frames on the wire one after
+/// another at the line rate, then a cable that delays each by the propagation time
+/// (htsim's queue and pipe, less the queue's buffer: whoever hands frames over holds them
+/// until they go).
+///
+/// A frame handed over at `at` starts once the wire is free, and lands (its last bit has
+/// crossed the cable) its [`Framing::frame_time`] and the propagation delay later, never
+/// before the frame ahead of it: frames never pass each other.
+#[derive(Debug, Clone)]
+pub struct Wire {
+    tx: Transmitter,
+    propagation: Nanos,
+    /// When the last frame carried landed.
+    last_landed: Nanos,
+}
+
+/// One frame's trip over a [`Wire`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trip {
+    /// When its first bit went on the wire.
+    pub start: Nanos,
+    /// When its last bit had crossed the cable.
+    pub landed: Nanos,
+    /// How much later it started than the wire was free for it: the time a floor held it
+    /// (see [`Wire::carry_landing_no_sooner`]).
+    pub held: Nanos,
+}
+
+impl Wire {
+    /// An idle wire: `tx` (its rate and framing), then a cable of `propagation`.
+    pub fn new(tx: Transmitter, propagation: Nanos) -> Wire {
+        Wire {
+            tx,
+            propagation,
+            last_landed: Nanos::ZERO,
+        }
+    }
+
+    /// The line rate frames are serialised at, bit/s.
+    pub fn bits_per_sec(&self) -> u64 {
+        self.tx.bits_per_sec()
+    }
+
+    /// The cable's one-way propagation delay.
+    pub fn propagation(&self) -> Nanos {
+        self.propagation
+    }
+
+    /// The earliest time the next frame may start.
+    #[inline]
+    pub fn free_at(&self) -> Nanos {
+        self.tx.free_at()
+    }
+
+    /// Carries `frame`, handed over at `at`: it starts once the wire is free, then takes
+    /// its serialisation time and the cable.
+    #[inline]
+    pub fn carry(&mut self, at: Nanos, frame: &[u8]) -> Trip {
+        self.carry_landing_no_sooner(at, frame, Nanos::ZERO)
+    }
+
+    /// As [`carry`](Self::carry), but a frame that would land before `floor` starts late
+    /// enough to land then, as over a cable that much longer; the frames behind it keep
+    /// their spacing on the wire. [`Trip::held`] says how much later it started.
+    #[inline]
+    pub fn carry_landing_no_sooner(&mut self, at: Nanos, frame: &[u8], floor: Nanos) -> Trip {
+        let framing = self.tx.framing();
+        let bits = framing.wire_bits(frame);
+        let serialise = bits_time(bits - framing.gap_bits(), self.tx.bits_per_sec());
+        let due = at.max(self.tx.free_at());
+        let earliest = floor.saturating_sub(serialise + self.propagation);
+        let start = self.tx.start_bits(due.max(earliest), bits);
+        let landed = (start + serialise + self.propagation).max(self.last_landed);
+        self.last_landed = landed;
+        Trip {
+            start,
+            landed,
+            held: start - due,
+        }
+    }
+
+    /// When the first `bits` of the frame of `trip` had crossed the cable (a cut-through
+    /// receiver takes a frame in then); never after the whole frame.
+    pub fn head_landed(&self, trip: &Trip, bits: u64) -> Nanos {
+        (trip.start + bits_time(bits, self.tx.bits_per_sec()) + self.propagation).min(trip.landed)
+    }
+
+    /// Forgets the frames still waiting for the wire: the next frame starts when it is
+    /// handed over (it still lands no sooner than the frame ahead of it).
+    pub fn drop_backlog(&mut self) {
+        self.tx = Transmitter::with_framing(self.tx.bits_per_sec(), self.tx.framing());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,6 +416,123 @@ mod tests {
             Framing::InfiniBand.frame_time(&f, 100_000_000_000),
             Nanos(330)
         );
+    }
+
+    /// A frame of `len` bytes on the wire, IEEE 802.3: padded to 60, then FCS and
+    /// preamble (its last bit), then the gap (the next frame's first), in ns at `gbps`.
+    fn ethernet_ns(len: u64, gbps: u64) -> (u64, u64) {
+        let last_bit = (len.max(60) + 4 + 8) * 8;
+        ((last_bit).div_ceil(gbps), (last_bit + 96).div_ceil(gbps))
+    }
+
+    #[test]
+    fn a_frame_on_an_idle_wire_lands_its_frame_time_and_the_cable_after_it_is_handed_over() {
+        for (gbps, len) in [(1, 4138), (10, 42), (25, 1000), (100, 1082), (400, 9000)] {
+            let rate = gbps * 1_000_000_000;
+            let mut w = Wire::new(Transmitter::new(rate), Nanos(700));
+            let trip = w.carry(Nanos(5_000), &vec![0; len as usize]);
+            let (last_bit, _) = ethernet_ns(len, gbps);
+            assert_eq!(trip.start, Nanos(5_000), "{gbps} Gb/s, {len} B");
+            assert_eq!(
+                trip.landed,
+                Nanos(5_000 + last_bit + 700),
+                "{gbps} Gb/s, {len} B"
+            );
+            assert_eq!(
+                trip.landed,
+                Nanos(5_000) + frame_time(len as usize, rate) + Nanos(700)
+            );
+            assert_eq!(trip.held, Nanos::ZERO);
+        }
+    }
+
+    #[test]
+    fn frames_handed_over_together_go_back_to_back_a_wire_time_apart_exactly() {
+        // 100 Gb/s, 1082-byte frames: (1082 + 24) × 8 = 8848 bits = 88.48 ns apart, the
+        // k-th starting at ⌈88.48 k⌉ with no drift; each has its last bit 87.52 → 88 ns
+        // after it starts (no gap), then the cable.
+        let mut w = Wire::new(Transmitter::new(100_000_000_000), Nanos(1_000));
+        for k in 0..1000u64 {
+            let trip = w.carry(Nanos(0), &[0; 1082]);
+            let start = (8848 * k).div_ceil(100);
+            assert_eq!(trip.start, Nanos(start), "frame {k}");
+            assert_eq!(trip.landed, Nanos(start + 88 + 1_000), "frame {k}");
+        }
+        assert_eq!(w.free_at(), Nanos(88_480));
+        // Handed over after the wire went idle: it starts at once.
+        assert_eq!(w.carry(Nanos(100_000), &[0; 1082]).start, Nanos(100_000));
+    }
+
+    #[test]
+    fn frames_never_pass_each_other() {
+        let mut w = Wire::new(Transmitter::new(1_000_000_000), Nanos(500));
+        let mut last = Nanos::ZERO;
+        let mut check = |trip: Trip| {
+            assert!(trip.landed >= last, "{trip:?} lands before {last:?}");
+            last = trip.landed;
+        };
+        // A jumbo frame, then a runt whose wire is forgotten: the runt would land 72 µs
+        // sooner, and lands with the jumbo instead.
+        let jumbo = w.carry(Nanos(0), &[0; 9000]);
+        check(jumbo);
+        w.drop_backlog();
+        let runt = w.carry(Nanos(0), &[0; 60]);
+        assert_eq!(runt.start, Nanos(0));
+        assert_eq!(runt.landed, jumbo.landed);
+        check(runt);
+        // A floor far ahead, then none: the frames behind it still land after it.
+        check(w.carry_landing_no_sooner(Nanos(1_000), &[0; 100], Nanos(1_000_000)));
+        for len in [9000, 64, 1500, 60, 4138] {
+            check(w.carry(Nanos(1_000), &vec![0; len]));
+        }
+    }
+
+    #[test]
+    fn a_floor_holds_a_frame_to_land_then_and_the_frames_behind_keep_their_spacing() {
+        // 1 Gb/s, 4138-byte frames: 33,200 ns to the last bit, 33,296 ns apart.
+        let mut w = Wire::new(Transmitter::new(1_000_000_000), Nanos(500));
+        let floor = Nanos(100_000);
+        let first = w.carry_landing_no_sooner(Nanos(0), &[0; 4138], floor);
+        assert_eq!(first.landed, floor);
+        assert_eq!(first.start, Nanos(100_000 - 33_200 - 500));
+        assert_eq!(first.held, first.start);
+        for k in 1..3u64 {
+            let trip = w.carry_landing_no_sooner(Nanos(0), &[0; 4138], floor);
+            assert_eq!(trip.landed, floor + Nanos(k * 33_296));
+            assert_eq!(trip.held, Nanos::ZERO, "the wire, not the floor, held it");
+        }
+        // A floor already behind the wire holds nothing.
+        let late = w.carry_landing_no_sooner(Nanos(500_000), &[0; 4138], floor);
+        assert_eq!(late.landed, Nanos(500_000 + 33_200 + 500));
+    }
+
+    #[test]
+    fn a_cut_through_receiver_has_the_head_its_header_time_after_the_start() {
+        // 100 Gb/s: a 64-byte header is 512 bits, 5.12 → 6 ns, then the 300 ns cable.
+        let mut w = Wire::new(Transmitter::new(100_000_000_000), Nanos(300));
+        let trip = w.carry(Nanos(1_000), &[0; 4154]);
+        assert_eq!(w.head_landed(&trip, 512), Nanos(1_000 + 6 + 300));
+        // A header longer than the frame: the whole frame.
+        let runt = w.carry(Nanos(10_000), &[0; 60]);
+        assert_eq!(w.head_landed(&runt, 100_000), runt.landed);
+    }
+
+    #[test]
+    fn an_infiniband_wire_spaces_packets_by_their_delimiters_and_no_gap() {
+        // A 4154-byte RoCEv2 WRITE middle is a 4122-byte InfiniBand packet, 4124 bytes
+        // with its delimiters: 329.92 ns at 100 Gb/s, back to back with no gap.
+        let mut w = Wire::new(
+            Transmitter::with_framing(100_000_000_000, Framing::InfiniBand),
+            Nanos(100),
+        );
+        let mut frame = vec![0u8; 4154];
+        frame[12..14].copy_from_slice(&[0x08, 0x00]);
+        for k in 0..4u64 {
+            let trip = w.carry(Nanos(0), &frame);
+            let start = (4124 * 8 * k).div_ceil(100);
+            assert_eq!(trip.start, Nanos(start));
+            assert_eq!(trip.landed, Nanos((4124 * 8 * (k + 1)).div_ceil(100) + 100));
+        }
     }
 
     #[test]
