@@ -3,7 +3,7 @@
 //! their ports. Nothing reads a clock: a run is a function of its inputs and seed.
 
 use super::queue::{EventQueue, QueueKey};
-use crate::link::Framing;
+use crate::link::{Framing, Transmitter, Wire};
 use crate::rand::Rng;
 use crate::switch::Switch;
 use crate::time::Nanos;
@@ -19,17 +19,16 @@ pub enum Node {
     Host(Box<Host>),
 }
 
-/// One direction of a link: where frames sent on a port arrive.
-#[derive(Debug, Clone, Copy)]
+/// One direction of a link: the wire frames sent on a port cross, and where they arrive.
+#[derive(Debug, Clone)]
 pub struct LinkEnd {
     /// The node at the other end.
     pub node: usize,
     /// The port of that node the frames arrive on.
     pub port: usize,
-    /// Rate frames are serialised at, bit/s (the sender's port rate).
-    pub bits_per_sec: u64,
-    /// Propagation delay, added after the last bit is serialised.
-    pub delay: Nanos,
+    /// The sender's port rate, then the propagation delay. The sender's transmitter runs
+    /// at the same rate, so a frame never waits for this one.
+    pub wire: Wire,
     /// Probability that a frame is lost on the way.
     pub loss: f64,
 }
@@ -157,25 +156,29 @@ impl Engine {
         delay: Nanos,
         loss: f64,
     ) {
+        let wire = Wire::new(Transmitter::with_framing(bits_per_sec, self.framing), delay);
         self.links[a.0][a.1] = Some(LinkEnd {
             node: b.0,
             port: b.1,
-            bits_per_sec,
-            delay,
+            wire: wire.clone(),
             loss,
         });
         self.links[b.0][b.1] = Some(LinkEnd {
             node: a.0,
             port: a.1,
-            bits_per_sec,
-            delay,
+            wire,
             loss,
         });
     }
 
-    /// Puts frames on every link as `framing` does (Ethernet unless set).
+    /// Puts frames on every link, those connected already and those to come, as
+    /// `framing` does (Ethernet unless set).
     pub fn set_framing(&mut self, framing: Framing) {
         self.framing = framing;
+        for link in self.links.iter_mut().flatten().flatten() {
+            let tx = Transmitter::with_framing(link.wire.bits_per_sec(), framing);
+            link.wire = Wire::new(tx, link.wire.propagation());
+        }
     }
 
     /// Hands node `node` data frames once their first `header_bits` have arrived rather
@@ -370,10 +373,12 @@ impl Engine {
         self.largest_frame = self.largest_frame.max(frame.len());
         let index = self.sent_on[node][port];
         self.sent_on[node][port] += 1;
-        let Some(link) = self.links[node][port] else {
+        let Some(link) = self.links[node][port].as_mut() else {
             self.recycle(frame);
             return;
         };
+        // A frame lost on the way took its time on the wire all the same.
+        let trip = link.wire.carry(self.now, &frame);
         let burst = self.bursts.iter().any(|&(n, p, first, count)| {
             n == node && p == port && index >= first && index < first + count
         });
@@ -383,25 +388,20 @@ impl Engine {
             self.recycle(frame);
             return;
         }
-        let whole = self.framing.frame_time(&frame, link.bits_per_sec);
-        let lead = match self.cut_through[link.node] {
+        let arrives = match self.cut_through[link.node] {
             // Link-level frames (to 01:80:C2:00:00:0x) are the link's, not the forwarding
             // pipeline's: whole.
             Some(bits) if frame.get(..5) != Some(&[0x01, 0x80, 0xc2, 0x00, 0x00][..]) => {
-                let header = Nanos(
-                    (u128::from(bits) * 1_000_000_000)
-                        .div_ceil(u128::from(link.bits_per_sec.max(1))) as u64,
-                );
-                header.min(whole)
+                link.wire.head_landed(&trip, bits)
             }
-            _ => whole,
+            _ => trip.landed,
         };
-        let arrives = self.now + lead + link.delay;
+        let (to, to_port) = (link.node, link.port);
         self.push(
             arrives,
             Kind::Deliver {
-                node: link.node,
-                port: link.port,
+                node: to,
+                port: to_port,
                 frame,
             },
         );
