@@ -3,7 +3,7 @@
 //! the PFC frames the switch sends cross back and pause the peers (unless a peer is told to
 //! ignore them, as a broken NIC would). Used by `rocelab replay` and by tests.
 
-use crate::link::{Transmitter, frame_time};
+use crate::link::{Transmitter, Wire};
 use crate::switch::classify::Classifier;
 use crate::switch::{Switch, Transmit};
 use crate::time::Nanos;
@@ -22,12 +22,15 @@ struct Pending {
     frame: Vec<u8>,
 }
 
-/// The NIC at the far end of a switch port: per-priority queues, a transmitter at the
-/// port's rate, and the pause state the switch's PFC frames set.
+/// The NIC at the far end of a switch port: per-priority queues, the wire into the
+/// switch (a transmitter at the port's rate, then the cable), the wire back, and the pause
+/// state the switch's PFC frames set.
 #[derive(Debug)]
 struct Peer {
-    tx: Transmitter,
-    cable: Nanos,
+    wire: Wire,
+    /// From the switch: its port's transmitter runs at the same rate, so a frame never
+    /// waits for this one.
+    wire_back: Wire,
     backlog: [VecDeque<Pending>; PRIORITIES],
     pause_until: [Nanos; PRIORITIES],
     link_pause_until: Nanos,
@@ -47,7 +50,7 @@ impl Peer {
 
     /// When the peer can next start a frame, and from which priority.
     fn next_send(&self) -> Option<(Nanos, u64, usize)> {
-        let free = self.tx.free_at();
+        let free = self.wire.free_at();
         (0..PRIORITIES)
             .filter_map(|p| {
                 let head = self.backlog[p].front()?;
@@ -102,8 +105,8 @@ impl Fabric {
             .ports
             .iter()
             .map(|p| Peer {
-                tx: Transmitter::new(p.bits_per_sec),
-                cable: p.cable,
+                wire: Wire::new(Transmitter::new(p.bits_per_sec), p.cable),
+                wire_back: Wire::new(Transmitter::new(p.bits_per_sec), p.cable),
                 backlog: Default::default(),
                 pause_until: [Nanos::ZERO; PRIORITIES],
                 link_pause_until: Nanos::ZERO,
@@ -224,9 +227,10 @@ impl Fabric {
             while let Some(tx) = self.switch.poll_transmit(t) {
                 progressed = true;
                 sink(&tx);
+                let trip = self.peers[tx.port].wire_back.carry(t, tx.frame);
+                // The peer acts on MAC control frames alone (PFC, PAUSE).
                 if tx.frame.get(12..14) == Some(&[0x88, 0x08]) {
-                    let rate = self.peers[tx.port].tx.bits_per_sec();
-                    let arrives = t + frame_time(tx.frame.len(), rate) + self.peers[tx.port].cable;
+                    let arrives = trip.landed;
                     let (port, frame) = (tx.port, tx.frame.to_vec());
                     self.seq += 1;
                     self.cables.push(Reverse(InFlight {
@@ -255,11 +259,9 @@ impl Fabric {
         let Some(pending) = peer.backlog[priority].pop_front() else {
             return;
         };
-        let rate = peer.tx.bits_per_sec();
-        peer.tx.start(now, &pending.frame);
+        let arrives = peer.wire.carry(now, &pending.frame).landed;
         peer.sent_frames += 1;
         peer.sent_bytes += pending.frame.len() as u64;
-        let arrives = now + frame_time(pending.frame.len(), rate) + peer.cable;
         self.seq += 1;
         self.cables.push(Reverse(InFlight {
             arrives,
@@ -274,7 +276,7 @@ impl Fabric {
     fn peer_receives(&mut self, now: Nanos, port: usize, frame: &[u8]) {
         let Ok(meta) = wire::parse(frame) else { return };
         let peer = &mut self.peers[port];
-        let rate = peer.tx.bits_per_sec();
+        let rate = peer.wire.bits_per_sec();
         match MacControl::parse_frame(frame, &meta) {
             Ok(MacControl::Pfc(pfc)) => {
                 for p in pfc.priorities().iter() {
