@@ -76,39 +76,19 @@ pub struct Arrival {
     pub frame: Vec<u8>,
 }
 
-/// The emulated link into a port whose frames arrive instantly (a veth): the sender's
-/// transmitter at the link's rate (the same exact accounting as the switch's shapers and
-/// the endpoints' NICs), then the cable.
-#[derive(Debug, Clone)]
-struct Wire {
-    tx: link::Transmitter,
-    propagation: Nanos,
-    /// When the last frame arrived (frames never pass each other).
-    last: Nanos,
-}
-
-impl Wire {
-    /// When a frame of `len` bytes handed over at `at` has fully arrived: it starts once
-    /// the wire is free (never more than [`WIRE_SLACK`] behind `at`) and takes its
-    /// serialisation time, then the cable; the wire is free again after the inter-frame
-    /// gap too. A frame that would land before `floor` (its receiver's core had run past
-    /// that before the frame was read) starts late enough to land then, as if its cable
-    /// had been that much longer: the frames behind it keep their spacing on the wire
-    /// rather than all entering at once. Returns the arrival, and how much later it is
-    /// than it would have been.
-    fn carry(&mut self, at: Nanos, len: usize, floor: Nanos) -> (Nanos, Nanos) {
-        if self.tx.free_at() > at + WIRE_SLACK {
-            // A sender that outran the link: the backlog is dropped, not the frames.
-            self.tx = link::Transmitter::new(self.tx.bits_per_sec());
-        }
-        let serialise = link::frame_time(len, self.tx.bits_per_sec());
-        let due = at.max(self.tx.free_at());
-        let earliest = Nanos(floor.0.saturating_sub(serialise.0 + self.propagation.0));
-        let start = self.tx.start_bits(due.max(earliest), link::wire_bits(len));
-        let landed = (start + serialise + self.propagation).max(self.last);
-        self.last = landed;
-        (landed, start - due)
+/// Carries `frame`, handed over at `at`, over the emulated link into a port whose frames
+/// arrive instantly (a veth): the sender's transmitter at the link's rate (the same exact
+/// accounting as the switch's shapers and the endpoints' NICs), then the cable. It starts
+/// once the wire is free, but never more than [`WIRE_SLACK`] behind `at`. A frame that
+/// would land before `floor` (its receiver's core had run past that before the frame was
+/// read) starts late enough to land then, as if its cable had been that much longer: the
+/// frames behind it keep their spacing on the wire rather than all entering at once.
+fn carry(wire: &mut link::Wire, at: Nanos, frame: &[u8], floor: Nanos) -> link::Trip {
+    if wire.free_at() > at + WIRE_SLACK {
+        // A sender that outran the link: the backlog is dropped, not the frames.
+        wire.drop_backlog();
     }
+    wire.carry_landing_no_sooner(at, frame, floor)
 }
 
 /// The receive side of a port, owned by one thread.
@@ -117,7 +97,7 @@ struct RxPort {
     port: usize,
     name: String,
     rx: Box<dyn FrameRx>,
-    wire: Option<Wire>,
+    wire: Option<link::Wire>,
     /// The latest receive time handed out: a port's frames never pass each other.
     last_at: Nanos,
     /// When the frames coming in left their sender, where this process drives both ends.
@@ -451,11 +431,10 @@ impl Ports {
     pub fn emulate_link(&mut self, port: usize, bits_per_sec: u64, propagation: Nanos) {
         let Some(p) = self.rx_port(port) else { return };
         if p.rx.instant_link() {
-            p.wire = Some(Wire {
-                tx: link::Transmitter::new(bits_per_sec),
+            p.wire = Some(link::Wire::new(
+                link::Transmitter::new(bits_per_sec),
                 propagation,
-                last: Nanos::ZERO,
-            });
+            ));
         }
     }
 
@@ -520,7 +499,7 @@ impl Ports {
         self.rx
             .iter()
             .filter_map(|p| p.wire.as_ref())
-            .map(|w| link::frame_time(0, w.tx.bits_per_sec()) + w.propagation)
+            .map(|w| link::frame_time(0, w.bits_per_sec()) + w.propagation())
             .min()
     }
 
@@ -840,11 +819,11 @@ impl Ports {
                     at = at.max(p.last_at);
                     p.last_at = at;
                     if let Some(w) = &mut p.wire {
-                        let (landed, late) = w.carry(at, f.data.len(), p.floor);
-                        at = landed;
-                        if late > Nanos::ZERO {
+                        let trip = carry(w, at, &f.data, p.floor);
+                        at = trip.landed;
+                        if trip.held > Nanos::ZERO {
                             self.behind.0 += 1;
-                            self.behind.1 = self.behind.1.max(late.0);
+                            self.behind.1 = self.behind.1.max(trip.held.0);
                         }
                     }
                     out.push(Arrival {
@@ -1450,12 +1429,15 @@ impl<C: Core> Driver<C> {
 mod tests {
     use super::*;
 
-    fn wire(bits_per_sec: u64, propagation: Nanos) -> Wire {
-        Wire {
-            tx: link::Transmitter::new(bits_per_sec),
-            propagation,
-            last: Nanos::ZERO,
-        }
+    fn wire(bits_per_sec: u64, propagation: Nanos) -> link::Wire {
+        link::Wire::new(link::Transmitter::new(bits_per_sec), propagation)
+    }
+
+    /// The lab's emulated wire's arrival for a 4138-byte frame (a 4096-byte RoCE
+    /// payload) handed over at `at`, and how long its floor held it.
+    fn carry_4k(w: &mut link::Wire, at: Nanos, floor: Nanos) -> (Nanos, Nanos) {
+        let trip = carry(w, at, &[0; 4138], floor);
+        (trip.landed, trip.held)
     }
 
     #[test]
@@ -1466,13 +1448,13 @@ mod tests {
         let mut w = wire(1_000_000_000, Nanos(500));
         for k in 0..4u64 {
             assert_eq!(
-                w.carry(Nanos(1_000), 4138, Nanos::ZERO).0,
+                carry_4k(&mut w, Nanos(1_000), Nanos::ZERO).0,
                 Nanos(1_000 + k * 33_296 + 33_200 + 500)
             );
         }
         // A frame handed over after the wire went idle starts at once.
         assert_eq!(
-            w.carry(Nanos(1_000_000), 4138, Nanos::ZERO).0,
+            carry_4k(&mut w, Nanos(1_000_000), Nanos::ZERO).0,
             Nanos(1_000_000 + 33_200 + 500)
         );
     }
@@ -1484,11 +1466,11 @@ mod tests {
         // each, not all at 100 µs.
         let mut w = wire(1_000_000_000, Nanos(500));
         let floor = Nanos(100_000);
-        let (first, late) = w.carry(Nanos(0), 4138, floor);
+        let (first, late) = carry_4k(&mut w, Nanos(0), floor);
         assert_eq!(first, floor);
         assert_eq!(late, Nanos(100_000 - 33_200 - 500));
         for k in 1..3u64 {
-            let (at, _) = w.carry(Nanos(0), 4138, floor);
+            let (at, _) = carry_4k(&mut w, Nanos(0), floor);
             assert_eq!(at, floor + Nanos(k * 33_296));
         }
     }
@@ -1499,7 +1481,7 @@ mod tests {
         let mut last = Nanos::ZERO;
         // 100 frames at one instant: 3.3 ms of wire, more than the 1 ms slack.
         for _ in 0..100 {
-            let (at, _) = w.carry(Nanos(0), 4138, Nanos::ZERO);
+            let (at, _) = carry_4k(&mut w, Nanos(0), Nanos::ZERO);
             assert!(at >= last, "frames never pass each other");
             last = at;
         }
