@@ -11,8 +11,6 @@
 //! [`runtime`] (the cores live on network interfaces), [`report`] (tables, JSON, plots),
 //! [`time`] and [`rand`] (the seeded generator of every random draw).
 
-#![warn(missing_docs)]
-
 pub mod bytes;
 pub mod capture;
 pub mod config;

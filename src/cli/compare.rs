@@ -13,7 +13,7 @@ use std::time::Instant;
 /// the all-reduce, the buffer each needed to stay lossless, and time paused by PFC
 /// against time stalled for credit.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// A scenario file (TOML) or a built-in scenario (`rocelab sim --list` marks the
     /// ones meant for comparison). Its [[variant]]s are left out: the fabrics take their
     /// place.
@@ -54,7 +54,7 @@ pub struct Args {
     out: Option<PathBuf>,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     let report = JsonReport::create(args.json.as_deref(), &[] as &[&Path])?;
     let mut settings = Vec::new();
     for name in &args.fabrics {

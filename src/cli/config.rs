@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 /// List or print the built-in switch configurations, or check a configuration file.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     action: Action,
 }
@@ -84,7 +84,7 @@ fn read_source(file: &std::path::Path) -> Result<String> {
 }
 
 /// Runs `rocelab config`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     match args.action {
         Action::List => {
             use clap::ValueEnum as _;

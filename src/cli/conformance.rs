@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// virtual time: a row per check with the value the configuration gives, the measured
 /// one, and pass or fail. Exits non-zero when a check fails.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     switch: SwitchConfigArgs,
     /// Also write the checks as JSON (`-`: to standard output, instead of the table).
@@ -23,7 +23,7 @@ pub struct Args {
 }
 
 /// Runs `rocelab conformance`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     let cfg = args.switch.load(Preset::Default)?;
     let inputs: Vec<PathBuf> = args.switch.config.iter().cloned().collect();
     let json = JsonReport::create(args.json.as_deref(), &inputs)?;

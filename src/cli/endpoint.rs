@@ -40,7 +40,7 @@ impl Mode {
 /// Run one RoCEv2 endpoint (RC, DCQCN, PFC) live on an interface: a rank of a ring
 /// all-reduce sweep, a bulk sender, or a receiver (as root).
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The interface (in this network namespace).
     #[arg(long)]
     iface: String,
@@ -121,7 +121,7 @@ fn largest_path_mtu(iface_mtu: usize) -> usize {
 }
 
 /// Runs `rocelab endpoint`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     let report = JsonReport::create(args.report.as_deref(), &[&args.peers])?;
     let opts = options(&args)?;
     // From here on a signal ends the run with its report: building the buffers of a

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// Decode a pcap or pcapng capture: RoCE headers, ICRC check, CNPs, PFC and PAUSE, with a
 /// per-QP and per-priority summary.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The capture file (pcap or pcapng, Ethernet); `-` reads standard input
     /// (`tcpdump -w - | rocelab inspect -`).
     file: PathBuf,
@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 /// Runs `rocelab inspect`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     let path = args.file;
     let input: Box<dyn Read> = if path.as_os_str() == "-" {
         Box::new(io::stdin().lock())

@@ -31,7 +31,7 @@ enum Builtin {
 /// The whole lossless fabric in network namespaces, in one command (as root): builds it,
 /// runs ring all-reduce (and incast) through the switch, reports, removes it all.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// story (the default: ring, then ring-incast on a buffer scaled to --rate so that
     /// PFC and ECN act), ring, incast (every other host into r0), ring-incast (two more
     /// hosts push into rank 0's port while the ring runs; also spelt ring+incast), or a
@@ -121,7 +121,7 @@ pub struct Args {
 }
 
 /// Runs `rocelab lab`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     use rocelab::lab::netns::Unavailable;
     match rocelab::lab::netns::can_make_namespaces() {
         Ok(()) => {}

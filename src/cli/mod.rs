@@ -31,17 +31,17 @@ macro_rules! note {
     ($($arg:tt)*) => { $crate::cli::write_stderr(format_args!($($arg)*)) };
 }
 
-pub mod compare;
-pub mod config;
-pub mod conformance;
-pub mod endpoint;
-pub mod inspect;
-pub mod lab;
-pub mod replay;
-pub mod sim;
-pub mod sweep;
-pub mod switch;
-pub mod traffic;
+pub(crate) mod compare;
+pub(crate) mod config;
+pub(crate) mod conformance;
+pub(crate) mod endpoint;
+pub(crate) mod inspect;
+pub(crate) mod lab;
+pub(crate) mod replay;
+pub(crate) mod sim;
+pub(crate) mod sweep;
+pub(crate) mod switch;
+pub(crate) mod traffic;
 
 use anyhow::{Context, Result};
 use rocelab::config::SwitchConfig;
@@ -63,13 +63,13 @@ static TEXT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::Atomic
 
 /// Sends the text that would go to standard output to standard error: standard output
 /// carries an output of the run (`--json -`, `replay --pcap -`).
-pub fn text_to_stderr() {
+pub(crate) fn text_to_stderr() {
     TEXT_TO_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Writes to standard output unless the reader has gone (a closed pipe); other write
 /// errors are reported once on standard error. With `--json -`, to standard error.
-pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
     use std::sync::atomic::Ordering;
     if TEXT_TO_STDERR.load(Ordering::Relaxed) {
         write_stderr(args);
@@ -79,14 +79,14 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 }
 
 /// Writes to standard error, dropping what a closed or broken one cannot take.
-pub fn write_stderr(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write_stderr(args: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(args);
 }
 
 /// A command's text as an `io::Write`, for code that prints through a writer (the live
 /// switch's interval lines): standard output as [`say!`] prints, so that under `--json -`
 /// it goes to standard error and standard output stays one JSON document.
-pub struct TextOut;
+pub(crate) struct TextOut;
 
 impl std::io::Write for TextOut {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -120,7 +120,7 @@ fn write_json_stdout(args: std::fmt::Arguments<'_>) {
 }
 
 /// A byte count as people write it: 4096, 8K, 16M, 1G (powers of 1024).
-pub fn byte_size(s: &str) -> Result<u64, String> {
+pub(crate) fn byte_size(s: &str) -> Result<u64, String> {
     rocelab::bytes::parse(s).map_err(|e| e.to_string())
 }
 
@@ -144,7 +144,7 @@ pub struct SizeSweepArgs {
 impl SizeSweepArgs {
     /// The sizes, refused when `ranks` ranks in this process would register more than
     /// `budget_mib` of buffers.
-    pub fn sizes_within(&self, ranks: usize, budget_mib: u64) -> Result<Vec<u64>> {
+    pub(crate) fn sizes_within(&self, ranks: usize, budget_mib: u64) -> Result<Vec<u64>> {
         let sizes = self.sizes()?;
         let need = rocelab::endpoint::app::size_sweep::rank_buffer_bytes(&sizes)
             .saturating_mul(ranks as u64);
@@ -174,7 +174,7 @@ impl SizeSweepArgs {
 
 /// How a live command moves frames and where its threads run.
 #[derive(clap::Args, Debug)]
-pub struct LiveArgs {
+pub(crate) struct LiveArgs {
     /// Socket backend: mmap (a TPACKET_V2 receive ring and batched sendmmsg; sees 802.1Q
     /// tags) or pnet (pnet's channel, a system call per frame sent).
     #[arg(long = "io", value_enum, default_value_t = Backend::Mmap)]
@@ -187,7 +187,7 @@ pub struct LiveArgs {
 /// [`REALTIME_PRIORITY`](rocelab::runtime::REALTIME_PRIORITY) when `wanted` and the
 /// process may take it; otherwise `None`, with a warning when it was wanted (`quiet` names
 /// the flag that says not to try).
-pub fn realtime_or_warn(wanted: bool, quiet: &str) -> Option<u8> {
+pub(crate) fn realtime_or_warn(wanted: bool, quiet: &str) -> Option<u8> {
     if !wanted {
         return None;
     }
@@ -203,7 +203,7 @@ pub fn realtime_or_warn(wanted: bool, quiet: &str) -> Option<u8> {
 }
 
 /// A `--cores` list, checked against this machine (none given: empty, no pinning).
-pub fn checked_cores(cores: Option<&CoreList>) -> Result<CoreList> {
+pub(crate) fn checked_cores(cores: Option<&CoreList>) -> Result<CoreList> {
     let cores = cores.cloned().unwrap_or_default();
     cores.check().context("--cores")?;
     Ok(cores)
@@ -211,7 +211,7 @@ pub fn checked_cores(cores: Option<&CoreList>) -> Result<CoreList> {
 
 /// How the switch counters are printed (`--counters`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Counters {
+pub(crate) enum Counters {
     /// A row per port and class, the common columns (under 120 characters).
     #[default]
     Table,
@@ -226,7 +226,7 @@ pub enum Counters {
 
 impl Counters {
     /// The library's style.
-    pub fn style(self) -> rocelab::report::counters::CounterStyle {
+    pub(crate) fn style(self) -> rocelab::report::counters::CounterStyle {
         use rocelab::report::counters::CounterStyle;
         match self {
             Counters::Table => CounterStyle::Table,
@@ -239,7 +239,7 @@ impl Counters {
 
 /// The built-in switch configurations.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Preset {
+pub(crate) enum Preset {
     /// The Nexus/SONiC convention: DSCP 24/26 lossless on priority 3, CNPs strict.
     Default,
     /// Cisco Nexus 9000 AI/ML blueprint values.
@@ -250,7 +250,7 @@ pub enum Preset {
 
 impl Preset {
     /// The preset's name, as `config show` takes it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Preset::Default => "default",
             Preset::NexusAi => "nexus-ai",
@@ -261,7 +261,7 @@ impl Preset {
 
 /// Where a switch configuration comes from: a file or a preset.
 #[derive(clap::Args, Debug)]
-pub struct SwitchConfigArgs {
+pub(crate) struct SwitchConfigArgs {
     /// Switch configuration file (TOML).
     #[arg(long, conflicts_with = "preset")]
     pub config: Option<PathBuf>,
@@ -277,7 +277,7 @@ pub struct SwitchConfigArgs {
 
 impl SwitchConfigArgs {
     /// The configuration: the file, else the preset, else `default`.
-    pub fn load(&self, default: Preset) -> Result<SwitchConfig> {
+    pub(crate) fn load(&self, default: Preset) -> Result<SwitchConfig> {
         let (text, origin) = match &self.config {
             Some(path) => (
                 read_config(path)?,
@@ -303,7 +303,7 @@ impl SwitchConfigArgs {
     }
 
     /// What the configuration is called in a header line (with its `--set` changes).
-    pub fn describe(&self, default: Preset) -> String {
+    pub(crate) fn describe(&self, default: Preset) -> String {
         let base = self.config.as_ref().map_or_else(
             || self.preset.unwrap_or(default).name().to_owned(),
             |p| p.display().to_string(),
@@ -318,7 +318,7 @@ impl SwitchConfigArgs {
 
 /// An endpoint configuration file, with the file named in any error (not yet validated:
 /// callers override fields first).
-pub fn load_endpoint_config(path: &Path) -> Result<EndpointConfig> {
+pub(crate) fn load_endpoint_config(path: &Path) -> Result<EndpointConfig> {
     let text = read_config(path)?;
     EndpointConfig::from_toml(&text).with_context(|| format!("configuration {}", path.display()))
 }
@@ -331,7 +331,7 @@ fn read_config(path: &Path) -> Result<String> {
 
 /// The two non-empty halves of a `KEY=VALUE` flag (`--in PORT=FILE`, `--port NAME=IFNAME`);
 /// `form` and `example` say what was expected.
-pub fn key_value<'a>(
+pub(crate) fn key_value<'a>(
     flag: &str,
     spec: &'a str,
     form: &str,
@@ -344,7 +344,7 @@ pub fn key_value<'a>(
 
 /// What an all-reduce size that did not finish says in its time column: `interrupted`
 /// after Ctrl-C or SIGTERM, `timeout` when a limit ended the run.
-pub fn unfinished(stop: &std::sync::atomic::AtomicBool) -> &'static str {
+pub(crate) fn unfinished(stop: &std::sync::atomic::AtomicBool) -> &'static str {
     if rocelab::runtime::stopped(stop) {
         "interrupted"
     } else {
@@ -353,7 +353,7 @@ pub fn unfinished(stop: &std::sync::atomic::AtomicBool) -> &'static str {
 }
 
 /// A flag's value in seconds as a duration.
-pub fn seconds(flag: &str, v: f64) -> Result<Duration> {
+pub(crate) fn seconds(flag: &str, v: f64) -> Result<Duration> {
     if (0.0..1e9).contains(&v) {
         Ok(Duration::from_secs_f64(v))
     } else {
@@ -362,7 +362,7 @@ pub fn seconds(flag: &str, v: f64) -> Result<Duration> {
 }
 
 /// A MAC address flag.
-pub fn parse_mac(flag: &str, s: &str) -> Result<MacAddr> {
+pub(crate) fn parse_mac(flag: &str, s: &str) -> Result<MacAddr> {
     s.parse()
         .ok()
         .with_context(|| format!("{flag} {s}: give a MAC address like 02:00:c6:12:00:01"))
@@ -371,7 +371,7 @@ pub fn parse_mac(flag: &str, s: &str) -> Result<MacAddr> {
 /// Refuses a loopback interface (ARPHRD_LOOPBACK, type 772) where an Ethernet port is
 /// wanted: it has no Ethernet peer, and every frame sent on it comes back in. `what` is
 /// the flag as given (`--port p0=lo`, `--iface lo`).
-pub fn not_loopback(what: &str, iface: &str) -> Result<()> {
+pub(crate) fn not_loopback(what: &str, iface: &str) -> Result<()> {
     let kind = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"));
     if kind.is_ok_and(|k| k.trim() == "772") {
         anyhow::bail!(
@@ -382,7 +382,7 @@ pub fn not_loopback(what: &str, iface: &str) -> Result<()> {
 }
 
 /// The MAC address of an interface in this network namespace.
-pub fn interface_mac(iface: &str) -> Result<MacAddr> {
+pub(crate) fn interface_mac(iface: &str) -> Result<MacAddr> {
     let path = format!("/sys/class/net/{iface}/address");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("no interface named '{iface}' in this network namespace"))?;
@@ -390,7 +390,7 @@ pub fn interface_mac(iface: &str) -> Result<MacAddr> {
 }
 
 /// The MTU of `iface` in this network namespace, bytes.
-pub fn interface_mtu(iface: &str) -> Result<usize> {
+pub(crate) fn interface_mtu(iface: &str) -> Result<usize> {
     let path = format!("/sys/class/net/{iface}/mtu");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("no interface named '{iface}' in this network namespace"))?;
@@ -402,7 +402,7 @@ pub fn interface_mtu(iface: &str) -> Result<usize> {
 /// A JSON report (`--json FILE`, `--report FILE`, `--stats-json FILE`): opened before the
 /// run, so a path that cannot be written fails at once, and written whole (or not at all)
 /// after it; `-` is standard output.
-pub struct JsonReport(Option<JsonSink>);
+pub(crate) struct JsonReport(Option<JsonSink>);
 
 enum JsonSink {
     File(OutputFile),
@@ -411,7 +411,7 @@ enum JsonSink {
 
 impl JsonReport {
     /// Starts the report at `path`, if one was asked for; `inputs` must not be it.
-    pub fn create<P: AsRef<Path>>(path: Option<&Path>, inputs: &[P]) -> Result<JsonReport> {
+    pub(crate) fn create<P: AsRef<Path>>(path: Option<&Path>, inputs: &[P]) -> Result<JsonReport> {
         let Some(path) = path else {
             return Ok(JsonReport(None));
         };
@@ -424,12 +424,12 @@ impl JsonReport {
     }
 
     /// True when a report was asked for.
-    pub fn wanted(&self) -> bool {
+    pub(crate) fn wanted(&self) -> bool {
         self.0.is_some()
     }
 
     /// Writes `value`, pretty-printed, and puts the file in place.
-    pub fn write(self, value: &serde_json::Value) -> Result<()> {
+    pub(crate) fn write(self, value: &serde_json::Value) -> Result<()> {
         let text = serde_json::to_string_pretty(value)? + "\n";
         match self.0 {
             None => Ok(()),

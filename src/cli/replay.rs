@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// Replay captures through the switch core in capture time and write what it sends.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// A capture played by the link peer of port PORT (repeatable). A port not in the
     /// configuration takes its port defaults.
     #[arg(long = "in", value_name = "PORT=FILE")]
@@ -48,7 +48,7 @@ pub struct Args {
 }
 
 /// Runs `rocelab replay`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     let config = args.switch.load(Preset::Default)?;
     let inputs = match (args.split_by, args.inputs.is_empty()) {
         (Some(_), false) => {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// Run a scenario (incasts, NIC faults, ring all-reduce, variants side by side) in
 /// deterministic virtual time: the switch and endpoint cores joined by simulated links.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// A scenario file (TOML), or a built-in scenario (`--list` names and describes
     /// them: incasts, PFC and ECN side by side, slow receivers, victim flows, pause
     /// storms, deadlock, ring all-reduce). Also as `--scenario NAME`.
@@ -57,7 +57,7 @@ pub struct Args {
 }
 
 /// Runs `rocelab sim`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     if args.list {
         for (name, text) in SCENARIOS {
             let s = Scenario::from_toml(name, text, None)?;
@@ -240,7 +240,7 @@ fn note_removed(dir: &Path, removed: &[String]) {
 
 /// `--config FILE` as an absolute path (a scenario's own file paths are relative to the
 /// scenario; this one to where the command runs).
-pub fn absolute_config(config: Option<&Path>) -> Result<Option<String>> {
+pub(crate) fn absolute_config(config: Option<&Path>) -> Result<Option<String>> {
     config
         .map(|p| {
             Ok(std::fs::canonicalize(p)
@@ -253,7 +253,11 @@ pub fn absolute_config(config: Option<&Path>) -> Result<Option<String>> {
 
 /// `--config FILE` or `--preset NAME` in place of a scenario table's switch base (its
 /// other switch keys stay laid over it).
-pub fn replace_switch(table: &mut toml::Table, config: Option<&str>, preset: Option<Preset>) {
+pub(crate) fn replace_switch(
+    table: &mut toml::Table,
+    config: Option<&str>,
+    preset: Option<Preset>,
+) {
     if config.is_none() && preset.is_none() {
         return;
     }

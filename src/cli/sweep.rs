@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// deepest queue, with the points on the Pareto front marked. `--plan DIR` writes the
 /// runs as self-contained jobs instead; `--merge DIR` gathers them.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// A scenario file (TOML) or a built-in scenario (`rocelab sim --list`); its `[sweep]`
     /// table may hold the grid (`grid = { "key" = [values] }`) and `seeds`.
     #[arg(value_name = "SCENARIO", required_unless_present = "merge")]
@@ -135,7 +135,7 @@ const HEATMAPS: [HeatmapMetric; 5] = [
 const SIM_SCHEMA: &str = "rocelab.sim/1";
 
 /// Runs `rocelab sweep`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     let report = JsonReport::create(args.json.as_deref(), &[] as &[&Path])?;
     if let Some(dir) = &args.merge {
         return merge(dir, args.out.as_deref(), report);

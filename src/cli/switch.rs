@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 /// Run the software switch live between network interfaces (as root).
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     switch: SwitchConfigArgs,
     /// A switch port on an interface (repeatable, in port order). A port the configuration
@@ -111,7 +111,7 @@ fn static_macs(specs: &[String], names: &[&str]) -> Result<Vec<(MacAddr, usize)>
 }
 
 /// Runs `rocelab switch`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     let (opts, names, stats) = options(&args)?;
     let banner = banner(&opts, &names)?;
     let stop = runtime::stop_on_signals()?;

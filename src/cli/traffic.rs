@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 /// Traffic tools for benchmarks and tests: a fast RoCE sender (ignores PFC) and a frame
 /// counter.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     action: Action,
 }
@@ -64,7 +64,7 @@ enum Action {
 }
 
 /// Runs `rocelab traffic`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     let stop = runtime::stop_on_signals()?;
     match args.action {
         Action::Send {

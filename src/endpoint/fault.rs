@@ -96,7 +96,7 @@ pub(super) struct StormState {
 }
 
 impl StormState {
-    pub fn new(storm: PauseStorm) -> StormState {
+    pub(super) fn new(storm: PauseStorm) -> StormState {
         StormState {
             storm,
             next: Some(storm.start),
@@ -104,7 +104,7 @@ impl StormState {
     }
 
     /// If an XOFF is due at `now`, schedules the one after it and returns true.
-    pub fn due(&mut self, now: Nanos, bits_per_sec: u64) -> bool {
+    pub(super) fn due(&mut self, now: Nanos, bits_per_sec: u64) -> bool {
         match self.next {
             Some(t) if t <= now => {
                 let after = t + self.storm.interval(bits_per_sec);
@@ -154,7 +154,7 @@ pub(super) struct RxBuffer {
 }
 
 impl RxBuffer {
-    pub fn new(cfg: SlowReceiver) -> RxBuffer {
+    pub(super) fn new(cfg: SlowReceiver) -> RxBuffer {
         RxBuffer {
             cfg,
             frames: VecDeque::new(),
@@ -170,7 +170,7 @@ impl RxBuffer {
 
     /// A frame arrives at `now`. Returns `Err(())` when it does not fit (dropped), and
     /// whether XOFF is to be sent.
-    pub fn push(&mut self, now: Nanos, frame: &[u8]) -> Result<Option<Pfc>, ()> {
+    pub(super) fn push(&mut self, now: Nanos, frame: &[u8]) -> Result<Option<Pfc>, ()> {
         let len = frame.len() as u64;
         if self.bytes + len > self.cfg.buffer_bytes {
             return Err(());
@@ -198,7 +198,7 @@ impl RxBuffer {
     }
 
     /// The next frame that has drained by `now`, if any.
-    pub fn pop(&mut self, now: Nanos) -> Option<Vec<u8>> {
+    pub(super) fn pop(&mut self, now: Nanos) -> Option<Vec<u8>> {
         if self.frames.front().is_none_or(|(done, _)| *done > now) {
             return None;
         }
@@ -208,24 +208,24 @@ impl RxBuffer {
     }
 
     /// Gives a frame's buffer back once it has been handled.
-    pub fn recycle(&mut self, buf: Vec<u8>) {
+    pub(super) fn recycle(&mut self, buf: Vec<u8>) {
         if self.spare.len() < 64 {
             self.spare.push(buf);
         }
     }
 
     /// After frames drained: XON when XOFF holds and the buffer is down to the XON point.
-    pub fn after_drain(&self) -> Option<Pfc> {
+    pub(super) fn after_drain(&self) -> Option<Pfc> {
         (self.xoff && self.bytes <= self.cfg.xon_bytes).then_some(Pfc::Xon)
     }
 
     /// When the next frame has drained.
-    pub fn next_drain(&self) -> Option<Nanos> {
+    pub(super) fn next_drain(&self) -> Option<Nanos> {
         self.frames.front().map(|(done, _)| *done)
     }
 
     /// Bytes waiting.
-    pub fn bytes(&self) -> u64 {
+    pub(super) fn bytes(&self) -> u64 {
         self.bytes
     }
 }

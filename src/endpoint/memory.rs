@@ -26,7 +26,7 @@ pub(crate) enum RegionBytes {
 
 impl RegionBytes {
     /// `len` zeroed bytes, every page of them mapped.
-    pub fn zeroed(len: usize) -> RegionBytes {
+    pub(super) fn zeroed(len: usize) -> RegionBytes {
         if len >= MAPPED_FROM
             && let Ok(map) = MmapOptions::new().len(len).populate().map_anon()
         {

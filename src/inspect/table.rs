@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 /// Prints the column header.
-pub fn write_header(out: &mut impl Write) -> io::Result<()> {
+pub(super) fn write_header(out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "{:>6}  {:>12}  {:>5}  {:<42}  {:>4}  {:<7}  {:<34}  {:>8}  {:>8}  {:<5}  {:<4}  detail",
@@ -28,7 +28,7 @@ pub fn write_header(out: &mut impl Write) -> io::Result<()> {
 
 /// Prints one frame; `first_ts` is the first timed frame's time (times are relative, as in
 /// tshark). A frame without a time (a pcapng Simple Packet Block) shows none.
-pub fn write_frame(
+pub(super) fn write_frame(
     out: &mut impl Write,
     r: &FrameRecord,
     first_ts: Option<Nanos>,
@@ -186,7 +186,7 @@ fn detail_of(r: &FrameRecord) -> String {
 }
 
 /// Prints the summary.
-pub fn write_summary(out: &mut impl Write, s: &Summary, partial: bool) -> io::Result<()> {
+pub(super) fn write_summary(out: &mut impl Write, s: &Summary, partial: bool) -> io::Result<()> {
     write_totals(out, s, partial)?;
     let several = s.interfaces.len() > 1;
     if several {

@@ -10,7 +10,7 @@
 /// frame's buffer with its node and port, a node's wake-up) waits in the engine's slab at
 /// `slot`, so the queue moves these 24 bytes rather than the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueKey {
+pub(super) struct QueueKey {
     /// When the event happens, ns.
     pub time: u64,
     /// The order it was pushed in: unique, so that ties are first in, first out.
@@ -38,32 +38,32 @@ const ARITY: usize = 4;
 
 /// The queue: see the module documentation.
 #[derive(Debug, Default)]
-pub struct EventQueue {
+pub(super) struct EventQueue {
     keys: Vec<QueueKey>,
 }
 
 impl EventQueue {
     /// The earliest event.
     #[inline]
-    pub fn peek(&self) -> Option<&QueueKey> {
+    pub(super) fn peek(&self) -> Option<&QueueKey> {
         self.keys.first()
     }
 
     /// Events queued.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.keys.len()
     }
 
     /// True when no event is queued.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
 
     /// Queues `key`.
     #[inline]
-    pub fn push(&mut self, key: QueueKey) {
+    pub(super) fn push(&mut self, key: QueueKey) {
         let mut hole = self.keys.len();
         self.keys.push(key);
         while hole > 0 {
@@ -79,7 +79,7 @@ impl EventQueue {
 
     /// Takes the earliest event.
     #[inline]
-    pub fn pop(&mut self) -> Option<QueueKey> {
+    pub(super) fn pop(&mut self) -> Option<QueueKey> {
         let last = self.keys.pop()?;
         let Some(&top) = self.keys.first() else {
             return Some(last);

@@ -53,7 +53,7 @@ pub(super) struct Packets {
 impl Packets {
     /// A free slot, its fields set and its buffer empty (with its old capacity).
     #[inline]
-    pub fn insert(&mut self, ingress: usize, class: u8, meta: Option<FrameMeta>) -> u32 {
+    pub(super) fn insert(&mut self, ingress: usize, class: u8, meta: Option<FrameMeta>) -> u32 {
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => {
@@ -72,7 +72,7 @@ impl Packets {
 
     /// A slot holding a copy of `frame`.
     #[inline]
-    pub fn insert_copy(
+    pub(super) fn insert_copy(
         &mut self,
         ingress: usize,
         class: u8,
@@ -85,7 +85,7 @@ impl Packets {
     }
 
     /// A slot holding `buf` itself; the slot's own buffer becomes a spare.
-    pub fn insert_owned(
+    pub(super) fn insert_owned(
         &mut self,
         ingress: usize,
         class: u8,
@@ -99,31 +99,31 @@ impl Packets {
     }
 
     #[inline]
-    pub fn get(&self, slot: u32) -> &Packet {
+    pub(super) fn get(&self, slot: u32) -> &Packet {
         &self.slots[slot as usize]
     }
 
     #[inline]
-    pub fn get_mut(&mut self, slot: u32) -> &mut Packet {
+    pub(super) fn get_mut(&mut self, slot: u32) -> &mut Packet {
         &mut self.slots[slot as usize]
     }
 
     /// Frees `slot`, which keeps its buffer for the next frame.
     #[inline]
-    pub fn remove(&mut self, slot: u32) {
+    pub(super) fn remove(&mut self, slot: u32) {
         self.slots[slot as usize].note = None;
         self.free.push(slot);
     }
 
     /// Frees `slot` and hands its buffer over.
-    pub fn take(&mut self, slot: u32) -> Vec<u8> {
+    pub(super) fn take(&mut self, slot: u32) -> Vec<u8> {
         let buf = std::mem::take(&mut self.slots[slot as usize].buf);
         self.remove(slot);
         buf
     }
 
     /// An empty buffer: a spare, or a free slot's, or a new one.
-    pub fn buffer(&mut self) -> Vec<u8> {
+    pub(super) fn buffer(&mut self) -> Vec<u8> {
         if let Some(buf) = self.spare.pop() {
             return buf;
         }
@@ -134,7 +134,7 @@ impl Packets {
     }
 
     /// Keeps `buf` for reuse, if it holds an allocation and there is room.
-    pub fn recycle(&mut self, mut buf: Vec<u8>) {
+    pub(super) fn recycle(&mut self, mut buf: Vec<u8>) {
         if buf.capacity() > 0 && self.spare.len() < SPARE_MAX {
             buf.clear();
             self.spare.push(buf);

@@ -45,7 +45,7 @@ pub(super) struct Wakes {
 
 impl Wakes {
     /// Deadlines for `ports` ports, all idle.
-    pub fn new(ports: usize) -> Wakes {
+    pub(super) fn new(ports: usize) -> Wakes {
         Wakes {
             watchdog: vec![false; ports],
             touched: vec![false; ports],
@@ -55,7 +55,7 @@ impl Wakes {
 
     /// Port `port` changed: recompute its deadlines at the next settle.
     #[inline]
-    pub fn touch(&mut self, port: usize) {
+    pub(super) fn touch(&mut self, port: usize) {
         if let Some(t) = self.touched.get_mut(port)
             && !*t
         {
@@ -67,7 +67,7 @@ impl Wakes {
     /// Recomputes the touched ports' deadlines, so that [`next`](Self::next) is exact.
     /// Inlined for the common case of nothing touched (a frame queued behind a head).
     #[inline]
-    pub fn settle(&mut self, ports: &[Port], rules: Rules) {
+    pub(super) fn settle(&mut self, ports: &[Port], rules: Rules) {
         if !self.dirty.is_empty() {
             self.settle_touched(ports, rules);
         }
@@ -86,7 +86,7 @@ impl Wakes {
     }
 
     /// The earliest transmit and timer deadlines, and whether the watchdog must poll.
-    pub fn next(&self) -> (Option<Nanos>, Option<Nanos>, bool) {
+    pub(super) fn next(&self) -> (Option<Nanos>, Option<Nanos>, bool) {
         (
             self.tx.first(),
             self.timers.first(),
@@ -96,12 +96,12 @@ impl Wakes {
 
     /// A port free to transmit at `now`, earliest deadline first (then lowest index). It
     /// is touched: whatever it does next, its deadline is recomputed at the next settle.
-    pub fn pop_tx_due(&mut self, now: Nanos) -> Option<usize> {
+    pub(super) fn pop_tx_due(&mut self, now: Nanos) -> Option<usize> {
         self.tx.pop_due(now).inspect(|&p| self.touch(p))
     }
 
     /// A port with a refresh timer due at `now`, touched as [`pop_tx_due`](Self::pop_tx_due)'s.
-    pub fn pop_timer_due(&mut self, now: Nanos) -> Option<usize> {
+    pub(super) fn pop_timer_due(&mut self, now: Nanos) -> Option<usize> {
         self.timers.pop_due(now).inspect(|&p| self.touch(p))
     }
 }

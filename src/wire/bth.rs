@@ -10,16 +10,16 @@ pub const HEADER_LEN: usize = 12;
 pub const MAX_24BIT: u32 = 0x00ff_ffff;
 
 mod field {
-    pub const OPCODE: usize = 0;
+    pub(super) const OPCODE: usize = 0;
     /// SE (bit 7), MigReq (bit 6), PadCnt (bits 5-4), TVer (bits 3-0).
-    pub const FLAGS: usize = 1;
-    pub const PKEY: usize = 2;
+    pub(super) const FLAGS: usize = 1;
+    pub(super) const PKEY: usize = 2;
     /// FECN (bit 7), BECN (bit 6), six reserved bits: the byte the ICRC masks.
-    pub const FECN_BECN: usize = 4;
-    pub const DEST_QP: usize = 5;
+    pub(super) const FECN_BECN: usize = 4;
+    pub(super) const DEST_QP: usize = 5;
     /// AckReq (bit 7), seven reserved bits.
-    pub const ACK_REQ: usize = 8;
-    pub const PSN: usize = 9;
+    pub(super) const ACK_REQ: usize = 8;
+    pub(super) const PSN: usize = 9;
 }
 
 /// Offset of the FECN/BECN byte in the BTH (masked to all ones in the ICRC).

@@ -20,9 +20,9 @@ pub mod ethertype {
 
 mod field {
     use std::ops::Range;
-    pub const DST: Range<usize> = 0..6;
-    pub const SRC: Range<usize> = 6..12;
-    pub const ETHERTYPE: usize = 12;
+    pub(super) const DST: Range<usize> = 0..6;
+    pub(super) const SRC: Range<usize> = 6..12;
+    pub(super) const ETHERTYPE: usize = 12;
 }
 
 /// Length of an untagged Ethernet II header.

@@ -7,16 +7,16 @@ use super::{
 use std::net::Ipv4Addr;
 
 mod field {
-    pub const VER_IHL: usize = 0;
-    pub const TOS: usize = 1;
-    pub const LENGTH: usize = 2;
-    pub const IDENT: usize = 4;
-    pub const FLAGS_FRAG: usize = 6;
-    pub const TTL: usize = 8;
-    pub const PROTOCOL: usize = 9;
-    pub const CHECKSUM: usize = 10;
-    pub const SRC: usize = 12;
-    pub const DST: usize = 16;
+    pub(super) const VER_IHL: usize = 0;
+    pub(super) const TOS: usize = 1;
+    pub(super) const LENGTH: usize = 2;
+    pub(super) const IDENT: usize = 4;
+    pub(super) const FLAGS_FRAG: usize = 6;
+    pub(super) const TTL: usize = 8;
+    pub(super) const PROTOCOL: usize = 9;
+    pub(super) const CHECKSUM: usize = 10;
+    pub(super) const SRC: usize = 12;
+    pub(super) const DST: usize = 16;
 }
 
 /// Length of an IPv4 header without options.

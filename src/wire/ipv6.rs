@@ -8,12 +8,12 @@ use super::{
 use std::net::Ipv6Addr;
 
 mod field {
-    pub const VER_TC_FLOW: usize = 0;
-    pub const PAYLOAD_LEN: usize = 4;
-    pub const NEXT_HEADER: usize = 6;
-    pub const HOP_LIMIT: usize = 7;
-    pub const SRC: usize = 8;
-    pub const DST: usize = 24;
+    pub(super) const VER_TC_FLOW: usize = 0;
+    pub(super) const PAYLOAD_LEN: usize = 4;
+    pub(super) const NEXT_HEADER: usize = 6;
+    pub(super) const HOP_LIMIT: usize = 7;
+    pub(super) const SRC: usize = 8;
+    pub(super) const DST: usize = 24;
 }
 
 /// Length of the IPv6 fixed header.

@@ -8,10 +8,10 @@ pub const ROCEV2_PORT: u16 = 4791;
 pub const HEADER_LEN: usize = 8;
 
 mod field {
-    pub const SRC_PORT: usize = 0;
-    pub const DST_PORT: usize = 2;
-    pub const LENGTH: usize = 4;
-    pub const CHECKSUM: usize = 6;
+    pub(super) const SRC_PORT: usize = 0;
+    pub(super) const DST_PORT: usize = 2;
+    pub(super) const LENGTH: usize = 4;
+    pub(super) const CHECKSUM: usize = 6;
 }
 
 /// A view of a UDP datagram whose length field has been checked.

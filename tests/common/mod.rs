@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-pub mod net;
+pub(crate) mod net;
 
 use rocelab::capture::CaptureReader;
 use rocelab::time::Nanos;
@@ -9,17 +9,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A path inside the repository.
-pub fn repo(rel: &str) -> PathBuf {
+pub(crate) fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
 /// True when running in CI, where a skipped test is a failure.
-pub fn in_ci() -> bool {
+pub(crate) fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
 /// Skips the calling test with a reason, or fails it under `CI=true`.
-pub fn skip(test: &str, why: &str) {
+pub(crate) fn skip(test: &str, why: &str) {
     if in_ci() {
         panic!("{test}: cannot run under CI=true: {why}");
     }
@@ -27,7 +27,7 @@ pub fn skip(test: &str, why: &str) {
 }
 
 /// True when `tool --version` runs; otherwise skips (or fails under CI).
-pub fn have_tool(test: &str, tool: &str, install: &str) -> bool {
+pub(crate) fn have_tool(test: &str, tool: &str, install: &str) -> bool {
     let ok = Command::new(tool)
         .arg("--version")
         .output()
@@ -39,7 +39,7 @@ pub fn have_tool(test: &str, tool: &str, install: &str) -> bool {
 }
 
 /// True when python3 can import scapy; otherwise skips (or fails under CI).
-pub fn have_scapy(test: &str) -> bool {
+pub(crate) fn have_scapy(test: &str) -> bool {
     let ok = Command::new("python3")
         .args(["-c", "import scapy.contrib.roce"])
         .output()
@@ -54,7 +54,7 @@ pub fn have_scapy(test: &str) -> bool {
 }
 
 /// True when python3 can import `module`; otherwise skips (or fails under CI).
-pub fn have_python_module(test: &str, module: &str) -> bool {
+pub(crate) fn have_python_module(test: &str, module: &str) -> bool {
     let ok = Command::new("python3")
         .args(["-c", &format!("import {module}")])
         .output()
@@ -70,13 +70,13 @@ pub fn have_python_module(test: &str, module: &str) -> bool {
 
 /// The environment variable naming the folder of third-party captures (`.ci/run` sets it
 /// when the developers' captures are beside the checkout).
-pub const SHARED_PCAPS_VAR: &str = "ROCELAB_SHARED_PCAPS";
+pub(crate) const SHARED_PCAPS_VAR: &str = "ROCELAB_SHARED_PCAPS";
 
 /// The folder of third-party captures named by [`SHARED_PCAPS_VAR`], or `None`: the test
 /// says it was skipped and why, and passes, also under `CI=true` (a clone with nothing
 /// beside it has no such captures, and that is no failure). A variable that names a
 /// folder that is not there fails the test: the captures were asked for.
-pub fn shared_pcaps(test: &str) -> Option<PathBuf> {
+pub(crate) fn shared_pcaps(test: &str) -> Option<PathBuf> {
     let Some(dir) = std::env::var_os(SHARED_PCAPS_VAR).filter(|d| !d.is_empty()) else {
         eprintln!(
             "SKIPPED {test}: {SHARED_PCAPS_VAR} is not set (it names a folder of third-party \
@@ -95,7 +95,7 @@ pub fn shared_pcaps(test: &str) -> Option<PathBuf> {
 }
 
 /// Every frame of a capture, with its timestamp (every frame must have one).
-pub fn read_frames(path: &Path) -> Vec<(Nanos, Vec<u8>)> {
+pub(crate) fn read_frames(path: &Path) -> Vec<(Nanos, Vec<u8>)> {
     let mut reader =
         CaptureReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut out = Vec::new();
@@ -112,7 +112,7 @@ pub fn read_frames(path: &Path) -> Vec<(Nanos, Vec<u8>)> {
 }
 
 /// Parses a number as tshark prints it: decimal or 0x-prefixed hex.
-pub fn tshark_number(s: &str) -> u64 {
+pub(crate) fn tshark_number(s: &str) -> u64 {
     let s = s.trim();
     match s.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16),
@@ -123,7 +123,7 @@ pub fn tshark_number(s: &str) -> u64 {
 
 /// Replay options with the default preset, at capture speed, peers honouring pause,
 /// writing `out`.
-pub fn replay_options(
+pub(crate) fn replay_options(
     inputs: rocelab::replay::Inputs,
     out: PathBuf,
 ) -> rocelab::replay::ReplayOptions {
@@ -138,7 +138,7 @@ pub fn replay_options(
 }
 
 /// Writes `frames` (capture time, bytes) as a pcap at `path`.
-pub fn write_pcap(path: &Path, frames: impl IntoIterator<Item = (Nanos, Vec<u8>)>) {
+pub(crate) fn write_pcap(path: &Path, frames: impl IntoIterator<Item = (Nanos, Vec<u8>)>) {
     let mut w = rocelab::capture::PcapWriter::new(std::fs::File::create(path).unwrap()).unwrap();
     for (t, f) in frames {
         w.write_packet(t, &f).unwrap();
@@ -147,7 +147,7 @@ pub fn write_pcap(path: &Path, frames: impl IntoIterator<Item = (Nanos, Vec<u8>)
 }
 
 /// Runs `cmd` with `input` on its standard input; its output, whatever its status.
-pub fn run_with_input(cmd: &mut Command, input: &[u8]) -> std::process::Output {
+pub(crate) fn run_with_input(cmd: &mut Command, input: &[u8]) -> std::process::Output {
     use std::io::Write as _;
     use std::process::Stdio;
     let mut child = cmd
@@ -161,7 +161,7 @@ pub fn run_with_input(cmd: &mut Command, input: &[u8]) -> std::process::Output {
 }
 
 /// Runs `cmd`, which must succeed and print one JSON document (`--json -`).
-pub fn json_of(cmd: &mut Command) -> serde_json::Value {
+pub(crate) fn json_of(cmd: &mut Command) -> serde_json::Value {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -174,7 +174,7 @@ pub fn json_of(cmd: &mut Command) -> serde_json::Value {
 /// What of document `v` (written by rocelab `what`) docs/json.md does not list: its schema
 /// if that is not `rocelab.<kind>/1` or not in the document, and every object key the
 /// document does not name, with the path where it was first seen.
-pub fn undocumented_keys(what: &str, v: &serde_json::Value) -> Vec<String> {
+pub(crate) fn undocumented_keys(what: &str, v: &serde_json::Value) -> Vec<String> {
     fn keys(
         v: &serde_json::Value,
         path: &str,

@@ -11,12 +11,12 @@ use rocelab::wire::{Ecn, IpRepr, Ipv4Repr, MacAddr, RoceRepr};
 use std::net::Ipv4Addr;
 
 /// The MAC of test host `i`.
-pub fn host(i: usize) -> MacAddr {
+pub(crate) fn host(i: usize) -> MacAddr {
     MacAddr([0x02, 0x00, 0xc6, 0x12, 0x00, i as u8])
 }
 
 /// A RoCE WRITE Middle frame of exactly `len` bytes from host `src` to host `dst`.
-pub fn roce(src: usize, dst: usize, dscp: u8, ecn: Ecn, len: usize, psn: u32) -> Vec<u8> {
+pub(crate) fn roce(src: usize, dst: usize, dscp: u8, ecn: Ecn, len: usize, psn: u32) -> Vec<u8> {
     assert!(
         len >= 62 && (len - 58).is_multiple_of(4),
         "no pad: len - 58 must be a multiple of 4"
@@ -53,7 +53,7 @@ pub fn roce(src: usize, dst: usize, dscp: u8, ecn: Ecn, len: usize, psn: u32) ->
 }
 
 /// A broadcast frame from host `src` (class 0), for MAC learning.
-pub fn hello(src: usize) -> Vec<u8> {
+pub(crate) fn hello(src: usize) -> Vec<u8> {
     let mut f = vec![0u8; 60];
     f[..6].copy_from_slice(&MacAddr::BROADCAST.0);
     f[6..12].copy_from_slice(&host(src).0);
@@ -62,7 +62,7 @@ pub fn hello(src: usize) -> Vec<u8> {
 }
 
 /// A PFC frame from host `src` pausing `priorities` for `quanta`.
-pub fn pfc(src: usize, priorities: PrioritySet, quanta: u16) -> Vec<u8> {
+pub(crate) fn pfc(src: usize, priorities: PrioritySet, quanta: u16) -> Vec<u8> {
     let mut f = vec![0u8; 60];
     MacControl::Pfc(PfcRepr::new(priorities, quanta))
         .emit(&mut f, host(src))
@@ -71,7 +71,7 @@ pub fn pfc(src: usize, priorities: PrioritySet, quanta: u16) -> Vec<u8> {
 }
 
 /// The configuration `body` with `ports` ports named p0, p1, ...
-pub fn config(body: &str, ports: usize) -> SwitchConfig {
+pub(crate) fn config(body: &str, ports: usize) -> SwitchConfig {
     let mut text = body.to_owned();
     for i in 0..ports {
         text.push_str(&format!("\n[[ports]]\nname = \"p{i}\"\n"));
@@ -81,7 +81,7 @@ pub fn config(body: &str, ports: usize) -> SwitchConfig {
 
 /// A frame the switch sent.
 #[derive(Debug, Clone)]
-pub struct Sent {
+pub(crate) struct Sent {
     pub port: usize,
     pub time: Nanos,
     pub frame: Vec<u8>,
@@ -90,7 +90,7 @@ pub struct Sent {
 
 impl Sent {
     /// The PFC content, if this is a PFC frame.
-    pub fn pfc(&self) -> Option<PfcRepr> {
+    pub(crate) fn pfc(&self) -> Option<PfcRepr> {
         let meta = rocelab::wire::parse(&self.frame).ok()?;
         match MacControl::parse_frame(&self.frame, &meta) {
             Ok(MacControl::Pfc(p)) => Some(p),
@@ -99,7 +99,7 @@ impl Sent {
     }
 
     /// The ECN bits, for IP frames.
-    pub fn ecn(&self) -> Option<Ecn> {
+    pub(crate) fn ecn(&self) -> Option<Ecn> {
         let meta = rocelab::wire::parse(&self.frame).ok()?;
         meta.is_ip().then(|| meta.ecn())
     }
@@ -107,14 +107,14 @@ impl Sent {
 
 /// Drives a switch directly: frames are handed in at chosen times, and every deadline up
 /// to a chosen time is run.
-pub struct Driver {
+pub(crate) struct Driver {
     pub sw: Switch,
     pub now: Nanos,
     pub sent: Vec<Sent>,
 }
 
 impl Driver {
-    pub fn new(cfg: &SwitchConfig) -> Driver {
+    pub(crate) fn new(cfg: &SwitchConfig) -> Driver {
         let mut sw = Switch::new(cfg);
         sw.set_explain(true);
         Driver {
@@ -126,7 +126,7 @@ impl Driver {
 
     /// Every host sends a broadcast so that the switch learns it (host i on port i), and
     /// the floods are sent and forgotten.
-    pub fn learn_hosts(&mut self) {
+    pub(crate) fn learn_hosts(&mut self) {
         for p in 0..self.sw.port_count() {
             self.rx(p, &hello(p));
         }
@@ -135,14 +135,14 @@ impl Driver {
     }
 
     /// Hands `frame` to the switch on `port` now, then sends what can go now.
-    pub fn rx(&mut self, port: usize, frame: &[u8]) -> RxOutcome {
+    pub(crate) fn rx(&mut self, port: usize, frame: &[u8]) -> RxOutcome {
         let r = self.sw.handle_frame(self.now, port, frame);
         self.run_until(self.now);
         r
     }
 
     /// Runs every deadline up to `t`, in order, then sets the time to `t`.
-    pub fn run_until(&mut self, t: Nanos) {
+    pub(crate) fn run_until(&mut self, t: Nanos) {
         let Driver { sw, now, sent } = self;
         let moved = rocelab::conformance::bench::drive(sw, now, t, |tx| {
             sent.push(Sent {
@@ -155,13 +155,13 @@ impl Driver {
         assert!(moved, "the switch is stuck at {:?}", self.now);
     }
 
-    pub fn run_for(&mut self, d: Nanos) {
+    pub(crate) fn run_for(&mut self, d: Nanos) {
         let t = self.now + d;
         self.run_until(t);
     }
 
     /// The PFC frames sent on `port`, with their times.
-    pub fn pfc_sent(&self, port: usize) -> Vec<(Nanos, PfcRepr)> {
+    pub(crate) fn pfc_sent(&self, port: usize) -> Vec<(Nanos, PfcRepr)> {
         self.sent
             .iter()
             .filter(|s| s.port == port)
@@ -170,7 +170,7 @@ impl Driver {
     }
 
     /// The data (non-PFC) frames sent on `port`.
-    pub fn data_sent(&self, port: usize) -> Vec<&Sent> {
+    pub(crate) fn data_sent(&self, port: usize) -> Vec<&Sent> {
         self.sent
             .iter()
             .filter(|s| s.port == port && s.pfc().is_none())
@@ -180,17 +180,17 @@ impl Driver {
 
 /// Bits a frame of `len` bytes occupies on the wire: frame + FCS + preamble + IFG, padded
 /// to the 64-byte minimum (IEEE 802.3).
-pub fn wire_bits(len: usize) -> u64 {
+pub(crate) fn wire_bits(len: usize) -> u64 {
     (len.max(60) as u64 + 4 + 8 + 12) * 8
 }
 
 /// ceil(bits × 1e9 / rate), ns.
-pub fn bits_to_ns(bits: u64, bits_per_sec: u64) -> u64 {
+pub(crate) fn bits_to_ns(bits: u64, bits_per_sec: u64) -> u64 {
     (u128::from(bits) * 1_000_000_000).div_ceil(u128::from(bits_per_sec)) as u64
 }
 
 /// IEEE 802.1Qbb: a pause of `quanta` lasts quanta × 512 bit times (rounded up to ns).
-pub fn pause_ns(quanta: u16, bits_per_sec: u64) -> u64 {
+pub(crate) fn pause_ns(quanta: u16, bits_per_sec: u64) -> u64 {
     bits_to_ns(u64::from(quanta) * 512, bits_per_sec)
 }
 
@@ -199,7 +199,7 @@ pub fn pause_ns(quanta: u16, bits_per_sec: u64) -> u64 {
 /// (what follows the next-header byte) padded to a multiple of 8 with the next-header
 /// byte in front, and the lengths set as RFC 8200 section 4 says (Hdr Ext Len in 8-octet
 /// units beyond the first 8; the fragment header has none, its body must be 7 bytes).
-pub fn with_ipv6_extensions(frame: &[u8], l3: usize, chain: &[(u8, Vec<u8>)]) -> Vec<u8> {
+pub(crate) fn with_ipv6_extensions(frame: &[u8], l3: usize, chain: &[(u8, Vec<u8>)]) -> Vec<u8> {
     let fixed_end = l3 + 40;
     let mut next_after = frame[l3 + 6];
     let mut headers = Vec::new();

@@ -72,7 +72,7 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// Starts `[name]` (or `[[name]]` when `array`).
-    pub fn section(&mut self, name: &str, array: bool) {
+    pub(crate) fn section(&mut self, name: &str, array: bool) {
         if !self.text.is_empty() {
             self.text.push('\n');
         }
@@ -91,7 +91,7 @@ impl Writer {
     }
 
     /// `key = value  # source`; `value` is TOML already.
-    pub fn value(&mut self, key: &str, value: impl std::fmt::Display, source: &str) {
+    pub(crate) fn value(&mut self, key: &str, value: impl std::fmt::Display, source: &str) {
         let line = format!("{key} = {value}");
         let _ = writeln!(self.text, "{line:<27} # {}", one_line(source));
         let full = if self.section.is_empty() {
@@ -103,7 +103,7 @@ impl Writer {
     }
 
     /// `key = value  # source` before every section.
-    pub fn root_value(&mut self, key: &str, value: impl std::fmt::Display, source: &str) {
+    pub(crate) fn root_value(&mut self, key: &str, value: impl std::fmt::Display, source: &str) {
         let line = format!("{key} = {value}");
         let _ = writeln!(self.root, "{line:<27} # {}", one_line(source));
         self.origin
@@ -132,7 +132,7 @@ impl Writer {
     }
 
     /// A warning, unless the same one was given already.
-    pub fn warn(&mut self, source: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn warn(&mut self, source: impl Into<String>, message: impl Into<String>) {
         let w = ImportWarning {
             source: source.into(),
             message: message.into(),
@@ -145,7 +145,7 @@ impl Writer {
     /// A warning that says, in the vendor's terms, what the configuration warning on
     /// rocelab key `key` would say when that key comes from `source`: that one is not
     /// given as well.
-    pub fn warn_instead_of(
+    pub(crate) fn warn_instead_of(
         &mut self,
         key: impl Into<String>,
         source: impl Into<String>,
@@ -161,7 +161,7 @@ impl Writer {
     /// ([`SwitchConfig::lint`])
     /// with the source of the key that shows each, except those the importer gave already
     /// ([`Writer::warn_instead_of`]).
-    pub fn finish(mut self, header: &str) -> Result<Imported, ImportError> {
+    pub(crate) fn finish(mut self, header: &str) -> Result<Imported, ImportError> {
         let toml = format!("{header}\n\n{}\n{}", self.root, self.text);
         // The TOML is rocelab's own, which the user has not seen: an error names the
         // source in the input and the rocelab key (`ports[1].mtu`), never a line of it.

@@ -71,7 +71,7 @@ pub(super) struct Watchdog {
 
 impl Watchdog {
     /// No watchdog command at all.
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.on.is_none()
             && self.interval_ms.is_none()
             && self.shutdown_multiplier.is_none()
@@ -107,7 +107,7 @@ pub(super) struct RunningConfig {
 impl RunningConfig {
     /// Whether it holds any QoS at all (an empty file, a SONiC JSON or a rocelab TOML
     /// holds none).
-    pub fn has_qos(&self) -> bool {
+    pub(super) fn has_qos(&self) -> bool {
         !(self.class_maps.is_empty()
             && self.qos_policies.is_empty()
             && self.queuing_policies.is_empty()
@@ -118,7 +118,7 @@ impl RunningConfig {
 
     /// The policy `system qos` applies whose `service-policy type …` line holds every
     /// word of `kind`, with that line.
-    pub fn service(&self, kind: &[&str]) -> Option<(String, String)> {
+    pub(super) fn service(&self, kind: &[&str]) -> Option<(String, String)> {
         self.system
             .as_ref()?
             .iter()
@@ -132,38 +132,38 @@ impl RunningConfig {
 
 impl Line {
     /// The words, joined by one space.
-    pub fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         self.words.join(" ")
     }
 
     /// Whether the command begins with these words.
-    pub fn starts(&self, prefix: &[&str]) -> bool {
+    pub(super) fn starts(&self, prefix: &[&str]) -> bool {
         self.words.len() >= prefix.len() && self.words.iter().zip(prefix).all(|(a, b)| a == b)
     }
 
     /// Word `i`, or "" past the end.
-    pub fn word(&self, i: usize) -> &str {
+    pub(super) fn word(&self, i: usize) -> &str {
         self.words.get(i).map(String::as_str).unwrap_or("")
     }
 
     /// The last word, or "".
-    pub fn last(&self) -> String {
+    pub(super) fn last(&self) -> String {
         self.words.last().cloned().unwrap_or_default()
     }
 
     /// The word after `key`.
-    pub fn after(&self, key: &str) -> Option<&str> {
+    pub(super) fn after(&self, key: &str) -> Option<&str> {
         let i = self.words.iter().position(|w| w == key)?;
         self.words.get(i + 1).map(String::as_str)
     }
 
     /// `line N: the command`, as errors and warnings name a source.
-    pub fn at(&self) -> String {
+    pub(super) fn at(&self) -> String {
         format!("line {}: {}", self.line, self.text())
     }
 
     /// An error about this command.
-    pub fn err(&self, message: impl Into<String>) -> ImportError {
+    pub(super) fn err(&self, message: impl Into<String>) -> ImportError {
         ImportError::Value {
             at: self.at(),
             message: message.into(),
@@ -173,7 +173,7 @@ impl Line {
     /// `24,26`, `24-31`, `3`. A range is written low to high, as NX-OS prints it in a
     /// running-config: `26-24` is refused with its line (it once gave nothing, and DSCP 26
     /// fell silently into the default class).
-    pub fn numbers(&self, s: &str, max: u32) -> Result<Vec<u32>, ImportError> {
+    pub(super) fn numbers(&self, s: &str, max: u32) -> Result<Vec<u32>, ImportError> {
         let mut out = Vec::new();
         for part in s.split(',').filter(|p| !p.is_empty()) {
             let (a, z) = part.split_once('-').unwrap_or((part, part));
@@ -196,7 +196,7 @@ impl Line {
     }
 
     /// Exactly one value 0 to `max`.
-    pub fn one_number(&self, s: &str, max: u32) -> Result<u32, ImportError> {
+    pub(super) fn one_number(&self, s: &str, max: u32) -> Result<u32, ImportError> {
         match self.numbers(s, max)?.as_slice() {
             [v] => Ok(*v),
             _ => Err(self.err(format!("give one value 0 to {max}"))),
@@ -204,20 +204,20 @@ impl Line {
     }
 
     /// A whole number.
-    pub fn u64(&self, s: &str) -> Result<u64, ImportError> {
+    pub(super) fn u64(&self, s: &str) -> Result<u64, ImportError> {
         s.parse()
             .map_err(|_| self.err(format!("'{s}' is not a whole number")))
     }
 
     /// An `mtu` command's value: a number of bytes (`mtu jumbo` is not NX-OS).
-    pub fn mtu(&self) -> Result<u32, ImportError> {
+    pub(super) fn mtu(&self) -> Result<u32, ImportError> {
         self.word(1)
             .parse()
             .map_err(|_| self.err("mtu is a number of bytes, e.g. 9216"))
     }
 
     /// A size as `random-detect` writes it: a number and `bytes`, `kbytes` or `mbytes`.
-    pub fn bytes(&self, n: &str, unit: &str) -> Result<u64, ImportError> {
+    pub(super) fn bytes(&self, n: &str, unit: &str) -> Result<u64, ImportError> {
         let given = n;
         let n: f64 = n
             .parse()
@@ -245,7 +245,7 @@ impl Line {
     }
 
     /// Whether the command is about QoS, which an importer must not drop silently.
-    pub fn qos_related(&self) -> bool {
+    pub(super) fn qos_related(&self) -> bool {
         let t = self.text();
         [
             "qos",
