@@ -43,6 +43,7 @@ pub use note::Note;
 
 use crate::config::{CLASSES, MarkAt, SwitchConfig};
 use crate::link::Transmitter;
+use crate::rand::Rng;
 use crate::time::Nanos;
 use crate::wire::{self, CeMark, Ecn, FrameMeta, MacAddr};
 use classify::Classifier;
@@ -50,7 +51,6 @@ use fdb::{Fdb, Lookup};
 use mmu::Mmu;
 use packets::{Entry, Packets};
 use pfc::QueueWatchdog;
-use red::Rng;
 use sched::Scheduler;
 use std::collections::VecDeque;
 

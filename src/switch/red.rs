@@ -3,10 +3,7 @@
 //! seeded generator so that runs repeat exactly.
 
 use crate::config::RedProfile;
-
-// The switch names its generator `red::Rng`; it is `crate::rand`'s, which the simulator
-// shares, so that both draw the same streams from their seeds.
-pub(super) use crate::rand::Rng;
+use crate::rand::Rng;
 
 /// The outcome of RED at one decision point.
 #[derive(Debug, Clone, Copy, PartialEq)]
