@@ -5,9 +5,9 @@
 
 use rocelab::endpoint::fault::PauseStorm;
 use rocelab::link::frame_time;
-use rocelab::report::sim::{Summary, summary};
 use rocelab::sim::run::{Outcome, run};
 use rocelab::sim::scenario::Scenario;
+use rocelab::sim::summary::{Summary, summary};
 use rocelab::time::Nanos;
 use rocelab::wire::pfc::FRAME_LEN as PFC_FRAME_LEN;
 

@@ -4,6 +4,7 @@ use super::{Counters, Preset};
 use anyhow::{Context, Result};
 use rocelab::report::{bundle, sim as report};
 use rocelab::sim::scenario::{MAX_SEED, SCENARIOS, Scenario, names, scenario_text, set_seed};
+use rocelab::sim::summary::{Summary, summary};
 use std::path::{Path, PathBuf};
 
 /// Run a scenario (incasts, NIC faults, ring all-reduce, variants side by side) in
@@ -300,7 +301,7 @@ fn run_one(
     out: Option<&Path>,
     counters: Counters,
     plots_from: rocelab::time::Nanos,
-) -> Result<report::Summary> {
+) -> Result<Summary> {
     say!("{}", report::header(scenario));
     let wall = std::time::Instant::now();
     let ranks = scenario.allreduce.as_ref().map_or(0, |p| p.ranks.len());
@@ -399,7 +400,7 @@ fn run_one(
             dir.display()
         );
     }
-    Ok(report::summary(scenario, &outcome))
+    Ok(summary(scenario, &outcome))
 }
 
 /// The run's progress: on a terminal, a line on standard error once a second with the

@@ -6,12 +6,9 @@ use super::nccl;
 use super::ports;
 use crate::sim::run::{AllReduceRow, FabricCounts, Outcome, QpRow};
 use crate::sim::scenario::{Scenario, Shape};
-use crate::sim::summary::jain;
+use crate::sim::summary::{Summary, jain, summary};
 use crate::time::Nanos;
 use std::fmt::Write as _;
-
-// The simulator computes a run's summary; `rocelab sim` reads it here, beside its tables.
-pub use crate::sim::summary::{Summary, summary};
 
 fn gbps(bps: u64) -> f64 {
     bps as f64 / 1e9
