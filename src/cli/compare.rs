@@ -25,9 +25,10 @@ pub(crate) struct Args {
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "roce,roce-pfc,ib"
+        default_value = "roce,roce-pfc,ib",
+        value_parser = Setting::parse
     )]
-    fabrics: Vec<String>,
+    fabrics: Vec<Setting>,
     /// Switch configuration file (TOML) for every switch, instead of the scenario's base.
     #[arg(long, conflicts_with = "preset")]
     config: Option<PathBuf>,
@@ -57,8 +58,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: Args) -> Result<()> {
     let report = JsonReport::create(args.json.as_deref(), &[] as &[&Path])?;
     let mut settings = Vec::new();
-    for name in &args.fabrics {
-        let s = Setting::parse(name).map_err(anyhow::Error::msg)?;
+    for &s in &args.fabrics {
         if settings.contains(&s) {
             anyhow::bail!("--fabrics: {} is given twice", s.name());
         }

@@ -58,10 +58,10 @@ pub(crate) struct Args {
     to: Option<usize>,
     /// send: bytes to send (K, M, G suffixes allowed; default: send until --limit or
     /// Ctrl-C, which is then how the run ends, not a failure).
-    #[arg(long, value_parser = super::byte_size)]
+    #[arg(long, value_parser = rocelab::bytes::parse)]
     bytes: Option<u64>,
     /// send: message size (K, M, G suffixes allowed).
-    #[arg(long, default_value = "64K", value_parser = super::byte_size)]
+    #[arg(long, default_value = "64K", value_parser = rocelab::bytes::parse)]
     message_bytes: u64,
     /// allreduce: the sizes, -b, -e, -f as nccl-tests takes them.
     #[command(flatten)]

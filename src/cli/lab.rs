@@ -1,8 +1,6 @@
 //! `rocelab lab`: the whole fabric in network namespaces, in one command.
 
-use super::{
-    Counters, Preset, SizeSweepArgs, SwitchConfigArgs, byte_size, load_endpoint_config, seconds,
-};
+use super::{Counters, Preset, SizeSweepArgs, SwitchConfigArgs, load_endpoint_config, seconds};
 use anyhow::{Context, Result};
 use rocelab::config::emulation;
 use rocelab::config::endpoint::EndpointConfig;
@@ -57,7 +55,7 @@ pub(crate) struct Args {
     #[command(flatten)]
     size_sweep: SizeSweepArgs,
     /// incast: bytes each sender sends.
-    #[arg(long, default_value = "16M", value_parser = byte_size)]
+    #[arg(long, default_value = "16M", value_parser = rocelab::bytes::parse)]
     incast_bytes: u64,
     /// Turn PFC off: the lossless class becomes lossy.
     #[arg(long)]

@@ -119,19 +119,14 @@ fn write_json_stdout(args: std::fmt::Arguments<'_>) {
     }
 }
 
-/// A byte count as people write it: 4096, 8K, 16M, 1G (powers of 1024).
-pub(crate) fn byte_size(s: &str) -> Result<u64, String> {
-    rocelab::bytes::parse(s).map_err(|e| e.to_string())
-}
-
 /// An nccl-tests style size sweep: `-b`, `-e`, `-f`.
 #[derive(clap::Args, Debug)]
 pub struct SizeSweepArgs {
     /// Smallest all-reduce size in bytes, as nccl-tests -b (K, M, G suffixes allowed).
-    #[arg(short = 'b', long, default_value = "8K", value_parser = byte_size)]
+    #[arg(short = 'b', long, default_value = "8K", value_parser = rocelab::bytes::parse)]
     pub min_bytes: u64,
     /// Largest all-reduce size, as nccl-tests -e.
-    #[arg(short = 'e', long, default_value = "16M", value_parser = byte_size)]
+    #[arg(short = 'e', long, default_value = "16M", value_parser = rocelab::bytes::parse)]
     pub max_bytes: u64,
     /// Size factor, as nccl-tests -f.
     #[arg(short = 'f', long, default_value_t = 2)]
