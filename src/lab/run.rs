@@ -233,9 +233,17 @@ pub fn scenario(
 /// The most hosts the lab builds namespaces for.
 pub const MAX_LIVE_HOSTS: usize = 66;
 
+/// Why the lab cannot build a scenario live.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the lab cannot run {} live", .reasons.join(", "))]
+pub struct NotLive {
+    /// What the scenario asks that the lab cannot build, in the order checked.
+    pub reasons: Vec<String>,
+}
+
 /// Why `scenario` cannot run live, if it cannot: the lab builds one switch with a star of
 /// hosts in namespaces, on two threads, and runs ring all-reduce and `[[flow]]`s on them.
-pub fn live_check(scenario: &Scenario) -> Result<(), String> {
+pub fn live_check(scenario: &Scenario) -> Result<(), NotLive> {
     let mut no = Vec::new();
     let hosts = scenario.topology.hosts();
     match scenario.topology.shape {
@@ -278,7 +286,7 @@ pub fn live_check(scenario: &Scenario) -> Result<(), String> {
     if no.is_empty() {
         Ok(())
     } else {
-        Err(format!("the lab cannot run {} live", no.join(", ")))
+        Err(NotLive { reasons: no })
     }
 }
 
@@ -1267,9 +1275,13 @@ mod tests {
             live_check(&Scenario::load("lab-congestion").unwrap()),
             Ok(())
         );
-        let err = live_check(&Scenario::load("ring-incast").unwrap()).unwrap_err();
+        let err = live_check(&Scenario::load("ring-incast").unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("set back_to_back = true"), "{err}");
-        let err = live_check(&Scenario::load("web-search").unwrap()).unwrap_err();
+        let err = live_check(&Scenario::load("web-search").unwrap())
+            .unwrap_err()
+            .to_string();
         for why in ["a topology other than one switch", "[[workload]] entries"] {
             assert!(err.contains(why), "{why}: {err}");
         }
