@@ -654,7 +654,7 @@ impl Endpoint {
     /// Registers `len` zeroed bytes at `va` under `rkey`, for peers to WRITE into. The
     /// memory is mapped now, as a NIC pins a registered region: not page by page on the
     /// first WRITE into each, which would cost a live endpoint a page fault per frame (and
-    /// a large region is kept out of child processes, see [`memory`]).
+    /// a large region is kept out of child processes, see `endpoint/memory.rs`).
     pub fn register(&mut self, rkey: u32, va: u64, len: usize) {
         let data = memory::RegionBytes::zeroed(len);
         let region = Region { rkey, va, data };
