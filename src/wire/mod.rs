@@ -8,6 +8,7 @@
 
 pub mod bth;
 pub mod cnp;
+pub mod ddp;
 pub mod ecn;
 pub mod ethernet;
 #[cfg(test)]
@@ -15,9 +16,12 @@ pub(crate) mod fixtures;
 pub mod icrc;
 pub mod ipv4;
 pub mod ipv6;
+pub mod iwarp;
 pub mod meta;
+pub mod mpa;
 pub mod pfc;
 pub mod roce;
+pub mod tcp;
 pub mod udp;
 pub mod xth;
 
