@@ -17,6 +17,7 @@ pub mod icrc;
 pub mod ipv4;
 pub mod ipv6;
 pub mod iwarp;
+pub mod iwarp_goodput;
 pub mod meta;
 pub mod mpa;
 pub mod pfc;
