@@ -29,6 +29,7 @@ pub mod ibcc;
 mod memory;
 pub mod qp;
 pub mod selective;
+pub mod tcp;
 
 use crate::config::endpoint::{EndpointConfig, Transport};
 use crate::link::Transmitter;
