@@ -103,48 +103,38 @@ impl<C: CongestionControl> Sender<C> {
         self.stats
     }
 
-    /// RFC 6675 IsLost: more than (DupThresh − 1) × SMSS bytes SACKed above `start`.
-    fn is_lost(&self, start: u64) -> bool {
-        let above: u64 = self
-            .scoreboard
-            .range(start + 1..)
-            .filter(|(_, s)| s.sacked)
-            .map(|(&b, s)| s.end - b)
-            .sum();
-        above > (DUP_THRESH - 1) * self.mss
-    }
-
-    /// RFC 6675 SetPipe: the bytes still in the network.
-    fn pipe(&self) -> u64 {
-        let mut pipe = 0;
-        for (&start, s) in self.scoreboard.iter().filter(|(_, s)| !s.sacked) {
+    /// One pass over the scoreboard from the top: RFC 6675's SetPipe (the bytes still
+    /// in the network) and NextSeg rule 1 (the first unSACKed segment that IsLost, not
+    /// yet resent). IsLost: more than (DupThresh − 1) × SMSS bytes SACKed above it, or
+    /// declared lost by a timeout. Linear in the segments outstanding.
+    fn pipe_and_next_lost(&self) -> (u64, Option<u64>) {
+        let (mut pipe, mut next_lost, mut sacked_above) = (0, None, 0);
+        for (&start, s) in self.scoreboard.iter().rev() {
             let len = s.end - start;
-            if !s.timed_out && !self.is_lost(start) {
+            if s.sacked {
+                sacked_above += len;
+                continue;
+            }
+            let lost = s.timed_out || sacked_above > (DUP_THRESH - 1) * self.mss;
+            if !lost {
                 pipe += len;
             }
             if s.retransmitted {
                 pipe += len;
+            } else if lost {
+                next_lost = Some(start);
             }
         }
-        pipe
-    }
-
-    /// RFC 6675 NextSeg rule 1: the first unSACKed, lost, not yet resent segment.
-    fn next_lost(&self) -> Option<u64> {
-        self.scoreboard
-            .iter()
-            .find(|&(&start, s)| {
-                !s.sacked && !s.retransmitted && (s.timed_out || self.is_lost(start))
-            })
-            .map(|(&start, _)| start)
+        (pipe, next_lost)
     }
 
     /// The next segment to send, if the window allows one.
     pub fn poll_transmit(&mut self, now: Nanos) -> Option<Transmit> {
-        if self.pipe() + self.mss > self.cc.cwnd_bytes().max(self.mss) {
+        let (pipe, next_lost) = self.pipe_and_next_lost();
+        if pipe + self.mss > self.cc.cwnd_bytes().max(self.mss) {
             return None;
         }
-        let (start, retransmission) = match self.next_lost() {
+        let (start, retransmission) = match next_lost {
             Some(start) => (start, true),
             None if self.snd_nxt < self.stream_end => (self.snd_nxt, false),
             None => return None,
@@ -225,7 +215,7 @@ impl<C: CongestionControl> Sender<C> {
         if self.recovery_point.is_some_and(|p| self.snd_una >= p) {
             self.recovery_point = None;
         }
-        if self.recovery_point.is_none() && self.next_lost().is_some() {
+        if self.recovery_point.is_none() && self.pipe_and_next_lost().1.is_some() {
             // RFC 6675 5 (4): enter loss recovery once per window.
             self.recovery_point = Some(self.snd_nxt);
             self.stats.fast_recoveries += 1;
