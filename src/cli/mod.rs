@@ -121,7 +121,7 @@ fn write_json_stdout(args: std::fmt::Arguments<'_>) {
 
 /// An nccl-tests style size sweep: `-b`, `-e`, `-f`.
 #[derive(clap::Args, Debug)]
-pub struct SizeSweepArgs {
+pub(crate) struct SizeSweepArgs {
     /// Smallest all-reduce size in bytes, as nccl-tests -b (K, M, G suffixes allowed).
     #[arg(short = 'b', long, default_value = "8K", value_parser = rocelab::bytes::parse)]
     pub min_bytes: u64,
@@ -156,7 +156,7 @@ impl SizeSweepArgs {
     }
 
     /// The sizes: -b, -b·f, … up to -e.
-    pub fn sizes(&self) -> Result<Vec<u64>> {
+    pub(crate) fn sizes(&self) -> Result<Vec<u64>> {
         rocelab::endpoint::app::size_sweep::sizes(self.min_bytes, self.max_bytes, self.factor)
             .with_context(|| {
                 format!(

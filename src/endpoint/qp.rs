@@ -1,6 +1,6 @@
 //! The RC transport of one queue pair: the requester (segmentation to the path MTU, PSNs,
 //! AckReq, go-back-N on NAK or timeout, or selective repeat with a
-//! [`Scoreboard`](super::selective::Scoreboard)) and the go-back-N responder (in-order
+//! [`Scoreboard`]) and the go-back-N responder (in-order
 //! acceptance, coalesced ACKs, one NAK per sequence error, duplicate detection; the
 //! selective-repeat responder is [`Reorder`](super::selective::Reorder)).
 //!

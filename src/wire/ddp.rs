@@ -34,12 +34,12 @@ pub mod queue {
 
 mod bits {
     /// T: tagged.
-    pub const TAGGED: u8 = 0x80;
+    pub(super) const TAGGED: u8 = 0x80;
     /// L: last segment of the message.
-    pub const LAST: u8 = 0x40;
-    pub const DV: u8 = 0x03;
-    pub const RV_SHIFT: u8 = 6;
-    pub const OPCODE: u8 = 0x0f;
+    pub(super) const LAST: u8 = 0x40;
+    pub(super) const DV: u8 = 0x03;
+    pub(super) const RV_SHIFT: u8 = 6;
+    pub(super) const OPCODE: u8 = 0x0f;
 }
 
 /// An RDMAP opcode (RFC 5040 4.3).

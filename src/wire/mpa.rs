@@ -28,11 +28,11 @@ pub const MARKER_LEN: usize = 4;
 
 mod flag {
     /// M: the sender wants to receive markers.
-    pub const MARKERS: u8 = 0x80;
+    pub(super) const MARKERS: u8 = 0x80;
     /// C: the sender wants CRCs.
-    pub const CRC: u8 = 0x40;
+    pub(super) const CRC: u8 = 0x40;
     /// R: the responder rejects the connection (reply only).
-    pub const REJECT: u8 = 0x20;
+    pub(super) const REJECT: u8 = 0x20;
 }
 
 /// Request (from the initiator) or reply (from the responder).

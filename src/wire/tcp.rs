@@ -15,27 +15,27 @@ pub const MAX_OPTIONS_LEN: usize = 40;
 pub const MAX_SACK_BLOCKS: usize = 4;
 
 mod field {
-    pub const SRC_PORT: usize = 0;
-    pub const DST_PORT: usize = 2;
-    pub const SEQ: usize = 4;
-    pub const ACK: usize = 8;
+    pub(super) const SRC_PORT: usize = 0;
+    pub(super) const DST_PORT: usize = 2;
+    pub(super) const SEQ: usize = 4;
+    pub(super) const ACK: usize = 8;
     /// Data offset (bits 7-4); the low four bits are reserved (AccECN's AE is bit 0).
-    pub const DATA_OFFSET: usize = 12;
-    pub const FLAGS: usize = 13;
-    pub const WINDOW: usize = 14;
-    pub const CHECKSUM: usize = 16;
-    pub const URGENT: usize = 18;
+    pub(super) const DATA_OFFSET: usize = 12;
+    pub(super) const FLAGS: usize = 13;
+    pub(super) const WINDOW: usize = 14;
+    pub(super) const CHECKSUM: usize = 16;
+    pub(super) const URGENT: usize = 18;
 }
 
 /// Option kinds (IANA "TCP Option Kind Numbers").
 mod kind {
-    pub const END: u8 = 0;
-    pub const NOP: u8 = 1;
-    pub const MSS: u8 = 2;
-    pub const WINDOW_SCALE: u8 = 3;
-    pub const SACK_PERMITTED: u8 = 4;
-    pub const SACK: u8 = 5;
-    pub const TIMESTAMPS: u8 = 8;
+    pub(super) const END: u8 = 0;
+    pub(super) const NOP: u8 = 1;
+    pub(super) const MSS: u8 = 2;
+    pub(super) const WINDOW_SCALE: u8 = 3;
+    pub(super) const SACK_PERMITTED: u8 = 4;
+    pub(super) const SACK: u8 = 5;
+    pub(super) const TIMESTAMPS: u8 = 8;
 }
 
 bitflags! {
