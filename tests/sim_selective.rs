@@ -224,3 +224,32 @@ fn a_write_the_responder_cannot_place_is_naked_and_fails() {
         assert_eq!(failure.retries, 0);
     }
 }
+
+#[test]
+fn compare_puts_irn_beside_roce() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args([
+            "compare",
+            "incast-8",
+            "--fabrics",
+            "roce,irn",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let fabrics: Vec<&str> = doc["fabrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["fabric"].as_str().unwrap())
+        .collect();
+    assert_eq!(fabrics, ["roce", "irn"]);
+}

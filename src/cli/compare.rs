@@ -19,8 +19,9 @@ pub(crate) struct Args {
     /// place.
     #[arg(value_name = "SCENARIO")]
     scenario: String,
-    /// The fabrics, in order: roce (PFC + ECN + DCQCN), roce-pfc (PFC alone), ib
-    /// (credits), ib-cc (credits + InfiniBand congestion control).
+    /// The fabrics, in order: roce (PFC + ECN + DCQCN), roce-pfc (PFC alone), irn (no PFC:
+    /// selective repeat with a BDP cap, ECN + DCQCN), ib (credits), ib-cc (credits +
+    /// InfiniBand congestion control).
     #[arg(
         long,
         value_name = "LIST",

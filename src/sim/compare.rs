@@ -20,6 +20,8 @@ pub enum Setting {
     Roce,
     /// RoCEv2 with PFC alone: ECN marking and DCQCN off.
     RocePfc,
+    /// RoCEv2 without PFC, with IRN's selective repeat and BDP cap, ECN and DCQCN on.
+    Irn,
     /// InfiniBand: credit-based link-level flow control, no PFC, no ECN.
     Ib,
     /// InfiniBand with its congestion control (FECN, BECN, the CCT) on top of credits.
@@ -28,13 +30,20 @@ pub enum Setting {
 
 impl Setting {
     /// Every setting.
-    pub const ALL: [Setting; 4] = [Setting::Roce, Setting::RocePfc, Setting::Ib, Setting::IbCc];
+    pub const ALL: [Setting; 5] = [
+        Setting::Roce,
+        Setting::RocePfc,
+        Setting::Irn,
+        Setting::Ib,
+        Setting::IbCc,
+    ];
 
     /// Its name on the command line and in JSON.
     pub fn name(self) -> &'static str {
         match self {
             Setting::Roce => "roce",
             Setting::RocePfc => "roce-pfc",
+            Setting::Irn => "irn",
             Setting::Ib => "ib",
             Setting::IbCc => "ib-cc",
         }
@@ -45,6 +54,7 @@ impl Setting {
         match self {
             Setting::Roce => "RoCE PFC+ECN+DCQCN",
             Setting::RocePfc => "RoCE PFC only",
+            Setting::Irn => "IRN, no PFC",
             Setting::Ib => "IB credits",
             Setting::IbCc => "IB credits + CC",
         }
@@ -90,6 +100,21 @@ impl Setting {
                 }
                 switch.insert("ecn".into(), ecn.into());
                 dcqcn.insert("enabled".into(), ecn.into());
+                endpoint.insert("transport".into(), "go-back-n".into());
+            }
+            Setting::Irn => {
+                table.insert("fabric".into(), "roce".into());
+                match switch.get_mut("pfc") {
+                    Some(toml::Value::Table(pfc)) => {
+                        pfc.insert("enabled".into(), false.into());
+                    }
+                    _ => {
+                        switch.insert("pfc".into(), false.into());
+                    }
+                }
+                switch.insert("ecn".into(), true.into());
+                dcqcn.insert("enabled".into(), true.into());
+                endpoint.insert("transport".into(), "selective-repeat".into());
             }
             Setting::Ib | Setting::IbCc => {
                 table.insert("fabric".into(), "ib".into());
