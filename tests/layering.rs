@@ -69,7 +69,9 @@ fn the_cores_import_no_driver_and_not_each_other() {
 fn the_leaves_import_no_core_and_no_driver() {
     let mut forbidden = DRIVERS.to_vec();
     forbidden.extend(["switch", "endpoint"]);
-    for leaf in ["wire", "time", "link", "bytes", "config", "series", "rand"] {
+    for leaf in [
+        "wire", "time", "link", "bytes", "config", "series", "rand", "credit",
+    ] {
         assert_none(leaf, &forbidden);
     }
     // Every random stream of a run comes from it: it must not depend on what it seeds.
