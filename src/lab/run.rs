@@ -317,6 +317,8 @@ pub struct HostOutcome {
     pub socket_open_ns: Option<u64>,
     /// How long its data priority was paused by PFC, in all, ns.
     pub paused_ns: u64,
+    /// Its QPs that went to the error state.
+    pub qp_errors: Vec<crate::endpoint::QpFailure>,
 }
 
 /// What the hosts' thread gives back.
@@ -1049,6 +1051,7 @@ fn hosts(
                 sweep,
                 error: out.error,
                 socket_open_ns: Some(socket_open.0),
+                qp_errors: out.endpoint.qp_failures().to_vec(),
                 paused_ns: out
                     .endpoint
                     .paused_time(out.endpoint.data_priority(), out.end)

@@ -163,7 +163,7 @@ pub fn what_happened(opts: &LabOptions, out: &LabOutcome) -> String {
                 paused: crate::time::Nanos(h.paused_ns),
                 faults: Default::default(),
                 credit_stalled: None,
-                failures: Vec::new(),
+                failures: h.qp_errors.clone(),
             })
             .collect(),
         now: out.switch.now(),
