@@ -133,9 +133,9 @@ pub struct EndpointCounters {
     pub data_packets_sent: u64,
     /// Their payload bytes.
     pub data_bytes_sent: u64,
-    /// Data packets sent again (go-back-N).
+    /// Data packets sent again (go-back-N or selective repeat).
     pub retransmitted_packets: u64,
-    /// Times the retransmission timer fired with packets outstanding (go-back-N).
+    /// Times the retransmission timer fired with packets outstanding.
     pub timeouts: u64,
     /// Data packets accepted in order.
     pub data_packets_received: u64,
@@ -214,9 +214,9 @@ pub struct QpCounters {
     pub data_packets_sent: u64,
     /// Their payload bytes.
     pub data_bytes_sent: u64,
-    /// Data packets sent again (go-back-N).
+    /// Data packets sent again (go-back-N or selective repeat).
     pub retransmitted_packets: u64,
-    /// Times the retransmission timer fired with packets outstanding (go-back-N).
+    /// Times the retransmission timer fired with packets outstanding.
     pub timeouts: u64,
     /// Data packets accepted in order.
     pub data_packets_received: u64,

@@ -639,7 +639,7 @@ fn loss(out: &mut String, f: &Fabric) {
     if resent > 0 || timeouts > 0 {
         let _ = writeln!(
             out,
-            "  go-back-N resent {resent} data packets ({timeouts} retransmission timeouts)."
+            "  the QPs resent {resent} data packets ({timeouts} retransmission timeouts)."
         );
     }
     for (h, failure) in f
