@@ -63,8 +63,14 @@ impl RdmapOpcode {
     pub const SEND_SE_INVALIDATE: RdmapOpcode = RdmapOpcode(6);
     /// Terminate (untagged, queue 2).
     pub const TERMINATE: RdmapOpcode = RdmapOpcode(7);
+    /// Immediate Data (RFC 7306 4.4: eight bytes on the untagged Send queue, what verbs
+    /// call the immediate of an RDMA Write with Immediate).
+    pub const IMMEDIATE_DATA: RdmapOpcode = RdmapOpcode(8);
+    /// Immediate Data with Solicited Event (RFC 7306 4.4).
+    pub const IMMEDIATE_DATA_SE: RdmapOpcode = RdmapOpcode(9);
 
-    /// The name RFC 5040 gives, `reserved` for 8-15 (RFC 7306's atomics are not read).
+    /// The name RFC 5040 or RFC 7306 gives, `reserved` for the rest (RFC 7306's
+    /// atomics are not read).
     pub fn name(self) -> &'static str {
         match self.0 {
             0 => "RDMA Write",
@@ -75,6 +81,8 @@ impl RdmapOpcode {
             5 => "Send with Solicited Event",
             6 => "Send with Solicited Event and Invalidate",
             7 => "Terminate",
+            8 => "Immediate Data",
+            9 => "Immediate Data with Solicited Event",
             _ => "reserved",
         }
     }
@@ -88,7 +96,7 @@ impl RdmapOpcode {
     pub fn queue(self) -> Option<u32> {
         match self.0 {
             1 => Some(queue::READ_REQUEST),
-            3..=6 => Some(queue::SEND),
+            3..=6 | 8 | 9 => Some(queue::SEND),
             7 => Some(queue::TERMINATE),
             _ => None,
         }
@@ -376,7 +384,8 @@ mod tests {
         assert_eq!(DdpRepr::parse(&buf).unwrap(), (repr, 18));
         assert!(DdpRepr::parse(&buf[..14]).is_err());
         assert_eq!(RdmapOpcode::SEND_INVALIDATE.queue(), Some(queue::SEND));
-        assert_eq!(RdmapOpcode(9).name(), "reserved");
+        assert_eq!(RdmapOpcode(9).name(), "Immediate Data with Solicited Event");
+        assert_eq!(RdmapOpcode(10).name(), "reserved");
     }
 
     #[test]

@@ -45,6 +45,16 @@ impl Receiver {
         self.rcv_nxt as u32
     }
 
+    /// RCV.NXT as a 64-bit stream position.
+    pub fn next_position(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    /// The 64-bit stream position of sequence number `seq` (the one nearest RCV.NXT).
+    pub fn position(&self, seq: u32) -> u64 {
+        self.unwrap(seq)
+    }
+
     /// Bytes held beyond the first hole.
     pub fn out_of_order_bytes(&self) -> u64 {
         self.above.iter().map(|(s, e)| e - s).sum()

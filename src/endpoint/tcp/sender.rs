@@ -8,7 +8,7 @@
 use super::cc::{AckInfo, CongestionControl};
 use super::rto::{RtoConfig, RtoEstimator};
 use crate::time::Nanos;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// RFC 6675 2: DupThresh = 3.
 pub const DUP_THRESH: u64 = 3;
@@ -18,6 +18,8 @@ pub const DUP_THRESH: u64 = 3;
 pub struct Transmit {
     /// Sequence number of its first byte.
     pub seq: u32,
+    /// The same as a 64-bit stream position (ISS + 1 for the first byte, never wrapping).
+    pub pos: u64,
     /// Payload bytes.
     pub len: u32,
     /// True when these bytes were sent before.
@@ -56,6 +58,9 @@ pub struct Sender<C: CongestionControl> {
     snd_nxt: u64,
     /// One past the last byte the application queued.
     stream_end: u64,
+    /// Ends of the records queued with [`Sender::queue_record`] above SND.NXT: no new
+    /// segment crosses one.
+    record_ends: VecDeque<u64>,
     scoreboard: BTreeMap<u64, Sent>,
     /// In recovery until SND.UNA reaches this (RFC 6675 RecoveryPoint).
     recovery_point: Option<u64>,
@@ -74,6 +79,7 @@ impl<C: CongestionControl> Sender<C> {
             snd_una: start,
             snd_nxt: start,
             stream_end: start,
+            record_ends: VecDeque::new(),
             scoreboard: BTreeMap::new(),
             recovery_point: None,
             cc,
@@ -86,6 +92,42 @@ impl<C: CongestionControl> Sender<C> {
     /// Queues `bytes` more bytes of the stream.
     pub fn queue(&mut self, bytes: u64) {
         self.stream_end += bytes;
+    }
+
+    /// Queues a record of `bytes` bytes that starts and ends a segment: no segment holds
+    /// bytes of it and of another (an iWARP NIC aligns each FPDU to a segment, RFC 5044
+    /// 5.2). Records longer than the MSS are cut at the MSS.
+    pub fn queue_record(&mut self, bytes: u64) {
+        self.stream_end += bytes;
+        self.record_ends.push_back(self.stream_end);
+    }
+
+    /// The stream position of the next byte to queue (ISS + 1 before any).
+    pub fn queued_end(&self) -> u64 {
+        self.stream_end
+    }
+
+    /// SND.NXT as a sequence number: what a pure ACK carries.
+    pub fn next_seq(&self) -> u32 {
+        self.snd_nxt as u32
+    }
+
+    /// SND.UNA as a stream position: every byte before it is acknowledged.
+    pub fn acked_position(&self) -> u64 {
+        self.snd_una
+    }
+
+    /// Whether [`poll_transmit`](Self::poll_transmit) would give a segment now: the
+    /// window has room and a lost segment or new data waits.
+    pub fn ready(&self) -> bool {
+        let (pipe, next_lost) = self.pipe_and_next_lost();
+        pipe + self.mss <= self.cc.cwnd_bytes().max(self.mss)
+            && (next_lost.is_some() || self.snd_nxt < self.stream_end)
+    }
+
+    /// The smoothed round-trip time, once a sample came.
+    pub fn srtt(&self) -> Option<Nanos> {
+        self.rto.srtt()
     }
 
     /// Bytes queued and not yet acknowledged.
@@ -146,7 +188,11 @@ impl<C: CongestionControl> Sender<C> {
             self.stats.retransmissions += 1;
             s.end
         } else {
-            let end = (start + self.mss).min(self.stream_end);
+            while self.record_ends.front().is_some_and(|&e| e <= start) {
+                self.record_ends.pop_front();
+            }
+            let record_end = self.record_ends.front().copied().unwrap_or(self.stream_end);
+            let end = (start + self.mss).min(self.stream_end).min(record_end);
             self.scoreboard.insert(
                 start,
                 Sent {
@@ -166,6 +212,7 @@ impl<C: CongestionControl> Sender<C> {
         }
         Some(Transmit {
             seq: start as u32,
+            pos: start,
             len: (end - start) as u32,
             retransmission,
         })
