@@ -26,6 +26,8 @@ pub mod fault;
 pub mod host;
 mod ib_nic;
 pub mod ibcc;
+mod iwarp_nic;
+pub use iwarp_nic::{DEFAULT_INTERFACE_MTU, IwarpConfig, TcpCc};
 mod memory;
 pub mod qp;
 pub mod selective;
@@ -355,6 +357,8 @@ pub struct Endpoint {
     credit: Option<Box<ib_nic::NicCredit>>,
     /// InfiniBand congestion control for the QPs created from now on, in place of DCQCN.
     ib_cc: Option<ibcc::IbCcConfig>,
+    /// iWARP: every QP an RDMA connection over TCP (boxed: a RoCE NIC has none).
+    iwarp: Option<Box<iwarp_nic::IwarpNic>>,
     /// With more than [`SCANNED_QPS`] QPs, each QP's pacer time while it has a packet its
     /// window allows, and its timers (DCQCN, the deferred CNP, retransmission), kept up to
     /// date as QPs change: the next deadline and the QPs due are found without looking at
@@ -412,6 +416,7 @@ impl Endpoint {
             ip_ident: 0,
             credit: None,
             ib_cc: None,
+            iwarp: None,
             pacers: Deadlines::default(),
             timers: Deadlines::default(),
             dirty: Vec::new(),
@@ -530,20 +535,26 @@ impl Endpoint {
 
     /// A QP's current DCQCN rate, bit/s.
     pub fn qp_rate_bps(&self, qp: usize) -> u64 {
-        self.qps[qp].rp.rate_bps()
+        self.iwarp_window_rate(qp)
+            .unwrap_or_else(|| self.qps[qp].rp.rate_bps())
     }
 
     /// QP `qp` (an index from [`Endpoint::create_qp`]) at `now`.
     pub fn qp_status(&self, qp: usize, now: Nanos) -> QpStatus {
         let q = &self.qps[qp];
+        let (rate_bps, target_bps, alpha) = match self.iwarp_window_rate(qp) {
+            // iWARP: the rate its window allows, and DCTCP's alpha.
+            Some(rate) => (rate, rate, self.iwarp_alpha(qp)),
+            None => (q.rp.rate_bps(), q.rp.target_bps(), q.rp.alpha(now)),
+        };
         QpStatus {
             qpn: q.qpn,
             peer_qpn: q.peer.qpn,
             peer_ip: q.peer.ip,
             udp_sport: q.udp_sport,
-            rate_bps: q.rp.rate_bps(),
-            target_bps: q.rp.target_bps(),
-            alpha: q.rp.alpha(now),
+            rate_bps,
+            target_bps,
+            alpha,
             counters: q.counters,
         }
     }
@@ -593,7 +604,7 @@ impl Endpoint {
 
     /// True when no WRITE is waiting for an acknowledgement and nothing waits to go out.
     pub fn idle(&self) -> bool {
-        self.control.is_empty() && self.qps.iter().all(|q| q.req.idle())
+        self.control.is_empty() && self.qps.iter().all(|q| q.req.idle()) && self.iwarp_idle()
     }
 
     /// Creates an RC QP numbered `qpn` connected to `peer`; both directions start at
@@ -634,6 +645,7 @@ impl Endpoint {
             counters: QpCounters::default(),
         });
         self.by_qpn.insert(qpn, index);
+        self.iwarp_create(index, qpn, peer);
         // Past the last QP that is scanned, every QP's deadlines go into the heaps.
         let from = if self.qps.len() == SCANNED_QPS + 1 {
             0
@@ -708,6 +720,10 @@ impl Endpoint {
                 wr_id: wr.id,
                 status: WcStatus::Flushed,
             });
+            return;
+        }
+        if self.iwarp.is_some() {
+            self.iwarp_post(qp, wr);
             return;
         }
         let mtu = self.cfg.mtu as usize;
@@ -833,6 +849,9 @@ impl Endpoint {
 
     /// A frame, parsed, reaches the NIC's receive logic at `now`.
     fn receive(&mut self, now: Nanos, frame: &[u8], meta: &wire::FrameMeta) {
+        if self.iwarp.is_some() && self.receive_iwarp(now, frame) {
+            return;
+        }
         if !meta.is_roce() || frame.get(..6) != Some(&self.mac.0[..]) {
             return;
         }
@@ -928,7 +947,9 @@ impl Endpoint {
             return;
         }
         q.failed = true;
-        let wrs = q.req.abort();
+        let mut wrs = q.req.abort();
+        wrs.extend(self.iwarp_abort(qi));
+        let q = &self.qps[qi];
         self.counters.qp_errors += 1;
         self.failures.push(QpFailure {
             qp: qi,
@@ -1259,6 +1280,9 @@ impl Endpoint {
         if !self.priority_open(self.data_priority, now) || self.data_waits_for_credit() {
             return None;
         }
+        if self.iwarp.is_some() {
+            return self.iwarp_send_data(now);
+        }
         // No QP is ready (the common case of a receiver): no need to look at each.
         debug_assert!(self.dirty.is_empty(), "settled at the last entry point");
         if self.keeps_deadlines() && self.pacers.first().is_none_or(|t| t > now) {
@@ -1420,6 +1444,9 @@ impl Endpoint {
         if let Some(t) = self.credit.as_ref().and_then(|c| c.link.next_due()) {
             at(t);
         }
+        if let Some(t) = self.iwarp_deadline() {
+            at(t);
+        }
         for (p, f) in &self.control {
             if self.credit.as_ref().is_none_or(|c| c.allows(f)) {
                 at(free.max(self.priority_opens_at(*p)));
@@ -1489,6 +1516,7 @@ impl Endpoint {
             }
         }
         self.due = due;
+        self.iwarp_timeouts(now);
         self.settle();
     }
 }
