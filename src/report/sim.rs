@@ -40,7 +40,7 @@ pub fn header(s: &Scenario) -> String {
     }
     let _ = write!(
         out,
-        "\n{shape}; links {} Gb/s, {} delay{}; path MTU {}; DCQCN {}; seed {}\n",
+        "\n{shape}; links {} Gb/s, {} delay{}; {}; seed {}\n",
         gbps(t.bits_per_sec),
         t.delay.human(),
         if t.loss > 0.0 {
@@ -48,15 +48,25 @@ pub fn header(s: &Scenario) -> String {
         } else {
             String::new()
         },
-        s.endpoint.mtu,
-        if s.endpoint.dcqcn.enabled {
-            "on"
-        } else {
-            "off"
+        match &s.fabric {
+            crate::sim::fabric::Fabric::Iwarp(iw) => format!(
+                "interface MTU {}; TCP {}",
+                iw.nic.interface_mtu,
+                iw.nic.cc.name()
+            ),
+            _ => format!(
+                "path MTU {}; DCQCN {}",
+                s.endpoint.mtu,
+                if s.endpoint.dcqcn.enabled {
+                    "on"
+                } else {
+                    "off"
+                }
+            ),
         },
         s.seed
     );
-    if let crate::sim::fabric::Fabric::Ib(_) = s.fabric {
+    if let crate::sim::fabric::Fabric::Ib(_) | crate::sim::fabric::Fabric::Iwarp(_) = s.fabric {
         let _ = writeln!(out, "fabric: {}", s.fabric.describe());
     } else if s.topology.switch_latency > crate::time::Nanos::ZERO {
         let _ = writeln!(

@@ -22,6 +22,8 @@ pub enum Setting {
     RocePfc,
     /// RoCEv2 without PFC, with IRN's selective repeat and BDP cap, ECN and DCQCN on.
     Irn,
+    /// iWARP: RDMA over TCP with DCTCP, PFC off, ECN on.
+    Iwarp,
     /// InfiniBand: credit-based link-level flow control, no PFC, no ECN.
     Ib,
     /// InfiniBand with its congestion control (FECN, BECN, the CCT) on top of credits.
@@ -30,10 +32,11 @@ pub enum Setting {
 
 impl Setting {
     /// Every setting.
-    pub const ALL: [Setting; 5] = [
+    pub const ALL: [Setting; 6] = [
         Setting::Roce,
         Setting::RocePfc,
         Setting::Irn,
+        Setting::Iwarp,
         Setting::Ib,
         Setting::IbCc,
     ];
@@ -44,6 +47,7 @@ impl Setting {
             Setting::Roce => "roce",
             Setting::RocePfc => "roce-pfc",
             Setting::Irn => "irn",
+            Setting::Iwarp => "iwarp",
             Setting::Ib => "ib",
             Setting::IbCc => "ib-cc",
         }
@@ -55,6 +59,7 @@ impl Setting {
             Setting::Roce => "RoCE PFC+ECN+DCQCN",
             Setting::RocePfc => "RoCE PFC only",
             Setting::Irn => "IRN, no PFC",
+            Setting::Iwarp => "iWARP DCTCP, no PFC",
             Setting::Ib => "IB credits",
             Setting::IbCc => "IB credits + CC",
         }
@@ -85,6 +90,7 @@ impl Setting {
         let mut endpoint = take(table, "endpoint");
         let mut dcqcn = take(&mut endpoint, "dcqcn");
         let mut ib = take(table, "ib");
+        let mut iwarp = take(table, "iwarp");
         match self {
             Setting::Roce | Setting::RocePfc => {
                 let ecn = self == Setting::Roce;
@@ -115,6 +121,18 @@ impl Setting {
                 switch.insert("ecn".into(), true.into());
                 dcqcn.insert("enabled".into(), true.into());
                 endpoint.insert("transport".into(), "selective-repeat".into());
+            }
+            Setting::Iwarp => {
+                table.insert("fabric".into(), "iwarp".into());
+                // TCP's own congestion control (DCTCP on the switches' ECN marks) in
+                // place of DCQCN; PFC off unless the scenario's [iwarp] asks for it.
+                switch.insert("ecn".into(), true.into());
+                dcqcn.insert("enabled".into(), false.into());
+                iwarp.entry("cc").or_insert_with(|| "dctcp".into());
+                table.insert(
+                    "iwarp".into(),
+                    toml::Value::Table(std::mem::take(&mut iwarp)),
+                );
             }
             Setting::Ib | Setting::IbCc => {
                 table.insert("fabric".into(), "ib".into());
@@ -262,9 +280,10 @@ pub fn measure(setting: Setting, scenario: &Scenario, outcome: &Outcome) -> Meas
         .cloned()
         .collect();
     let summary = summary::summary(scenario, outcome);
-    let pfc_unused = match scenario.fabric {
+    let pfc_unused = match &scenario.fabric {
         Fabric::Roce => pfc_unused(&summary, &outcome.series),
-        Fabric::Ib(_) => None,
+        Fabric::Iwarp(iw) if iw.lossless => pfc_unused(&summary, &outcome.series),
+        Fabric::Ib(_) | Fabric::Iwarp(_) => None,
     };
     Measured {
         fabric: setting,
@@ -367,7 +386,7 @@ pub fn fair_shares(topology: &Topology, flows: &[(usize, usize)]) -> Option<Vec<
 /// The fabric a setting runs, for a header line.
 pub fn describe(setting: Setting, scenario: &Scenario) -> String {
     match (&scenario.fabric, setting) {
-        (Fabric::Ib(_), _) => scenario.fabric.describe(),
+        (Fabric::Ib(_) | Fabric::Iwarp(_), _) => scenario.fabric.describe(),
         (Fabric::Roce, _) => format!(
             "RoCEv2, DCQCN {}; switches store-and-forward, {} latency; switch: {}",
             if scenario.endpoint.dcqcn.enabled {

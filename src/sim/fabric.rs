@@ -1,12 +1,14 @@
-//! What keeps a scenario's fabric lossless: RoCEv2 on Ethernet (PFC, ECN and DCQCN as
-//! the switch configuration says) or InfiniBand (credit-based link-level flow control per
-//! VL, [`crate::credit`]). The same topology, endpoints and workloads run on either, so
-//! that `rocelab compare` can set them side by side.
+//! How a scenario's fabric carries RDMA: RoCEv2 on Ethernet (PFC, ECN and DCQCN as the
+//! switch configuration says), InfiniBand (credit-based link-level flow control per VL,
+//! [`crate::credit`]) or iWARP (RDMA over TCP on Ethernet, lossy by default). The same
+//! topology, endpoints and workloads run on each, so that `rocelab compare` can set them
+//! side by side.
 
 use super::topology::{Network, Topology};
 use crate::config::{CLASSES, ConfigError, SwitchConfig, Trust};
 use crate::credit::{BLOCK_BYTES, CreditConfig, MAX_WINDOW_BLOCKS};
 use crate::endpoint::ibcc::{CctEntry, IbCcConfig};
+use crate::endpoint::{DEFAULT_INTERFACE_MTU, IwarpConfig, TcpCc};
 use crate::link::Framing;
 use crate::switch::Switch;
 use crate::switch::sched::VlArbConfig;
@@ -21,6 +23,94 @@ pub enum Fabric {
     Roce,
     /// InfiniBand: credit flow control, no PFC, no ECN.
     Ib(IbFabric),
+    /// iWARP: RDMA over TCP on Ethernet; PFC off unless asked for.
+    Iwarp(IwarpFabric),
+}
+
+/// iWARP, as a scenario's `[iwarp]` table sets it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IwarpFabric {
+    /// How every NIC runs its connections.
+    pub nic: IwarpConfig,
+    /// PFC stays on as the switch configuration has it (a lossless class); off by
+    /// default, since TCP recovers what is lost.
+    pub lossless: bool,
+}
+
+impl IwarpFabric {
+    /// The switch configuration on this fabric: PFC off unless lossless, ECN as
+    /// configured (DCTCP needs it).
+    pub fn switch_config(&self, mut cfg: SwitchConfig) -> SwitchConfig {
+        if !self.lossless {
+            cfg.disable_pfc();
+        }
+        cfg
+    }
+}
+
+/// The `[iwarp]` table as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct IwarpSpec {
+    cc: Option<String>,
+    mtu: Option<u32>,
+    initial_window: Option<u32>,
+    rto_min_us: Option<u64>,
+    ecn: Option<bool>,
+    crc: Option<bool>,
+    ack_every: Option<u32>,
+    lossless: Option<bool>,
+}
+
+impl IwarpSpec {
+    fn resolve(self) -> Result<IwarpFabric, ConfigError> {
+        let cc = match self.cc.as_deref() {
+            None => TcpCc::default(),
+            Some(name) => TcpCc::ALL
+                .into_iter()
+                .find(|c| c.name() == name)
+                .ok_or_else(|| {
+                    err(
+                        "iwarp.cc",
+                        format!("'{name}' is not a congestion control: give dctcp, reno or cubic"),
+                    )
+                })?,
+        };
+        let nic = IwarpConfig {
+            cc,
+            interface_mtu: self.mtu.unwrap_or(DEFAULT_INTERFACE_MTU),
+            initial_window_segments: self.initial_window.unwrap_or(10),
+            rto_min: self
+                .rto_min_us
+                .map_or(IwarpConfig::default().rto_min, Nanos::from_micros),
+            // ECN capable by default only under DCTCP, which reads the marks.
+            ecn: self.ecn.unwrap_or(cc == TcpCc::Dctcp),
+            crc: self.crc.unwrap_or(true),
+            ack_every: self.ack_every.unwrap_or(2),
+        };
+        if !(1..=64).contains(&nic.ack_every) {
+            return Err(err("iwarp.ack_every", "give 1 to 64 segments"));
+        }
+        if !(576..=9000).contains(&nic.interface_mtu) {
+            return Err(err(
+                "iwarp.mtu",
+                format!(
+                    "{}: give an interface MTU of 576 to 9000 bytes",
+                    nic.interface_mtu
+                ),
+            ));
+        }
+        if !(1..=1000).contains(&nic.initial_window_segments) {
+            return Err(err("iwarp.initial_window", "give 1 to 1000 segments"));
+        }
+        if !(1..=10_000_000).contains(&nic.rto_min.0.div_ceil(1000)) {
+            return Err(err("iwarp.rto_min_us", "give 1 µs to 10 s"));
+        }
+        Ok(IwarpFabric {
+            nic,
+            lossless: self.lossless.unwrap_or(false),
+        })
+    }
 }
 
 /// The InfiniBand link layer, as a scenario's `[ib]` table sets it.
@@ -251,22 +341,31 @@ fn err(key: &str, message: impl Into<String>) -> ConfigError {
     }
 }
 
-/// The fabric of a scenario: `fabric` (`"roce"` by default, or `"ib"`) and its `[ib]`
-/// table; `largest_frame` is the largest frame an endpoint sends, which one VL's buffer
-/// must hold.
+/// The fabric of a scenario: `fabric` (`"roce"` by default, `"ib"` or `"iwarp"`) and its
+/// `[ib]` or `[iwarp]` table; `largest_frame` is the largest frame an endpoint sends,
+/// which one VL's buffer must hold.
 pub(super) fn resolve(
     fabric: Option<&str>,
     ib: Option<IbSpec>,
+    iwarp: Option<IwarpSpec>,
     largest_frame: usize,
 ) -> Result<Fabric, ConfigError> {
-    match fabric.unwrap_or("roce") {
-        "roce" => match ib {
-            Some(_) => Err(err(
-                "ib",
-                "the [ib] table sets an InfiniBand fabric: give fabric = \"ib\" too",
-            )),
-            None => Ok(Fabric::Roce),
-        },
+    let name = fabric.unwrap_or("roce");
+    if ib.is_some() && name != "ib" {
+        return Err(err(
+            "ib",
+            "the [ib] table sets an InfiniBand fabric: give fabric = \"ib\" too",
+        ));
+    }
+    if iwarp.is_some() && name != "iwarp" {
+        return Err(err(
+            "iwarp",
+            "the [iwarp] table sets an iWARP fabric: give fabric = \"iwarp\" too",
+        ));
+    }
+    match name {
+        "roce" => Ok(Fabric::Roce),
+        "iwarp" => Ok(Fabric::Iwarp(iwarp.unwrap_or_default().resolve()?)),
         "ib" => {
             let spec = ib.unwrap_or_default();
             let buffer = spec
@@ -365,7 +464,7 @@ pub(super) fn resolve(
         }
         other => Err(err(
             "fabric",
-            format!("'{other}' is not a fabric: give \"roce\" or \"ib\""),
+            format!("'{other}' is not a fabric: give \"roce\", \"ib\" or \"iwarp\""),
         )),
     }
 }
@@ -375,6 +474,14 @@ impl Fabric {
     pub fn describe(&self) -> String {
         match self {
             Fabric::Roce => "RoCEv2".to_owned(),
+            Fabric::Iwarp(iw) => format!(
+                "iWARP: RDMA over TCP ({}{}), one FPDU per segment at an MTU of {}, RTO_min {}; {}",
+                iw.nic.cc.name(),
+                if iw.nic.ecn { ", ECN" } else { "" },
+                iw.nic.interface_mtu,
+                iw.nic.rto_min.human(),
+                if iw.lossless { "PFC on" } else { "PFC off" }
+            ),
             Fabric::Ib(ib) => format!(
                 "InfiniBand: credit flow control, {} per VL; {}switches {}, {} latency",
                 crate::bytes::human(ib.buffer_per_vl_bytes),
@@ -404,7 +511,7 @@ impl Fabric {
     /// How its links put frames on the wire.
     pub fn framing(&self) -> Framing {
         match self {
-            Fabric::Roce => Framing::Ethernet,
+            Fabric::Roce | Fabric::Iwarp(_) => Framing::Ethernet,
             Fabric::Ib(_) => Framing::InfiniBand,
         }
     }
@@ -416,10 +523,18 @@ impl Network {
     /// port, switch or NIC, with credit flow control.
     pub fn use_fabric(&mut self, fabric: &Fabric, switch: &SwitchConfig, topology: &Topology) {
         let ib = match fabric {
-            Fabric::Roce => {
+            Fabric::Roce | Fabric::Iwarp(_) => {
                 for &n in &self.switches {
                     if let super::Node::Switch(s) = &mut self.engine.nodes[n] {
                         s.set_forwarding_latency(topology.switch_latency);
+                    }
+                }
+                if let Fabric::Iwarp(iw) = fabric {
+                    for &n in &self.hosts {
+                        if let super::Node::Host(h) = &mut self.engine.nodes[n] {
+                            // The MTU was checked when the scenario was read.
+                            let _ = h.endpoint.set_iwarp(iw.nic);
+                        }
                     }
                 }
                 return;

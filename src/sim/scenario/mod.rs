@@ -167,7 +167,7 @@ impl Scenario {
     /// Each switch's forwarding latency on the scenario's fabric.
     pub fn switch_latency(&self) -> Nanos {
         match &self.fabric {
-            Fabric::Roce => self.topology.switch_latency,
+            Fabric::Roce | Fabric::Iwarp(_) => self.topology.switch_latency,
             Fabric::Ib(ib) => ib.switch_latency,
         }
     }

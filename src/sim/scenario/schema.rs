@@ -1,7 +1,7 @@
 //! A scenario file as written: the serde structures of its TOML and their defaults.
 //! `validate` turns them into a [`Scenario`](super::Scenario).
 
-use crate::sim::fabric::IbSpec;
+use crate::sim::fabric::{IbSpec, IwarpSpec};
 use crate::sim::faults::FaultSpec;
 use crate::sim::sweep::SweepTable;
 use crate::sim::workloads::WorkloadSpec;
@@ -36,6 +36,8 @@ pub(super) struct ScenarioFile {
     pub(super) workloads: Vec<WorkloadSpec>,
     pub(super) fabric: Option<String>,
     pub(super) ib: Option<IbSpec>,
+    /// The `[iwarp]` table: iWARP's TCP, with `fabric = "iwarp"`.
+    pub(super) iwarp: Option<IwarpSpec>,
     /// `rocelab sweep`'s grid and seeds; `sim` runs the scenario as written (its keys are
     /// checked: a misspelt one would be lost on the sweep).
     #[serde(default)]

@@ -54,11 +54,22 @@ impl ScenarioFile {
         let fabric = fabric::resolve(
             self.fabric.as_deref(),
             self.ib,
+            self.iwarp,
             endpoint.mtu as usize + LARGEST_FRAME_OVERHEAD,
         )?;
-        if let Fabric::Ib(ib) = &fabric {
-            switch = ib.switch_config(switch);
-            switch_source.push_str("; InfiniBand: VLs as queues, no PFC, no ECN");
+        match &fabric {
+            Fabric::Ib(ib) => {
+                switch = ib.switch_config(switch);
+                switch_source.push_str("; InfiniBand: VLs as queues, no PFC, no ECN");
+            }
+            Fabric::Iwarp(iw) => {
+                check_iwarp_mtu(iw, &switch)?;
+                switch = iw.switch_config(switch);
+                if !iw.lossless {
+                    switch_source.push_str("; iWARP: no PFC");
+                }
+            }
+            Fabric::Roce => {}
         }
         let flows = resolve_flows(&self.flows, hosts)?;
         let allreduce = self
@@ -533,4 +544,28 @@ impl AllReduceSpec {
             back_to_back: self.back_to_back,
         })
     }
+}
+
+/// Every switch port must carry an iWARP NIC's largest IP packet.
+fn check_iwarp_mtu(
+    iw: &crate::sim::fabric::IwarpFabric,
+    switch: &crate::config::SwitchConfig,
+) -> Result<(), ConfigError> {
+    let mtu = iw.nic.interface_mtu;
+    if iw.nic.fpdu_sizes().is_none() {
+        return Err(err(
+            "iwarp.mtu",
+            format!("{mtu} leaves no room for an FPDU"),
+        ));
+    }
+    if mtu > switch.port_defaults.mtu {
+        return Err(err(
+            "iwarp.mtu",
+            format!(
+                "{mtu} is more than the switches' port MTU, {}: their ports would drop every full segment",
+                switch.port_defaults.mtu
+            ),
+        ));
+    }
+    Ok(())
 }
