@@ -13,6 +13,7 @@ pub mod scenario;
 pub mod summary;
 pub mod sweep;
 pub mod topology;
+pub mod tune;
 pub mod workloads;
 
 pub use engine::{Engine, Host, LinkEnd, Node, Stalled, Step};

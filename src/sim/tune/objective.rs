@@ -1,0 +1,180 @@
+//! What a run of the tuned scenario comes to for the search: the objective (FCT slowdown
+//! p99 of all or of small flows, or the all-reduce's bus bandwidth) and the figures the
+//! constraints look at (unfinished flows, lossless drops, PFC storms).
+
+use crate::sim::run::Outcome;
+use crate::sim::scenario::Scenario;
+
+/// What the search makes better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// The workload flows' FCT slowdown at p99, all sizes (lower is better).
+    FctP99,
+    /// The FCT slowdown at p99 of flows under 100 KB (lower is better).
+    SmallFctP99,
+    /// The largest all-reduce size's bus bandwidth, GB/s (higher is better).
+    Busbw,
+}
+
+impl Objective {
+    /// In words, with its unit and direction.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Objective::FctP99 => "FCT slowdown p99, all flows (lower is better)",
+            Objective::SmallFctP99 => "FCT slowdown p99, flows under 100 KB (lower is better)",
+            Objective::Busbw => "all-reduce bus bandwidth, GB/s (higher is better)",
+        }
+    }
+
+    /// True when a larger value is better.
+    pub fn higher_is_better(self) -> bool {
+        self == Objective::Busbw
+    }
+}
+
+/// How the seeds' values of a point make its score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Aggregate {
+    /// The mean over the seeds.
+    Mean,
+    /// The worst seed's value.
+    Worst,
+}
+
+/// One run's figures.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunFigures {
+    /// The objective's value; `None` when the run has none (no flow finished, the
+    /// all-reduce did not finish).
+    pub objective: Option<f64>,
+    /// Workload flows that had not finished when the run ended.
+    pub unfinished_flows: u64,
+    /// Frames the switches dropped in lossless classes.
+    pub lossless_drops: u64,
+    /// PFC storms the watchdogs detected.
+    pub storms: u64,
+    /// PFC frames the switches sent.
+    pub pfc_sent: u64,
+    /// Frames the switches marked CE.
+    pub ce_marked: u64,
+}
+
+/// The figures of a finished run.
+pub fn figures(objective: Objective, scenario: &Scenario, outcome: &Outcome) -> RunFigures {
+    let s = crate::sim::summary::summary(scenario, outcome);
+    let value = match objective {
+        Objective::FctP99 => s.fct_p99_slowdown,
+        Objective::SmallFctP99 => {
+            let small: Vec<_> = outcome
+                .flows
+                .iter()
+                .filter(|f| f.bytes < 100_000)
+                .copied()
+                .collect();
+            crate::sim::fct::buckets(&small)
+                .pop()
+                .and_then(|all| all.p99)
+        }
+        Objective::Busbw => s.busbw_gbytes_per_s,
+    };
+    RunFigures {
+        objective: value,
+        unfinished_flows: outcome
+            .flows
+            .iter()
+            .filter(|f| f.finished.is_none())
+            .count() as u64,
+        lossless_drops: s.lossless_drops,
+        storms: s.storms_detected,
+        pfc_sent: s.switch_pfc_sent,
+        ce_marked: s.ce_marked,
+    }
+}
+
+/// The score of a point over its runs, lower is better: the objective's mean or worst
+/// over the seeds (negated when higher is better); `None` when a run has no value.
+pub fn score(objective: Objective, aggregate: Aggregate, runs: &[RunFigures]) -> Option<f64> {
+    if runs.is_empty() {
+        return None;
+    }
+    let sign = if objective.higher_is_better() {
+        -1.0
+    } else {
+        1.0
+    };
+    let values: Option<Vec<f64>> = runs.iter().map(|r| r.objective.map(|v| sign * v)).collect();
+    let values = values?;
+    Some(match aggregate {
+        Aggregate::Mean => values.iter().sum::<f64>() / values.len() as f64,
+        Aggregate::Worst => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    })
+}
+
+/// One count of a run.
+type Figure = fn(&RunFigures) -> u64;
+
+/// Why a point's runs break the constraints against the starting configuration's runs on
+/// the same seeds, in words; `None` when they keep them: nothing more lost in a lossless
+/// class, no more PFC storms, no more unfinished flows (a setting that hides slow flows by
+/// not finishing them loses).
+pub fn violation(runs: &[RunFigures], start: &[RunFigures]) -> Option<String> {
+    let sum = |rs: &[RunFigures], f: Figure| rs.iter().map(f).sum::<u64>();
+    let checks: [(&str, Figure); 3] = [
+        ("frames lost in lossless classes", |r| r.lossless_drops),
+        ("PFC storms", |r| r.storms),
+        ("unfinished flows", |r| r.unfinished_flows),
+    ];
+    checks.iter().find_map(|(what, f)| {
+        let (mine, theirs) = (sum(runs, *f), sum(start, *f));
+        (mine > theirs).then(|| format!("{mine} {what} against the start's {theirs}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(v: Option<f64>, unfinished: u64) -> RunFigures {
+        RunFigures {
+            objective: v,
+            unfinished_flows: unfinished,
+            lossless_drops: 0,
+            storms: 0,
+            pfc_sent: 0,
+            ce_marked: 0,
+        }
+    }
+
+    #[test]
+    fn scores_are_the_mean_or_the_worst_seed_lower_better() {
+        let runs = [run(Some(2.0), 0), run(Some(6.0), 0)];
+        assert_eq!(score(Objective::FctP99, Aggregate::Mean, &runs), Some(4.0));
+        assert_eq!(score(Objective::FctP99, Aggregate::Worst, &runs), Some(6.0));
+        // Bus bandwidth: higher is better, so the worst seed is the lowest, negated.
+        assert_eq!(score(Objective::Busbw, Aggregate::Worst, &runs), Some(-2.0));
+        assert_eq!(
+            score(
+                Objective::FctP99,
+                Aggregate::Mean,
+                &[run(None, 0), run(Some(1.0), 0)]
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn more_unfinished_flows_than_the_start_break_the_constraints() {
+        let start = [run(Some(5.0), 2), run(Some(5.0), 0)];
+        assert_eq!(
+            violation(&[run(Some(1.0), 1), run(Some(1.0), 1)], &start),
+            None
+        );
+        let v = violation(&[run(Some(1.0), 3), run(Some(1.0), 0)], &start).unwrap();
+        assert!(
+            v.contains("3 unfinished flows against the start's 2"),
+            "{v}"
+        );
+    }
+}
