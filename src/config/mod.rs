@@ -5,6 +5,7 @@
 pub mod did_you_mean;
 pub mod emulation;
 pub mod endpoint;
+pub mod export;
 pub mod headroom;
 pub mod import;
 pub mod lint;
