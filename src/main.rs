@@ -60,6 +60,8 @@ enum Command {
     #[command(allow_negative_numbers = true)]
     Sweep(cli::sweep::Args),
     #[command(allow_negative_numbers = true)]
+    Tune(cli::tune::Args),
+    #[command(allow_negative_numbers = true)]
     Compare(cli::compare::Args),
     #[command(allow_negative_numbers = true)]
     Traffic(cli::traffic::Args),
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
         Command::Endpoint(args) => cli::endpoint::run(args),
         Command::Sim(args) => cli::sim::run(args),
         Command::Sweep(args) => cli::sweep::run(args),
+        Command::Tune(args) => cli::tune::run(args),
         Command::Compare(args) => cli::compare::run(args),
         Command::Traffic(args) => cli::traffic::run(args),
         Command::Lab(args) => cli::lab::run(args),

@@ -42,6 +42,7 @@ pub(crate) mod sim;
 pub(crate) mod sweep;
 pub(crate) mod switch;
 pub(crate) mod traffic;
+pub(crate) mod tune;
 
 use anyhow::{Context, Result};
 use rocelab::config::SwitchConfig;

@@ -260,7 +260,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
 }
 
 /// The scenario's TOML table and the folder its file references are relative to.
-fn scenario_table(name: &str) -> Result<(toml::Table, Option<PathBuf>)> {
+pub(super) fn scenario_table(name: &str) -> Result<(toml::Table, Option<PathBuf>)> {
     let (text, dir) = match scenario_text(name) {
         Some(t) => (t.to_owned(), None),
         None => {

@@ -1,0 +1,688 @@
+//! `rocelab tune`: from a switch's own configuration (SONiC CONFIG_DB, an NX-OS
+//! running-config or rocelab TOML) and a scenario, a search over ECN, PFC and DCQCN
+//! settings within their legal values for better figures on several seeds, with a report
+//! and the recommendation exported back in the input's syntax.
+
+use anyhow::{Context, Result};
+use rocelab::config::SwitchConfig;
+use rocelab::config::export::{self, SwitchChanges};
+use rocelab::sim::scenario::{MAX_SEED, Scenario, set_seed};
+use rocelab::sim::tune::knobs::{Dialect, Knob, default_knobs, knobs};
+use rocelab::sim::tune::objective::{Aggregate, Objective, RunFigures, figures, score, violation};
+use rocelab::sim::tune::search::{Evaluator, Found, Settings, Trial, search};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Search a switch's ECN and PFC settings and the NICs' DCQCN settings, within their legal
+/// values on the switch's granularity, for the best objective over several seeds of a
+/// scenario (its topology and workload; the switch is yours), and write the report and
+/// the recommendation in the input's own syntax into --out DIR. docs/tune.md says how it
+/// searches and how far to trust it.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// A scenario file (TOML) or a built-in scenario (`rocelab sim --list`): the topology
+    /// and workload to tune for; its switch settings give way to --from.
+    #[arg(value_name = "SCENARIO")]
+    scenario: String,
+    /// The starting configuration: `sonic:CONFIG_DB.json`, `nxos:RUNNING-CONFIG` or a
+    /// rocelab FILE.toml.
+    #[arg(long, value_name = "SOURCE")]
+    from: String,
+    /// Write the report and the exports here (a new or empty folder, or one of an earlier
+    /// tune).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// What to make better.
+    #[arg(long, value_enum, default_value = "fct-p99")]
+    objective: Objective,
+    /// How a point's seeds make its score: the mean, or the worst seed.
+    #[arg(long, value_enum, default_value = "mean")]
+    aggregate: Aggregate,
+    /// The knobs to search, comma-separated: ecn.kmin, ecn.kmax, ecn.pmax, pfc.alpha,
+    /// rpg_ai_rate, rpg_hai_rate, rpg_time_reset, min_time_between_cnps (default: the ECN
+    /// ones, and pfc.alpha except from NX-OS).
+    #[arg(long, value_name = "K1,K2,...", value_delimiter = ',')]
+    knobs: Vec<String>,
+    /// The most simulation runs the search makes, the starting configuration's included
+    /// (the check on --check-seeds comes on top).
+    #[arg(long, value_name = "RUNS", default_value_t = 60, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    budget: usize,
+    /// Seeds every finalist runs on (SEED, SEED + 1, ...), 1 to 20.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=20))]
+    seeds: u64,
+    /// The first seed (default: the scenario's).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=MAX_SEED))]
+    seed: Option<u64>,
+    /// Seeds the search never sees, after its own, on which the starting configuration and
+    /// the recommendation are run once more, 0 to 20.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(0..=20))]
+    check_seeds: u64,
+    /// The seed of the search's own draws (the same seed, the same search).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    search_seed: u64,
+    /// Runs at once (default: one per core), 1 or more.
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    jobs: Option<usize>,
+    /// Change one key of the scenario (repeatable), as `sim --set`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+/// The starting configuration as read.
+struct Start {
+    dialect: Dialect,
+    /// The input's text (exported with the changes).
+    text: String,
+    /// rocelab TOML of it.
+    toml: String,
+    config: SwitchConfig,
+}
+
+/// Reads `--from`.
+fn read_from(spec: &str) -> Result<Start> {
+    let (dialect, path) = match spec.split_once(':') {
+        Some(("sonic", p)) => (Dialect::Sonic, p),
+        Some(("nxos", p)) => (Dialect::Nxos, p),
+        Some(("toml", p)) => (Dialect::Toml, p),
+        _ if spec.ends_with(".toml") => (Dialect::Toml, spec),
+        _ => anyhow::bail!(
+            "--from {spec}: give sonic:CONFIG_DB.json, nxos:RUNNING-CONFIG or a rocelab FILE.toml"
+        ),
+    };
+    let text =
+        rocelab::config::read_text(Path::new(path)).with_context(|| format!("--from {spec}"))?;
+    let (toml, config) = match dialect {
+        Dialect::Sonic | Dialect::Nxos => {
+            let imported = if dialect == Dialect::Sonic {
+                rocelab::config::import::sonic::import(&text, path)
+            } else {
+                rocelab::config::import::nxos::import(&text, path)
+            }
+            .with_context(|| format!("--from {spec}"))?;
+            for w in &imported.warnings {
+                noteln!("tune: import warning: {}: {}", w.source, w.message);
+            }
+            (imported.toml, imported.config)
+        }
+        Dialect::Toml => {
+            let config = SwitchConfig::from_toml(&text)
+                .map_err(|e| anyhow::anyhow!("--from {spec}: {e}"))?;
+            (text.clone(), config)
+        }
+    };
+    Ok(Start {
+        dialect,
+        text,
+        toml,
+        config,
+    })
+}
+
+/// Runs `rocelab tune`.
+pub(crate) fn run(args: Args) -> Result<()> {
+    let start = read_from(&args.from)?;
+    rocelab::output::check_folder(&args.out)?;
+    let (mut base, dir) = super::sweep::scenario_table(&args.scenario)?;
+    rocelab::sim::scenario::pfc_flag_as_table(&mut base);
+    if base.contains_key("variant") {
+        anyhow::bail!("{}: tune runs scenarios without [[variant]]", args.scenario);
+    }
+    base.remove("sweep");
+    rocelab::output::make_folder(&args.out)?;
+    let start_file = args.out.join("start.toml");
+    rocelab::output::write_whole(&start_file, start.toml.as_bytes())?;
+    let start_path = std::fs::canonicalize(&start_file)?.display().to_string();
+    // The switch is the user's: the scenario's own switch settings give way to it whole.
+    let mut switch = toml::Table::new();
+    switch.insert("file".into(), start_path.into());
+    base.insert("switch".into(), toml::Value::Table(switch));
+    for s in &args.set {
+        rocelab::config::set_key(&mut base, s)?;
+    }
+    let first = match args.seed {
+        Some(s) => s,
+        None => base
+            .get("seed")
+            .and_then(toml::Value::as_integer)
+            .and_then(|s| u64::try_from(s).ok())
+            .unwrap_or(1),
+    };
+    let total = args.seeds + args.check_seeds;
+    if first.checked_add(total).is_none_or(|last| last > MAX_SEED) {
+        anyhow::bail!("seeds {first} to {first} + {total} run past the largest seed, {MAX_SEED}");
+    }
+    let scenario = resolve(&args.scenario, &base, dir.as_deref())?;
+    match_dscp(&mut base, &scenario)?;
+    let scenario = resolve(&args.scenario, &base, dir.as_deref())?;
+    let names: Vec<String> = if args.knobs.is_empty() {
+        default_knobs(start.dialect)
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    } else {
+        args.knobs.iter().map(|k| k.trim().to_owned()).collect()
+    };
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let knobs = knobs(
+        &names,
+        &start.config,
+        &scenario.endpoint.dcqcn,
+        start.dialect,
+    )?;
+    let seeds: Vec<u64> = (first..first + args.seeds).collect();
+    let check: Vec<u64> = (first + args.seeds..first + total).collect();
+    let settings = Settings {
+        objective: args.objective,
+        aggregate: args.aggregate,
+        seeds: seeds.clone(),
+        budget_runs: args.budget,
+        search_seed: args.search_seed,
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    noteln!(
+        "tune: {} on {} seed{} of {}, knobs {}, a budget of {} runs, {jobs} at a time",
+        args.objective.describe(),
+        seeds.len(),
+        if seeds.len() == 1 { "" } else { "s" },
+        args.scenario,
+        names.join(", "),
+        args.budget
+    );
+    let mut runner = Runner {
+        name: &args.scenario,
+        dir: dir.as_deref(),
+        base: &base,
+        knobs: &knobs,
+        objective: args.objective,
+        jobs,
+        started: std::time::Instant::now(),
+    };
+    let found = search(&knobs, &settings, &mut runner)?;
+    // The check: the start and the recommendation on seeds the search never saw.
+    let batch: Vec<(Vec<f64>, u64)> = [0, found.best]
+        .iter()
+        .flat_map(|&t| check.iter().map(move |&s| (t, s)))
+        .map(|(t, s)| (found.trials[t].values.clone(), s))
+        .collect();
+    let checked = runner.evaluate(&batch);
+    let checked: Vec<RunFigures> = checked
+        .into_iter()
+        .collect::<Result<_, String>>()
+        .map_err(|e| anyhow::anyhow!("the check on seeds {check:?}: {e}"))?;
+    let (check_start, check_best) = checked.split_at(check.len());
+    let report = Report {
+        args: &args,
+        start: &start,
+        knobs: &knobs,
+        settings: &settings,
+        found: &found,
+        check: &check,
+        check_start,
+        check_best,
+    };
+    report.write()
+}
+
+/// The scenario of `table`, checked.
+fn resolve(name: &str, table: &toml::Table, dir: Option<&Path>) -> Result<Scenario> {
+    let text = toml::to_string(table)?;
+    Scenario::from_toml(name, &text, dir).map_err(|e| anyhow::anyhow!("{name}: {e}"))
+}
+
+/// When the NICs' DSCP lands in a lossy class of the imported switch (rocelab's NICs send
+/// DSCP 26; SONiC's AZURE maps 3 and 4 to the lossless classes), the NICs send the first
+/// DSCP the switch maps to a lossless class instead, on that PFC priority, as a fabric
+/// built on that switch configuration does: tuning a lossless class no traffic uses would
+/// tune nothing.
+fn match_dscp(base: &mut toml::Table, scenario: &Scenario) -> Result<()> {
+    let sw = &scenario.switch;
+    let ep = &scenario.endpoint;
+    let lossless = |d: u8| sw.lossless.contains(sw.dscp_to_tc[usize::from(d)]);
+    if lossless(ep.dscp) || sw.lossless.0 == 0 {
+        return Ok(());
+    }
+    let Some(d) = (0..64u8).find(|&d| lossless(d)) else {
+        return Ok(());
+    };
+    let tc = sw.dscp_to_tc[usize::from(d)];
+    let mut pairs: Vec<String> = ep
+        .dscp_to_priority
+        .iter()
+        .filter(|[x, _]| *x != d)
+        .map(|[x, p]| format!("[{x}, {p}]"))
+        .collect();
+    pairs.push(format!("[{d}, {tc}]"));
+    rocelab::config::set_key(base, &format!("endpoint.dscp={d}"))?;
+    rocelab::config::set_key(
+        base,
+        &format!("endpoint.dscp_to_priority=[{}]", pairs.join(", ")),
+    )?;
+    noteln!(
+        "tune: the NICs' DSCP {} goes to lossy class {} of this switch: they send DSCP {d} (class {tc}, lossless) instead (--set endpoint.dscp=N to choose)",
+        ep.dscp,
+        sw.dscp_to_tc[usize::from(ep.dscp)]
+    );
+    Ok(())
+}
+
+/// Runs the scenario for the search, `jobs` runs at a time.
+struct Runner<'a> {
+    name: &'a str,
+    dir: Option<&'a Path>,
+    base: &'a toml::Table,
+    knobs: &'a [Knob],
+    objective: Objective,
+    jobs: usize,
+    started: std::time::Instant,
+}
+
+impl Runner<'_> {
+    /// One run at `values` and `seed`.
+    fn run_one(&self, values: &[f64], seed: u64) -> Result<RunFigures, String> {
+        let mut t = self.base.clone();
+        for (k, &v) in self.knobs.iter().zip(values) {
+            for key in &k.keys {
+                rocelab::config::set_key(&mut t, &format!("{key}={}", k.toml_value(v)))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        set_seed(&mut t, seed).map_err(|e| e.to_string())?;
+        let text = toml::to_string(&t).map_err(|e| e.to_string())?;
+        let scenario =
+            Scenario::from_toml(self.name, &text, self.dir).map_err(|e| e.to_string())?;
+        let outcome = rocelab::sim::run::run(&scenario).map_err(|e| e.to_string())?;
+        Ok(figures(self.objective, &scenario, &outcome))
+    }
+}
+
+impl Evaluator for Runner<'_> {
+    fn evaluate(&mut self, batch: &[(Vec<f64>, u64)]) -> Vec<Result<RunFigures, String>> {
+        let next = AtomicUsize::new(0);
+        let results: Mutex<Vec<Option<Result<RunFigures, String>>>> =
+            Mutex::new(vec![None; batch.len()]);
+        let this = &*self;
+        std::thread::scope(|scope| {
+            for _ in 0..self.jobs.clamp(1, batch.len().max(1)) {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((values, seed)) = batch.get(i) else {
+                            break;
+                        };
+                        let r = this.run_one(values, *seed);
+                        results
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)[i] = Some(r);
+                    }
+                });
+            }
+        });
+        results
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err("did not run".into())))
+            .collect()
+    }
+
+    fn progress(&mut self, runs: usize, budget: usize, best: Option<f64>) {
+        let secs = self.started.elapsed().as_secs_f64();
+        let left = secs / runs.max(1) as f64 * budget.saturating_sub(runs) as f64;
+        noteln!(
+            "tune: {runs} of at most {budget} runs, best score so far {}, {:.0} s elapsed, at most about {:.0} s left",
+            best.map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b.abs())),
+            secs,
+            left
+        );
+    }
+}
+
+/// What the tune found, to print and write.
+struct Report<'a> {
+    args: &'a Args,
+    start: &'a Start,
+    knobs: &'a [Knob],
+    settings: &'a Settings,
+    found: &'a Found,
+    check: &'a [u64],
+    check_start: &'a [RunFigures],
+    check_best: &'a [RunFigures],
+}
+
+/// A figure of a run, or `-`.
+fn figure(f: Option<f64>) -> String {
+    f.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))
+}
+
+/// The objective's values of `runs`.
+fn values(runs: &[RunFigures]) -> Vec<Option<f64>> {
+    runs.iter().map(|r| r.objective).collect()
+}
+
+/// Mean, lowest and highest of the values that exist.
+fn spread(v: &[Option<f64>]) -> serde_json::Value {
+    let v: Vec<f64> = v.iter().flatten().copied().collect();
+    if v.is_empty() {
+        return serde_json::Value::Null;
+    }
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    serde_json::json!({
+        "mean": mean,
+        "min": v.iter().copied().fold(f64::INFINITY, f64::min),
+        "max": v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    })
+}
+
+impl Report<'_> {
+    fn start_trial(&self) -> &Trial {
+        &self.found.trials[0]
+    }
+
+    fn best_trial(&self) -> &Trial {
+        &self.found.trials[self.found.best]
+    }
+
+    /// The figures of `trial` on the search's seeds, in seed order.
+    fn on_seeds(&self, trial: &Trial) -> Vec<RunFigures> {
+        self.settings
+            .seeds
+            .iter()
+            .filter_map(|s| trial.runs.iter().find(|(r, _)| r == s).map(|(_, f)| *f))
+            .collect()
+    }
+
+    /// The settings table: per knob, start, recommendation and legal values.
+    fn settings_table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{:<22} {:>12} {:>12}  legal values (the switch's granularity)",
+            "knob", "start", "recommended"
+        );
+        for (i, k) in self.knobs.iter().enumerate() {
+            let (a, b) = (self.start_trial().values[i], self.best_trial().values[i]);
+            let _ = writeln!(
+                out,
+                "{:<22} {:>12} {:>12}  {} to {}, {} steps",
+                k.name,
+                k.toml_value(a),
+                k.toml_value(b),
+                k.toml_value(k.values[0]),
+                k.toml_value(k.values[k.values.len() - 1]),
+                k.values.len()
+            );
+        }
+        out
+    }
+
+    /// The per-seed table: start against recommendation, the search's seeds then the check's.
+    fn seeds_table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{:>6} {:>7} {:>10} {:>12}  {:>18}  {:>18}",
+            "seed", "", "start", "recommended", "unfinished flows", "lossless drops"
+        );
+        let (start, best) = (
+            self.on_seeds(self.start_trial()),
+            self.on_seeds(self.best_trial()),
+        );
+        let rows = self
+            .settings
+            .seeds
+            .iter()
+            .zip(start.iter().zip(best))
+            .map(|(s, (a, b))| (*s, "search", *a, b))
+            .chain(
+                self.check
+                    .iter()
+                    .zip(self.check_start.iter().zip(self.check_best))
+                    .map(|(s, (a, b))| (*s, "check", *a, *b)),
+            );
+        for (seed, kind, a, b) in rows {
+            let _ = writeln!(
+                out,
+                "{seed:>6} {kind:>7} {:>10} {:>12}  {:>18}  {:>18}",
+                figure(a.objective),
+                figure(b.objective),
+                format!("{} -> {}", a.unfinished_flows, b.unfinished_flows),
+                format!("{} -> {}", a.lossless_drops, b.lossless_drops),
+            );
+        }
+        if let Some(why) = violation(self.check_best, self.check_start) {
+            let _ = writeln!(
+                out,
+                "on the check's seeds the recommendation breaks a constraint: {why}; trust it less (docs/tune.md)"
+            );
+        }
+        out
+    }
+
+    /// The mean over `runs`' objective, as a line part.
+    fn mean(&self, runs: &[RunFigures]) -> String {
+        figure(score(self.settings.objective, Aggregate::Mean, runs).map(f64::abs))
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let knobs: Vec<serde_json::Value> = self
+            .knobs
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                serde_json::json!({
+                    "name": k.name, "what": k.what, "keys": k.keys,
+                    "legal_values": k.values,
+                    "start": self.start_trial().values[i],
+                    "recommended": self.best_trial().values[i],
+                })
+            })
+            .collect();
+        let side = |t: &Trial, check: &[RunFigures]| {
+            let search = self.on_seeds(t);
+            serde_json::json!({
+                "values": t.values,
+                "score": t.score,
+                "search_seeds": self.settings.seeds.iter().zip(&search).map(|(s, f)| serde_json::json!({"seed": s, "figures": f})).collect::<Vec<_>>(),
+                "search_spread": spread(&values(&search)),
+                "check_seeds": self.check.iter().zip(check).map(|(s, f)| serde_json::json!({"seed": s, "figures": f})).collect::<Vec<_>>(),
+                "check_spread": spread(&values(check)),
+            })
+        };
+        rocelab::report::document(
+            "tune",
+            serde_json::json!({
+                "scenario": self.args.scenario,
+                "from": self.args.from,
+                "dialect": self.start.dialect,
+                "objective": self.settings.objective,
+                "aggregate": self.settings.aggregate,
+                "budget_runs": self.settings.budget_runs,
+                "runs": self.found.runs,
+                "brackets": self.found.brackets,
+                "search_seed": self.settings.search_seed,
+                "knobs": knobs,
+                "start": side(self.start_trial(), self.check_start),
+                "recommended": side(self.best_trial(), self.check_best),
+                "changed": self.found.best != 0,
+                "history": self.found.trials,
+            }),
+        )
+    }
+
+    /// The plot: the objective per seed, start against recommendation.
+    fn svg(&self) -> Result<String> {
+        let mut groups: Vec<String> = self
+            .settings
+            .seeds
+            .iter()
+            .map(|s| format!("seed {s}"))
+            .collect();
+        groups.extend(self.check.iter().map(|s| format!("seed {s} (check)")));
+        let both = |search: Vec<RunFigures>, check: &[RunFigures]| {
+            let mut v = values(&search);
+            v.extend(values(check));
+            v
+        };
+        let series = vec![
+            (
+                "start".to_owned(),
+                both(self.on_seeds(self.start_trial()), self.check_start),
+            ),
+            (
+                "recommended".to_owned(),
+                both(self.on_seeds(self.best_trial()), self.check_best),
+            ),
+        ];
+        let title = format!("{}: start and recommendation per seed", self.args.scenario);
+        Ok(rocelab::report::plot::bars_svg(
+            &title,
+            self.settings.objective.describe(),
+            &groups,
+            &series,
+        )?)
+    }
+
+    /// Prints the report and writes every file.
+    fn write(&self) -> Result<()> {
+        let out = &self.args.out;
+        let start = self.start_trial();
+        let best = self.best_trial();
+        let mut text = String::new();
+        let _ = writeln!(
+            text,
+            "tune of {} from {}: {} ({} over {} seeds), {} runs in {} brackets",
+            self.args.scenario,
+            self.args.from,
+            self.settings.objective.describe(),
+            match self.settings.aggregate {
+                Aggregate::Mean => "mean",
+                Aggregate::Worst => "worst",
+            },
+            self.settings.seeds.len(),
+            self.found.runs,
+            self.found.brackets
+        );
+        let (sm, bm) = (
+            self.mean(&self.on_seeds(start)),
+            self.mean(&self.on_seeds(best)),
+        );
+        if self.found.best == 0 {
+            let _ = writeln!(
+                text,
+                "no point tried beat the starting configuration: it stays (mean {sm})"
+            );
+        } else {
+            let _ = writeln!(
+                text,
+                "recommendation: trial {}, mean {bm} against the start's {sm} on the search's seeds; on the check's: {} against {}",
+                best.id,
+                self.mean(self.check_best),
+                self.mean(self.check_start)
+            );
+        }
+        let _ = writeln!(text, "\n{}\n{}", self.settings_table(), self.seeds_table());
+        say!("{text}");
+        let mut wrote = vec!["start.toml", "table.txt", "tune.json", "tune.svg"];
+        rocelab::output::write_whole(&out.join("table.txt"), text.as_bytes())?;
+        let json = serde_json::to_string_pretty(&self.json())? + "\n";
+        rocelab::output::write_whole(&out.join("tune.json"), json.as_bytes())?;
+        rocelab::output::write_whole(&out.join("tune.svg"), self.svg()?.as_bytes())?;
+        wrote.extend(self.export(&sm, &bm)?);
+        sayln!("wrote {} to {}", wrote.join(", "), out.display());
+        Ok(())
+    }
+
+    /// recommended.toml, the switch's own syntax and the NICs' lines: the files written.
+    fn export(&self, sm: &str, bm: &str) -> Result<Vec<&'static str>> {
+        let out = &self.args.out;
+        let best = &self.best_trial().values;
+        let why = format!(
+            "{} mean {sm} -> {bm} over seeds {:?}",
+            self.settings.objective.describe(),
+            self.settings.seeds
+        );
+        let mut toml_changes = Vec::new();
+        let mut changes = SwitchChanges::default();
+        let mut nic: Vec<(&str, u64)> = Vec::new();
+        for (k, &v) in self.knobs.iter().zip(best) {
+            for key in &k.keys {
+                if let Some(key) = key.strip_prefix("switch.") {
+                    let value: toml::Value =
+                        toml::from_str::<toml::Table>(&format!("v = {}", k.toml_value(v)))?
+                            .remove("v")
+                            .unwrap_or(toml::Value::Float(v));
+                    toml_changes.push((key.to_owned(), value, why.clone()));
+                    if let Some(q) = key
+                        .strip_prefix("queue.")
+                        .and_then(|r| r.split('.').next())
+                        .and_then(|q| q.parse().ok())
+                        && !changes.queues.contains(&q)
+                    {
+                        changes.queues.push(q);
+                    }
+                }
+            }
+            match k.name.as_str() {
+                "ecn.kmin" => changes.kmin_bytes = Some(v.round() as u64),
+                "ecn.kmax" => changes.kmax_bytes = Some(v.round() as u64),
+                "ecn.pmax" => changes.pmax = Some(v),
+                "pfc.alpha" => changes.pg_alpha = Some(v),
+                name => nic.push((
+                    KNOB_NIC_NAMES
+                        .iter()
+                        .find(|n| **n == name)
+                        .copied()
+                        .unwrap_or("unknown"),
+                    v.round() as u64,
+                )),
+            }
+        }
+        let start_table: toml::Table = toml::from_str(&self.start.toml)?;
+        let recommended = export::toml(&start_table, &toml_changes)?;
+        let header = format!(
+            "# rocelab tune's recommendation for {} (from {}); each changed value says what it was.\n",
+            self.args.scenario, self.args.from
+        );
+        rocelab::output::write_whole(
+            &out.join("recommended.toml"),
+            (header + &recommended).as_bytes(),
+        )?;
+        let mut wrote = vec!["recommended.toml"];
+        let switch_changed = changes.kmin_bytes.is_some()
+            || changes.kmax_bytes.is_some()
+            || changes.pmax.is_some()
+            || changes.pg_alpha.is_some();
+        match self.start.dialect {
+            Dialect::Sonic if switch_changed => {
+                let (db, patch) = export::sonic(&self.start.text, &changes)?;
+                rocelab::output::write_whole(&out.join("config_db.json"), db.as_bytes())?;
+                rocelab::output::write_whole(&out.join("config_db.patch.json"), patch.as_bytes())?;
+                wrote.extend(["config_db.json", "config_db.patch.json"]);
+            }
+            Dialect::Nxos if switch_changed => {
+                let (full, lines) = export::nxos(&self.start.text, &changes)?;
+                rocelab::output::write_whole(&out.join("running-config.txt"), full.as_bytes())?;
+                rocelab::output::write_whole(&out.join("nxos.txt"), lines.as_bytes())?;
+                wrote.extend(["running-config.txt", "nxos.txt"]);
+            }
+            _ => {}
+        }
+        if !nic.is_empty() {
+            rocelab::output::write_whole(&out.join("nic.txt"), export::nic_lines(&nic).as_bytes())?;
+            wrote.push("nic.txt");
+        }
+        Ok(wrote)
+    }
+}
+
+/// The NIC knobs' names, as `nic_lines` takes them (static strings).
+const KNOB_NIC_NAMES: [&str; 4] = [
+    "rpg_ai_rate",
+    "rpg_hai_rate",
+    "rpg_time_reset",
+    "min_time_between_cnps",
+];
