@@ -125,3 +125,147 @@ fn a_toml_export_reads_back_with_each_change_commented() {
     );
     assert!(text.contains("pg_alpha was 1"), "{text}");
 }
+
+fn rocelab(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Web-search flows and 3:1 incast bursts on a 4-host star at 100 Gb/s, 1 ms.
+const MIX: &str = r#"
+description = "a small mix for tune's tests"
+seed = 1
+duration_ms = 1
+
+[topology]
+kind = "star"
+hosts = 4
+link_gbps = 100
+delay_ns = 1000
+
+[[workload]]
+kind = "poisson"
+cdf = "web-search"
+load = 0.5
+duration_us = 700
+
+[[workload]]
+kind = "incast-bursts"
+to = 3
+bytes = "128K"
+period_us = 100
+"#;
+
+#[test]
+fn a_tune_from_sonic_reports_per_seed_and_its_export_imports_to_recommended_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("mix.toml");
+    std::fs::write(&scenario, MIX).unwrap();
+    let from = format!(
+        "sonic:{}/tests/data/sonic_config_db.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let tune = |out: &str, jobs: &str| {
+        let out = dir.path().join(out);
+        let o = rocelab(&[
+            "tune",
+            scenario.to_str().unwrap(),
+            "--from",
+            &from,
+            "--out",
+            out.to_str().unwrap(),
+            "--budget",
+            "14",
+            "--seeds",
+            "2",
+            "--check-seeds",
+            "1",
+            "--jobs",
+            jobs,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (out, String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let (out, stdout) = tune("a", "2");
+    assert!(stdout.contains("ecn.kmin"), "{stdout}");
+    assert!(stdout.contains("check"), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tune.json")).unwrap()).unwrap();
+    assert_eq!(json["schema"], "rocelab.tune/1");
+    assert!(json["runs"].as_u64().unwrap() <= 14);
+    assert_eq!(json["start"]["search_seeds"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        json["recommended"]["check_seeds"].as_array().unwrap().len(),
+        1
+    );
+    // Never one seed: the recommendation's score is over both, and not worse than the start's.
+    let (start, best) = (
+        json["start"]["score"].as_f64().unwrap(),
+        json["recommended"]["score"].as_f64().unwrap(),
+    );
+    assert!(best <= start, "{best} > {start}");
+    let svg = std::fs::read_to_string(out.join("tune.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("seed 3 (check)"));
+    // The exported CONFIG_DB imports back to the configuration recommended.toml gives.
+    let recommended = std::fs::read_to_string(out.join("recommended.toml")).unwrap();
+    let recommended = rocelab::config::SwitchConfig::from_toml(&recommended).unwrap();
+    let db = std::fs::read_to_string(out.join("config_db.json")).unwrap();
+    let back = import::sonic::import(&db, "config_db.json").unwrap();
+    assert_eq!(format!("{:?}", back.config), format!("{recommended:?}"));
+    let patch: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("config_db.patch.json")).unwrap())
+            .unwrap();
+    assert!(patch.is_array());
+    // The same search on one thread: the same answer, draw for draw.
+    let (again, _) = tune("b", "1");
+    assert_eq!(
+        std::fs::read_to_string(again.join("tune.json"))
+            .unwrap()
+            .replace("/b\"", "/a\""),
+        std::fs::read_to_string(out.join("tune.json")).unwrap()
+    );
+}
+
+#[test]
+fn bad_tunes_are_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("mix.toml");
+    std::fs::write(&scenario, MIX).unwrap();
+    let sonic = format!(
+        "sonic:{}/tests/data/sonic_config_db.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let nxos = format!(
+        "nxos:{}/tests/data/nxos_running_config.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = dir.path().join("out");
+    let s = scenario.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["--from", "config_db.json"],
+            "give sonic:CONFIG_DB.json",
+        ),
+        (vec!["--from", &sonic, "--knobs", "ecn.kmn"], "no such knob"),
+        (
+            vec!["--from", &nxos, "--knobs", "pfc.alpha"],
+            "NX-OS sizes its buffers",
+        ),
+        (vec!["--from", &sonic, "--budget", "3"], "--budget 6"),
+        (
+            vec!["--from", "sonic:/nonexistent.json"],
+            "--from sonic:/nonexistent.json",
+        ),
+    ] {
+        let mut all = vec!["tune", s, "--out", o];
+        all.extend(args.iter().copied());
+        let r = rocelab(&all);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success(), "{all:?}");
+        assert!(err.contains(says), "{all:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
