@@ -20,12 +20,12 @@ use std::process::ExitCode;
             in: replay, switch, conformance, sim, sweep, compare, lab\n  \
         --set KEY=VALUE                   change one key by its dotted path (sim, sweep and\n                                    \
                                           compare: a key of the scenario)\n      \
-            in: replay, switch, conformance, sim, sweep, compare, lab, config check\n  \
+            in: replay, switch, conformance, sim, sweep, tune, compare, lab, config check\n  \
         --json FILE                       a machine report; `-` for standard output\n      \
             in: replay, switch, endpoint, conformance, sweep, compare; inspect --json takes no\n      \
             FILE and prints JSON lines; sim and lab write report.json into --out DIR\n  \
         --out DIR                         a run's bundle: report.json, series.csv, plots\n      \
-            in: sim, lab, sweep, compare; config import --out FILE is the TOML it writes\n  \
+            in: sim, lab, sweep, tune, compare; config import --out FILE is the TOML it writes\n  \
         --rate GBPS                       a link rate\n      \
             in: lab, endpoint\n  \
         --counters table|wide|sonic|nxos  how switch counters are printed\n      \

@@ -11,7 +11,7 @@ use rocelab::wire::Ecn;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-const COMMANDS: [&str; 13] = [
+const COMMANDS: [&str; 14] = [
     "inspect",
     "replay",
     "config check",
@@ -20,6 +20,7 @@ const COMMANDS: [&str; 13] = [
     "endpoint",
     "sim",
     "sweep",
+    "tune",
     "compare",
     "traffic send",
     "traffic count",
