@@ -672,7 +672,19 @@ impl Report<'_> {
             _ => {}
         }
         if !nic.is_empty() {
-            rocelab::output::write_whole(&out.join("nic.txt"), export::nic_lines(&nic).as_bytes())?;
+            let mut text = export::nic_lines(&nic);
+            text.push_str("# The same in a rocelab scenario (each was, and why):\n");
+            for (i, k) in self.knobs.iter().enumerate() {
+                if let Some(key) = k.keys.first().filter(|k| k.starts_with("endpoint.")) {
+                    let _ = writeln!(
+                        text,
+                        "#   {key} = {}  (was {}; {why})",
+                        k.toml_value(best[i]),
+                        k.toml_value(self.start_trial().values[i])
+                    );
+                }
+            }
+            rocelab::output::write_whole(&out.join("nic.txt"), text.as_bytes())?;
             wrote.push("nic.txt");
         }
         Ok(wrote)
