@@ -99,6 +99,15 @@ pub struct SelectiveRepeatConfig {
     pub rto_low_us: f64,
     /// Outstanding packets at or below which `rto_low_us` applies (IRN's N).
     pub rto_low_packets: u32,
+    /// The reorder tolerance: a packet is lost only once one sent this many sends after
+    /// it has arrived (1: IRN's rule, for paths that keep order). 0: the simulator picks
+    /// (1, or half the BDP cap when the fabric sprays packets); elsewhere 1.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reorder_packets: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Default for SelectiveRepeatConfig {
@@ -108,6 +117,7 @@ impl Default for SelectiveRepeatConfig {
             rto_high_us: 320.0,
             rto_low_us: 100.0,
             rto_low_packets: 3,
+            reorder_packets: 0,
         }
     }
 }

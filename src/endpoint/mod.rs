@@ -621,6 +621,7 @@ impl Endpoint {
                 Transport::SelectiveRepeat => Requester::selective(
                     start_psn,
                     u64::from(self.cfg.selective_repeat.bdp_cap_packets) * u64::from(self.cfg.mtu),
+                    u64::from(self.cfg.selective_repeat.reorder_packets.max(1)),
                 ),
             },
             resp: Responder::new(start_psn),

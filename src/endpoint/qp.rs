@@ -113,10 +113,10 @@ impl Requester {
     }
 
     /// A requester with selective repeat, keeping at most `cap` payload bytes in flight
-    /// (0: no cap).
-    pub fn selective(start: u32, cap: u64) -> Requester {
+    /// (0: no cap) and tolerating `reorder` sends of reordering (1: none).
+    pub fn selective(start: u32, cap: u64, reorder: u64) -> Requester {
         Requester {
-            selective: Some(Scoreboard::new(cap)),
+            selective: Some(Scoreboard::new(cap).with_reorder(reorder)),
             ..Requester::new(start)
         }
     }
@@ -319,7 +319,7 @@ impl Requester {
         self.highest = self.next_new;
         self.send_wr = 0;
         if let Some(board) = &mut self.selective {
-            *board = Scoreboard::new(board.cap());
+            *board = board.fresh();
         }
         ids
     }

@@ -13,7 +13,11 @@
 //!   responder has it and the order in which it was last sent. A packet is lost when a
 //!   packet sent after it has been acknowledged (IRN's rule, by send order rather than
 //!   PSN so that a lost retransmission is found the same way); after a timeout every
-//!   packet not acknowledged is. Lost packets go first, then new ones while the packets
+//!   packet not acknowledged is. IRN's rule assumes paths that keep order. Where the
+//!   fabric sprays packets over several paths, a packet overtaken is not lost: with a
+//!   reorder tolerance of k packets, a packet is lost only once a packet sent k or more
+//!   sends after it has arrived (TCP's duplicate-ACK threshold, RFC 6675's DupThresh,
+//!   counted in sends; k = 1 is IRN's rule). Lost packets go first, then new ones while the packets
 //!   in flight (neither acknowledged nor selectively acknowledged, TCP's "pipe" of RFC
 //!   6675) stay under the BDP cap. The cap counts payload bytes (IRN's packets of the
 //!   path MTU), so that a QP of small messages is not held to a fraction of the BDP.
@@ -46,9 +50,14 @@ pub struct Scoreboard {
     in_flight_bytes: u64,
     /// Transmissions so far: the send order of the latest.
     sends: u64,
-    /// The latest send order known to have arrived: a packet sent before it and not
-    /// acknowledged is lost.
+    /// The latest send order known to have arrived: a packet sent `reorder` or more
+    /// sends before it and not acknowledged is lost.
     delivered: u64,
+    /// A packet sent before this send order and not acknowledged is lost, whatever the
+    /// reorder tolerance (a timeout, or the responder's word).
+    forced: u64,
+    /// The reorder tolerance in sends (at least 1).
+    reorder: u64,
     /// Packets below this count are known not lost (the search for one starts here).
     cursor: u64,
     /// The lowest lost packet, once found.
@@ -62,8 +71,21 @@ impl Scoreboard {
     pub fn new(cap: u64) -> Scoreboard {
         Scoreboard {
             cap,
+            reorder: 1,
             ..Scoreboard::default()
         }
+    }
+
+    /// The same, tolerating `sends` of reordering before a packet counts as lost (1:
+    /// IRN's rule, none).
+    pub fn with_reorder(mut self, sends: u64) -> Scoreboard {
+        self.reorder = sends.max(1);
+        self
+    }
+
+    /// An empty scoreboard with the same cap and tolerance.
+    pub fn fresh(&self) -> Scoreboard {
+        Scoreboard::new(self.cap).with_reorder(self.reorder)
     }
 
     /// The cap on payload bytes in flight (0: none).
@@ -157,9 +179,9 @@ impl Scoreboard {
         if let Some(slot) = self.slots.front()
             && !slot.resent
             && !slot.sacked
-            && slot.sent >= self.delivered
+            && slot.sent >= self.forced
         {
-            self.delivered = slot.sent + 1;
+            self.forced = slot.sent + 1;
             self.cursor = una;
             self.find_lost(una);
         }
@@ -167,7 +189,7 @@ impl Scoreboard {
 
     /// The retransmission timer fired: every packet not acknowledged is lost.
     pub fn timed_out(&mut self, una: u64) {
-        self.delivered = self.sends + 1;
+        self.forced = self.sends + 1;
         self.cursor = una;
         self.find_lost(una);
     }
@@ -176,11 +198,9 @@ impl Scoreboard {
     fn find_lost(&mut self, una: u64) {
         let from = self.cursor.max(una);
         let start = (from - una) as usize;
-        let found = self
-            .slots
-            .iter()
-            .skip(start)
-            .position(|s| !s.sacked && s.sent < self.delivered);
+        let found = self.slots.iter().skip(start).position(|s| {
+            !s.sacked && (s.sent + self.reorder <= self.delivered || s.sent < self.forced)
+        });
         self.lost = found.map(|k| from + k as u64);
         self.cursor = self.lost.unwrap_or(una + self.slots.len() as u64);
     }
@@ -412,6 +432,23 @@ mod tests {
             "a lost retransmission is found by send order"
         );
         assert_eq!(s.in_flight(), 2, "101 and 104");
+    }
+
+    #[test]
+    fn a_reorder_tolerance_waits_for_k_later_sends() {
+        let mut s = Scoreboard::new(0).with_reorder(3);
+        send_new(&mut s, 0, 6); // sends 1..6
+        s.sacked(0, 1);
+        s.sacked(0, 2);
+        assert_eq!(s.lost(), None, "0 overtaken by two: within the tolerance");
+        s.sacked(0, 3);
+        assert_eq!(s.lost(), Some(0), "overtaken by three sent after it: lost");
+        s.sent(0, 0, 1000);
+        assert_eq!(s.lost(), None, "4 and 5 are within the tolerance");
+        let mut t = Scoreboard::new(0).with_reorder(3);
+        send_new(&mut t, 0, 4);
+        t.timed_out(0);
+        assert_eq!(t.lost(), Some(0), "a timeout ignores the tolerance");
     }
 
     #[test]

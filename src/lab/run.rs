@@ -215,6 +215,7 @@ pub fn scenario(
             delay: switch.port_defaults.cable,
             loss: 0.0,
             switch_latency: Nanos::ZERO,
+            load_balancing: None,
         },
         fabric: crate::sim::fabric::Fabric::Roce,
         switch: switch.clone(),

@@ -412,6 +412,7 @@ mod tests {
             delay: Nanos(1000),
             loss: 0.0,
             switch_latency: Nanos::ZERO,
+            load_balancing: None,
         }
     }
 

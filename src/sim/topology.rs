@@ -6,7 +6,7 @@ use super::engine::{Engine, Host, Node};
 use crate::config::endpoint::EndpointConfig;
 use crate::config::{PortConfig, SwitchConfig};
 use crate::endpoint::{Endpoint, Peer};
-use crate::switch::Switch;
+use crate::switch::{Balance, Switch};
 use crate::time::Nanos;
 use crate::wire::MacAddr;
 use std::net::Ipv4Addr;
@@ -40,6 +40,109 @@ pub enum Shape {
     },
 }
 
+/// How a leaf-spine's leaves spread traffic over their uplinks (`topology.load_balancing`;
+/// see docs/load-balancing.md). A star and a ring have one path between two hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadBalancing {
+    /// A hash of the flow (IP addresses, UDP ports): one flow, one path.
+    Ecmp {
+        /// Each switch salts its hash with a seed of its own, drawn from the run's seed;
+        /// otherwise every switch hashes alike (`ecmp_seed = "shared"`, the default).
+        per_switch_seed: bool,
+    },
+    /// A flow moves to the least-loaded uplink after a pause longer than `gap`.
+    Flowlet {
+        /// `flowlet_gap_us`.
+        gap: Nanos,
+    },
+    /// Each packet to another uplink (spraying): a flow's packets in turn, or each to
+    /// one drawn at random.
+    PerPacket {
+        /// Random spraying (`spraying = "random"`) rather than round robin per flow.
+        random: bool,
+    },
+    /// Each packet to the uplink with the fewest bytes queued.
+    Adaptive,
+}
+
+/// The default flowlet gap (`flowlet_gap_us`): a few round trips of a 100 Gb/s
+/// leaf-spine, so that a flow paced by its window or its rate keeps its path.
+pub const DEFAULT_FLOWLET_GAP: Nanos = Nanos(50_000);
+
+impl LoadBalancing {
+    /// The names `load_balancing` takes, in the order `compare --lb` lists them.
+    pub const NAMES: [&'static str; 4] = ["ecmp", "flowlet", "per-packet", "adaptive"];
+
+    /// The mode's name as a scenario writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LoadBalancing::Ecmp { .. } => "ecmp",
+            LoadBalancing::Flowlet { .. } => "flowlet",
+            LoadBalancing::PerPacket { .. } => "per-packet",
+            LoadBalancing::Adaptive => "adaptive",
+        }
+    }
+
+    /// The mode and its parameters, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            LoadBalancing::Ecmp { per_switch_seed } => format!(
+                "ecmp, {}",
+                if *per_switch_seed {
+                    "a hash seed per switch"
+                } else {
+                    "one hash in every switch"
+                }
+            ),
+            LoadBalancing::Flowlet { gap } => format!("flowlet, gap {}", gap.human()),
+            LoadBalancing::PerPacket { random } => format!(
+                "per-packet, {}",
+                if *random {
+                    "random"
+                } else {
+                    "round robin per flow"
+                }
+            ),
+            LoadBalancing::Adaptive => "adaptive, least queued bytes".to_owned(),
+        }
+    }
+
+    /// The mode named `name` with its defaults (flowlet: [`DEFAULT_FLOWLET_GAP`]).
+    pub fn from_name(name: &str) -> Option<LoadBalancing> {
+        Some(match name {
+            "ecmp" => LoadBalancing::Ecmp {
+                per_switch_seed: false,
+            },
+            "flowlet" => LoadBalancing::Flowlet {
+                gap: DEFAULT_FLOWLET_GAP,
+            },
+            "per-packet" => LoadBalancing::PerPacket { random: false },
+            "adaptive" => LoadBalancing::Adaptive,
+            _ => return None,
+        })
+    }
+
+    /// The switch's setting for the `index`-th switch of a network run with `seed`.
+    pub fn for_switch(&self, seed: u64, index: usize) -> Balance {
+        match *self {
+            LoadBalancing::Ecmp {
+                per_switch_seed: false,
+            } => Balance::Ecmp,
+            LoadBalancing::Ecmp {
+                per_switch_seed: true,
+            } => Balance::EcmpSeeded {
+                // Not the RED seed: the hash salt is a stream of its own.
+                seed: switch_seed(seed ^ 0x6563_6d70_5f73_6565, index),
+            },
+            LoadBalancing::Flowlet { gap } => Balance::Flowlet { gap },
+            LoadBalancing::PerPacket { random } => Balance::PerPacket {
+                seed: random.then(|| switch_seed(seed ^ 0x7370_7261_7969_6e67, index)),
+            },
+            LoadBalancing::Adaptive => Balance::Adaptive,
+        }
+    }
+}
+
 /// The topology, resolved.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Topology {
@@ -54,6 +157,18 @@ pub struct Topology {
     /// On RoCEv2: each switch's forwarding latency, from a frame's last bit in to the
     /// earliest its first bit may go out (store-and-forward). InfiniBand's is `[ib]`'s.
     pub switch_latency: Nanos,
+    /// How leaves spread traffic over their uplinks (leaf-spine only); `None`: the
+    /// scenario does not say, and ECMP with one hash for all (the reports then leave the
+    /// uplinks out, as they did before there was a choice).
+    pub load_balancing: Option<LoadBalancing>,
+}
+
+impl Default for LoadBalancing {
+    fn default() -> Self {
+        LoadBalancing::Ecmp {
+            per_switch_seed: false,
+        }
+    }
 }
 
 impl Topology {
@@ -141,6 +256,9 @@ pub struct Network {
     pub hosts: Vec<usize>,
     /// Node index of each switch (star: one; leaf–spine: leaves, then spines).
     pub switches: Vec<usize>,
+    /// The switches with a choice of ports (a leaf-spine's leaves): each one's index in
+    /// [`Network::switches`] and its uplink ports.
+    pub uplinks: Vec<(usize, Vec<usize>)>,
     /// A name for each switch, in the same order ("sw"; "leaf0", "spine1").
     pub switch_names: Vec<String>,
     /// For each host, the switch node and port it is attached to.
@@ -270,6 +388,7 @@ pub fn star(
         engine,
         hosts: host_nodes,
         switches: vec![sw],
+        uplinks: Vec::new(),
         switch_names: vec!["sw".to_owned()],
         attachments,
         next_qpn: FIRST_QPN,
@@ -347,6 +466,9 @@ pub fn leaf_spine(
             .chain((0..spines).map(|s| format!("spine{s}")))
             .collect(),
         switches: leaf_nodes.into_iter().chain(spine_nodes).collect(),
+        uplinks: (0..leaves)
+            .map(|l| (l, (hosts_per_leaf..hosts_per_leaf + spines).collect()))
+            .collect(),
         attachments,
         next_qpn: FIRST_QPN,
         workload_receive_qps: Vec::new(),
@@ -406,6 +528,7 @@ pub fn ring(
         hosts,
         switch_names: (0..switches).map(|i| format!("r{i}")).collect(),
         switches: nodes,
+        uplinks: Vec::new(),
         attachments,
         next_qpn: FIRST_QPN,
         workload_receive_qps: Vec::new(),
@@ -413,6 +536,17 @@ pub fn ring(
 }
 
 impl Network {
+    /// Sets how every switch with a choice of ports picks one, each from the run's
+    /// `seed` and its index (a per-switch ECMP seed).
+    pub fn set_load_balancing(&mut self, mode: LoadBalancing, seed: u64) {
+        for (index, _) in &self.uplinks {
+            let balance = mode.for_switch(seed, *index);
+            if let Node::Switch(s) = &mut self.engine.nodes[self.switches[*index]] {
+                s.set_balance(balance);
+            }
+        }
+    }
+
     /// Creates an RC QP between host `a` and host `b` (QP numbers unique in the
     /// network); returns the QP index on each side.
     pub fn connect_qp(&mut self, a: usize, b: usize) -> (usize, usize) {

@@ -25,6 +25,7 @@
 //! ([`sched`]); PFC generation and reception and the PFC watchdog ([`pfc`]); counters.
 
 pub mod audit;
+pub mod balance;
 pub mod classify;
 pub mod counters;
 mod egress;
@@ -38,6 +39,7 @@ pub mod red;
 pub mod sched;
 mod wake;
 
+pub use balance::Balance;
 pub use counters::{ClassCounters, DropCause, PortCounters, SojournHistogram};
 pub use note::Note;
 
@@ -183,6 +185,8 @@ pub struct Switch {
     /// Static routes: a destination MAC to one port or an ECMP group, consulted before
     /// the learned table.
     routes: rustc_hash::FxHashMap<MacAddr, Vec<usize>>,
+    /// How a static route's group picks its member.
+    balancer: balance::Balancer,
     /// The queues that carry a lossless class ([`SwitchConfig::lossless_queues`]): the
     /// ones the watchdog watches.
     lossless_queues: u8,
@@ -203,34 +207,6 @@ pub struct Switch {
     /// releases left ([`Switch::released_by`]); kept only once a live driver has set a
     /// release floor.
     unconfirmed: Vec<(usize, usize)>,
-}
-
-/// Picks an ECMP member: a hash of the IP addresses and UDP ports (of the MACs for other
-/// frames), so that one flow keeps one path.
-fn ecmp_index(frame: &[u8], meta: Option<&FrameMeta>, members: usize) -> usize {
-    if members <= 1 {
-        return 0;
-    }
-    let mut h = rustc_hash::FxHasher::default();
-    use std::hash::Hasher;
-    match meta.filter(|m| m.is_ip()) {
-        Some(m) => {
-            let l3 = usize::from(m.l3_offset());
-            let l4 = usize::from(m.l4_offset());
-            let addrs = if m.is_ipv4() {
-                l3 + 12..l3 + 20
-            } else {
-                l3 + 8..l3 + 40
-            };
-            h.write(frame.get(addrs).unwrap_or_default());
-            if m.udp_len() > 0 {
-                h.write(frame.get(l4..l4 + 4).unwrap_or_default());
-            }
-        }
-        None => h.write(frame.get(..12).unwrap_or_default()),
-    }
-    // Fx mixes its low bits poorly: take the high ones.
-    ((h.finish() >> 32) % members as u64) as usize
 }
 
 impl Switch {
@@ -280,6 +256,7 @@ impl Switch {
             wakes: wake::Wakes::new(cfg.ports.len()),
             explain: false,
             routes: Default::default(),
+            balancer: balance::Balancer::default(),
             lossless_queues: cfg.lossless_queues(),
             watchdog_anchor: None,
             watchdog_ticks_done: 0,
@@ -471,6 +448,17 @@ impl Switch {
         }
     }
 
+    /// Picks the member of a route's group as `mode` says (ECMP by default). Call before
+    /// the first frame.
+    pub fn set_balance(&mut self, mode: Balance) {
+        self.balancer = balance::Balancer::new(mode);
+    }
+
+    /// How a route's group picks its member.
+    pub fn balance(&self) -> Balance {
+        self.balancer.mode()
+    }
+
     /// Holds every frame at least `latency` between its arrival and its first bit out (a
     /// forwarding pipeline; 0, the default, forwards at once). Call before the first
     /// frame.
@@ -598,7 +586,10 @@ impl Switch {
             .flatten();
         let lookup = match route {
             Some(group) => {
-                let out = group[ecmp_index(frame, meta.as_ref(), group.len())];
+                let ports = &self.ports;
+                let out = self.balancer.choose(now, frame, meta.as_ref(), group, |p| {
+                    ports[p].queues.iter().map(|q| q.bytes).sum()
+                });
                 if out == port {
                     Lookup::Filter
                 } else {

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 15] = [
+pub const SCENARIOS: [(&str, &str); 16] = [
     ("incast", include_str!("../scenarios/incast.toml")),
     ("incast-8", include_str!("../scenarios/incast-8.toml")),
     ("incast-64", include_str!("../scenarios/incast-64.toml")),
@@ -26,6 +26,7 @@ pub const SCENARIOS: [(&str, &str); 15] = [
     ("ring", include_str!("../scenarios/ring.toml")),
     ("ring-incast", include_str!("../scenarios/ring-incast.toml")),
     ("leaf-spine", include_str!("../scenarios/leaf-spine.toml")),
+    ("elephants", include_str!("../scenarios/elephants.toml")),
     ("web-search", include_str!("../scenarios/web-search.toml")),
     (
         "lab-congestion",

@@ -12,7 +12,7 @@ mod load;
 mod schema;
 mod validate;
 
-pub use super::topology::{Shape, Topology};
+pub use super::topology::{LoadBalancing, Shape, Topology};
 pub use budget::{DEFAULT_MAX_FRAMES, DEFAULT_MEMORY_BUDGET_MIB};
 pub use load::{
     COMPARABLE, SCENARIOS, ScenarioError, digest, names, pfc_flag_as_table, scenario_text, set_seed,
@@ -189,6 +189,19 @@ impl Scenario {
         if ep.selective_repeat.bdp_cap_packets == 0 {
             ep.selective_repeat.bdp_cap_packets = t.bdp_packets(ep.mtu);
         }
+        if ep.selective_repeat.reorder_packets == 0 {
+            // Spraying reorders by up to the difference of the paths' queues, bounded by
+            // what is in flight; half the cap leaves the other half to find real losses.
+            let sprays = matches!(
+                t.load_balancing,
+                Some(LoadBalancing::PerPacket { .. } | LoadBalancing::Adaptive)
+            );
+            ep.selective_repeat.reorder_packets = if sprays {
+                (ep.selective_repeat.bdp_cap_packets / 2).max(1)
+            } else {
+                1
+            };
+        }
         let mut net = match t.shape {
             Shape::Star { hosts } => {
                 topology::star(&self.switch, &ep, hosts, t.delay, t.loss, seed)
@@ -212,6 +225,7 @@ impl Scenario {
             } => topology::ring(&self.switch, &ep, switches, hosts_per_switch, t.delay, seed),
         };
         net.use_fabric(&self.fabric, &self.switch, t);
+        net.set_load_balancing(t.load_balancing.unwrap_or_default(), seed);
         // Flows of one message size share its buffer (the bytes are the same): a
         // 64-sender incast reads one message, not 64 copies of it, for its payloads.
         let mut messages: Vec<std::sync::Arc<[u8]>> = Vec::new();

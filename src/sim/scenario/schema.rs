@@ -87,6 +87,10 @@ pub(super) struct TopologySpec {
     pub(super) loss: f64,
     #[serde(default)]
     pub(super) switch_latency_ns: u64,
+    pub(super) load_balancing: Option<String>,
+    pub(super) flowlet_gap_us: Option<f64>,
+    pub(super) ecmp_seed: Option<String>,
+    pub(super) spraying: Option<String>,
 }
 
 fn thousand() -> u64 {

@@ -5,7 +5,9 @@
 use super::budget;
 use super::load::resolve_switch;
 use super::schema::{AllReduceSpec, FlowSpec, ScenarioFile, TopologySpec};
-use super::{AllReducePlan, FlowPlan, LARGEST_FRAME_OVERHEAD, Scenario, Shape, Topology, err};
+use super::{
+    AllReducePlan, FlowPlan, LARGEST_FRAME_OVERHEAD, LoadBalancing, Scenario, Shape, Topology, err,
+};
 use crate::config::ConfigError;
 use crate::config::endpoint::EndpointConfig;
 use crate::endpoint::app::size_sweep::{self, SizeSweepError};
@@ -447,6 +449,7 @@ impl TopologySpec {
             delay: Nanos(self.delay_ns),
             loss: self.loss,
             switch_latency: Nanos(self.switch_latency_ns),
+            load_balancing: self.load_balancing(matches!(shape, Shape::LeafSpine { .. }))?,
         };
         if topology.hosts() < 2 {
             return Err(err("topology", "needs at least 2 hosts"));
@@ -461,6 +464,98 @@ impl TopologySpec {
             ));
         }
         Ok(topology)
+    }
+}
+
+impl TopologySpec {
+    /// `load_balancing`, `flowlet_gap_us` and `ecmp_seed`, resolved; only a leaf-spine
+    /// has a choice of paths.
+    fn load_balancing(&self, leaf_spine: bool) -> Result<Option<LoadBalancing>, ConfigError> {
+        if !leaf_spine {
+            for (key, set) in [
+                ("load_balancing", self.load_balancing.is_some()),
+                ("flowlet_gap_us", self.flowlet_gap_us.is_some()),
+                ("ecmp_seed", self.ecmp_seed.is_some()),
+                ("spraying", self.spraying.is_some()),
+            ] {
+                if set {
+                    return Err(err(
+                        format!("topology.{key}"),
+                        "only a leaf-spine has more than one path between two hosts; remove it",
+                    ));
+                }
+            }
+            return Ok(None);
+        }
+        if self.load_balancing.is_none()
+            && self.flowlet_gap_us.is_none()
+            && self.ecmp_seed.is_none()
+            && self.spraying.is_none()
+        {
+            return Ok(None);
+        }
+        let name = self.load_balancing.as_deref().unwrap_or("ecmp");
+        let Some(mut mode) = LoadBalancing::from_name(name) else {
+            return Err(err(
+                "topology.load_balancing",
+                format!(
+                    "'{name}': give {}",
+                    LoadBalancing::NAMES.map(|n| format!("\"{n}\"")).join(", ")
+                ),
+            ));
+        };
+        if let Some(gap) = self.flowlet_gap_us {
+            let LoadBalancing::Flowlet { gap: g } = &mut mode else {
+                return Err(err(
+                    "topology.flowlet_gap_us",
+                    format!("applies to load_balancing = \"flowlet\", not \"{name}\""),
+                ));
+            };
+            if !(gap.is_finite() && (0.0..=1_000_000.0).contains(&gap)) {
+                return Err(err(
+                    "topology.flowlet_gap_us",
+                    format!("{gap} is not allowed; give 0 to 1000000 µs"),
+                ));
+            }
+            *g = Nanos((gap * 1000.0).round() as u64);
+        }
+        // ecmp_seed stays valid under the other modes, which ignore it, so that `compare
+        // --lb` can switch one scenario between them.
+        if let Some(seed) = self.ecmp_seed.as_deref() {
+            let per_switch = match seed {
+                "shared" => false,
+                "per-switch" => true,
+                other => {
+                    return Err(err(
+                        "topology.ecmp_seed",
+                        format!(
+                            "'{other}': give \"shared\" (every switch hashes alike) or \"per-switch\""
+                        ),
+                    ));
+                }
+            };
+            if let LoadBalancing::Ecmp { per_switch_seed } = &mut mode {
+                *per_switch_seed = per_switch;
+            }
+        }
+        if let Some(how) = self.spraying.as_deref() {
+            let random = match how {
+                "round-robin" => false,
+                "random" => true,
+                other => {
+                    return Err(err(
+                        "topology.spraying",
+                        format!(
+                            "'{other}': give \"round-robin\" (each flow's packets in turn) or \"random\""
+                        ),
+                    ));
+                }
+            };
+            if let LoadBalancing::PerPacket { random: r } = &mut mode {
+                *r = random;
+            }
+        }
+        Ok(Some(mode))
     }
 }
 
