@@ -340,6 +340,9 @@ fn run_one(
         say!("{fct}");
     }
     say!("{}", report::switch_tables(&outcome, counters.style()));
+    if let Some(b) = rocelab::sim::balance::report(scenario, &outcome) {
+        say!("{}", rocelab::sim::balance::text(&b));
+    }
     sayln!();
     say!("{}", report::what_happened(scenario, &outcome));
     // Wall-clock figures vary from run to run: stderr, so stdout repeats exactly.

@@ -75,6 +75,17 @@ pub fn header(s: &Scenario) -> String {
             s.topology.switch_latency.human()
         );
     }
+    if let Some(lb) = t.load_balancing {
+        let _ = writeln!(
+            out,
+            "load balancing: {}; transport {}",
+            lb.describe(),
+            match s.endpoint.transport {
+                crate::config::endpoint::Transport::GoBackN => "go-back-n",
+                crate::config::endpoint::Transport::SelectiveRepeat => "selective-repeat",
+            }
+        );
+    }
     let _ = writeln!(out, "switch: {}", s.switch_source);
     for line in crate::sim::faults::describe(&s.faults, t.bits_per_sec) {
         let _ = writeln!(out, "fault: {line}");
@@ -330,7 +341,7 @@ pub fn json(scenario: &Scenario, outcome: &Outcome) -> serde_json::Value {
             })
         })
         .collect();
-    super::document(
+    let mut doc = super::document(
         "sim",
         serde_json::json!({
             "config": super::configs(Some(&scenario.switch), Some(&scenario.endpoint)),
@@ -357,7 +368,19 @@ pub fn json(scenario: &Scenario, outcome: &Outcome) -> serde_json::Value {
             "summary": summary(scenario, outcome),
             "what_happened": what_happened(scenario, outcome).lines().skip(1).map(str::trim).collect::<Vec<_>>(),
         }),
-    )
+    );
+    // Only where the scenario names a mode: reports of scenarios from before there was a
+    // choice stay as they were.
+    if let (Some(b), Some(map)) = (
+        crate::sim::balance::report(scenario, outcome),
+        doc.as_object_mut(),
+    ) {
+        map.insert(
+            "load_balancing".to_owned(),
+            serde_json::to_value(b).unwrap_or_default(),
+        );
+    }
+    doc
 }
 
 /// Every storm the switches' watchdogs detected, with its times.

@@ -1,6 +1,7 @@
 //! `rocelab sim`: switch and endpoint cores joined by links in deterministic virtual time.
 
 pub mod allreduce;
+pub mod balance;
 pub mod compare;
 pub mod engine;
 pub mod fabric;

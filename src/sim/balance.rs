@@ -1,0 +1,199 @@
+//! What a run's load balancing came to: how busy each leaf's uplinks were and how unevenly
+//! (max over mean, per switch), the effective bandwidth (goodput over what the fabric
+//! could carry), and what spraying cost the receivers (packets out of order, reorder
+//! depth, retransmissions they already had).
+
+use super::compare::fair_shares;
+use super::fct::payload_share;
+use super::run::Outcome;
+use super::scenario::Scenario;
+use super::topology::Network;
+use serde::Serialize;
+
+/// One uplink over the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct UplinkLoad {
+    /// The port's name (`l0up2`).
+    pub port: String,
+    /// Bytes sent (frames without preamble, gap and FCS).
+    pub tx_bytes: u64,
+    /// The share of the run its wire was busy, 0 to 1 (preamble, gap and FCS counted).
+    pub utilization: f64,
+}
+
+/// One switch's uplinks over the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct SwitchUplinks {
+    /// The switch's name (`leaf0`).
+    pub switch: String,
+    /// Its uplinks, in port order.
+    pub uplinks: Vec<UplinkLoad>,
+    /// The busiest uplink's utilization over the mean (1: even; `None` when all idle).
+    pub imbalance: Option<f64>,
+}
+
+/// A run's load balancing, measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct BalanceReport {
+    /// The mode (`ecmp`, `flowlet`, `per-packet`, `adaptive`).
+    pub mode: String,
+    /// Every switch with a choice of uplinks.
+    pub switches: Vec<SwitchUplinks>,
+    /// The largest imbalance of any switch.
+    pub max_imbalance: Option<f64>,
+    /// The bulk flows' goodput, Gb/s.
+    pub goodput_gbps: f64,
+    /// What they could carry: the sum of their max-min fair shares of the links (the
+    /// spine stage spread perfectly), as goodput, Gb/s.
+    pub capacity_gbps: f64,
+    /// Goodput over capacity, 0 to 1 (`None` without bulk flows).
+    pub effective_bandwidth: Option<f64>,
+    /// Data packets the receivers placed out of order (selective repeat).
+    pub out_of_order_placed: u64,
+    /// Data packets the receivers discarded as out of order (go-back-N) or could not
+    /// place (selective repeat).
+    pub out_of_order_discarded: u64,
+    /// The farthest ahead of the expected PSN a packet came, packets.
+    pub max_reorder_depth: u64,
+    /// Data packets sent again.
+    pub retransmitted: u64,
+    /// Retransmissions the receiver already had: the packet was late, not lost.
+    pub spurious_retransmissions: u64,
+}
+
+/// The uplinks of every switch that has a choice, over the run up to now.
+pub fn uplinks(net: &Network, bits_per_sec: u64) -> Vec<SwitchUplinks> {
+    let secs = net.engine.now().0 as f64 / 1e9;
+    net.uplinks
+        .iter()
+        .map(|(index, ports)| {
+            let sw = net.switch(*index);
+            let uplinks: Vec<UplinkLoad> = ports
+                .iter()
+                .map(|&p| {
+                    let c = sw.counters(p);
+                    let (bytes, frames) = c
+                        .classes
+                        .iter()
+                        .fold((0, 0), |(b, f), k| (b + k.tx_bytes, f + k.tx_frames));
+                    // IEEE 802.3: preamble and SFD 8, FCS 4, gap 12 bytes per frame.
+                    let wire_bits = (bytes + 24 * frames) * 8;
+                    UplinkLoad {
+                        port: c.name.clone(),
+                        tx_bytes: bytes,
+                        utilization: if secs > 0.0 {
+                            wire_bits as f64 / (bits_per_sec as f64 * secs)
+                        } else {
+                            0.0
+                        },
+                    }
+                })
+                .collect();
+            SwitchUplinks {
+                switch: net.switch_names[*index].clone(),
+                imbalance: imbalance(&uplinks),
+                uplinks,
+            }
+        })
+        .collect()
+}
+
+/// The busiest over the mean.
+fn imbalance(uplinks: &[UplinkLoad]) -> Option<f64> {
+    let n = uplinks.len() as f64;
+    let mean = uplinks.iter().map(|u| u.utilization).sum::<f64>() / n;
+    let max = uplinks.iter().map(|u| u.utilization).fold(0.0, f64::max);
+    (mean > 0.0).then(|| max / mean)
+}
+
+/// The run's load balancing, for a scenario that names one (`topology.load_balancing`).
+pub fn report(scenario: &Scenario, outcome: &Outcome) -> Option<BalanceReport> {
+    let t = &scenario.topology;
+    let mode = t.load_balancing?;
+    let net = &outcome.net;
+    let switches = uplinks(net, t.bits_per_sec);
+    let pairs: Vec<(usize, usize)> = scenario.flows.iter().map(|f| (f.from, f.to)).collect();
+    let framing = scenario.fabric.framing();
+    let mtu = scenario.endpoint.mtu as usize;
+    let capacity_gbps = fair_shares(t, &pairs).map_or(0.0, |s| {
+        s.iter()
+            .zip(&scenario.flows)
+            .map(|(share, f)| {
+                share * t.bits_per_sec as f64 / 1e9 * payload_share(framing, f.message_bytes, mtu)
+            })
+            .sum()
+    });
+    let goodput_gbps: f64 = scenario
+        .flows
+        .iter()
+        .filter_map(|f| {
+            outcome
+                .qps
+                .iter()
+                .find(|q| q.host == f.from && q.peer_host == Some(f.to))
+        })
+        .map(|q| q.gbps)
+        .fold(0.0, |a, b| a + b);
+    let mut r = BalanceReport {
+        mode: mode.name().to_owned(),
+        max_imbalance: switches.iter().filter_map(|s| s.imbalance).reduce(f64::max),
+        switches,
+        goodput_gbps,
+        capacity_gbps,
+        effective_bandwidth: (capacity_gbps > 0.0).then(|| goodput_gbps / capacity_gbps),
+        out_of_order_placed: 0,
+        out_of_order_discarded: 0,
+        max_reorder_depth: 0,
+        retransmitted: 0,
+        spurious_retransmissions: 0,
+    };
+    for h in 0..net.hosts.len() {
+        let c = net.endpoint(h).counters();
+        r.out_of_order_placed += c.out_of_order_placed;
+        r.out_of_order_discarded += c.out_of_order_received;
+        r.max_reorder_depth = r.max_reorder_depth.max(c.max_reorder_depth);
+        r.retransmitted += c.retransmitted_packets;
+        r.spurious_retransmissions += c.duplicates_received;
+    }
+    Some(r)
+}
+
+/// The report as text: a line per switch with its uplinks' utilization and imbalance,
+/// then effective bandwidth and reordering.
+pub fn text(r: &BalanceReport) -> String {
+    use std::fmt::Write;
+    let mut out = format!("\nload balancing: {}\n", r.mode);
+    for s in &r.switches {
+        let loads: Vec<String> = s
+            .uplinks
+            .iter()
+            .map(|u| format!("{} {:.1} %", u.port, 100.0 * u.utilization))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:<8} uplinks {}; imbalance (max/mean) {}",
+            s.switch,
+            loads.join(", "),
+            s.imbalance.map_or("-".to_owned(), |i| format!("{i:.2}"))
+        );
+    }
+    if let Some(e) = r.effective_bandwidth {
+        let _ = writeln!(
+            out,
+            "  effective bandwidth {:.1} % ({:.1} of {:.1} Gb/s the flows could carry)",
+            100.0 * e,
+            r.goodput_gbps,
+            r.capacity_gbps
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  out of order: {} placed, {} discarded; reorder depth {}; retransmitted {} ({} spurious)",
+        r.out_of_order_placed,
+        r.out_of_order_discarded,
+        r.max_reorder_depth,
+        r.retransmitted,
+        r.spurious_retransmissions
+    );
+    out
+}
