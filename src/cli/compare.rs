@@ -2,7 +2,8 @@
 
 use super::JsonReport;
 use anyhow::{Context, Result};
-use rocelab::sim::compare::{Measured, Setting, measure};
+use rocelab::sim::compare::{Measured, Setting, apply_load_balancing, measure};
+use rocelab::sim::scenario::LoadBalancing;
 use rocelab::sim::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -22,14 +23,15 @@ pub(crate) struct Args {
     /// The fabrics, in order: roce (PFC + ECN + DCQCN), roce-pfc (PFC alone), irn (no PFC:
     /// selective repeat with a BDP cap, ECN + DCQCN), ib (credits), ib-cc (credits +
     /// InfiniBand congestion control).
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        default_value = "roce,roce-pfc,ib",
-        value_parser = Setting::parse
-    )]
-    fabrics: Vec<Setting>,
+    /// Default: roce,roce-pfc,ib; with --lb, the scenario's own fabric and transport.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = Setting::parse)]
+    fabrics: Option<Vec<Setting>>,
+    /// Load-balancing modes of a leaf-spine's leaves, a column each (with --fabrics, each
+    /// fabric with each mode): ecmp, flowlet, per-packet, adaptive. Other keys of the
+    /// modes (topology.flowlet_gap_us, ecmp_seed, spraying) come from the scenario or
+    /// --set.
+    #[arg(long = "lb", value_name = "LIST", value_delimiter = ',', value_parser = parse_lb)]
+    lb: Option<Vec<&'static str>>,
     /// Switch configuration file (TOML) for every switch, instead of the scenario's base.
     #[arg(long, conflicts_with = "preset")]
     config: Option<PathBuf>,
@@ -56,40 +58,116 @@ pub(crate) struct Args {
     out: Option<PathBuf>,
 }
 
+/// A load-balancing mode's name, checked.
+fn parse_lb(name: &str) -> Result<&'static str, String> {
+    LoadBalancing::NAMES
+        .into_iter()
+        .find(|n| *n == name.trim())
+        .ok_or_else(|| {
+            format!(
+                "'{name}' is not a load-balancing mode: give {}",
+                LoadBalancing::NAMES.join(", ")
+            )
+        })
+}
+
+/// One column: a fabric setting (`None`: the scenario's own), a load-balancing mode.
+type Column = (Option<Setting>, Option<&'static str>);
+
+/// The columns `--fabrics` and `--lb` ask for, each once.
+fn columns(args: &Args) -> Result<Vec<Column>> {
+    let fabrics: Vec<Option<Setting>> = match (&args.fabrics, &args.lb) {
+        (Some(f), _) => f.iter().copied().map(Some).collect(),
+        (None, Some(_)) => vec![None],
+        (None, None) => vec![
+            Some(Setting::Roce),
+            Some(Setting::RocePfc),
+            Some(Setting::Ib),
+        ],
+    };
+    let modes: Vec<Option<&'static str>> = match &args.lb {
+        Some(l) => l.iter().copied().map(Some).collect(),
+        None => vec![None],
+    };
+    let mut columns = Vec::new();
+    for &f in &fabrics {
+        for &m in &modes {
+            if columns.contains(&(f, m)) {
+                match (f, m) {
+                    (_, Some(m)) if fabrics.len() == 1 => {
+                        anyhow::bail!("--lb: {m} is given twice")
+                    }
+                    (Some(f), _) => anyhow::bail!("--fabrics: {} is given twice", f.name()),
+                    _ => anyhow::bail!("--lb: a mode is given twice"),
+                }
+            }
+            columns.push((f, m));
+        }
+    }
+    if columns.is_empty() {
+        anyhow::bail!("--fabrics and --lb: give at least one");
+    }
+    Ok(columns)
+}
+
+/// A column's heading.
+fn label(column: Column, s: &Scenario) -> String {
+    match column {
+        (Some(f), None) => f.label().to_owned(),
+        (Some(f), Some(m)) => format!("{} / {m}", f.name()),
+        (None, m) => {
+            let transport = match s.endpoint.transport {
+                rocelab::config::endpoint::Transport::GoBackN => "go-back-n",
+                rocelab::config::endpoint::Transport::SelectiveRepeat => "selective-repeat",
+            };
+            format!("{} / {transport}", m.unwrap_or("ecmp"))
+        }
+    }
+}
+
 pub(crate) fn run(args: Args) -> Result<()> {
     let report = JsonReport::create(args.json.as_deref(), &[] as &[&Path])?;
-    let mut settings = Vec::new();
-    for &s in &args.fabrics {
-        if settings.contains(&s) {
-            anyhow::bail!("--fabrics: {} is given twice", s.name());
-        }
-        settings.push(s);
-    }
-    if settings.is_empty() {
-        anyhow::bail!("--fabrics: give at least one");
-    }
+    let columns = columns(&args)?;
     if let Some(dir) = &args.out {
         rocelab::output::check_folder(dir)?;
     }
     // Every fabric's scenario, checked before anything runs.
     let config = super::sim::absolute_config(args.config.as_deref())?;
-    let mut scenarios = Vec::with_capacity(settings.len());
-    for &setting in &settings {
+    let mut scenarios = Vec::with_capacity(columns.len());
+    for &(setting, mode) in &columns {
         let s = Scenario::load_edited(&args.scenario, |table| {
             super::sim::replace_switch(table, config.as_deref(), args.preset);
             for assignment in &args.set {
                 rocelab::config::set_key(table, assignment)?;
             }
-            setting.apply(table);
+            if let Some(setting) = setting {
+                setting.apply(table);
+            }
+            if let Some(mode) = mode {
+                apply_load_balancing(table, mode);
+            }
             if let Some(seed) = args.seed {
                 rocelab::sim::scenario::set_seed(table, seed)?;
             }
             Ok(())
         })
-        .with_context(|| format!("{} on {}", args.scenario, setting.name()))?;
-        scenarios.push((setting, s));
+        .with_context(|| {
+            let what = [setting.map(Setting::name), mode].into_iter().flatten();
+            format!(
+                "{} on {}",
+                args.scenario,
+                what.collect::<Vec<_>>().join(" with ")
+            )
+        })?;
+        // Measured as the fabric the scenario runs when no setting replaces it.
+        let measured_as = setting.unwrap_or(match s.fabric {
+            rocelab::sim::fabric::Fabric::Roce => Setting::Roce,
+            rocelab::sim::fabric::Fabric::Ib(_) => Setting::Ib,
+        });
+        let heading = label((setting, mode), &s);
+        scenarios.push((measured_as, heading, s));
     }
-    let first = &scenarios[0].1;
+    let first = &scenarios[0].2;
     say!(
         "{}",
         rocelab::report::sim::header(first)
@@ -98,10 +176,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
             .unwrap_or_default()
     );
     sayln!();
-    for (setting, s) in &scenarios {
+    for (setting, heading, s) in &scenarios {
+        let lb = s.topology.load_balancing.map_or_else(String::new, |l| {
+            format!("; load balancing {}", l.describe())
+        });
         sayln!(
-            "{:<20} {}",
-            setting.label(),
+            "{heading:<20} {}{lb}",
             rocelab::sim::compare::describe(*setting, s)
         );
     }
@@ -153,8 +233,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
     report.write(&json)
 }
 
-/// Runs every fabric's scenario, `jobs` at once; the rows in the given order.
-fn run_all(scenarios: &[(Setting, Scenario)], jobs: usize) -> Result<Vec<Measured>> {
+/// Runs every column's scenario, `jobs` at once; the rows in the given order.
+fn run_all(scenarios: &[(Setting, String, Scenario)], jobs: usize) -> Result<Vec<Measured>> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: std::sync::Mutex<Vec<Option<Result<Measured>>>> =
         std::sync::Mutex::new(scenarios.iter().map(|_| None).collect());
@@ -163,17 +243,21 @@ fn run_all(scenarios: &[(Setting, Scenario)], jobs: usize) -> Result<Vec<Measure
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((setting, s)) = scenarios.get(i) else {
+                    let Some((setting, heading, s)) = scenarios.get(i) else {
                         break;
                     };
                     let started = Instant::now();
                     let result = rocelab::sim::run::run(s)
-                        .map(|o| measure(*setting, s, &o))
-                        .with_context(|| format!("{} on {}", s.name, setting.name()));
+                        .map(|o| {
+                            let mut m = measure(*setting, s, &o);
+                            m.label.clone_from(heading);
+                            m
+                        })
+                        .with_context(|| format!("{} on {heading}", s.name));
                     if let Ok(m) = &result {
                         sayln!(
                             "{:<20} done in {:.1} s of wall time ({} frames simulated)",
-                            setting.label(),
+                            heading,
                             started.elapsed().as_secs_f64(),
                             m.frames
                         );

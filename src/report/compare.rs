@@ -25,6 +25,7 @@ pub fn table(rows: &[Measured]) -> String {
     victim_lines(&mut t);
     fct_lines(&mut t);
     allreduce_lines(&mut t);
+    balance_lines(&mut t);
     fabric_lines(&mut t);
     let mut out = columns(&t.lines, rows.len());
     pfc_unused_notes(&mut out, rows);
@@ -139,6 +140,33 @@ fn allreduce_lines(t: &mut Lines<'_>) {
             )
         });
     }
+}
+
+/// What load balancing came to, where a column names a mode.
+fn balance_lines(t: &mut Lines<'_>) {
+    if t.rows.iter().all(|r| r.load_balancing.is_none()) {
+        return;
+    }
+    let lb = |r: &Measured, f: &dyn Fn(&crate::sim::balance::BalanceReport) -> String| {
+        r.load_balancing.as_ref().map_or_else(|| "-".to_owned(), f)
+    };
+    t.line("effective bandwidth, flows (%)", &|r| {
+        lb(r, &|b| opt(b.effective_bandwidth.map(|e| 100.0 * e), 1))
+    });
+    t.line("uplink imbalance, max/mean (busiest leaf)", &|r| {
+        lb(r, &|b| opt(b.imbalance, 2))
+    });
+    t.line("out of order, placed / discarded", &|r| {
+        lb(r, &|b| {
+            format!("{} / {}", b.out_of_order_placed, b.out_of_order_discarded)
+        })
+    });
+    t.line("reorder depth (packets)", &|r| {
+        lb(r, &|b| b.max_reorder_depth.to_string())
+    });
+    t.line("spurious retransmissions", &|r| {
+        lb(r, &|b| b.spurious_retransmissions.to_string())
+    });
 }
 
 /// What the fabric did: queues, buffer, pauses, stalls, PFC, ECN, drops, retransmissions.

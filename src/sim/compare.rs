@@ -151,6 +151,17 @@ impl Setting {
     }
 }
 
+/// Lays load-balancing mode `name` (one of [`LoadBalancing::NAMES`]) over a scenario's
+/// TOML table: `topology.load_balancing`.
+///
+/// [`LoadBalancing::NAMES`]: super::topology::LoadBalancing::NAMES
+pub fn apply_load_balancing(table: &mut toml::Table, name: &str) {
+    table.remove("variant");
+    if let Some(toml::Value::Table(t)) = table.get_mut("topology") {
+        t.insert("load_balancing".into(), name.into());
+    }
+}
+
 /// A name that is no fabric setting (`--fabrics`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -213,6 +224,9 @@ pub struct Measured {
     /// On RoCEv2 with PFC, when no PFC frame was sent: how close the fullest ingress
     /// priority group came to its XOFF point (`None` otherwise).
     pub pfc_unused: Option<PfcUnused>,
+    /// What load balancing came to, where the scenario names a mode (`compare --lb`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_balancing: Option<super::balance::BalanceReport>,
 }
 
 /// Why PFC never acted in a run that has it: the fullest lossless ingress priority group
@@ -291,6 +305,7 @@ pub fn measure(setting: Setting, scenario: &Scenario, outcome: &Outcome) -> Meas
         switch_source: scenario.switch_source.clone(),
         summary,
         pfc_unused,
+        load_balancing: super::balance::report(scenario, outcome),
         flows,
         victims,
         fct: fct::buckets(&outcome.flows),

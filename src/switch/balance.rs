@@ -137,6 +137,7 @@ impl Balancer {
             Balance::EcmpSeeded { seed } => {
                 group[(flow_hash(frame, meta, Some(seed)) % n as u64) as usize]
             }
+
             // Multiply-shift: an unbiased enough member from the draw's high bits.
             Balance::PerPacket { seed: Some(_) } => {
                 group[((u128::from(self.rng.next_u64()) * n as u128) >> 64) as usize]
@@ -184,14 +185,11 @@ impl Balancer {
 }
 
 /// A hash of the IP addresses and UDP ports (of the MACs for frames that are not IP), so
-/// that one flow's frames hash alike; salted with `seed` when there is one. The unsalted
+/// that one flow's frames hash alike; with `seed`, the hash mixed with it. The unsalted
 /// hash is the one every switch has always used.
 pub(super) fn flow_hash(frame: &[u8], meta: Option<&FrameMeta>, seed: Option<u64>) -> u64 {
     use std::hash::Hasher;
     let mut h = rustc_hash::FxHasher::default();
-    if let Some(seed) = seed {
-        h.write_u64(seed);
-    }
     match meta.filter(|m| m.is_ip()) {
         Some(m) => {
             let l3 = usize::from(m.l3_offset());
@@ -208,8 +206,21 @@ pub(super) fn flow_hash(frame: &[u8], meta: Option<&FrameMeta>, seed: Option<u64
         }
         None => h.write(frame.get(..12).unwrap_or_default()),
     }
-    // Fx mixes its low bits poorly: take the high ones.
-    h.finish() >> 32
+    match seed {
+        // Fx mixes its low bits poorly: take the high ones.
+        None => h.finish() >> 32,
+        // Fx alone keeps the flows' differences in a few bits whatever the seed: a
+        // full-avalanche finalizer (SplitMix64's) makes each seed a fresh hash.
+        Some(seed) => mix64(h.finish() ^ seed) >> 32,
+    }
+}
+
+/// SplitMix64's finalizer (Steele, Lea, Flood, "Fast splittable pseudorandom number
+/// generators", OOPSLA 2014): every input bit flips about half the output bits.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -1,0 +1,217 @@
+//! Load balancing on a leaf-spine in virtual time: ECMP's collisions against their
+//! probability, the four elephants under each mode, what spraying costs go-back-N, and
+//! that a scenario naming no mode runs and reports as before.
+
+use rocelab::sim::balance;
+use rocelab::sim::run::{Outcome, run};
+use rocelab::sim::scenario::Scenario;
+use rocelab::sim::summary::jain;
+
+/// The built-in `elephants` with `sets` laid over it (`key=value`, as `--set`).
+fn elephants(sets: &[String]) -> Scenario {
+    Scenario::load_edited("elephants", |table| {
+        for s in sets {
+            rocelab::config::set_key(table, s)?;
+        }
+        Ok(())
+    })
+    .expect("the elephants with these keys")
+}
+
+fn goodputs(o: &Outcome) -> Vec<f64> {
+    o.qps.iter().map(|q| q.gbps).collect()
+}
+
+/// The flows' payload at line rate: 4096 B in a frame of 4096 + 58 B, plus 24 B of
+/// preamble, gap and FCS, at 100 Gb/s.
+const LINE_GOODPUT_GBPS: f64 = 100.0 * 4096.0 / (4096.0 + 58.0 + 24.0);
+
+#[test]
+fn four_flows_on_four_uplinks_avoid_each_other_as_often_as_4_factorial_over_4_to_the_4() {
+    // Leaf 0's four uplinks under ECMP with a seed per switch: the seed changes the hash,
+    // so over many seeds each flow lands on a uniform uplink, independently. Distinct
+    // uplinks used: 4 with probability 4!/4^4 = 24/256, 3 with 144/256, 2 with 84/256,
+    // 1 with 4/256 (Stirling numbers: 4!/(4-k)! S(4,k) / 4^4).
+    const SEEDS: u64 = 2000;
+    let mut used = [0u64; 5];
+    // Short runs of one-packet messages: which uplinks the first packets take is all
+    // that is asked.
+    let text = rocelab::sim::scenario::scenario_text("elephants")
+        .unwrap()
+        .replace("message_bytes = \"1M\"", "message_bytes = \"4K\"")
+        .replace("duration_ms = 4", "duration_ms = 0.02")
+        .replace("measure_from_ms = 1", "measure_from_ms = 0");
+    for seed in 1..=SEEDS {
+        let text = text.replace("seed = 1\n", &format!("seed = {seed}\n"));
+        let s = Scenario::from_toml("elephants", &text, None).unwrap();
+        assert_eq!(s.seed, seed);
+        let o = run(&s).expect("a short run");
+        let lb = balance::uplinks(&o.net, s.topology.bits_per_sec);
+        let leaf0 = &lb[0];
+        assert_eq!(leaf0.switch, "leaf0");
+        let busy = leaf0.uplinks.iter().filter(|u| u.tx_bytes > 0).count();
+        used[busy] += 1;
+    }
+    println!("runs by uplinks used (0-4): {used:?} of {SEEDS}");
+    let expected = [0.0, 4.0 / 256.0, 84.0 / 256.0, 144.0 / 256.0, 24.0 / 256.0];
+    for k in 1..=4 {
+        let p = expected[k];
+        let got = used[k] as f64 / SEEDS as f64;
+        let sd = (p * (1.0 - p) / SEEDS as f64).sqrt();
+        assert!(
+            (got - p).abs() <= 4.0 * sd,
+            "{k} uplinks used in {got:.4} of runs, expected {p:.4} ± {:.4}: {used:?}",
+            4.0 * sd
+        );
+    }
+}
+
+/// Mean total goodput and mean Jain index of the elephants over seeds 1-3 with `sets`.
+fn over_seeds(sets: &[&str]) -> (f64, f64, Vec<Outcome>) {
+    let mut total = 0.0;
+    let mut fairness = 0.0;
+    let mut outcomes = Vec::new();
+    for seed in 1..=3 {
+        let mut keys: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
+        keys.push(format!("seed={seed}"));
+        let o = run(&elephants(&keys)).expect("the elephants run");
+        let g = goodputs(&o);
+        assert_eq!(g.len(), 4, "four flows");
+        total += g.iter().sum::<f64>();
+        fairness += jain(&g).unwrap_or(0.0);
+        outcomes.push(o);
+    }
+    (total / 3.0, fairness / 3.0, outcomes)
+}
+
+#[test]
+fn adaptive_and_spraying_with_selective_repeat_carry_the_four_elephants() {
+    let target = 0.9 * 4.0 * LINE_GOODPUT_GBPS;
+    for mode in ["adaptive", "per-packet"] {
+        let lb = format!("topology.load_balancing=\"{mode}\"");
+        let (goodput, fairness, _) = over_seeds(&[&lb, "endpoint.transport=\"selective-repeat\""]);
+        assert!(
+            goodput >= target,
+            "{mode}: {goodput:.1} Gb/s, under 90 % of {:.1}",
+            4.0 * LINE_GOODPUT_GBPS
+        );
+        assert!(fairness >= 0.95, "{mode}: Jain {fairness:.3}");
+    }
+}
+
+#[test]
+fn spraying_costs_go_back_n_what_selective_repeat_keeps() {
+    // Random spraying reorders (paths' queues differ): go-back-N discards every packet
+    // that overtook another and resends from the gap; selective repeat places it.
+    let random = "topology.spraying=\"random\"";
+    let pp = "topology.load_balancing=\"per-packet\"";
+    let (gbn, _, gbn_runs) = over_seeds(&[pp, random, "endpoint.transport=\"go-back-n\""]);
+    let (sr, _, sr_runs) = over_seeds(&[pp, random, "endpoint.transport=\"selective-repeat\""]);
+    let resent = |runs: &[Outcome]| -> u64 {
+        runs.iter()
+            .flat_map(|o| (0..o.net.hosts.len()).map(|h| o.net.endpoint(h).counters()))
+            .map(|c| c.retransmitted_packets)
+            .sum()
+    };
+    assert!(
+        gbn < 0.5 * sr,
+        "go-back-n {gbn:.1} Gb/s against selective repeat's {sr:.1}"
+    );
+    assert!(
+        resent(&gbn_runs) > 10 * resent(&sr_runs),
+        "go-back-n resent {}, selective repeat {}",
+        resent(&gbn_runs),
+        resent(&sr_runs)
+    );
+}
+
+#[test]
+fn a_reorder_tolerance_spares_spurious_retransmissions() {
+    let base = [
+        "topology.load_balancing=\"per-packet\"".to_owned(),
+        "topology.spraying=\"random\"".to_owned(),
+    ];
+    let spurious = |extra: &[&str]| {
+        let mut keys = base.to_vec();
+        keys.extend(extra.iter().map(|s| (*s).to_owned()));
+        let s = elephants(&keys);
+        let o = run(&s).expect("a run");
+        let b = balance::report(&s, &o).expect("a scenario naming a mode");
+        (b.spurious_retransmissions, b.goodput_gbps)
+    };
+    // IRN's rule: a packet overtaken once is resent, though it was only late.
+    let (strict, strict_gbps) = spurious(&["endpoint.selective_repeat.reorder_packets=1"]);
+    let (tolerant, tolerant_gbps) = spurious(&[]);
+    assert!(
+        tolerant * 5 < strict,
+        "spurious: {tolerant} with the tolerance, {strict} without"
+    );
+    assert!(tolerant_gbps > strict_gbps);
+}
+
+#[test]
+fn ecmp_collides_and_adaptive_evens_the_uplinks() {
+    let run_mode = |mode: &str| {
+        let s = elephants(&[format!("topology.load_balancing=\"{mode}\"")]);
+        let o = run(&s).expect("a run");
+        balance::report(&s, &o).expect("a mode")
+    };
+    let ecmp = run_mode("ecmp");
+    let adaptive = run_mode("adaptive");
+    // Seed 1's hash puts two flows on one uplink and leaves one idle: 4 / 3 of the mean.
+    let leaf0 = |b: &balance::BalanceReport| b.switches[0].imbalance.unwrap();
+    assert!((leaf0(&ecmp) - 4.0 / 3.0).abs() < 0.01, "{}", leaf0(&ecmp));
+    assert!(leaf0(&adaptive) < 1.01, "{}", leaf0(&adaptive));
+    assert!(ecmp.effective_bandwidth.unwrap() < 0.8);
+    assert!(adaptive.effective_bandwidth.unwrap() > 0.99);
+}
+
+#[test]
+fn a_scenario_naming_no_mode_runs_and_reports_as_before() {
+    // leaf-spine names no mode: its report has no load_balancing section, and naming
+    // ECMP with the shared hash changes no number.
+    let plain = Scenario::load("victim-flow").unwrap();
+    let named = Scenario::load_edited("victim-flow", |t| {
+        rocelab::config::set_key(t, "topology.load_balancing=\"ecmp\"")
+    })
+    .unwrap();
+    assert!(plain.topology.load_balancing.is_none());
+    let (a, b) = (run(&plain).unwrap(), run(&named).unwrap());
+    assert_eq!(goodputs(&a), goodputs(&b));
+    let json = rocelab::report::sim::json(&plain, &a);
+    assert!(json.get("load_balancing").is_none());
+    assert!(
+        rocelab::report::sim::json(&named, &b)
+            .get("load_balancing")
+            .is_some()
+    );
+}
+
+#[test]
+fn load_balancing_keys_are_checked() {
+    let bad = |sets: &[&str]| {
+        Scenario::load_edited("elephants", |t| {
+            for s in sets {
+                rocelab::config::set_key(t, s)?;
+            }
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string()
+    };
+    let e = bad(&["topology.load_balancing=\"spray\""]);
+    assert!(
+        e.contains("topology.load_balancing") && e.contains("adaptive"),
+        "{e}"
+    );
+    let e = bad(&["topology.flowlet_gap_us=10"]);
+    assert!(e.contains("topology.flowlet_gap_us"), "{e}");
+    let e = bad(&["topology.ecmp_seed=\"each\""]);
+    assert!(e.contains("per-switch"), "{e}");
+    let e = Scenario::load_edited("incast", |t| {
+        rocelab::config::set_key(t, "topology.load_balancing=\"adaptive\"")
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("only a leaf-spine"), "{e}");
+}
