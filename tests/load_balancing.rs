@@ -215,3 +215,29 @@ fn load_balancing_keys_are_checked() {
     .to_string();
     assert!(e.contains("only a leaf-spine"), "{e}");
 }
+
+#[test]
+fn a_ring_across_leaves_goes_at_its_slowest_step() {
+    // Eight flows each way over four uplinks: a step gets at most half its link, 49.02
+    // Gb/s of payload, which is the busbw a ring reaches (6.13 GB/s). ECMP piles some
+    // steps up on one uplink, and the ring waits for them.
+    let busbw = |mode: &str| {
+        let s = Scenario::load_edited("ring-across-leaves", |t| {
+            rocelab::config::set_key(t, &format!("topology.load_balancing=\"{mode}\""))?;
+            rocelab::config::set_key(t, "allreduce.max_bytes=\"4M\"")
+        })
+        .unwrap();
+        let o = run(&s).unwrap();
+        o.allreduce.last().unwrap().result.busbw()
+    };
+    let bound = LINE_GOODPUT_GBPS / 2.0 / 8.0;
+    let (ecmp, adaptive) = (busbw("ecmp"), busbw("adaptive"));
+    assert!(
+        adaptive >= 0.85 * bound && adaptive <= bound,
+        "{adaptive:.3} GB/s"
+    );
+    assert!(
+        ecmp < 0.5 * adaptive,
+        "ecmp {ecmp:.3}, adaptive {adaptive:.3}"
+    );
+}

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 16] = [
+pub const SCENARIOS: [(&str, &str); 17] = [
     ("incast", include_str!("../scenarios/incast.toml")),
     ("incast-8", include_str!("../scenarios/incast-8.toml")),
     ("incast-64", include_str!("../scenarios/incast-64.toml")),
@@ -27,6 +27,10 @@ pub const SCENARIOS: [(&str, &str); 16] = [
     ("ring-incast", include_str!("../scenarios/ring-incast.toml")),
     ("leaf-spine", include_str!("../scenarios/leaf-spine.toml")),
     ("elephants", include_str!("../scenarios/elephants.toml")),
+    (
+        "ring-across-leaves",
+        include_str!("../scenarios/ring-across-leaves.toml"),
+    ),
     ("web-search", include_str!("../scenarios/web-search.toml")),
     (
         "lab-congestion",
