@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Run one scenario on several fabrics: RoCEv2 with PFC, ECN and DCQCN, RoCEv2 with PFC
-/// alone, and InfiniBand with credit-based flow control. Prints them side by side:
+/// alone, IRN, iWARP, and InfiniBand with credit-based flow control. Prints them side by side:
 /// goodput per flow and in total, a victim flow against its fair share, FCT slowdowns,
 /// the all-reduce, the buffer each needed to stay lossless, and time paused by PFC
 /// against time stalled for credit.
@@ -21,7 +21,8 @@ pub(crate) struct Args {
     #[arg(value_name = "SCENARIO")]
     scenario: String,
     /// The fabrics, in order: roce (PFC + ECN + DCQCN), roce-pfc (PFC alone), irn (no PFC:
-    /// selective repeat with a BDP cap, ECN + DCQCN), ib (credits), ib-cc (credits +
+    /// selective repeat with a BDP cap, ECN + DCQCN), iwarp (RDMA over TCP with DCTCP, no
+    /// PFC), ib (credits), ib-cc (credits +
     /// InfiniBand congestion control).
     /// Default: roce,roce-pfc,ib; with --lb, the scenario's own fabric and transport.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = Setting::parse)]
@@ -163,6 +164,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         let measured_as = setting.unwrap_or(match s.fabric {
             rocelab::sim::fabric::Fabric::Roce => Setting::Roce,
             rocelab::sim::fabric::Fabric::Ib(_) => Setting::Ib,
+            rocelab::sim::fabric::Fabric::Iwarp(_) => Setting::Iwarp,
         });
         let heading = label((setting, mode), &s);
         scenarios.push((measured_as, heading, s));

@@ -184,7 +184,8 @@ impl Balancer {
     }
 }
 
-/// A hash of the IP addresses and UDP ports (of the MACs for frames that are not IP), so
+/// A hash of the IP addresses and UDP or TCP ports (of the MACs for frames that are not
+/// IP), so
 /// that one flow's frames hash alike; with `seed`, the hash mixed with it. The unsalted
 /// hash is the one every switch has always used.
 pub(super) fn flow_hash(frame: &[u8], meta: Option<&FrameMeta>, seed: Option<u64>) -> u64 {
@@ -200,8 +201,13 @@ pub(super) fn flow_hash(frame: &[u8], meta: Option<&FrameMeta>, seed: Option<u64
                 l3 + 8..l3 + 40
             };
             h.write(frame.get(addrs).unwrap_or_default());
+            // The ports: RoCE's UDP source port is its per-QP entropy, iWARP's TCP
+            // ports name the connection.
             if m.udp_len() > 0 {
                 h.write(frame.get(l4..l4 + 4).unwrap_or_default());
+            } else if m.is_ipv4() && m.ip_proto() == crate::wire::ipv4::PROTO_TCP {
+                let ihl = frame.get(l3).map_or(5, |b| usize::from(b & 0x0f)) * 4;
+                h.write(frame.get(l3 + ihl..l3 + ihl + 4).unwrap_or_default());
             }
         }
         None => h.write(frame.get(..12).unwrap_or_default()),
