@@ -447,7 +447,7 @@ fn bad_ib_tables_are_refused_with_the_key() {
             .to_string()
     };
     let ib = "fabric = \"ib\"";
-    assert!(refused("fabric = \"fc\"", "").contains("give \"roce\" or \"ib\""));
+    assert!(refused("fabric = \"fc\"", "").contains("give \"roce\", \"ib\" or \"iwarp\""));
     assert!(refused("", "update_ns = 5").contains("give fabric = \"ib\" too"));
     assert!(refused(ib, "buffer_per_vl_bytes = \"256K\"").contains("at most 131072"));
     assert!(refused(ib, "sl_to_vl = [0, 1]").contains("give 8 VLs"));
