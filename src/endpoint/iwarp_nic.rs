@@ -216,6 +216,22 @@ struct Conn {
     ce_state: bool,
 }
 
+impl Conn {
+    /// A TCP header of this connection at `seq` with `flags`: the current cumulative ACK
+    /// and a window that never limits (the receive window is not modelled).
+    fn header(&self, seq: u32, flags: TcpFlags) -> TcpRepr {
+        TcpRepr {
+            src_port: self.local_port,
+            dst_port: self.peer_port,
+            seq,
+            ack: self.receiver.ack(),
+            flags,
+            window: u16::MAX,
+            ..TcpRepr::default()
+        }
+    }
+}
+
 /// The iWARP side of a NIC.
 #[derive(Debug)]
 pub(super) struct IwarpNic {
@@ -630,17 +646,11 @@ impl Endpoint {
             vlan: None,
             ip,
             tcp: TcpRepr {
-                src_port: conn.local_port,
-                dst_port: conn.peer_port,
-                seq: conn.sender.next_seq(),
-                ack: conn.receiver.ack(),
-                flags,
-                window: u16::MAX,
                 options: TcpOptions {
                     sack: conn.receiver.sack_blocks(MAX_SACK_BLOCKS),
                     ..TcpOptions::default()
                 },
-                ..TcpRepr::default()
+                ..conn.header(conn.sender.next_seq(), flags)
             },
             payload: TcpPayload::Empty,
         };
@@ -726,15 +736,7 @@ impl Endpoint {
             eth_src: self.mac,
             vlan: None,
             ip,
-            tcp: TcpRepr {
-                src_port: conn.local_port,
-                dst_port: conn.peer_port,
-                seq: t.seq,
-                ack: conn.receiver.ack(),
-                flags: TcpFlags::ACK | TcpFlags::PSH,
-                window: u16::MAX,
-                ..TcpRepr::default()
-            },
+            tcp: conn.header(t.seq, TcpFlags::ACK | TcpFlags::PSH),
             payload: TcpPayload::Fpdu(FpduRepr {
                 ddp,
                 read_request: None,
