@@ -166,13 +166,21 @@ impl Transmitter {
             busy_start: Nanos::ZERO,
             bits: 0,
             free_at: Nanos::ZERO,
-            fs_per_bit: if 1_000_000_000_000_000 % bits_per_sec.max(1) == 0 {
-                1_000_000_000_000_000 / bits_per_sec.max(1)
-            } else {
-                0
-            },
+            fs_per_bit: fs_per_bit(bits_per_sec),
             enabled: true,
         }
+    }
+
+    /// Runs at `bits_per_sec` from now on (a link that renegotiates its speed). The frame
+    /// on the wire finishes at the old rate: the next one starts no sooner than
+    /// [`free_at`](Self::free_at) says now.
+    pub fn set_rate(&mut self, bits_per_sec: u64) {
+        self.bits_per_sec = bits_per_sec.max(1);
+        self.fs_per_bit = fs_per_bit(self.bits_per_sec);
+        // A new busy period from the end of the last one: the bits before it were timed
+        // at the old rate.
+        self.busy_start = self.free_at;
+        self.bits = 0;
     }
 
     /// The line rate frames are serialised at, bit/s.
@@ -215,8 +223,9 @@ impl Transmitter {
     #[inline]
     pub fn start_bits(&mut self, now: Nanos, bits: u64) -> Nanos {
         if now > self.free_at || self.bits == 0 {
-            // Idle since the last frame ended: a new busy period.
-            self.busy_start = now;
+            // Idle since the last frame ended: a new busy period (after a rate change, no
+            // sooner than the frame before it ended).
+            self.busy_start = now.max(self.free_at);
             self.bits = 0;
         }
         self.bits += bits;
@@ -227,6 +236,15 @@ impl Transmitter {
         };
         self.free_at = self.busy_start.saturating_add(Nanos(ns));
         now
+    }
+}
+
+/// Femtoseconds per bit at `bits_per_sec` when that is a whole number, else 0.
+fn fs_per_bit(bits_per_sec: u64) -> u64 {
+    if 1_000_000_000_000_000 % bits_per_sec.max(1) == 0 {
+        1_000_000_000_000_000 / bits_per_sec.max(1)
+    } else {
+        0
     }
 }
 
@@ -317,6 +335,12 @@ impl Wire {
         (trip.start + bits_time(bits, self.tx.bits_per_sec()) + self.propagation).min(trip.landed)
     }
 
+    /// Serialises at `bits_per_sec` from now on; the frame on the wire finishes at the old
+    /// rate.
+    pub fn set_rate(&mut self, bits_per_sec: u64) {
+        self.tx.set_rate(bits_per_sec);
+    }
+
     /// Forgets the frames still waiting for the wire: the next frame starts when it is
     /// handed over (it still lands no sooner than the frame ahead of it).
     pub fn drop_backlog(&mut self) {
@@ -327,6 +351,24 @@ impl Wire {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_change_times_the_next_frame_at_the_new_rate() {
+        // 100 Gb/s: a 1000-byte frame (with gap) is 1024 B = 81.92 ns on the wire.
+        let mut tx = Transmitter::new(100_000_000_000);
+        tx.start(Nanos(0), &[0; 1000]);
+        assert_eq!(tx.free_at(), Nanos(82));
+        // Slower from now: the frame on the wire keeps its end; the next one starts
+        // there and takes four times as long at 25 Gb/s (327.68 ns).
+        tx.set_rate(25_000_000_000);
+        assert_eq!(tx.free_at(), Nanos(82));
+        assert_eq!(tx.start(Nanos(82), &[0; 1000]), Nanos(82));
+        assert_eq!(tx.free_at(), Nanos(82 + 328));
+        // Back to 100 Gb/s on an idle link.
+        tx.set_rate(100_000_000_000);
+        tx.start(Nanos(1000), &[0; 1000]);
+        assert_eq!(tx.free_at(), Nanos(1082));
+    }
 
     #[test]
     fn wire_times_are_the_128_bit_quotient_rounded_up_on_both_sides_of_the_fast_path() {

@@ -241,3 +241,76 @@ fn a_ring_across_leaves_goes_at_its_slowest_step() {
         "ecmp {ecmp:.3}, adaptive {adaptive:.3}"
     );
 }
+
+/// The built-in `slow-uplink` (leaf 0's uplink to spine 0 at 25 Gb/s from 1 ms), shortened
+/// to 3.5 ms measured from 1.5 ms, under `mode`.
+fn slow_uplink(mode: &str) -> (Scenario, Outcome) {
+    let s = Scenario::load_edited("slow-uplink", |t| {
+        rocelab::config::set_key(t, &format!("topology.load_balancing=\"{mode}\""))?;
+        rocelab::config::set_key(t, "duration_ms=3.5")?;
+        rocelab::config::set_key(t, "measure_from_ms=1.5")
+    })
+    .unwrap();
+    let o = run(&s).unwrap();
+    (s, o)
+}
+
+#[test]
+fn a_slow_uplink_runs_at_its_new_speed_and_adaptive_routing_goes_around_it() {
+    // Eight flows over 3.25 uplinks' worth of speed: 40.6 Gb/s each at best. ECMP
+    // leaves the flows it hashed onto the slow uplink there; adaptive routing sees its
+    // queue and sends each flow's packets around it.
+    let (s, ecmp) = slow_uplink("ecmp");
+    let (_, adaptive) = slow_uplink("adaptive");
+    // The slow uplink is busy all the time under ECMP: 1 ms at 100 Gb/s, then 2.5 ms at
+    // 25, of 3.5 ms at 100 (utilization counts against the link's own speed).
+    let lb = balance::uplinks(&ecmp.net, s.topology.bits_per_sec);
+    let slow = lb[0].uplinks[0].utilization;
+    let expected = (1.0 + 2.5 * 0.25) / 3.5;
+    assert!(
+        (slow - expected).abs() < 0.02,
+        "the slow uplink's utilization {slow:.3}, expected {expected:.3}"
+    );
+    let report = balance::report(&s, &adaptive).unwrap();
+    let capacity = 3.25 * LINE_GOODPUT_GBPS;
+    assert!(
+        (report.capacity_gbps - capacity).abs() < 0.5,
+        "capacity {:.1} Gb/s, expected {capacity:.1}",
+        report.capacity_gbps
+    );
+    let (je, ja) = (
+        jain(&goodputs(&ecmp)).unwrap(),
+        jain(&goodputs(&adaptive)).unwrap(),
+    );
+    let total: f64 = goodputs(&adaptive).iter().sum();
+    assert!(ja >= 0.95, "adaptive: Jain {ja:.3}");
+    assert!(total >= 0.85 * capacity, "adaptive: {total:.1} Gb/s");
+    assert!(je < 0.85, "ecmp: Jain {je:.3}");
+}
+
+#[test]
+fn slow_link_faults_are_checked() {
+    let bad = |scenario: &str, fault: &str| {
+        let text = rocelab::sim::scenario::scenario_text(scenario).unwrap();
+        let text = format!("{text}\n[[fault]]\nkind = \"slow-link\"\n{fault}\n");
+        Scenario::from_toml(scenario, &text, None)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = bad("elephants", "leaf = 2\nspine = 0\ngbps = 10");
+    assert!(e.contains("fault[0].leaf") && e.contains("0-1"), "{e}");
+    let e = bad("elephants", "leaf = 0\nspine = 4\ngbps = 10");
+    assert!(e.contains("fault[0].spine") && e.contains("0-3"), "{e}");
+    let e = bad("elephants", "leaf = 0\nspine = 0\ngbps = 100");
+    assert!(e.contains("fault[0].gbps") && e.contains("below"), "{e}");
+    let e = bad(
+        "elephants",
+        "leaf = 0\nspine = 0\ngbps = 10\nstart_us = 5\nstop_us = 5",
+    );
+    assert!(e.contains("fault[0].stop_us"), "{e}");
+    let e = bad("incast", "leaf = 0\nspine = 0\ngbps = 10");
+    assert!(e.contains("leaf-spine"), "{e}");
+    // One link, one fault.
+    let e = bad("slow-uplink", "leaf = 0\nspine = 0\ngbps = 10\n");
+    assert!(e.contains("already has a slow-link fault"), "{e}");
+}

@@ -226,6 +226,7 @@ pub fn scenario(
         workloads: Vec::new(),
         jobs: Vec::new(),
         faults: Vec::new(),
+        link_faults: Vec::new(),
         variant: None,
         variants: Vec::new(),
     }

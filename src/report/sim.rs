@@ -87,7 +87,10 @@ pub fn header(s: &Scenario) -> String {
         );
     }
     let _ = writeln!(out, "switch: {}", s.switch_source);
-    for line in crate::sim::faults::describe(&s.faults, t.bits_per_sec) {
+    for line in crate::sim::faults::describe(&s.faults, t.bits_per_sec)
+        .into_iter()
+        .chain(crate::sim::faults::describe_links(&s.link_faults))
+    {
         let _ = writeln!(out, "fault: {line}");
     }
     out
@@ -363,7 +366,10 @@ pub fn json(scenario: &Scenario, outcome: &Outcome) -> serde_json::Value {
             "endpoints": endpoints,
             "frames_simulated": outcome.frames,
             "variant": scenario.variant,
-            "faults": crate::sim::faults::describe(&scenario.faults, scenario.topology.bits_per_sec),
+            "faults": crate::sim::faults::describe(&scenario.faults, scenario.topology.bits_per_sec)
+                .into_iter()
+                .chain(crate::sim::faults::describe_links(&scenario.link_faults))
+                .collect::<Vec<_>>(),
             "storms": storms(net),
             "summary": summary(scenario, outcome),
             "what_happened": what_happened(scenario, outcome).lines().skip(1).map(str::trim).collect::<Vec<_>>(),

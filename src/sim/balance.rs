@@ -3,7 +3,7 @@
 //! could carry), and what spraying cost the receivers (packets out of order, reorder
 //! depth, retransmissions they already had).
 
-use super::compare::fair_shares;
+use super::compare::fair_shares_degraded;
 use super::fct::payload_share;
 use super::run::Outcome;
 use super::scenario::Scenario;
@@ -116,7 +116,17 @@ pub fn report(scenario: &Scenario, outcome: &Outcome) -> Option<BalanceReport> {
     let pairs: Vec<(usize, usize)> = scenario.flows.iter().map(|f| (f.from, f.to)).collect();
     let framing = scenario.fabric.framing();
     let mtu = scenario.endpoint.mtu as usize;
-    let capacity_gbps = fair_shares(t, &pairs).map_or(0.0, |s| {
+    // A slowed uplink takes its lost speed, averaged over the measured span, from its
+    // leaf's capacity both ways.
+    let lost: Vec<(usize, f64)> = scenario
+        .link_faults
+        .iter()
+        .map(|f| {
+            let kept = f.kept_share(scenario.measure_from, scenario.duration, t.bits_per_sec);
+            (f.leaf, 1.0 - kept)
+        })
+        .collect();
+    let capacity_gbps = fair_shares_degraded(t, &pairs, &lost).map_or(0.0, |s| {
         s.iter()
             .zip(&scenario.flows)
             .map(|(share, f)| {

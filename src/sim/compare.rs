@@ -336,6 +336,17 @@ enum Link {
 /// Each flow's max-min fair share of the links it crosses, as a fraction of the link
 /// rate, by progressive filling; `None` for a ring (its routes are not modelled here).
 pub fn fair_shares(topology: &Topology, flows: &[(usize, usize)]) -> Option<Vec<f64>> {
+    fair_shares_degraded(topology, flows, &[])
+}
+
+/// [`fair_shares`] with some of the leaves' uplink capacity gone: `lost` holds (leaf,
+/// links' worth lost), e.g. (0, 0.75) for one of leaf 0's uplinks at a quarter of its
+/// speed. The spine stage is still spread perfectly over what is left, each way.
+pub fn fair_shares_degraded(
+    topology: &Topology,
+    flows: &[(usize, usize)],
+    lost: &[(usize, f64)],
+) -> Option<Vec<f64>> {
     let (per_leaf, spines) = match topology.shape {
         Shape::Star { .. } => (usize::MAX, 1),
         Shape::LeafSpine {
@@ -363,7 +374,14 @@ pub fn fair_shares(topology: &Topology, flows: &[(usize, usize)]) -> Option<Vec<
         .collect();
     let capacity = |l: Link| match l {
         Link::Up(_) | Link::Down(_) => 1.0,
-        Link::LeafUp(_) | Link::LeafDown(_) => spines as f64,
+        Link::LeafUp(l) | Link::LeafDown(l) => {
+            spines as f64
+                - lost
+                    .iter()
+                    .filter(|(leaf, _)| *leaf == l)
+                    .map(|(_, x)| x)
+                    .sum::<f64>()
+        }
     };
     let mut share: Vec<Option<f64>> = vec![None; flows.len()];
     loop {

@@ -45,6 +45,12 @@ enum Kind {
     Wake { node: usize, generation: u64 },
     /// Time-series sampling, every `sample_every`.
     Sample,
+    /// The link on a node's port changes speed, both ways.
+    LinkRate {
+        node: usize,
+        port: usize,
+        bits_per_sec: u64,
+    },
 }
 
 /// What the engine did.
@@ -195,6 +201,41 @@ impl Engine {
         self.bursts.push((node, port, first, count));
     }
 
+    /// Changes the speed of the link on (node, port), both ways, at `at`: each end's
+    /// wire, and the transmitter of an end that is a switch port (a link renegotiating to
+    /// a lower speed, as a degraded optic or a lane down does). Frames on the wire finish
+    /// at the old rate. A host's NIC keeps its rate: give links between switches.
+    pub fn schedule_link_rate(&mut self, at: Nanos, node: usize, port: usize, bits_per_sec: u64) {
+        self.push(
+            at.max(self.now),
+            Kind::LinkRate {
+                node,
+                port,
+                bits_per_sec,
+            },
+        );
+    }
+
+    /// The link on (node, port) runs at `bits_per_sec` from now on; see
+    /// [`schedule_link_rate`](Self::schedule_link_rate).
+    fn set_link_rate(&mut self, node: usize, port: usize, bits_per_sec: u64) {
+        let Some(peer) = self.links[node][port].as_mut().map(|l| {
+            l.wire.set_rate(bits_per_sec);
+            (l.node, l.port)
+        }) else {
+            return;
+        };
+        if let Some(back) = self.links[peer.0][peer.1].as_mut() {
+            back.wire.set_rate(bits_per_sec);
+        }
+        for (n, p) in [(node, port), peer] {
+            if let Node::Switch(s) = &mut self.nodes[n] {
+                s.set_port_rate(p, bits_per_sec);
+            }
+            self.service(n);
+        }
+    }
+
     /// Asks for a [`Sampled`](Step::Sampled) step every `every` from now on. Called again,
     /// it changes the interval from the next sample on.
     pub fn sample_every(&mut self, every: Nanos) {
@@ -300,6 +341,11 @@ impl Engine {
                         });
                     }
                 }
+                Kind::LinkRate {
+                    node,
+                    port,
+                    bits_per_sec,
+                } => self.set_link_rate(node, port, bits_per_sec),
                 Kind::Sample => {
                     if let Some(every) = self.sample_every {
                         self.push(self.now + every, Kind::Sample);

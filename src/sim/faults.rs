@@ -1,6 +1,8 @@
 //! `[[fault]]` entries of a scenario: NIC faults (`pause-storm`, `slow-receiver`,
-//! `ignore-pause`) that any host can be given. What each does is in
-//! [`crate::endpoint::fault`].
+//! `ignore-pause`) that any host can be given, what each does is in
+//! [`crate::endpoint::fault`]; and `slow-link`, a leaf-spine's link between a leaf and a
+//! spine running below its speed for a while (the asymmetric fabric load balancers are
+//! judged on).
 
 use crate::config::ConfigError;
 use crate::endpoint::fault::{Faults, PauseStorm, SlowReceiver};
@@ -35,6 +37,137 @@ pub(super) enum FaultSpec {
     },
     /// The host's NIC ignores the PFC and PAUSE frames it receives.
     IgnorePause { host: usize },
+    /// The link between `leaf` and `spine` runs at `gbps`, both ways, from `start_us` to
+    /// `stop_us` (or the end).
+    SlowLink {
+        leaf: usize,
+        spine: usize,
+        gbps: f64,
+        #[serde(default)]
+        start_us: f64,
+        stop_us: Option<f64>,
+    },
+}
+
+/// A link between a leaf and a spine that runs slower for a while, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkFault {
+    /// The leaf's index.
+    pub leaf: usize,
+    /// The spine's index (the leaf's uplink of that number).
+    pub spine: usize,
+    /// Its speed meanwhile, bit/s.
+    pub bits_per_sec: u64,
+    /// From when.
+    pub start: Nanos,
+    /// Until when (back to the link's speed); `None`: to the end.
+    pub stop: Option<Nanos>,
+}
+
+impl LinkFault {
+    /// The share of its speed the link kept over `from..to` on average: 1 when the fault
+    /// does not overlap the span.
+    pub fn kept_share(&self, from: Nanos, to: Nanos, link_bps: u64) -> f64 {
+        let start = self.start.max(from);
+        let stop = self.stop.unwrap_or(to).min(to);
+        if to <= from || stop <= start {
+            return 1.0;
+        }
+        let slow = (stop - start).0 as f64 / (to - from).0 as f64;
+        1.0 - slow * (1.0 - self.bits_per_sec as f64 / link_bps as f64)
+    }
+}
+
+/// Resolves the `slow-link` entries of `[[fault]]` on a leaf-spine of `leaves` ×
+/// `spines` (`None`: another shape, where they are refused) whose links run at
+/// `link_bps`. A link has at most one.
+pub(super) fn resolve_links(
+    specs: &[FaultSpec],
+    leaf_spine: Option<(usize, usize)>,
+    link_bps: u64,
+) -> Result<Vec<LinkFault>, ConfigError> {
+    let mut out: Vec<LinkFault> = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let FaultSpec::SlowLink {
+            leaf,
+            spine,
+            gbps,
+            start_us,
+            stop_us,
+        } = *spec
+        else {
+            continue;
+        };
+        let key = format!("fault[{i}]");
+        let Some((leaves, spines)) = leaf_spine else {
+            return Err(err(
+                &key,
+                "a slow-link fault needs topology.kind = \"leaf-spine\" (it slows a leaf's uplink)",
+            ));
+        };
+        if leaf >= leaves {
+            return Err(err(
+                format!("{key}.leaf"),
+                format!("leaf {leaf} does not exist; leaves are 0-{}", leaves - 1),
+            ));
+        }
+        if spine >= spines {
+            return Err(err(
+                format!("{key}.spine"),
+                format!("spine {spine} does not exist; spines are 0-{}", spines - 1),
+            ));
+        }
+        if !(gbps.is_finite() && gbps > 0.0 && gbps * 1e9 < link_bps as f64) {
+            return Err(err(
+                format!("{key}.gbps"),
+                format!(
+                    "{gbps} is not allowed; give a rate above 0 and below the link's {} Gb/s \
+                     (a link that fails is not modelled)",
+                    link_bps as f64 / 1e9
+                ),
+            ));
+        }
+        let start = time_us(&format!("{key}.start_us"), start_us)?;
+        let stop = stop_us
+            .map(|us| time_us(&format!("{key}.stop_us"), us))
+            .transpose()?;
+        if stop.is_some_and(|s| s <= start) {
+            return Err(err(format!("{key}.stop_us"), "must be after start_us"));
+        }
+        if out.iter().any(|f| f.leaf == leaf && f.spine == spine) {
+            return Err(err(
+                &key,
+                format!(
+                    "the link between leaf {leaf} and spine {spine} already has a slow-link fault"
+                ),
+            ));
+        }
+        out.push(LinkFault {
+            leaf,
+            spine,
+            bits_per_sec: (gbps * 1e9).round() as u64,
+            start,
+            stop,
+        });
+    }
+    Ok(out)
+}
+
+/// One line per link fault, for the run's header.
+pub fn describe_links(faults: &[LinkFault]) -> Vec<String> {
+    faults
+        .iter()
+        .map(|f| {
+            let until = f.stop.map_or_else(|| "the end".to_owned(), |t| t.human());
+            format!(
+                "leaf {} - spine {}: slow link, {} Gb/s both ways from {} to {until}",
+                f.leaf,
+                f.spine,
+                f.bits_per_sec as f64 / 1e9,
+                f.start.human()
+            )
+        })
+        .collect()
 }
 
 fn max_quanta() -> u32 {
@@ -83,6 +216,7 @@ pub(super) fn resolve(
             FaultSpec::PauseStorm { host, .. } => (*host, "pause-storm"),
             FaultSpec::SlowReceiver { host, .. } => (*host, "slow-receiver"),
             FaultSpec::IgnorePause { host } => (*host, "ignore-pause"),
+            FaultSpec::SlowLink { .. } => continue,
         };
         if host >= hosts {
             return Err(err(
@@ -173,6 +307,7 @@ pub(super) fn resolve(
                 faults.slow_receiver = Some(rx);
             }
             FaultSpec::IgnorePause { .. } => faults.ignore_pause = true,
+            FaultSpec::SlowLink { .. } => continue,
         }
         match out.iter_mut().find(|f| f.host == host) {
             Some(f) => {

@@ -536,6 +536,19 @@ pub fn ring(
 }
 
 impl Network {
+    /// Runs the link between leaf `leaf` and spine `spine` of a leaf-spine at
+    /// `bits_per_sec`, both ways, from `at` on (see [`Engine::schedule_link_rate`]).
+    /// Nothing happens on another shape, or for a leaf or spine that does not exist.
+    pub fn set_uplink_rate_at(&mut self, at: Nanos, leaf: usize, spine: usize, bits_per_sec: u64) {
+        let Some((index, ports)) = self.uplinks.iter().find(|(i, _)| *i == leaf) else {
+            return;
+        };
+        if let Some(&port) = ports.get(spine) {
+            let node = self.switches[*index];
+            self.engine.schedule_link_rate(at, node, port, bits_per_sec);
+        }
+    }
+
     /// Sets how every switch with a choice of ports picks one, each from the run's
     /// `seed` and its index (a per-switch ECMP seed).
     pub fn set_load_balancing(&mut self, mode: LoadBalancing, seed: u64) {

@@ -479,6 +479,17 @@ impl Switch {
         }
     }
 
+    /// Runs `port`'s transmitter at `bits_per_sec` from now on (a link renegotiated to a
+    /// lower speed, or back): the frame on the wire finishes at the old rate; PFC pause
+    /// times and the port's utilization follow the new rate.
+    pub fn set_port_rate(&mut self, port: usize, bits_per_sec: u64) {
+        if let Some(p) = self.ports.get_mut(port) {
+            p.tx.set_rate(bits_per_sec);
+            self.wakes.touch(port);
+            self.settle();
+        }
+    }
+
     /// What the ports' deadlines depend on besides the ports.
     fn wake_rules(&self) -> wake::Rules {
         wake::Rules {

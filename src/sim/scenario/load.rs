@@ -9,7 +9,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 17] = [
+pub const SCENARIOS: [(&str, &str); 18] = [
     ("incast", include_str!("../scenarios/incast.toml")),
     ("incast-8", include_str!("../scenarios/incast-8.toml")),
     ("incast-64", include_str!("../scenarios/incast-64.toml")),
@@ -31,6 +31,7 @@ pub const SCENARIOS: [(&str, &str); 17] = [
         "ring-across-leaves",
         include_str!("../scenarios/ring-across-leaves.toml"),
     ),
+    ("slow-uplink", include_str!("../scenarios/slow-uplink.toml")),
     ("web-search", include_str!("../scenarios/web-search.toml")),
     (
         "lab-congestion",

@@ -21,7 +21,7 @@ pub use schema::MAX_SEED;
 pub use validate::MAX_HOSTS;
 
 use super::fabric::{CUT_THROUGH_HEADER_BYTES, Fabric};
-use super::faults::HostFault;
+use super::faults::{HostFault, LinkFault};
 use super::topology::{self, Network};
 use super::workloads::{WorkloadFlow, WorkloadPlan};
 use crate::config::endpoint::EndpointConfig;
@@ -122,6 +122,8 @@ pub struct Scenario {
     pub jobs: Vec<WorkloadFlow>,
     /// NIC faults of some hosts (`[[fault]]`).
     pub faults: Vec<HostFault>,
+    /// Links between a leaf and a spine that run slower for a while (`slow-link` faults).
+    pub link_faults: Vec<LinkFault>,
     /// The variant's name, for one of [`variants`](Self::variants).
     pub variant: Option<String>,
     /// The same scenario with some keys changed (`[[variant]]`), run one after the other
@@ -246,6 +248,12 @@ impl Scenario {
         self.build_workloads(&mut net);
         for f in &self.faults {
             net.endpoint_mut(f.host).set_faults(f.faults);
+        }
+        for f in &self.link_faults {
+            net.set_uplink_rate_at(f.start, f.leaf, f.spine, f.bits_per_sec);
+            if let Some(stop) = f.stop {
+                net.set_uplink_rate_at(stop, f.leaf, f.spine, t.bits_per_sec);
+            }
         }
         net
     }

@@ -117,9 +117,15 @@ impl ScenarioFile {
             topology.bits_per_sec,
             largest_frame,
         )?;
+        let leaf_spine = match topology.shape {
+            Shape::LeafSpine { leaves, spines, .. } => Some((leaves, spines)),
+            _ => None,
+        };
+        let link_faults = faults::resolve_links(&self.faults, leaf_spine, topology.bits_per_sec)?;
         let scenario = Scenario {
             digest: String::new(),
             faults,
+            link_faults,
             variant: None,
             variants: Vec::new(),
             name: name.to_owned(),
