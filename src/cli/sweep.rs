@@ -104,7 +104,7 @@ type HeatmapMetric = (
     bool,
     fn(&Metrics) -> Option<f64>,
 );
-const HEATMAPS: [HeatmapMetric; 5] = [
+const HEATMAPS: [HeatmapMetric; 7] = [
     (
         "heatmap-goodput.svg",
         "payload delivered to all hosts, the fabric's total (Gb/s)",
@@ -128,6 +128,18 @@ const HEATMAPS: [HeatmapMetric; 5] = [
         "the deepest egress queue (bytes)",
         false,
         |m| Some(m.max_queue_bytes),
+    ),
+    (
+        "heatmap-jain.svg",
+        "Jain's fairness index of the flows' goodputs",
+        true,
+        |m| m.jain,
+    ),
+    (
+        "heatmap-busbw.svg",
+        "all-reduce bus bandwidth, the largest size (GB/s)",
+        true,
+        |m| m.busbw_gbytes_per_s,
     ),
 ];
 

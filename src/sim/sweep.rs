@@ -226,6 +226,12 @@ pub struct Metrics {
     pub drops: f64,
     /// The deepest egress queue, bytes (a median of two runs may be a half).
     pub max_queue_bytes: f64,
+    /// Jain's fairness index of the sending QPs' goodputs, if any moved data.
+    #[serde(default)]
+    pub jain: Option<f64>,
+    /// The largest all-reduce size's bus bandwidth, GB/s, if the run had an all-reduce.
+    #[serde(default)]
+    pub busbw_gbytes_per_s: Option<f64>,
 }
 
 impl Metrics {
@@ -241,6 +247,10 @@ impl Metrics {
             host_paused_ms: n("host_paused_ns")? as f64 / 1e6,
             drops: (n("lossless_drops")? + n("lossy_drops")? + n("host_drops")?) as f64,
             max_queue_bytes: n("max_queue_bytes")? as f64,
+            jain: s.get("jain").and_then(serde_json::Value::as_f64),
+            busbw_gbytes_per_s: s
+                .get("busbw_gbytes_per_s")
+                .and_then(serde_json::Value::as_f64),
         })
     }
 
@@ -259,22 +269,29 @@ impl Metrics {
         }
         let of = |f: fn(&Metrics) -> f64| mid(runs.iter().map(f).collect());
         let p99 = of(|m| m.fct_p99_slowdown.unwrap_or(f64::INFINITY));
+        // A run without fairness or busbw counts as the worst, as a missing p99 does.
+        let jain = of(|m| m.jain.unwrap_or(f64::NEG_INFINITY));
+        let busbw = of(|m| m.busbw_gbytes_per_s.unwrap_or(f64::NEG_INFINITY));
         Metrics {
             delivered_gbps: of(|m| m.delivered_gbps),
             fct_p99_slowdown: p99.is_finite().then_some(p99),
             host_paused_ms: of(|m| m.host_paused_ms),
             drops: of(|m| m.drops),
             max_queue_bytes: of(|m| m.max_queue_bytes),
+            jain: jain.is_finite().then_some(jain),
+            busbw_gbytes_per_s: busbw.is_finite().then_some(busbw),
         }
     }
 
-    /// The objectives, each to be made larger: goodput, and minus the p99 slowdown, the
-    /// pause time, drops and the deepest queue. A point without a p99 (no flow finished)
-    /// is the worst on it, never better than one with a value; points that all lack it
-    /// tie.
-    fn objectives(&self) -> [f64; 5] {
+    /// The objectives, each to be made larger: goodput, fairness and busbw, and minus the
+    /// p99 slowdown, the pause time, drops and the deepest queue. A point without a p99
+    /// (no flow finished), a fairness or a busbw is the worst on it, never better than
+    /// one with a value; points that all lack it tie.
+    fn objectives(&self) -> [f64; 7] {
         [
             self.delivered_gbps,
+            self.jain.unwrap_or(f64::NEG_INFINITY),
+            self.busbw_gbytes_per_s.unwrap_or(f64::NEG_INFINITY),
             self.fct_p99_slowdown.map_or(f64::NEG_INFINITY, |x| -x),
             -self.host_paused_ms,
             -self.drops,
@@ -301,7 +318,7 @@ pub struct Row {
 /// Marks the rows no other row beats on every objective (at least as good on all, better
 /// on one).
 pub fn mark_pareto(rows: &mut [Row]) {
-    let objectives: Vec<[f64; 5]> = rows.iter().map(|r| r.metrics.objectives()).collect();
+    let objectives: Vec<[f64; 7]> = rows.iter().map(|r| r.metrics.objectives()).collect();
     for (i, row) in rows.iter_mut().enumerate() {
         row.pareto = !objectives.iter().enumerate().any(|(j, o)| {
             j != i
@@ -331,10 +348,25 @@ pub fn table(grid: &Grid, rows: &[Row]) -> String {
     for (key, w) in grid.keys.iter().zip(&widths) {
         let _ = write!(out, " {key:>w$}");
     }
+    // Fairness and busbw only where a point has them (flows, an all-reduce).
+    let jain = rows.iter().any(|r| r.metrics.jain.is_some());
+    let busbw = rows.iter().any(|r| r.metrics.busbw_gbytes_per_s.is_some());
+    let opt = |on: bool, v: Option<f64>| match (on, v) {
+        (false, _) => String::new(),
+        (true, None) => format!(" {:>7}", "-"),
+        (true, Some(x)) => format!(" {x:>7.3}"),
+    };
+    let _ = write!(out, "  {:>10}", "total Gb/s");
+    if jain {
+        let _ = write!(out, " {:>7}", "Jain");
+    }
+    if busbw {
+        let _ = write!(out, " {:>7}", "busbw");
+    }
     let _ = writeln!(
         out,
-        "  {:>10} {:>9} {:>10} {:>7} {:>12}  pareto",
-        "total Gb/s", "FCT p99", "paused ms", "drops", "max queue B"
+        " {:>9} {:>10} {:>7} {:>12}  pareto",
+        "FCT p99", "paused ms", "drops", "max queue B"
     );
     for r in rows {
         let _ = write!(out, "{:>5} ", r.point);
@@ -342,10 +374,16 @@ pub fn table(grid: &Grid, rows: &[Row]) -> String {
             let _ = write!(out, " {v:>w$}");
         }
         let m = &r.metrics;
+        let _ = write!(
+            out,
+            "  {:>10.3}{}{}",
+            m.delivered_gbps,
+            opt(jain, m.jain),
+            opt(busbw, m.busbw_gbytes_per_s)
+        );
         let _ = writeln!(
             out,
-            "  {:>10.3} {:>9} {:>10.3} {:>7} {:>12}  {}",
-            m.delivered_gbps,
+            " {:>9} {:>10.3} {:>7} {:>12}  {}",
             m.fct_p99_slowdown
                 .map_or_else(|| "-".to_owned(), |x| format!("{x:.2}")),
             m.host_paused_ms,
@@ -447,6 +485,8 @@ mod tests {
             host_paused_ms: gbps / 10.0,
             drops,
             max_queue_bytes: queue,
+            jain: None,
+            busbw_gbytes_per_s: None,
         };
         let m = Metrics::median(&[
             run(10.0, Some(3.0), 3.0, 1000.0),
