@@ -17,6 +17,11 @@
 //! - `ring_4x100g_16mb`: a ring all-reduce of 16 MB over 4 ranks at 100 Gb/s with 4 KB
 //!   MTU, from the first WRITE to the last rank's completion (building the network and
 //!   filling the buffers are outside the timing).
+//! - `elephants_ecmp_2ms` and `elephants_adaptive_2ms`: the built-in `elephants` scenario
+//!   (four cross-leaf flows on a 2-leaf, 4-spine fabric at 100 Gb/s), its first 2 ms, with
+//!   `topology.load_balancing` ECMP and adaptive. Adaptive reads every uplink's queue for
+//!   each frame a leaf sends up, ECMP hashes once; the two side by side give its cost per
+//!   frame.
 //!
 //! The run is deterministic, so the frame count of each case is measured once and
 //! criterion reports elements (frames) per second.
@@ -97,6 +102,28 @@ fn web_search_frames() -> u64 {
     net.engine.stats().frames_delivered
 }
 
+/// The built-in `elephants` scenario with `topology.load_balancing = mode`, started.
+fn elephants(mode: &str) -> Network {
+    let s = Scenario::load_edited("elephants", |t| {
+        if let Some(toml::Value::Table(topology)) = t.get_mut("topology") {
+            topology.insert("load_balancing".into(), mode.into());
+        }
+        Ok(())
+    })
+    .expect("built-in scenario");
+    let mut net = s.build(s.seed);
+    net.engine.start();
+    net
+}
+
+const ELEPHANTS_SPAN: Nanos = Nanos(2_000_000);
+
+fn elephants_frames(mode: &str) -> u64 {
+    let mut net = elephants(mode);
+    net.engine.run(ELEPHANTS_SPAN).unwrap();
+    net.engine.stats().frames_delivered
+}
+
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("sim");
     group.sample_size(10);
@@ -138,6 +165,20 @@ fn bench(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
+
+    for mode in ["ecmp", "adaptive"] {
+        group.throughput(Throughput::Elements(elephants_frames(mode)));
+        group.bench_function(format!("elephants_{mode}_2ms"), |b| {
+            b.iter_batched(
+                || elephants(mode),
+                |mut net| {
+                    net.engine.run(ELEPHANTS_SPAN).unwrap();
+                    net
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
 
     group.throughput(Throughput::Elements(ring_frames()));
     group.bench_function("ring_4x100g_16mb", |b| {

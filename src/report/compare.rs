@@ -153,6 +153,36 @@ fn balance_lines(t: &mut Lines<'_>) {
     t.line("effective bandwidth, flows (%)", &|r| {
         lb(r, &|b| opt(b.effective_bandwidth.map(|e| 100.0 * e), 1))
     });
+    if t.rows.iter().any(|r| {
+        r.load_balancing
+            .as_ref()
+            .is_some_and(|b| b.exchange.is_some())
+    }) {
+        t.line("workload done, µs (its bound)", &|r| {
+            lb(r, &|b| {
+                b.exchange.as_ref().map_or_else(
+                    || "-".to_owned(),
+                    |x| {
+                        let done = x
+                            .done_ns
+                            .map_or("-".to_owned(), |d| format!("{:.1}", d as f64 / 1e3));
+                        format!("{done} ({:.1})", x.bound_ns as f64 / 1e3)
+                    },
+                )
+            })
+        });
+        t.line("workload effective bandwidth (%)", &|r| {
+            lb(r, &|b| {
+                opt(
+                    b.exchange
+                        .as_ref()
+                        .and_then(|x| x.efficiency)
+                        .map(|e| 100.0 * e),
+                    1,
+                )
+            })
+        });
+    }
     t.line("uplink imbalance, max/mean (busiest leaf)", &|r| {
         lb(r, &|b| opt(b.imbalance, 2))
     });
@@ -167,6 +197,105 @@ fn balance_lines(t: &mut Lines<'_>) {
     t.line("spurious retransmissions", &|r| {
         lb(r, &|b| b.spurious_retransmissions.to_string())
     });
+}
+
+/// The all-reduce's plots, where the columns ran one: busbw and the step-time spread per
+/// size.
+fn allreduce_svgs(
+    scenario: &str,
+    rows: &[Measured],
+) -> Result<Vec<(String, String)>, super::plot::PlotError> {
+    use super::plot::bars_svg;
+    let series = |f: &dyn Fn(&Measured) -> Vec<Option<f64>>| -> Vec<(String, Vec<Option<f64>>)> {
+        rows.iter().map(|r| (r.label.clone(), f(r))).collect()
+    };
+    let mut out = Vec::new();
+    if rows.first().is_some_and(|r| !r.allreduce.is_empty()) {
+        let groups: Vec<String> = rows[0]
+            .allreduce
+            .iter()
+            .map(|a| crate::bytes::human(a.size))
+            .collect();
+        out.push((
+            "busbw.svg".to_owned(),
+            bars_svg(
+                &format!("{scenario}: all-reduce bus bandwidth per size"),
+                "busbw, GB/s",
+                &groups,
+                &series(&|r| r.allreduce.iter().map(|a| a.busbw_gbytes_per_s).collect()),
+            )?,
+        ));
+        out.push((
+            "steps.svg".to_owned(),
+            bars_svg(
+                &format!("{scenario}: all-reduce step time spread (p99 / p50) per size"),
+                "p99 / p50 of step times",
+                &groups,
+                &series(&|r| {
+                    r.allreduce
+                        .iter()
+                        .map(|a| {
+                            (a.steps.p50_ns > 0)
+                                .then(|| a.steps.p99_ns as f64 / a.steps.p50_ns as f64)
+                        })
+                        .collect()
+                }),
+            )?,
+        ));
+    }
+    Ok(out)
+}
+
+/// Each uplink's utilization on the busiest leaf (the one whose uplinks sent the most in
+/// the first column), per column, where the columns name a load-balancing mode: the picture of ECMP's
+/// collisions against the spreading modes' even load.
+fn uplinks_svg(
+    scenario: &str,
+    rows: &[Measured],
+) -> Result<Option<String>, super::plot::PlotError> {
+    let busiest = |r: &Measured| {
+        r.load_balancing.as_ref().and_then(|b| {
+            b.switches
+                .iter()
+                .max_by_key(|s| s.uplinks.iter().map(|u| u.tx_bytes).sum::<u64>())
+                .cloned()
+        })
+    };
+    let Some(first) = rows.iter().find_map(busiest) else {
+        return Ok(None);
+    };
+    // The same leaf in every column: the first column's busiest.
+    let groups: Vec<String> = first.uplinks.iter().map(|u| u.port.clone()).collect();
+    let series: Vec<(String, Vec<Option<f64>>)> = rows
+        .iter()
+        .map(|r| {
+            let loads = r
+                .load_balancing
+                .as_ref()
+                .and_then(|b| b.switches.iter().find(|s| s.switch == first.switch))
+                .map_or_else(Vec::new, |s| s.uplinks.clone());
+            let values = groups
+                .iter()
+                .map(|port| {
+                    loads
+                        .iter()
+                        .find(|u| &u.port == port)
+                        .map(|u| 100.0 * u.utilization)
+                })
+                .collect();
+            (r.label.clone(), values)
+        })
+        .collect();
+    super::plot::bars_svg(
+        &format!(
+            "{scenario}: uplink utilization on {} (busiest leaf)",
+            first.switch
+        ),
+        "% of the link, over the run",
+        &groups,
+        &series,
+    )
+    .map(Some)
 }
 
 /// What the fabric did: queues, buffer, pauses, stalls, PFC, ECN, drops, retransmissions.
@@ -259,7 +388,7 @@ fn pfc_unused_notes(out: &mut String, rows: &[Measured]) {
 }
 
 /// Every plot [`svgs`] may draw (each scenario gets those of the metrics it has).
-pub const SVG_FILES: [&str; 7] = [
+pub const SVG_FILES: [&str; 8] = [
     "goodput.svg",
     "victim.svg",
     "fct.svg",
@@ -267,6 +396,7 @@ pub const SVG_FILES: [&str; 7] = [
     "steps.svg",
     "buffer.svg",
     "stalls.svg",
+    "uplinks.svg",
 ];
 
 /// One SVG per metric, the settings side by side: (file name, SVG).
@@ -350,38 +480,9 @@ pub fn svgs(
             )?,
         ));
     }
-    if rows.first().is_some_and(|r| !r.allreduce.is_empty()) {
-        let groups: Vec<String> = rows[0]
-            .allreduce
-            .iter()
-            .map(|a| crate::bytes::human(a.size))
-            .collect();
-        out.push((
-            "busbw.svg".to_owned(),
-            bars_svg(
-                &format!("{scenario}: all-reduce bus bandwidth per size"),
-                "busbw, GB/s",
-                &groups,
-                &series(&|r| r.allreduce.iter().map(|a| a.busbw_gbytes_per_s).collect()),
-            )?,
-        ));
-        out.push((
-            "steps.svg".to_owned(),
-            bars_svg(
-                &format!("{scenario}: all-reduce step time spread (p99 / p50) per size"),
-                "p99 / p50 of step times",
-                &groups,
-                &series(&|r| {
-                    r.allreduce
-                        .iter()
-                        .map(|a| {
-                            (a.steps.p50_ns > 0)
-                                .then(|| a.steps.p99_ns as f64 / a.steps.p50_ns as f64)
-                        })
-                        .collect()
-                }),
-            )?,
-        ));
+    out.extend(allreduce_svgs(scenario, rows)?);
+    if let Some(plot) = uplinks_svg(scenario, rows)? {
+        out.push(("uplinks.svg".to_owned(), plot));
     }
     out.push((
         "buffer.svg".to_owned(),

@@ -60,6 +60,27 @@ pub struct BalanceReport {
     pub retransmitted: u64,
     /// Retransmissions the receiver already had: the packet was late, not lost.
     pub spurious_retransmissions: u64,
+    /// The workload flows as one exchange (an all-to-all ends with its last flow), where
+    /// the scenario has workloads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<Exchange>,
+}
+
+/// A run's workload flows as one exchange: from the first arrival to the last flow's end,
+/// against the least time the fabric needs to carry them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Exchange {
+    /// Workload flows that arrived.
+    pub flows: usize,
+    /// From the first arrival to the last flow's end, ns (`None`: some flow did not
+    /// finish).
+    pub done_ns: Option<u64>,
+    /// The least it could take: the busiest link's frames at its rate (a host's link, or
+    /// a leaf's uplinks together, the spine stage spread perfectly), latency not counted,
+    /// ns.
+    pub bound_ns: u64,
+    /// `bound_ns` over `done_ns`, 0 to 1: the exchange's effective bandwidth.
+    pub efficiency: Option<f64>,
 }
 
 /// The uplinks of every switch that has a choice, over the run up to now.
@@ -160,6 +181,7 @@ pub fn report(scenario: &Scenario, outcome: &Outcome) -> Option<BalanceReport> {
         max_reorder_depth: 0,
         retransmitted: 0,
         spurious_retransmissions: 0,
+        exchange: exchange(scenario, outcome, &lost),
     };
     for h in 0..net.hosts.len() {
         let c = net.endpoint(h).counters();
@@ -170,6 +192,64 @@ pub fn report(scenario: &Scenario, outcome: &Outcome) -> Option<BalanceReport> {
         r.spurious_retransmissions += c.duplicates_received;
     }
     Some(r)
+}
+
+/// The workload flows as one exchange, on a star or leaf-spine (`None` on a ring, or
+/// without workload flows). `lost` holds (leaf, uplinks' worth lost) as for the capacity.
+fn exchange(scenario: &Scenario, outcome: &Outcome, lost: &[(usize, f64)]) -> Option<Exchange> {
+    let t = &scenario.topology;
+    let (per_leaf, spines) = match t.shape {
+        super::scenario::Shape::Star { .. } => (usize::MAX, 1),
+        super::scenario::Shape::LeafSpine {
+            hosts_per_leaf,
+            spines,
+            ..
+        } => (hosts_per_leaf, spines),
+        super::scenario::Shape::Ring { .. } => return None,
+    };
+    let flows = &outcome.flows;
+    let first = flows.iter().map(|f| f.arrival).min()?;
+    let leaf = |h: usize| h.checked_div(per_leaf).unwrap_or(0);
+    let (framing, mtu) = (scenario.fabric.framing(), scenario.endpoint.mtu as usize);
+    // Wire bits per link: hosts' links each way, then each leaf's uplinks each way.
+    let mut bits: std::collections::HashMap<(u8, usize), f64> = Default::default();
+    for f in flows {
+        let wire = f.bytes as f64 * 8.0 / payload_share(framing, f.bytes as usize, mtu);
+        *bits.entry((0, f.from)).or_default() += wire;
+        *bits.entry((1, f.to)).or_default() += wire;
+        if leaf(f.from) != leaf(f.to) {
+            *bits.entry((2, leaf(f.from))).or_default() += wire;
+            *bits.entry((3, leaf(f.to))).or_default() += wire;
+        }
+    }
+    let rate = t.bits_per_sec as f64;
+    let bound_s = bits
+        .iter()
+        .map(|(&(kind, at), b)| {
+            let links = if kind < 2 {
+                1.0
+            } else {
+                let gone: f64 = lost.iter().filter(|(l, _)| *l == at).map(|(_, x)| x).sum();
+                spines as f64 - gone
+            };
+            b / (rate * links)
+        })
+        .fold(0.0, f64::max);
+    let bound_ns = (bound_s * 1e9).round() as u64;
+    let done_ns = flows
+        .iter()
+        .map(|f| f.finished)
+        .collect::<Option<Vec<_>>>()
+        .and_then(|ends| ends.into_iter().max())
+        .map(|end| end.0.saturating_sub(first.0));
+    Some(Exchange {
+        flows: flows.len(),
+        done_ns,
+        bound_ns,
+        efficiency: done_ns
+            .filter(|&d| d > 0)
+            .map(|d| bound_ns as f64 / d as f64),
+    })
 }
 
 /// The report as text: a line per switch with its uplinks' utilization and imbalance,
@@ -198,6 +278,23 @@ pub fn text(r: &BalanceReport) -> String {
             100.0 * e,
             r.goodput_gbps,
             r.capacity_gbps
+        );
+    }
+    if let Some(x) = &r.exchange {
+        let _ = writeln!(
+            out,
+            "  workload as one exchange: {} flows done in {} (at least {:.1} µs: {})",
+            x.flows,
+            x.done_ns
+                .map_or("- (not all finished)".to_owned(), |d| format!(
+                    "{:.1} µs",
+                    d as f64 / 1e3
+                )),
+            x.bound_ns as f64 / 1e3,
+            x.efficiency.map_or("-".to_owned(), |e| format!(
+                "{:.1} % of the bound",
+                100.0 * e
+            ))
         );
     }
     let _ = writeln!(

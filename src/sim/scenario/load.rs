@@ -9,7 +9,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 18] = [
+pub const SCENARIOS: [(&str, &str); 19] = [
     ("incast", include_str!("../scenarios/incast.toml")),
     ("incast-8", include_str!("../scenarios/incast-8.toml")),
     ("incast-64", include_str!("../scenarios/incast-64.toml")),
@@ -32,6 +32,7 @@ pub const SCENARIOS: [(&str, &str); 18] = [
         include_str!("../scenarios/ring-across-leaves.toml"),
     ),
     ("slow-uplink", include_str!("../scenarios/slow-uplink.toml")),
+    ("all-to-all", include_str!("../scenarios/all-to-all.toml")),
     ("web-search", include_str!("../scenarios/web-search.toml")),
     (
         "lab-congestion",
