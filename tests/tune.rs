@@ -269,3 +269,209 @@ fn bad_tunes_are_refused_with_what_to_do() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// Run lines in a tune's journal (its first line says what the runs were made with); each
+/// must parse as a run with figures or an error.
+fn journal_runs(path: &std::path::Path) -> usize {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return 0;
+    };
+    // A line being written as we read may be cut short: count whole lines only.
+    let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    let mut lines = whole.lines();
+    let Some(head) = lines.next() else {
+        return 0;
+    };
+    let head: serde_json::Value = serde_json::from_str(head).unwrap();
+    assert_eq!(head["schema"], "rocelab.tune-journal/1");
+    lines
+        .map(|l| {
+            let run: serde_json::Value = serde_json::from_str(l).unwrap();
+            assert!(run["seed"].is_u64() && run["values"].is_array(), "{l}");
+            assert!(
+                run["figures"].is_object() || run["error"].is_string(),
+                "{l}"
+            );
+        })
+        .count()
+}
+
+/// A tune stopped by SIGTERM, resumed and stopped again by SIGINT, then resumed to the
+/// end: each stop exits non-zero (not killed by the signal) with the best point so far
+/// written and marked interrupted, the journal keeps every finished run, and the answer
+/// at the end is the uninterrupted tune's, byte for byte.
+#[test]
+fn an_interrupted_tune_keeps_its_runs_and_resumes_to_the_uninterrupted_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("mix.toml");
+    std::fs::write(&scenario, MIX).unwrap();
+    let from = format!(
+        "sonic:{}/tests/data/sonic_config_db.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let args = |out: &str| -> Vec<String> {
+        let out = dir.path().join(out);
+        [
+            "tune",
+            scenario.to_str().unwrap(),
+            "--from",
+            &from,
+            "--out",
+            out.to_str().unwrap(),
+            "--budget",
+            "40",
+            "--seeds",
+            "2",
+            "--check-seeds",
+            "1",
+            "--jobs",
+            "2",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
+    };
+    let whole = rocelab(&args("whole").iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        whole.status.success(),
+        "{}",
+        String::from_utf8_lossy(&whole.stderr)
+    );
+    let cut = dir.path().join("cut");
+    let journal = cut.join("journal.jsonl");
+    let read = |f: &str| std::fs::read_to_string(cut.join(f)).unwrap();
+    for (signal, name, resume) in [
+        (libc::SIGTERM, "SIGTERM", false),
+        (libc::SIGINT, "SIGINT", true),
+    ] {
+        let before = journal_runs(&journal);
+        let mut a = args("cut");
+        if resume {
+            a.push("--resume".into());
+        }
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+            .args(&a)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let waited = std::time::Instant::now();
+        while journal_runs(&journal) < before + 4 {
+            assert!(waited.elapsed().as_secs() < 120, "no runs journaled");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        // SAFETY: kill(2) on our own child's pid, which has not been waited for.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        // Exit code 1 from main, not death by the signal (which has no code).
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("{name} stopped the search")), "{err}");
+        assert!(err.contains("--resume"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let json: serde_json::Value = serde_json::from_str(&read("tune.json")).unwrap();
+        assert_eq!(json["interrupted"], true);
+        assert!(read("table.txt").contains("INTERRUPTED after"));
+        // Every run the search counted is in the journal, and it stopped well short.
+        let runs = json["runs"].as_u64().unwrap() as usize;
+        assert_eq!(journal_runs(&journal), runs);
+        assert!(runs >= before + 4 && runs < 40, "{runs}");
+        // The recommendation so far ran on both seeds; no check was run.
+        assert_eq!(
+            json["recommended"]["search_seeds"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(
+            json["recommended"]["check_seeds"].as_array().unwrap().len(),
+            0
+        );
+        assert!(cut.join("recommended.toml").exists());
+    }
+    let mut a = args("cut");
+    a.push("--resume".into());
+    let done = rocelab(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{err}");
+    assert!(err.contains("runs from the journal"), "{err}");
+    let whole_dir = dir.path().join("whole");
+    for f in ["tune.json", "table.txt", "recommended.toml"] {
+        assert_eq!(
+            read(f),
+            std::fs::read_to_string(whole_dir.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // The uninterrupted tune's journal holds as many runs: none ran twice.
+    assert_eq!(
+        journal_runs(&journal),
+        journal_runs(&whole_dir.join("journal.jsonl"))
+    );
+}
+
+#[test]
+fn a_resume_is_refused_without_a_journal_or_with_other_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("mix.toml");
+    std::fs::write(&scenario, MIX).unwrap();
+    let from = format!(
+        "sonic:{}/tests/data/sonic_config_db.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = dir.path().join("out");
+    let (s, o) = (scenario.to_str().unwrap(), out.to_str().unwrap());
+    let base = ["tune", s, "--from", &from, "--out", o, "--budget", "6"];
+    let run = |extra: &[&str]| {
+        let mut all = base.to_vec();
+        all.extend_from_slice(extra);
+        rocelab(&all)
+    };
+    let r = run(&["--resume"]);
+    assert!(String::from_utf8_lossy(&r.stderr).contains("journal.jsonl does not exist"));
+    assert!(run(&["--check-seeds", "0"]).status.success());
+    for (extra, says) in [
+        (
+            vec!["--check-seeds", "0"],
+            "give --resume to go on from them",
+        ),
+        (
+            vec!["--check-seeds", "0", "--resume", "--seeds", "2"],
+            "other seeds (--seed, --seeds): [1,2,3] there, [1,2] here",
+        ),
+        (
+            vec!["--check-seeds", "0", "--resume", "--knobs", "ecn.kmin"],
+            "other knobs: ecn.kmin,ecn.kmax,ecn.pmax,pfc.alpha there, ecn.kmin here",
+        ),
+        (
+            vec![
+                "--check-seeds",
+                "0",
+                "--resume",
+                "--set",
+                "topology.delay_ns=2000",
+            ],
+            "another scenario",
+        ),
+        (
+            vec![
+                "--check-seeds",
+                "0",
+                "--resume",
+                "--objective",
+                "small-fct-p99",
+            ],
+            "another --objective",
+        ),
+    ] {
+        let r = run(&extra);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(
+            !r.status.success() && err.contains(says),
+            "{extra:?}: {err}"
+        );
+    }
+    // The same arguments resume (here: replay a finished tune) and succeed.
+    assert!(run(&["--check-seeds", "0", "--resume"]).status.success());
+}

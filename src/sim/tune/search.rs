@@ -73,13 +73,22 @@ pub struct Found {
     pub runs: usize,
     /// Brackets run.
     pub brackets: usize,
+    /// True when the evaluator stopped the search before its budget was spent (a signal):
+    /// the recommendation is the best point so far that ran on every seed.
+    pub interrupted: bool,
 }
 
+/// One run's result: its figures or why it failed; `None` when it was not run because the
+/// evaluator was told to stop.
+pub type RunResult = Option<Result<RunFigures, String>>;
+
 /// Runs the scenario for the search: a batch of (values, seed) at once (in parallel, in
-/// any order), each run's figures or why it failed, in the batch's order.
+/// any order), each run's figures or why it failed, in the batch's order. An evaluator
+/// that stops (a signal) leaves the runs it did not make `None`, and the search ends with
+/// what it has.
 pub trait Evaluator {
     /// The runs of `batch`.
-    fn evaluate(&mut self, batch: &[(Vec<f64>, u64)]) -> Vec<Result<RunFigures, String>>;
+    fn evaluate(&mut self, batch: &[(Vec<f64>, u64)]) -> Vec<RunResult>;
     /// Told after every batch: runs done, the budget, the best score so far.
     fn progress(&mut self, _runs: usize, _budget: usize, _best: Option<f64>) {}
 }
@@ -136,7 +145,9 @@ pub fn search(
         score: None,
         rejected: None,
     });
-    state.run_rung(&[0], seeds);
+    if !state.run_rung(&[0], seeds) {
+        return Ok(state.found(0, true));
+    }
     let t = &state.trials[0];
     if let Some(why) = &t.rejected {
         return Err(SearchError::Start(why.clone()));
@@ -153,7 +164,9 @@ pub fn search(
             break;
         }
         for r in 0..s {
-            state.run_rung(&alive, &seeds[..=r]);
+            if !state.run_rung(&alive, &seeds[..=r]) {
+                return Ok(state.found(bracket + 1, true));
+            }
             alive.sort_by(|&a, &b| state.rank(a).total_cmp(&state.rank(b)).then(a.cmp(&b)));
             if r + 1 < s {
                 alive.truncate(alive.len().div_ceil(ETA));
@@ -169,12 +182,7 @@ pub fn search(
         let best = state.trials[state.best].score;
         state.eval.progress(state.runs, settings.budget_runs, best);
     }
-    Ok(Found {
-        trials: state.trials,
-        best: state.best,
-        runs: state.runs,
-        brackets: bracket,
-    })
+    Ok(state.found(bracket, false))
 }
 
 /// Runs of a bracket of `n` candidates over `s` seeds: every survivor runs once more per
@@ -210,9 +218,33 @@ impl State<'_> {
         }
     }
 
+    /// What the search found, `brackets` begun; when `interrupted`, the best point so far
+    /// among those that ran on every seed.
+    fn found(mut self, brackets: usize, interrupted: bool) -> Found {
+        if interrupted {
+            for id in 1..self.trials.len() {
+                let t = &self.trials[id];
+                if t.rejected.is_none()
+                    && t.ran_on(&self.settings.seeds)
+                    && self.rank(id) < self.rank(self.best)
+                {
+                    self.best = id;
+                }
+            }
+        }
+        Found {
+            trials: self.trials,
+            best: self.best,
+            runs: self.runs,
+            brackets,
+            interrupted,
+        }
+    }
+
     /// Runs every trial of `ids` on each seed of `seeds` it has not run on, then scores
-    /// and checks them on those seeds.
-    fn run_rung(&mut self, ids: &[usize], seeds: &[u64]) {
+    /// and checks them on those seeds. False when the evaluator stopped before every run
+    /// was made (those made are kept and scored).
+    fn run_rung(&mut self, ids: &[usize], seeds: &[u64]) -> bool {
         let mut batch = Vec::new();
         let mut owners = Vec::new();
         for &id in ids {
@@ -224,12 +256,17 @@ impl State<'_> {
             }
         }
         let results = self.eval.evaluate(&batch);
-        self.runs += batch.len();
+        let mut complete = true;
         for ((id, (_, seed)), r) in owners.into_iter().zip(&batch).zip(results) {
             match r {
-                Ok(f) => self.trials[id].runs.push((*seed, f)),
-                Err(e) => self.trials[id].rejected = Some(format!("seed {seed}: {e}")),
+                Some(Ok(f)) => self.trials[id].runs.push((*seed, f)),
+                Some(Err(e)) => self.trials[id].rejected = Some(format!("seed {seed}: {e}")),
+                None => {
+                    complete = false;
+                    continue;
+                }
             }
+            self.runs += 1;
         }
         let start: Vec<(u64, RunFigures)> = self.trials[0].runs.clone();
         for &id in ids {
@@ -258,6 +295,7 @@ impl State<'_> {
                 violation(&t.figures(), &theirs)
             };
         }
+        complete
     }
 
     /// `n` new candidates for bracket `bracket`.
@@ -354,25 +392,39 @@ mod tests {
     /// depends on the seed, and unfinished flows when Kmin is tiny.
     struct Bowl {
         calls: Vec<(Vec<f64>, u64)>,
+        /// Stops (as on a signal) once this many runs are made.
+        stop_after: Option<usize>,
+    }
+
+    impl Bowl {
+        fn new() -> Bowl {
+            Bowl {
+                calls: vec![],
+                stop_after: None,
+            }
+        }
     }
 
     impl Evaluator for Bowl {
-        fn evaluate(&mut self, batch: &[(Vec<f64>, u64)]) -> Vec<Result<RunFigures, String>> {
-            self.calls.extend_from_slice(batch);
+        fn evaluate(&mut self, batch: &[(Vec<f64>, u64)]) -> Vec<RunResult> {
             batch
                 .iter()
                 .map(|(v, seed)| {
+                    if self.stop_after.is_some_and(|n| self.calls.len() >= n) {
+                        return None;
+                    }
+                    self.calls.push((v.clone(), *seed));
                     let (kmin, pmax) = (v[0], v[1]);
                     let noise = (*seed % 3) as f64 * 0.5;
                     let value = 2.0 + (kmin / 40_000.0).ln().powi(2) + (pmax / 0.2).ln().powi(2);
-                    Ok(RunFigures {
+                    Some(Ok(RunFigures {
                         objective: Some(value + noise),
                         unfinished_flows: u64::from(kmin < 3000.0),
                         lossless_drops: 0,
                         storms: 0,
                         pfc_sent: 0,
                         ce_marked: 0,
-                    })
+                    }))
                 })
                 .collect()
         }
@@ -409,7 +461,7 @@ mod tests {
 
     #[test]
     fn the_search_finds_the_bowl_within_budget_and_repeats_exactly() {
-        let mut a = Bowl { calls: vec![] };
+        let mut a = Bowl::new();
         let found = search(&knobs(), &settings(120), &mut a).unwrap();
         assert!(found.runs <= 120, "{}", found.runs);
         assert_eq!(a.calls.len(), found.runs);
@@ -422,7 +474,7 @@ mod tests {
         seen.sort_by(|x, y| x.partial_cmp(y).unwrap());
         seen.dedup();
         assert_eq!(seen.len(), a.calls.len());
-        let mut b = Bowl { calls: vec![] };
+        let mut b = Bowl::new();
         assert_eq!(search(&knobs(), &settings(120), &mut b).unwrap(), found);
     }
 
@@ -431,7 +483,7 @@ mod tests {
     #[test]
     fn the_search_beats_a_grid_of_the_same_budget() {
         let k = knobs();
-        let mut bowl = Bowl { calls: vec![] };
+        let mut bowl = Bowl::new();
         let found = search(&k, &settings(78), &mut bowl).unwrap();
         let mut grid_best = f64::INFINITY;
         for i in 0..5 {
@@ -443,7 +495,7 @@ mod tests {
                     (vec![kmin, pmax], 2),
                     (vec![kmin, pmax], 3),
                 ]);
-                let figs: Vec<RunFigures> = runs.into_iter().map(Result::unwrap).collect();
+                let figs: Vec<RunFigures> = runs.into_iter().map(|r| r.unwrap().unwrap()).collect();
                 let s = score(Objective::FctP99, Aggregate::Mean, &figs).unwrap();
                 grid_best = grid_best.min(s);
             }
@@ -454,9 +506,43 @@ mod tests {
         );
     }
 
+    /// Stopped after 50 runs of 120, the search keeps every run made, recommends the best
+    /// point that ran on every seed, and says it was interrupted; its runs are the first 50
+    /// of the whole search's, so a resumed search that replays them goes on as if never
+    /// stopped.
+    #[test]
+    fn a_stopped_search_keeps_its_runs_and_the_best_point_on_every_seed() {
+        let mut whole = Bowl::new();
+        let all = search(&knobs(), &settings(120), &mut whole).unwrap();
+        assert!(!all.interrupted);
+        let mut cut = Bowl::new();
+        cut.stop_after = Some(50);
+        let part = search(&knobs(), &settings(120), &mut cut).unwrap();
+        assert!(part.interrupted);
+        assert_eq!(part.runs, 50);
+        assert_eq!(cut.calls[..], whole.calls[..50]);
+        let best = &part.trials[part.best];
+        assert!(
+            best.ran_on(&[1, 2, 3]) && best.rejected.is_none(),
+            "{best:?}"
+        );
+        // No point that ran on every seed without breaking a constraint scores better.
+        for t in &part.trials {
+            if t.ran_on(&[1, 2, 3]) && t.rejected.is_none() {
+                assert!(t.score.unwrap() >= best.score.unwrap(), "{t:?}");
+            }
+        }
+        assert!(part.best != 0, "50 runs find a point better than the start");
+        // Stopped before the start ran on every seed: nothing to recommend yet.
+        let mut early = Bowl::new();
+        early.stop_after = Some(2);
+        let none = search(&knobs(), &settings(120), &mut early).unwrap();
+        assert!(none.interrupted && none.runs == 2 && !none.trials[0].ran_on(&[1, 2, 3]));
+    }
+
     #[test]
     fn a_budget_below_two_points_is_refused() {
-        let e = search(&knobs(), &settings(5), &mut Bowl { calls: vec![] }).unwrap_err();
+        let e = search(&knobs(), &settings(5), &mut Bowl::new()).unwrap_err();
         assert!(e.to_string().contains("--budget 6"), "{e}");
     }
 

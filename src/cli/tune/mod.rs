@@ -3,17 +3,20 @@
 //! settings within their legal values for better figures on several seeds, with a report
 //! and the recommendation exported back in the input's syntax.
 
+mod journal;
+
 use anyhow::{Context, Result};
+use journal::Journal;
 use rocelab::config::SwitchConfig;
 use rocelab::config::export::{self, SwitchChanges};
 use rocelab::sim::scenario::{MAX_SEED, Scenario, set_seed};
 use rocelab::sim::tune::knobs::{Dialect, Knob, default_knobs, knobs};
 use rocelab::sim::tune::objective::{Aggregate, Objective, RunFigures, figures, score, violation};
-use rocelab::sim::tune::search::{Evaluator, Found, Settings, Trial, search};
+use rocelab::sim::tune::search::{Evaluator, Found, RunResult, Settings, Trial, search};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Search a switch's ECN and PFC settings and the NICs' DCQCN settings, within their legal
 /// values on the switch's granularity, for the best objective over several seeds of a
@@ -68,6 +71,11 @@ pub(crate) struct Args {
     /// Change one key of the scenario (repeatable), as `sim --set`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Go on from the runs DIR/journal.jsonl holds (a tune into the same --out that was
+    /// interrupted, or finished): they are replayed, not run again. The journal must have
+    /// been made with the same scenario, --from, --set, --objective, --knobs and seeds.
+    #[arg(long)]
+    resume: bool,
 }
 
 /// The starting configuration as read.
@@ -120,10 +128,20 @@ fn read_from(spec: &str) -> Result<Start> {
     })
 }
 
-/// Runs `rocelab tune`.
-pub(crate) fn run(args: Args) -> Result<()> {
-    let start = read_from(&args.from)?;
-    rocelab::output::check_folder(&args.out)?;
+/// What a tune runs: the scenario with the user's switch, the knobs and the seeds.
+struct Plan {
+    base: toml::Table,
+    dir: Option<PathBuf>,
+    names: Vec<String>,
+    knobs: Vec<Knob>,
+    settings: Settings,
+    check: Vec<u64>,
+    jobs: usize,
+}
+
+/// Reads the scenario, puts the user's switch (written to DIR/start.toml) in it, and
+/// checks the knobs and seeds.
+fn plan(args: &Args, start: &Start) -> Result<Plan> {
     let (mut base, dir) = super::sweep::scenario_table(&args.scenario)?;
     rocelab::sim::scenario::pfc_flag_as_table(&mut base);
     if base.contains_key("variant") {
@@ -164,67 +182,218 @@ pub(crate) fn run(args: Args) -> Result<()> {
     } else {
         args.knobs.iter().map(|k| k.trim().to_owned()).collect()
     };
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let knobs = knobs(
-        &names,
+        &refs,
         &start.config,
         &scenario.endpoint.dcqcn,
         start.dialect,
     )?;
-    let seeds: Vec<u64> = (first..first + args.seeds).collect();
-    let check: Vec<u64> = (first + args.seeds..first + total).collect();
     let settings = Settings {
         objective: args.objective,
         aggregate: args.aggregate,
-        seeds: seeds.clone(),
+        seeds: (first..first + args.seeds).collect(),
         budget_runs: args.budget,
         search_seed: args.search_seed,
     };
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    Ok(Plan {
+        base,
+        dir,
+        names,
+        knobs,
+        settings,
+        check: (first + args.seeds..first + total).collect(),
+        jobs,
+    })
+}
+
+impl Plan {
+    /// What the journal's runs are a function of: a resume must match it.
+    fn made_with(&self, start: &Start) -> serde_json::Value {
+        let mut scenario = self.base.clone();
+        // The switch is DIR/start.toml by its path; its content is `start`.
+        scenario.remove("switch");
+        serde_json::json!({
+            "scenario": toml::to_string(&scenario).unwrap_or_default(),
+            "start": start.toml,
+            "objective": self.settings.objective,
+            "knobs": self.knobs.iter().map(|k| serde_json::json!({
+                "name": k.name, "keys": k.keys, "values": k.values,
+            })).collect::<Vec<_>>(),
+            "seeds": self.settings.seeds,
+            "check_seeds": self.check,
+        })
+    }
+}
+
+/// SIGINT and SIGTERM stop the search cleanly: the runs in flight finish, no new one
+/// starts, and the best point so far is written. The number of the signal that came is
+/// kept (0 until one does). A second signal ends the process at once (exit 128 + its
+/// number), as a second Ctrl-C is expected to. signal-hook, already what the live runtime
+/// uses for the same two signals, registers these as flag stores, the only thing a signal
+/// handler may safely do.
+fn stop_on_signals() -> Result<Arc<AtomicUsize>> {
+    let signal = Arc::new(AtomicUsize::new(0));
+    let once = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Actions run in the order registered: the exit looks at the flag before it is set.
+        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&once))
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&once)))
+            .and_then(|_| signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize))
+            .context("installing the SIGINT and SIGTERM handlers")?;
+    }
+    Ok(signal)
+}
+
+/// A signal's name for a message.
+fn signal_name(sig: usize) -> &'static str {
+    match i32::try_from(sig) {
+        Ok(signal_hook::consts::SIGINT) => "SIGINT",
+        Ok(signal_hook::consts::SIGTERM) => "SIGTERM",
+        _ => "a signal",
+    }
+}
+
+/// Refuses early, before anything in DIR is written, a tune that would write over an
+/// earlier one's journal, or a resume of another starting configuration's.
+fn check_journal(args: &Args, start: &Start) -> Result<()> {
+    let path = args.out.join(journal::FILE);
+    let there = path.exists();
+    if there && !args.resume {
+        anyhow::bail!(
+            "{} holds the runs of an earlier tune: give --resume to go on from them, or another --out (or remove it)",
+            path.display()
+        );
+    }
+    if args.resume {
+        if !there {
+            anyhow::bail!(
+                "--resume: {} does not exist; --resume goes on from the journal an earlier tune into the same --out wrote",
+                path.display()
+            );
+        }
+        let old = std::fs::read_to_string(args.out.join("start.toml")).unwrap_or_default();
+        if old != start.toml {
+            anyhow::bail!(
+                "--resume: {} was made with another starting configuration (--from): resume with the arguments it was made with, or give another --out",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs `rocelab tune`.
+pub(crate) fn run(args: Args) -> Result<()> {
+    let start = read_from(&args.from)?;
+    rocelab::output::check_folder(&args.out)?;
+    check_journal(&args, &start)?;
+    let signal = stop_on_signals()?;
+    let plan = plan(&args, &start)?;
+    let made_with = plan.made_with(&start);
+    let journal = if args.resume {
+        Journal::resume(&args.out, &made_with)?
+    } else {
+        Journal::create(&args.out, &made_with)?
+    };
     noteln!(
-        "tune: {} on {} seed{} of {}, knobs {}, a budget of {} runs, {jobs} at a time",
+        "tune: {} on {} seed{} of {}, knobs {}, a budget of {} runs, {} at a time{}",
         args.objective.describe(),
-        seeds.len(),
-        if seeds.len() == 1 { "" } else { "s" },
+        plan.settings.seeds.len(),
+        if plan.settings.seeds.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
         args.scenario,
-        names.join(", "),
-        args.budget
+        plan.names.join(", "),
+        args.budget,
+        plan.jobs,
+        if args.resume {
+            format!(", {} runs from the journal", journal.len())
+        } else {
+            String::new()
+        }
     );
     let mut runner = Runner {
         name: &args.scenario,
-        dir: dir.as_deref(),
-        base: &base,
-        knobs: &knobs,
+        dir: plan.dir.as_deref(),
+        base: &plan.base,
+        knobs: &plan.knobs,
         objective: args.objective,
-        jobs,
+        jobs: plan.jobs,
         started: std::time::Instant::now(),
+        signal: &signal,
+        journal: Mutex::new(journal),
+        journal_error: Mutex::new(None),
+        replayed: 0,
     };
-    let found = search(&knobs, &settings, &mut runner)?;
+    let found = search(&plan.knobs, &plan.settings, &mut runner)?;
+    runner.journal_failed()?;
+    let check = &plan.check;
+    let stopped = |at: &str, runs: usize| {
+        let sig = signal_name(signal.load(Ordering::Relaxed));
+        anyhow::anyhow!(
+            "{sig} {at} after {runs} runs ({} in {}): `rocelab tune ... --resume` with the same arguments goes on from them",
+            runner_journal_len(&args.out),
+            args.out.join(journal::FILE).display()
+        )
+    };
+    if !found.trials[0].ran_on(&plan.settings.seeds) {
+        return Err(stopped(
+            "before the starting configuration had run on every seed, so nothing is written but the journal,",
+            found.runs,
+        ));
+    }
     // The check: the start and the recommendation on seeds the search never saw.
-    let batch: Vec<(Vec<f64>, u64)> = [0, found.best]
-        .iter()
-        .flat_map(|&t| check.iter().map(move |&s| (t, s)))
-        .map(|(t, s)| (found.trials[t].values.clone(), s))
-        .collect();
-    let checked = runner.evaluate(&batch);
-    let checked: Vec<RunFigures> = checked
-        .into_iter()
-        .collect::<Result<_, String>>()
-        .map_err(|e| anyhow::anyhow!("the check on seeds {check:?}: {e}"))?;
+    let mut checked: Vec<RunFigures> = Vec::new();
+    if !found.interrupted {
+        let batch: Vec<(Vec<f64>, u64)> = [0, found.best]
+            .iter()
+            .flat_map(|&t| check.iter().map(move |&s| (t, s)))
+            .map(|(t, s)| (found.trials[t].values.clone(), s))
+            .collect();
+        let runs = runner.evaluate(&batch);
+        runner.journal_failed()?;
+        if runs.iter().all(Option::is_some) {
+            checked = runs
+                .into_iter()
+                .flatten()
+                .collect::<Result<_, String>>()
+                .map_err(|e| anyhow::anyhow!("the check on seeds {check:?}: {e}"))?;
+        }
+    }
+    let interrupted = found.interrupted || checked.len() != 2 * check.len();
+    let check: &[u64] = if interrupted { &[] } else { check };
     let (check_start, check_best) = checked.split_at(check.len());
     let report = Report {
         args: &args,
         start: &start,
-        knobs: &knobs,
-        settings: &settings,
+        knobs: &plan.knobs,
+        settings: &plan.settings,
         found: &found,
-        check: &check,
+        interrupted,
+        check,
         check_start,
         check_best,
     };
-    report.write()
+    report.write()?;
+    if interrupted {
+        return Err(stopped(
+            "stopped the search; the best point so far is written as its outputs, marked interrupted,",
+            found.runs,
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the journal in `dir` holds, for a message (0 when it cannot be read).
+fn runner_journal_len(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join(journal::FILE))
+        .map_or(0, |t| t.lines().count().saturating_sub(1))
 }
 
 /// The scenario of `table`, checked.
@@ -278,9 +447,30 @@ struct Runner<'a> {
     objective: Objective,
     jobs: usize,
     started: std::time::Instant,
+    /// The signal that stopped the search, 0 until one comes.
+    signal: &'a AtomicUsize,
+    /// Finished runs, appended as they finish; those of an earlier tune are replayed.
+    journal: Mutex<Journal>,
+    /// Why the journal could not be written, if it could not: the search stops.
+    journal_error: Mutex<Option<anyhow::Error>>,
+    /// Runs replayed from the journal.
+    replayed: usize,
 }
 
 impl Runner<'_> {
+    /// True once a signal came or the journal failed: no new run starts.
+    fn stopped(&self) -> bool {
+        self.signal.load(Ordering::Relaxed) != 0 || lock(&self.journal_error).is_some()
+    }
+
+    /// The journal's error, if writing it failed.
+    fn journal_failed(&self) -> Result<()> {
+        match lock(&self.journal_error).take() {
+            Some(e) => Err(e.context("the tune stopped: its journal could not be written")),
+            None => Ok(()),
+        }
+    }
+
     /// One run at `values` and `seed`.
     fn run_one(&self, values: &[f64], seed: u64) -> Result<RunFigures, String> {
         let mut t = self.base.clone();
@@ -299,34 +489,47 @@ impl Runner<'_> {
     }
 }
 
+/// The value behind a lock, a panicked holder notwithstanding.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Evaluator for Runner<'_> {
-    fn evaluate(&mut self, batch: &[(Vec<f64>, u64)]) -> Vec<Result<RunFigures, String>> {
+    fn evaluate(&mut self, batch: &[(Vec<f64>, u64)]) -> Vec<RunResult> {
+        let mut results: Vec<RunResult> = {
+            let journal = lock(&self.journal);
+            batch.iter().map(|(v, s)| journal.get(v, *s)).collect()
+        };
+        let todo: Vec<usize> = (0..batch.len()).filter(|&i| results[i].is_none()).collect();
+        self.replayed += batch.len() - todo.len();
         let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<Option<Result<RunFigures, String>>>> =
-            Mutex::new(vec![None; batch.len()]);
+        let made: Mutex<Vec<(usize, Result<RunFigures, String>)>> = Mutex::new(Vec::new());
         let this = &*self;
         std::thread::scope(|scope| {
-            for _ in 0..self.jobs.clamp(1, batch.len().max(1)) {
+            for _ in 0..self.jobs.clamp(1, todo.len().max(1)) {
                 scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((values, seed)) = batch.get(i) else {
+                    while !this.stopped() {
+                        let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
                             break;
                         };
+                        let (values, seed) = &batch[i];
                         let r = this.run_one(values, *seed);
-                        results
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)[i] = Some(r);
+                        if let Err(e) = lock(&this.journal).add(values, *seed, &r) {
+                            lock(&this.journal_error).get_or_insert(e);
+                            break;
+                        }
+                        lock(&made).push((i, r));
                     }
                 });
             }
         });
-        results
+        for (i, r) in made
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err("did not run".into())))
-            .collect()
+        {
+            results[i] = Some(r);
+        }
+        results
     }
 
     fn progress(&mut self, runs: usize, budget: usize, best: Option<f64>) {
@@ -348,6 +551,8 @@ struct Report<'a> {
     knobs: &'a [Knob],
     settings: &'a Settings,
     found: &'a Found,
+    /// True when a signal stopped the tune: the best point so far, no check.
+    interrupted: bool,
     check: &'a [u64],
     check_start: &'a [RunFigures],
     check_best: &'a [RunFigures],
@@ -508,6 +713,7 @@ impl Report<'_> {
                 "start": side(self.start_trial(), self.check_start),
                 "recommended": side(self.best_trial(), self.check_best),
                 "changed": self.found.best != 0,
+                "interrupted": self.interrupted,
                 "history": self.found.trials,
             }),
         )
@@ -566,6 +772,13 @@ impl Report<'_> {
             self.found.runs,
             self.found.brackets
         );
+        if self.interrupted {
+            let _ = writeln!(
+                text,
+                "INTERRUPTED after {} of at most {} runs: the best point so far that ran on every seed, not the search's answer, and not checked on other seeds; --resume goes on",
+                self.found.runs, self.settings.budget_runs
+            );
+        }
         let (sm, bm) = (
             self.mean(&self.on_seeds(start)),
             self.mean(&self.on_seeds(best)),
@@ -586,7 +799,13 @@ impl Report<'_> {
         }
         let _ = writeln!(text, "\n{}\n{}", self.settings_table(), self.seeds_table());
         say!("{text}");
-        let mut wrote = vec!["start.toml", "table.txt", "tune.json", "tune.svg"];
+        let mut wrote = vec![
+            "start.toml",
+            "journal.jsonl",
+            "table.txt",
+            "tune.json",
+            "tune.svg",
+        ];
         rocelab::output::write_whole(&out.join("table.txt"), text.as_bytes())?;
         let json = serde_json::to_string_pretty(&self.json())? + "\n";
         rocelab::output::write_whole(&out.join("tune.json"), json.as_bytes())?;

@@ -1,0 +1,217 @@
+//! DIR/journal.jsonl: every finished run of a tune (a point's values and a seed, and its
+//! figures or why it failed), one JSON line each, appended and flushed as the run ends, so
+//! that an interrupted tune loses only the runs in flight. `--resume` reads it back and
+//! the search replays those runs instead of making them again: the search is a function
+//! of its runs, so it goes on exactly where it stopped. The first line says what the runs
+//! were made with (scenario, starting configuration, objective, knobs, seeds); a journal
+//! made with anything else is refused, as its runs would not be this tune's.
+
+use anyhow::{Context, Result};
+use rocelab::sim::tune::objective::RunFigures;
+use rustc_hash::FxHashMap;
+use std::fs::File;
+use std::io::{Read as _, Seek as _, Write as _};
+use std::path::{Path, PathBuf};
+
+/// The journal's file name in the output folder.
+pub(crate) const FILE: &str = "journal.jsonl";
+
+/// The schema of its first line.
+const SCHEMA: &str = "rocelab.tune-journal/1";
+
+/// A run's key: its values' bits and its seed (values are ladder values, read back
+/// exactly: serde_json's float_roundtrip).
+type Key = (Vec<u64>, u64);
+
+fn key(values: &[f64], seed: u64) -> Key {
+    (values.iter().map(|v| v.to_bits()).collect(), seed)
+}
+
+/// The open journal: the runs it holds, and the file new runs are appended to.
+pub(crate) struct Journal {
+    path: PathBuf,
+    file: File,
+    done: FxHashMap<Key, Result<RunFigures, String>>,
+}
+
+/// One line after the first.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Line {
+    values: Vec<f64>,
+    seed: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    figures: Option<RunFigures>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl Journal {
+    /// A new journal in `dir` for runs made with `made_with` (what a resume must match).
+    /// An existing journal there is refused: it may hold an interrupted search's runs.
+    pub(crate) fn create(dir: &Path, made_with: &serde_json::Value) -> Result<Journal> {
+        let path = dir.join(FILE);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    anyhow::anyhow!(
+                        "{} holds the runs of an earlier tune: give --resume to go on from them, or another --out (or remove it)",
+                        path.display()
+                    )
+                } else {
+                    anyhow::anyhow!("{}: {e}", path.display())
+                }
+            })?;
+        let head = serde_json::json!({ "schema": SCHEMA, "made_with": made_with });
+        writeln!(file, "{head}")
+            .and_then(|()| file.sync_data())
+            .with_context(|| path.display().to_string())?;
+        Ok(Journal {
+            path,
+            file,
+            done: FxHashMap::default(),
+        })
+    }
+
+    /// The journal in `dir`, read back, its runs to replay; refused when it was made
+    /// with anything but `made_with`. A last line cut short (the process killed while
+    /// writing it) is dropped.
+    pub(crate) fn resume(dir: &Path, made_with: &serde_json::Value) -> Result<Journal> {
+        let path = dir.join(FILE);
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "--resume: {}: {e}; --resume goes on from the journal an earlier tune into the same --out wrote",
+                    path.display()
+                )
+            })?;
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .with_context(|| path.display().to_string())?;
+        let whole = text.rfind('\n').map_or(0, |i| i + 1);
+        if whole < text.len() {
+            file.set_len(whole as u64)
+                .and_then(|()| file.seek(std::io::SeekFrom::End(0)).map(drop))
+                .with_context(|| path.display().to_string())?;
+            text.truncate(whole);
+        }
+        let mut lines = text.lines();
+        let head: serde_json::Value = lines
+            .next()
+            .and_then(|l| serde_json::from_str(l).ok())
+            .filter(|h: &serde_json::Value| h["schema"] == SCHEMA)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}: not a rocelab tune journal (its first line is not {SCHEMA})",
+                    path.display()
+                )
+            })?;
+        if let Some(what) = differs(&head["made_with"], made_with) {
+            anyhow::bail!(
+                "--resume: {} was made with {what}: resume with the arguments it was made with, or give another --out",
+                path.display()
+            );
+        }
+        let mut done = FxHashMap::default();
+        for (n, l) in lines.enumerate() {
+            let line: Line = serde_json::from_str(l)
+                .with_context(|| format!("{} line {}", path.display(), n + 2))?;
+            let result = match (line.figures, line.error) {
+                (Some(f), None) => Ok(f),
+                (None, Some(e)) => Err(e),
+                _ => anyhow::bail!(
+                    "{} line {}: a run has figures or an error, one of the two",
+                    path.display(),
+                    n + 2
+                ),
+            };
+            done.insert(key(&line.values, line.seed), result);
+        }
+        Ok(Journal { path, file, done })
+    }
+
+    /// The run at `values` and `seed`, if the journal has it.
+    pub(crate) fn get(&self, values: &[f64], seed: u64) -> Option<Result<RunFigures, String>> {
+        self.done.get(&key(values, seed)).cloned()
+    }
+
+    /// Runs it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.done.len()
+    }
+
+    /// Appends a finished run and flushes it to the disk.
+    pub(crate) fn add(
+        &mut self,
+        values: &[f64],
+        seed: u64,
+        result: &Result<RunFigures, String>,
+    ) -> Result<()> {
+        let line = Line {
+            values: values.to_vec(),
+            seed,
+            figures: result.as_ref().ok().copied(),
+            error: result.as_ref().err().cloned(),
+        };
+        let text = serde_json::to_string(&line)? + "\n";
+        self.file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.sync_data())
+            .with_context(|| self.path.display().to_string())?;
+        self.done.insert(key(values, seed), result.clone());
+        Ok(())
+    }
+}
+
+/// What differs between the journal's `old` made-with and this tune's `new`, in words.
+fn differs(old: &serde_json::Value, new: &serde_json::Value) -> Option<String> {
+    let words = [
+        (
+            "scenario",
+            "another scenario (or other --set or --drain-ms)",
+        ),
+        ("start", "another starting configuration (--from)"),
+        ("objective", "another --objective"),
+        ("knobs", "other knobs"),
+        ("seeds", "other seeds (--seed, --seeds)"),
+        ("check_seeds", "other check seeds (--check-seeds)"),
+    ];
+    // The named fields first, in the order a user would check them, then any other.
+    let mut fields: Vec<&str> = words.iter().map(|(k, _)| *k).collect();
+    for m in [new.as_object()?, old.as_object()?] {
+        fields.extend(
+            m.keys()
+                .map(String::as_str)
+                .filter(|k| !words.iter().any(|(w, _)| w == k)),
+        );
+    }
+    fields.into_iter().find(|f| old[*f] != new[*f]).map(|f| {
+        let what = words
+            .iter()
+            .find(|(k, _)| *k == f)
+            .map_or_else(|| format!("another {f}"), |(_, w)| (*w).to_owned());
+        match f {
+            "knobs" | "seeds" | "check_seeds" | "objective" => {
+                format!("{what}: {} there, {} here", brief(&old[f]), brief(&new[f]))
+            }
+            _ => what,
+        }
+    })
+}
+
+/// A short form of a made-with field: knob names, or the value itself.
+fn brief(v: &serde_json::Value) -> String {
+    match v.as_array() {
+        Some(a) if a.iter().all(|k| k.get("name").is_some()) && !a.is_empty() => a
+            .iter()
+            .filter_map(|k| k["name"].as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => v.to_string(),
+    }
+}
