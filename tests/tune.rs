@@ -472,6 +472,17 @@ fn a_resume_is_refused_without_a_journal_or_with_other_arguments() {
             "{extra:?}: {err}"
         );
     }
-    // The same arguments resume (here: replay a finished tune) and succeed.
-    assert!(run(&["--check-seeds", "0", "--resume"]).status.success());
+    // The same arguments resume (here: replay a finished tune) and succeed; --progress
+    // puts the progress line on standard error, never on standard output.
+    let r = run(&["--check-seeds", "0", "--resume", "--progress"]);
+    assert!(r.status.success());
+    let (out, err) = (
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr),
+    );
+    assert!(
+        err.contains("tune: 6 of at most 6 runs, best so far"),
+        "{err}"
+    );
+    assert!(!out.contains("of at most"), "{out}");
 }

@@ -76,6 +76,11 @@ pub(crate) struct Args {
     /// been made with the same scenario, --from, --set, --objective, --knobs and seeds.
     #[arg(long)]
     resume: bool,
+    /// Show the progress line (runs done of the total, best so far, time left) on standard
+    /// error even when it is not a terminal: then a line every 5 s. On a terminal it is
+    /// always shown, rewritten in place.
+    #[arg(long)]
+    progress: bool,
 }
 
 /// The starting configuration as read.
@@ -325,13 +330,15 @@ pub(crate) fn run(args: Args) -> Result<()> {
         knobs: &plan.knobs,
         objective: args.objective,
         jobs: plan.jobs,
-        started: std::time::Instant::now(),
+        progress: Progress::new(args.progress, args.budget + 2 * plan.check.len()),
         signal: &signal,
         journal: Mutex::new(journal),
         journal_error: Mutex::new(None),
         replayed: 0,
     };
-    let found = search(&plan.knobs, &plan.settings, &mut runner)?;
+    let found = search(&plan.knobs, &plan.settings, &mut runner);
+    runner.progress.end();
+    let found = found?;
     runner.journal_failed()?;
     let check = &plan.check;
     let stopped = |at: &str, runs: usize| {
@@ -357,6 +364,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
             .map(|(t, s)| (found.trials[t].values.clone(), s))
             .collect();
         let runs = runner.evaluate(&batch);
+        runner.progress.end();
         runner.journal_failed()?;
         if runs.iter().all(Option::is_some) {
             checked = runs
@@ -446,7 +454,7 @@ struct Runner<'a> {
     knobs: &'a [Knob],
     objective: Objective,
     jobs: usize,
-    started: std::time::Instant,
+    progress: Progress,
     /// The signal that stopped the search, 0 until one comes.
     signal: &'a AtomicUsize,
     /// Finished runs, appended as they finish; those of an earlier tune are replayed.
@@ -502,6 +510,7 @@ impl Evaluator for Runner<'_> {
         };
         let todo: Vec<usize> = (0..batch.len()).filter(|&i| results[i].is_none()).collect();
         self.replayed += batch.len() - todo.len();
+        self.progress.replayed(batch.len() - todo.len());
         let next = AtomicUsize::new(0);
         let made: Mutex<Vec<(usize, Result<RunFigures, String>)>> = Mutex::new(Vec::new());
         let this = &*self;
@@ -519,6 +528,7 @@ impl Evaluator for Runner<'_> {
                             break;
                         }
                         lock(&made).push((i, r));
+                        this.progress.ran();
                     }
                 });
             }
@@ -533,14 +543,124 @@ impl Evaluator for Runner<'_> {
     }
 
     fn progress(&mut self, runs: usize, budget: usize, best: Option<f64>) {
+        *lock(&self.progress.best) = best;
+        if !self.progress.shown() {
+            noteln!(
+                "tune: {runs} of at most {budget} runs, best score so far {}",
+                best.map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b.abs())),
+            );
+        }
+    }
+}
+
+/// The progress line on standard error: runs done of the most there can be (the budget
+/// and the check), the best score so far, time elapsed and left. Shown in place on a
+/// terminal, or a line every 5 s with --progress; never on standard output, which holds
+/// the table.
+struct Progress {
+    /// Rewrite one line in place.
+    terminal: bool,
+    /// A line now and then (--progress off a terminal).
+    lines: bool,
+    /// The most runs: the budget and the check's.
+    total: usize,
+    /// Runs done: made here or replayed from the journal.
+    done: AtomicUsize,
+    /// Runs made here (the rate of those gives the time left).
+    made: AtomicUsize,
+    /// The best score so far.
+    best: Mutex<Option<f64>>,
+    started: std::time::Instant,
+    last_line: Mutex<std::time::Instant>,
+}
+
+/// Off a terminal, a progress line at most this often.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Progress {
+    fn new(flag: bool, total: usize) -> Progress {
+        use std::io::IsTerminal as _;
+        let terminal = std::io::stderr().is_terminal();
+        let started = std::time::Instant::now();
+        Progress {
+            terminal,
+            lines: flag && !terminal,
+            total,
+            done: AtomicUsize::new(0),
+            made: AtomicUsize::new(0),
+            best: Mutex::new(None),
+            started,
+            last_line: Mutex::new(started),
+        }
+    }
+
+    fn shown(&self) -> bool {
+        self.terminal || self.lines
+    }
+
+    fn replayed(&self, runs: usize) {
+        self.done.fetch_add(runs, Ordering::Relaxed);
+    }
+
+    /// One more run made here.
+    fn ran(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let made = self.made.fetch_add(1, Ordering::Relaxed) + 1;
+        if !self.shown() {
+            return;
+        }
+        if self.lines {
+            let mut last = lock(&self.last_line);
+            if last.elapsed() < PROGRESS_EVERY {
+                return;
+            }
+            *last = std::time::Instant::now();
+        }
+        let line = self.line(done, made);
+        if self.terminal {
+            // Back to the line's start and clear it: one line, rewritten.
+            note!("\r{line}\x1b[K");
+        } else {
+            noteln!("{line}");
+        }
+    }
+
+    /// The line after `done` runs, `made` of them here.
+    fn line(&self, done: usize, made: usize) -> String {
         let secs = self.started.elapsed().as_secs_f64();
-        let left = secs / runs.max(1) as f64 * budget.saturating_sub(runs) as f64;
-        noteln!(
-            "tune: {runs} of at most {budget} runs, best score so far {}, {:.0} s elapsed, at most about {:.0} s left",
+        let left = secs / made.max(1) as f64 * self.total.saturating_sub(done) as f64;
+        let best = *lock(&self.best);
+        format!(
+            "tune: {done} of at most {} runs, best so far {}, {} elapsed, at most {} left",
+            self.total,
             best.map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b.abs())),
-            secs,
-            left
+            clock(secs),
+            clock(left)
+        )
+    }
+
+    /// Ends the line on a terminal, so what follows starts on its own; off a terminal,
+    /// the last line.
+    fn end(&self) {
+        let (done, made) = (
+            self.done.load(Ordering::Relaxed),
+            self.made.load(Ordering::Relaxed),
         );
+        if self.terminal && made > 0 {
+            note!("\n");
+        } else if self.lines {
+            noteln!("{}", self.line(done, made));
+        }
+    }
+}
+
+/// Seconds as `1h02m`, `3m05s` or `42s`.
+fn clock(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s / 60 % 60),
     }
 }
 
