@@ -32,6 +32,7 @@ fn a_sonic_export_imports_back_to_the_recommended_settings() {
         kmax_bytes: Some(409_600),
         pmax: Some(0.2),
         pg_alpha: Some(0.25),
+        ..SwitchChanges::default()
     };
     let (db, patch) = export::sonic(&text, &changes).unwrap();
     let after = import::sonic::import(&db, "config_db.json").unwrap();
@@ -68,6 +69,68 @@ fn a_sonic_export_imports_back_to_the_recommended_settings() {
     assert_eq!(ops.len(), 3 + 2, "{patch}");
 }
 
+/// The lossless PGs' XON offset and headroom go to every lossless BUFFER_PROFILE
+/// (`xon_offset`, `xoff`, and `size` moved by as much, keeping the reserve) and import back
+/// to the same PG settings.
+#[test]
+fn a_sonic_export_of_xon_offset_and_headroom_imports_back() {
+    let text = data("sonic_config_db.json");
+    let before = import::sonic::import(&text, "config_db.json").unwrap();
+    let pg = |c: &rocelab::config::SwitchConfig| {
+        let pg = c.pgs[3];
+        let off = match pg.xoff {
+            rocelab::config::XoffRule::Dynamic {
+                xon_offset_bytes, ..
+            } => xon_offset_bytes,
+            rocelab::config::XoffRule::Static { .. } => panic!("static"),
+        };
+        (pg.reserve_bytes, pg.headroom_bytes, off)
+    };
+    // The file's profiles: size 67584 and 71680 with xoff 48128 and 52224, so a reserve
+    // of 19456 each; rocelab takes the larger headroom; no xon_offset.
+    assert_eq!(pg(&before.config), (19_456, Some(52_224), 0));
+    let changes = SwitchChanges {
+        xon_offset_bytes: Some(8192),
+        headroom_bytes: Some(102_400),
+        ..SwitchChanges::default()
+    };
+    let (db, patch) = export::sonic(&text, &changes).unwrap();
+    let after = import::sonic::import(&db, "config_db.json").unwrap();
+    assert_eq!(pg(&after.config), (19_456, Some(102_400), 8192));
+    let ops: serde_json::Value = serde_json::from_str(&patch).unwrap();
+    for (path, value, op) in [
+        (
+            "/BUFFER_PROFILE/pg_lossless_100000_5m_profile/xon_offset",
+            "8192",
+            "add",
+        ),
+        (
+            "/BUFFER_PROFILE/pg_lossless_100000_5m_profile/xoff",
+            "102400",
+            "replace",
+        ),
+        // 19456 + 102400
+        (
+            "/BUFFER_PROFILE/pg_lossless_100000_5m_profile/size",
+            "121856",
+            "replace",
+        ),
+        (
+            "/BUFFER_PROFILE/pg_lossless_100000_40m_profile/size",
+            "121856",
+            "replace",
+        ),
+    ] {
+        assert!(
+            ops.as_array().unwrap().contains(&serde_json::json!({
+                "op": op, "path": path, "value": value
+            })),
+            "{path}: {patch}"
+        );
+    }
+    assert_eq!(ops.as_array().unwrap().len(), 6, "{patch}");
+}
+
 #[test]
 fn an_nxos_export_imports_back_to_the_recommended_settings() {
     for file in [
@@ -80,7 +143,7 @@ fn an_nxos_export_imports_back_to_the_recommended_settings() {
             kmin_bytes: Some(40_000),
             kmax_bytes: Some(400_000),
             pmax: Some(0.2),
-            pg_alpha: None,
+            ..SwitchChanges::default()
         };
         let (full, lines) = export::nxos(&text, &changes).unwrap();
         let after = import::nxos::import(&full, file).unwrap();
@@ -93,9 +156,21 @@ fn an_nxos_export_imports_back_to_the_recommended_settings() {
         assert_eq!(full.lines().count(), text.lines().count());
         let alpha = SwitchChanges {
             pg_alpha: Some(2.0),
-            ..changes
+            ..changes.clone()
         };
         assert!(export::nxos(&text, &alpha).is_err());
+        let headroom = SwitchChanges {
+            headroom_bytes: Some(40_960),
+            ..changes.clone()
+        };
+        let e = export::nxos(&text, &headroom).unwrap_err().to_string();
+        assert!(e.contains("no headroom to write"), "{e}");
+        let xon = SwitchChanges {
+            xon_offset_bytes: Some(4096),
+            ..changes
+        };
+        let e = export::nxos(&text, &xon).unwrap_err().to_string();
+        assert!(e.contains("no XON offset to write"), "{e}");
     }
 }
 
@@ -255,6 +330,10 @@ fn bad_tunes_are_refused_with_what_to_do() {
             "NX-OS sizes its buffers",
         ),
         (vec!["--from", &sonic, "--budget", "3"], "--budget 6"),
+        (
+            vec!["--from", &nxos, "--knobs", "ecn.kmin,pfc.headroom"],
+            "--knobs pfc.headroom: NX-OS sizes its buffers itself",
+        ),
         (
             vec!["--from", "sonic:/nonexistent.json"],
             "--from sonic:/nonexistent.json",

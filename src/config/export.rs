@@ -21,6 +21,10 @@ pub struct SwitchChanges {
     pub pmax: Option<f64>,
     /// The lossless PGs' dynamic-threshold alpha (a power of two for SONiC).
     pub pg_alpha: Option<f64>,
+    /// The lossless PGs' XON offset below the XOFF point, bytes (SONiC `xon_offset`).
+    pub xon_offset_bytes: Option<u64>,
+    /// The lossless PGs' headroom, bytes (SONiC `xoff`, with `size` keeping the reserve).
+    pub headroom_bytes: Option<u64>,
 }
 
 /// Why an export could not be written.
@@ -62,8 +66,11 @@ fn pointer_token(s: &str) -> String {
 
 /// SONiC: `text` (a CONFIG_DB document) with the changes, and the RFC 6902 patch that
 /// makes them. ECN goes to the green thresholds and probability of every WRED_PROFILE a
-/// QUEUE entry binds to a changed queue; alpha to `dynamic_th` (alpha = 2^n) of every
-/// BUFFER_PROFILE with an `xoff` (the lossless PG profiles).
+/// QUEUE entry binds to a changed queue; alpha to `dynamic_th` (alpha = 2^n), the XON
+/// offset to `xon_offset` and the headroom to `xoff` of every BUFFER_PROFILE with an
+/// `xoff` (the lossless PG profiles). A profile's `size` holds its reserve and its
+/// headroom (when its pool has no `xoff` of its own): it moves with the headroom, so the
+/// reserve stays.
 pub fn sonic(text: &str, changes: &SwitchChanges) -> Result<(String, String), ExportError> {
     let mut doc: Value = serde_json::from_str(text)
         .map_err(|e| fail(format!("not a CONFIG_DB JSON document: {e}")))?;
@@ -105,36 +112,20 @@ pub fn sonic(text: &str, changes: &SwitchChanges) -> Result<(String, String), Ex
             }
         }
     }
-    if let Some(alpha) = changes.pg_alpha {
-        let n = alpha.log2().round() as i64;
-        if 2f64.powi(n as i32) != alpha || !(-7..=3).contains(&n) {
-            return Err(fail(format!(
-                "alpha {alpha} is not 2^n for n = -7 to 3, which is all dynamic_th takes"
-            )));
+    let alpha = match changes.pg_alpha {
+        Some(alpha) => {
+            let n = alpha.log2().round() as i64;
+            if 2f64.powi(n as i32) != alpha || !(-7..=3).contains(&n) {
+                return Err(fail(format!(
+                    "alpha {alpha} is not 2^n for n = -7 to 3, which is all dynamic_th takes"
+                )));
+            }
+            Some(n)
         }
-        let lossless: Vec<String> = doc
-            .get("BUFFER_PROFILE")
-            .and_then(Value::as_object)
-            .map(|t| {
-                t.iter()
-                    .filter(|(_, p)| p.get("xoff").is_some())
-                    .map(|(k, _)| k.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if lossless.is_empty() {
-            return Err(fail(
-                "no BUFFER_PROFILE has an xoff: there is no lossless PG profile to change",
-            ));
-        }
-        for name in &lossless {
-            set(
-                &mut doc,
-                &mut ops,
-                &["BUFFER_PROFILE", name, "dynamic_th"],
-                n.to_string(),
-            )?;
-        }
+        None => None,
+    };
+    if alpha.is_some() || changes.xon_offset_bytes.is_some() || changes.headroom_bytes.is_some() {
+        lossless_profiles(&mut doc, &mut ops, alpha, changes)?;
     }
     let pretty = |v: &Value| {
         serde_json::to_string_pretty(v)
@@ -142,6 +133,71 @@ pub fn sonic(text: &str, changes: &SwitchChanges) -> Result<(String, String), Ex
             .map_err(|e| fail(e.to_string()))
     };
     Ok((pretty(&doc)?, pretty(&Value::Array(ops))?))
+}
+
+/// The PG settings of `changes` (and `dynamic_th` = `alpha`) on every BUFFER_PROFILE with
+/// an `xoff`.
+fn lossless_profiles(
+    doc: &mut Value,
+    ops: &mut Vec<Value>,
+    alpha: Option<i64>,
+    changes: &SwitchChanges,
+) -> Result<(), ExportError> {
+    let whole = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .and_then(|s| s.parse::<u64>().ok())
+    };
+    // (name, its size, its xoff, its pool's xoff)
+    let lossless: Vec<(String, Option<u64>, Option<u64>, u64)> = doc
+        .get("BUFFER_PROFILE")
+        .and_then(Value::as_object)
+        .map(|t| {
+            t.iter()
+                .filter(|(_, p)| p.get("xoff").is_some())
+                .map(|(k, p)| {
+                    let pool = p.get("pool").and_then(Value::as_str).map(profile_name);
+                    let pool_xoff = pool
+                        .and_then(|n| doc.get("BUFFER_POOL")?.get(n)?.get("xoff"))
+                        .and_then(|x| whole(Some(x)))
+                        .unwrap_or(0);
+                    (
+                        k.clone(),
+                        whole(p.get("size")),
+                        whole(p.get("xoff")),
+                        pool_xoff,
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if lossless.is_empty() {
+        return Err(fail(
+            "no BUFFER_PROFILE has an xoff: there is no lossless PG profile to change",
+        ));
+    }
+    for (name, size, xoff, pool_xoff) in &lossless {
+        let at = |field| ["BUFFER_PROFILE", name.as_str(), field];
+        if let Some(n) = alpha {
+            set(doc, ops, &at("dynamic_th"), n.to_string())?;
+        }
+        if let Some(off) = changes.xon_offset_bytes {
+            set(doc, ops, &at("xon_offset"), off.to_string())?;
+        }
+        if let Some(h) = changes.headroom_bytes {
+            let (Some(size), Some(xoff)) = (size, xoff) else {
+                return Err(fail(format!(
+                    "BUFFER_PROFILE|{name}: size and xoff must be whole bytes to change the headroom"
+                )));
+            };
+            // As the import reads it: the reserve is size - xoff when size holds the
+            // headroom (no pool xoff), else size itself.
+            if *pool_xoff == 0 && size >= xoff {
+                set(doc, ops, &at("size"), (size - xoff + h).to_string())?;
+            }
+            set(doc, ops, &at("xoff"), h.to_string())?;
+        }
+    }
+    Ok(())
 }
 
 /// Sets `path` (table, entry, field) of `doc` to the string `value` (CONFIG_DB's values
@@ -178,10 +234,16 @@ fn set(
 /// policy-map and class, to paste in configuration mode. Thresholds go in kbytes (1000 B)
 /// when whole, else in bytes.
 pub fn nxos(text: &str, changes: &SwitchChanges) -> Result<(String, String), ExportError> {
-    if changes.pg_alpha.is_some() {
-        return Err(fail(
-            "NX-OS sizes its buffers itself: there is no alpha to write in a running-config",
-        ));
+    for (given, what) in [
+        (changes.pg_alpha.is_some(), "alpha"),
+        (changes.xon_offset_bytes.is_some(), "XON offset"),
+        (changes.headroom_bytes.is_some(), "headroom"),
+    ] {
+        if given {
+            return Err(fail(format!(
+                "NX-OS sizes its buffers itself: there is no {what} to write in a running-config; tune the ECN and NIC knobs for NX-OS"
+            )));
+        }
     }
     let size = |b: u64| {
         if b.is_multiple_of(1000) {

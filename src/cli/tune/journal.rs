@@ -46,24 +46,17 @@ struct Line {
 }
 
 impl Journal {
-    /// A new journal in `dir` for runs made with `made_with` (what a resume must match).
-    /// An existing journal there is refused: it may hold an interrupted search's runs.
+    /// A new journal in `dir` for runs made with `made_with` (what a resume must match),
+    /// in place of one without runs (the caller refuses one with runs: they may be an
+    /// interrupted search's).
     pub(crate) fn create(dir: &Path, made_with: &serde_json::Value) -> Result<Journal> {
         let path = dir.join(FILE);
         let mut file = std::fs::OpenOptions::new()
             .write(true)
-            .create_new(true)
+            .create(true)
+            .truncate(true)
             .open(&path)
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    anyhow::anyhow!(
-                        "{} holds the runs of an earlier tune: give --resume to go on from them, or another --out (or remove it)",
-                        path.display()
-                    )
-                } else {
-                    anyhow::anyhow!("{}: {e}", path.display())
-                }
-            })?;
+            .with_context(|| path.display().to_string())?;
         let head = serde_json::json!({ "schema": SCHEMA, "made_with": made_with });
         writeln!(file, "{head}")
             .and_then(|()| file.sync_data())

@@ -44,8 +44,9 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value = "mean")]
     aggregate: Aggregate,
     /// The knobs to search, comma-separated: ecn.kmin, ecn.kmax, ecn.pmax, pfc.alpha,
-    /// rpg_ai_rate, rpg_hai_rate, rpg_time_reset, min_time_between_cnps (default: the ECN
-    /// ones, and pfc.alpha except from NX-OS).
+    /// pfc.xon_offset, pfc.headroom, rpg_ai_rate, rpg_hai_rate, rpg_time_reset,
+    /// min_time_between_cnps (default: the ECN ones, and pfc.alpha except from NX-OS, which
+    /// has no PFC knob).
     #[arg(long, value_name = "K1,K2,...", value_delimiter = ',')]
     knobs: Vec<String>,
     /// The most simulation runs the search makes, the starting configuration's included
@@ -266,8 +267,9 @@ fn signal_name(sig: usize) -> &'static str {
 /// earlier one's journal, or a resume of another starting configuration's.
 fn check_journal(args: &Args, start: &Start) -> Result<()> {
     let path = args.out.join(journal::FILE);
+    // A journal without runs (a tune that failed before its first) keeps nothing.
     let there = path.exists();
-    if there && !args.resume {
+    if there && !args.resume && runner_journal_len(&args.out) > 0 {
         anyhow::bail!(
             "{} holds the runs of an earlier tune: give --resume to go on from them, or another --out (or remove it)",
             path.display()
@@ -970,6 +972,8 @@ impl Report<'_> {
                 "ecn.kmax" => changes.kmax_bytes = Some(v.round() as u64),
                 "ecn.pmax" => changes.pmax = Some(v),
                 "pfc.alpha" => changes.pg_alpha = Some(v),
+                "pfc.xon_offset" => changes.xon_offset_bytes = Some(v.round() as u64),
+                "pfc.headroom" => changes.headroom_bytes = Some(v.round() as u64),
                 name => nic.push((
                     KNOB_NIC_NAMES
                         .iter()
@@ -991,10 +995,7 @@ impl Report<'_> {
             (header + &recommended).as_bytes(),
         )?;
         let mut wrote = vec!["recommended.toml"];
-        let switch_changed = changes.kmin_bytes.is_some()
-            || changes.kmax_bytes.is_some()
-            || changes.pmax.is_some()
-            || changes.pg_alpha.is_some();
+        let switch_changed = changes != SwitchChanges::default();
         match self.start.dialect {
             Dialect::Sonic if switch_changed => {
                 let (db, patch) = export::sonic(&self.start.text, &changes)?;

@@ -70,11 +70,13 @@ impl Knob {
 
 /// The knobs `--knobs` names: switch settings, then the NIC's DCQCN settings under
 /// ConnectX's names.
-pub const KNOB_NAMES: [&str; 8] = [
+pub const KNOB_NAMES: [&str; 10] = [
     "ecn.kmin",
     "ecn.kmax",
     "ecn.pmax",
     "pfc.alpha",
+    "pfc.xon_offset",
+    "pfc.headroom",
     "rpg_ai_rate",
     "rpg_hai_rate",
     "rpg_time_reset",
@@ -215,6 +217,7 @@ pub fn knobs(
                     start,
                 }
             }
+            "pfc.xon_offset" | "pfc.headroom" => pg_knob(name, switch, dialect, step)?,
             "rpg_ai_rate" => Knob {
                 name: name.into(),
                 what: "DCQCN additive increase Rai, whole Mb/s".into(),
@@ -259,6 +262,82 @@ pub fn knobs(
         return Err(bad("", "give at least one knob".into()));
     }
     Ok(out)
+}
+
+/// `pfc.xon_offset` or `pfc.headroom`: the lossless PGs' XON offset below the dynamic XOFF
+/// point (0, then 1 step to 1 MB), or their headroom (from the least the configured ports
+/// need to 4 times the start, at least 1 MB).
+fn pg_knob(
+    name: &str,
+    switch: &SwitchConfig,
+    dialect: Dialect,
+    step: f64,
+) -> Result<Knob, KnobError> {
+    let bad = |message: String| KnobError {
+        name: name.to_owned(),
+        message,
+    };
+    if dialect == Dialect::Nxos {
+        return Err(bad(
+            "NX-OS sizes its buffers itself: its running-config has no XON offset or headroom to export; tune the ECN and NIC knobs for NX-OS".into(),
+        ));
+    }
+    let lossless: Vec<usize> = (0..8).filter(|&c| switch.pgs[c].lossless).collect();
+    let Some(&first) = lossless.first() else {
+        return Err(bad("no PG is lossless in this configuration".into()));
+    };
+    let pg = &switch.pgs[first];
+    let keys = |field: &str| {
+        lossless
+            .iter()
+            .map(|c| format!("switch.pg.{c}.{field}"))
+            .collect::<Vec<_>>()
+    };
+    if name == "pfc.xon_offset" {
+        let crate::config::XoffRule::Dynamic {
+            xon_offset_bytes, ..
+        } = pg.xoff
+        else {
+            return Err(bad(
+                "the lossless PGs have static XOFF and XON points: an XON offset applies only with buffer.threshold = \"dynamic\"".into(),
+            ));
+        };
+        let mut values = vec![0.0];
+        values.extend(ladder(step, 1e6, 1.25, step));
+        return Ok(Knob {
+            name: name.into(),
+            what: format!("lossless PGs {lossless:?}' XON offset below the XOFF point, bytes"),
+            values,
+            keys: keys("xon_offset_bytes"),
+            start: xon_offset_bytes as f64,
+        });
+    }
+    // Without a configured headroom the switch computes it per port from the cable: start
+    // from the first port's.
+    let start = pg.headroom_bytes.unwrap_or_else(|| {
+        switch
+            .ports
+            .first()
+            .map_or(0, |p| switch.headroom_bytes(first, p))
+    }) as f64;
+    // Never below what the IEEE 802.1Qbb arithmetic says the configured ports need (two
+    // MTUs, the cable both ways at the port's rate, the peer's response): less loses
+    // frames on a real switch however a simulated seed went.
+    let least = switch
+        .ports
+        .iter()
+        .map(crate::config::min_headroom_bytes)
+        .max()
+        .map_or(4.0 * step, |b| ((b as f64) / step).ceil() * step);
+    Ok(Knob {
+        name: name.into(),
+        what: format!(
+            "lossless PGs {lossless:?}' headroom, bytes (from {least} B, the least the configured ports need)"
+        ),
+        values: ladder(least, (4.0 * start).max(1e6), 1.25, step),
+        keys: keys("headroom_bytes"),
+        start,
+    })
 }
 
 /// Makes a point legal where knobs depend on each other: Kmin at most Kmax (the smaller
