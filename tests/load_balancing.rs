@@ -228,7 +228,19 @@ fn a_ring_across_leaves_goes_at_its_slowest_step() {
         })
         .unwrap();
         let o = run(&s).unwrap();
-        o.allreduce.last().unwrap().result.busbw()
+        let busbw = o.allreduce.last().unwrap().result.busbw();
+        // The report's bound is the same closed form, from the ring's fair shares; a
+        // 4 MB / 16 step is 64 packets and one RETH, hence the 16 B.
+        let report = balance::report(&s, &o).unwrap().allreduce.unwrap();
+        let per_step = 4.0 * 1024.0 * 1024.0 / 16.0;
+        let expected = 100.0 / 2.0 / 8.0 * per_step / (64.0 * 4178.0 + 16.0);
+        assert!(
+            (report.bound_gbytes_per_s - expected).abs() < 1e-6,
+            "bound {:.4} GB/s, expected {expected:.4}",
+            report.bound_gbytes_per_s
+        );
+        assert_eq!(report.busbw_gbytes_per_s, Some(busbw));
+        busbw
     };
     let bound = LINE_GOODPUT_GBPS / 2.0 / 8.0;
     let (ecmp, adaptive) = (busbw("ecmp"), busbw("adaptive"));
@@ -349,4 +361,52 @@ fn an_all_to_all_ends_with_its_last_flow_and_ecmp_collisions_delay_it() {
     // more flows than the others, and the exchange waits for it (62 % on seed 1).
     assert!(a >= 0.9, "adaptive: {a:.3} of the bound");
     assert!(e < 0.8 * a, "ecmp {e:.3} against adaptive {a:.3}");
+}
+
+#[test]
+fn a_leaf_can_balance_with_a_mode_of_its_own() {
+    // The slow uplink's flows all leave from leaf 0: adaptive routing there is what
+    // matters, whatever the fabric-wide mode; on leaf 1, which sends only ACKs up, it
+    // changes nothing.
+    let run_with = |leaf: &str| {
+        let s = Scenario::load_edited("slow-uplink", |t| {
+            rocelab::config::set_key(t, "topology.load_balancing=\"ecmp\"")?;
+            rocelab::config::set_key(
+                t,
+                &format!("topology.switch_load_balancing.{leaf}=\"adaptive\""),
+            )?;
+            rocelab::config::set_key(t, "duration_ms=3.5")?;
+            rocelab::config::set_key(t, "measure_from_ms=1.5")
+        })
+        .unwrap();
+        let o = run(&s).unwrap();
+        let report = balance::report(&s, &o).unwrap();
+        let modes: Vec<Option<String>> = report.switches.iter().map(|s| s.mode.clone()).collect();
+        (jain(&goodputs(&o)).unwrap(), modes, s)
+    };
+    let (on_sender, modes, s) = run_with("leaf0");
+    assert_eq!(modes, [Some("adaptive".to_owned()), None]);
+    assert!(
+        s.describe_load_balancing()
+            .unwrap()
+            .contains("leaf0: adaptive"),
+        "{:?}",
+        s.describe_load_balancing()
+    );
+    let (on_receiver, _, _) = run_with("leaf1");
+    assert!(on_sender >= 0.95, "adaptive on leaf 0: Jain {on_sender:.3}");
+    assert!(
+        on_receiver < 0.85,
+        "adaptive on leaf 1 only: Jain {on_receiver:.3}"
+    );
+    let bad = |key: &str| {
+        Scenario::load_edited("slow-uplink", |t| {
+            rocelab::config::set_key(t, &format!("topology.switch_load_balancing.{key}"))
+        })
+        .unwrap_err()
+        .to_string()
+    };
+    assert!(bad("spine0=\"adaptive\"").contains("a spine has one path"));
+    assert!(bad("leaf2=\"adaptive\"").contains("give leaf0 to leaf1"));
+    assert!(bad("leaf0=\"fastest\"").contains("\"adaptive\""));
 }

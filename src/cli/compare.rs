@@ -179,9 +179,9 @@ pub(crate) fn run(args: Args) -> Result<()> {
     );
     sayln!();
     for (setting, heading, s) in &scenarios {
-        let lb = s.topology.load_balancing.map_or_else(String::new, |l| {
-            format!("; load balancing {}", l.describe())
-        });
+        let lb = s
+            .describe_load_balancing()
+            .map_or_else(String::new, |l| format!("; load balancing {l}"));
         sayln!(
             "{heading:<20} {}{lb}",
             rocelab::sim::compare::describe(*setting, s)

@@ -227,6 +227,7 @@ pub fn scenario(
         jobs: Vec::new(),
         faults: Vec::new(),
         link_faults: Vec::new(),
+        switch_load_balancing: Vec::new(),
         variant: None,
         variants: Vec::new(),
     }

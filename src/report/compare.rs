@@ -183,6 +183,23 @@ fn balance_lines(t: &mut Lines<'_>) {
             })
         });
     }
+    if t.rows.iter().any(|r| {
+        r.load_balancing
+            .as_ref()
+            .is_some_and(|b| b.allreduce.is_some())
+    }) {
+        t.line("all-reduce effective bandwidth, largest size (%)", &|r| {
+            lb(r, &|b| {
+                opt(
+                    b.allreduce
+                        .as_ref()
+                        .and_then(|a| a.efficiency)
+                        .map(|e| 100.0 * e),
+                    1,
+                )
+            })
+        });
+    }
     t.line("uplink imbalance, max/mean (busiest leaf)", &|r| {
         lb(r, &|b| opt(b.imbalance, 2))
     });

@@ -75,11 +75,10 @@ pub fn header(s: &Scenario) -> String {
             s.topology.switch_latency.human()
         );
     }
-    if let Some(lb) = t.load_balancing {
+    if let Some(lb) = s.describe_load_balancing() {
         let _ = writeln!(
             out,
-            "load balancing: {}; transport {}",
-            lb.describe(),
+            "load balancing: {lb}; transport {}",
             match s.endpoint.transport {
                 crate::config::endpoint::Transport::GoBackN => "go-back-n",
                 crate::config::endpoint::Transport::SelectiveRepeat => "selective-repeat",

@@ -30,6 +30,9 @@ pub struct SwitchUplinks {
     pub uplinks: Vec<UplinkLoad>,
     /// The busiest uplink's utilization over the mean (1: even; `None` when all idle).
     pub imbalance: Option<f64>,
+    /// Its own mode, where the scenario gives it one (`topology.switch_load_balancing`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 /// A run's load balancing, measured.
@@ -60,10 +63,29 @@ pub struct BalanceReport {
     pub retransmitted: u64,
     /// Retransmissions the receiver already had: the packet was late, not lost.
     pub spurious_retransmissions: u64,
+    /// The all-reduce's largest size against the ring's bound, where the scenario has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allreduce: Option<AllReduceBound>,
     /// The workload flows as one exchange (an all-to-all ends with its last flow), where
     /// the scenario has workloads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exchange: Option<Exchange>,
+}
+
+/// A ring all-reduce against what the fabric allows it. Its 2(N − 1) steps each move
+/// size/N bytes over every ring link at once, so its busbw (algbw × 2(N − 1)/N) is the
+/// rate of its slowest ring flow: the bound is that flow's max-min fair share of the
+/// links (the spine stage spread perfectly), as payload.
+#[derive(Debug, Clone, Serialize)]
+pub struct AllReduceBound {
+    /// Bytes per rank of the largest size.
+    pub size: u64,
+    /// Its bus bandwidth, GB/s (`None`: it did not finish).
+    pub busbw_gbytes_per_s: Option<f64>,
+    /// The most the fabric allows it, GB/s.
+    pub bound_gbytes_per_s: f64,
+    /// `busbw_gbytes_per_s` over the bound, 0 to 1: the all-reduce's effective bandwidth.
+    pub efficiency: Option<f64>,
 }
 
 /// A run's workload flows as one exchange: from the first arrival to the last flow's end,
@@ -115,6 +137,7 @@ pub fn uplinks(net: &Network, bits_per_sec: u64) -> Vec<SwitchUplinks> {
                 switch: net.switch_names[*index].clone(),
                 imbalance: imbalance(&uplinks),
                 uplinks,
+                mode: None,
             }
         })
         .collect()
@@ -133,7 +156,15 @@ pub fn report(scenario: &Scenario, outcome: &Outcome) -> Option<BalanceReport> {
     let t = &scenario.topology;
     let mode = t.load_balancing?;
     let net = &outcome.net;
-    let switches = uplinks(net, t.bits_per_sec);
+    let mut switches = uplinks(net, t.bits_per_sec);
+    for (leaf, own) in &scenario.switch_load_balancing {
+        if let Some(s) = switches
+            .iter_mut()
+            .find(|s| s.switch == format!("leaf{leaf}"))
+        {
+            s.mode = Some(own.name().to_owned());
+        }
+    }
     let pairs: Vec<(usize, usize)> = scenario.flows.iter().map(|f| (f.from, f.to)).collect();
     let framing = scenario.fabric.framing();
     let mtu = scenario.endpoint.mtu as usize;
@@ -181,6 +212,7 @@ pub fn report(scenario: &Scenario, outcome: &Outcome) -> Option<BalanceReport> {
         max_reorder_depth: 0,
         retransmitted: 0,
         spurious_retransmissions: 0,
+        allreduce: allreduce_bound(scenario, outcome, &lost),
         exchange: exchange(scenario, outcome, &lost),
     };
     for h in 0..net.hosts.len() {
@@ -192,6 +224,43 @@ pub fn report(scenario: &Scenario, outcome: &Outcome) -> Option<BalanceReport> {
         r.spurious_retransmissions += c.duplicates_received;
     }
     Some(r)
+}
+
+/// The largest all-reduce size against the ring's bound (`None` without an all-reduce, or
+/// on a ring topology).
+fn allreduce_bound(
+    scenario: &Scenario,
+    outcome: &Outcome,
+    lost: &[(usize, f64)],
+) -> Option<AllReduceBound> {
+    let plan = scenario.allreduce.as_ref()?;
+    let row = outcome.allreduce.last()?;
+    let n = plan.ranks.len();
+    let ring: Vec<(usize, usize)> = (0..n)
+        .map(|i| (plan.ranks[i], plan.ranks[(i + 1) % n]))
+        .collect();
+    // The bulk flows share the links with the ring.
+    let mut pairs = ring.clone();
+    pairs.extend(scenario.flows.iter().map(|f| (f.from, f.to)));
+    let shares = fair_shares_degraded(&scenario.topology, &pairs, lost)?;
+    let slowest = shares[..ring.len()]
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    let step = (row.result.size as usize).div_ceil(n);
+    let payload = payload_share(
+        scenario.fabric.framing(),
+        step,
+        scenario.endpoint.mtu as usize,
+    );
+    let bound = slowest * scenario.topology.bits_per_sec as f64 * payload / 8e9;
+    let busbw = row.result.time_ns.map(|_| row.result.busbw());
+    Some(AllReduceBound {
+        size: row.result.size,
+        busbw_gbytes_per_s: busbw,
+        bound_gbytes_per_s: bound,
+        efficiency: busbw.filter(|_| bound > 0.0).map(|b| b / bound),
+    })
 }
 
 /// The workload flows as one exchange, on a star or leaf-spine (`None` on a ring, or
@@ -263,10 +332,14 @@ pub fn text(r: &BalanceReport) -> String {
             .iter()
             .map(|u| format!("{} {:.1} %", u.port, 100.0 * u.utilization))
             .collect();
+        let name = match &s.mode {
+            Some(mode) => format!("{} ({mode})", s.switch),
+            None => s.switch.clone(),
+        };
         let _ = writeln!(
             out,
             "  {:<8} uplinks {}; imbalance (max/mean) {}",
-            s.switch,
+            name,
             loads.join(", "),
             s.imbalance.map_or("-".to_owned(), |i| format!("{i:.2}"))
         );
@@ -278,6 +351,20 @@ pub fn text(r: &BalanceReport) -> String {
             100.0 * e,
             r.goodput_gbps,
             r.capacity_gbps
+        );
+    }
+    if let Some(a) = &r.allreduce {
+        let _ = writeln!(
+            out,
+            "  all-reduce {}: busbw {} of at most {:.2} GB/s ({})",
+            crate::bytes::human(a.size),
+            a.busbw_gbytes_per_s
+                .map_or("- (did not finish)".to_owned(), |b| format!("{b:.2}")),
+            a.bound_gbytes_per_s,
+            a.efficiency.map_or("-".to_owned(), |e| format!(
+                "{:.1} % of the bound",
+                100.0 * e
+            ))
         );
     }
     if let Some(x) = &r.exchange {

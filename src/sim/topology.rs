@@ -560,6 +560,17 @@ impl Network {
         }
     }
 
+    /// Sets how the switch with uplinks at `index` (a leaf's number on a leaf-spine)
+    /// picks one, over what [`set_load_balancing`](Self::set_load_balancing) set. Nothing
+    /// happens for a switch without a choice.
+    pub fn set_switch_load_balancing(&mut self, index: usize, mode: LoadBalancing, seed: u64) {
+        if self.uplinks.iter().any(|(i, _)| *i == index)
+            && let Node::Switch(s) = &mut self.engine.nodes[self.switches[index]]
+        {
+            s.set_balance(mode.for_switch(seed, index));
+        }
+    }
+
     /// Creates an RC QP between host `a` and host `b` (QP numbers unique in the
     /// network); returns the QP index on each side.
     pub fn connect_qp(&mut self, a: usize, b: usize) -> (usize, usize) {

@@ -124,6 +124,9 @@ pub struct Scenario {
     pub faults: Vec<HostFault>,
     /// Links between a leaf and a spine that run slower for a while (`slow-link` faults).
     pub link_faults: Vec<LinkFault>,
+    /// Leaves that balance with a mode of their own (`topology.switch_load_balancing`),
+    /// by index, over `topology.load_balancing`.
+    pub switch_load_balancing: Vec<(usize, LoadBalancing)>,
     /// The variant's name, for one of [`variants`](Self::variants).
     pub variant: Option<String>,
     /// The same scenario with some keys changed (`[[variant]]`), run one after the other
@@ -139,6 +142,16 @@ const LARGEST_FRAME_OVERHEAD: usize = 78;
 pub const WORKLOAD_MESSAGE_BYTES: usize = 16384;
 
 impl Scenario {
+    /// The load balancing in words, each leaf with a mode of its own after it (`None` when
+    /// the scenario names none).
+    pub fn describe_load_balancing(&self) -> Option<String> {
+        let mut text = self.topology.load_balancing?.describe();
+        for (leaf, mode) in &self.switch_load_balancing {
+            text.push_str(&format!("; leaf{leaf}: {}", mode.describe()));
+        }
+        Some(text)
+    }
+
     /// Per host, whether anything in the scenario uses it: a `[[flow]]`, a workload flow
     /// or an all-reduce rank (sending or receiving), or a `[[fault]]`. The time series
     /// records these hosts and their ports only.
@@ -194,10 +207,11 @@ impl Scenario {
         if ep.selective_repeat.reorder_packets == 0 {
             // Spraying reorders by up to the difference of the paths' queues, bounded by
             // what is in flight; half the cap leaves the other half to find real losses.
-            let sprays = matches!(
-                t.load_balancing,
-                Some(LoadBalancing::PerPacket { .. } | LoadBalancing::Adaptive)
-            );
+            let sprays = t
+                .load_balancing
+                .iter()
+                .chain(self.switch_load_balancing.iter().map(|(_, m)| m))
+                .any(|m| matches!(m, LoadBalancing::PerPacket { .. } | LoadBalancing::Adaptive));
             ep.selective_repeat.reorder_packets = if sprays {
                 (ep.selective_repeat.bdp_cap_packets / 2).max(1)
             } else {
@@ -228,6 +242,9 @@ impl Scenario {
         };
         net.use_fabric(&self.fabric, &self.switch, t);
         net.set_load_balancing(t.load_balancing.unwrap_or_default(), seed);
+        for &(leaf, mode) in &self.switch_load_balancing {
+            net.set_switch_load_balancing(leaf, mode, seed);
+        }
         // Flows of one message size share its buffer (the bytes are the same): a
         // 64-sender incast reads one message, not 64 copies of it, for its payloads.
         let mut messages: Vec<std::sync::Arc<[u8]>> = Vec::new();

@@ -91,6 +91,8 @@ pub(super) struct TopologySpec {
     pub(super) flowlet_gap_us: Option<f64>,
     pub(super) ecmp_seed: Option<String>,
     pub(super) spraying: Option<String>,
+    /// Per-switch modes over `load_balancing`: a leaf's name (`leaf0`) to a mode.
+    pub(super) switch_load_balancing: Option<std::collections::BTreeMap<String, String>>,
 }
 
 fn thousand() -> u64 {

@@ -122,10 +122,12 @@ impl ScenarioFile {
             _ => None,
         };
         let link_faults = faults::resolve_links(&self.faults, leaf_spine, topology.bits_per_sec)?;
+        let switch_load_balancing = self.topology.switch_modes(leaf_spine.map(|(l, _)| l))?;
         let scenario = Scenario {
             digest: String::new(),
             faults,
             link_faults,
+            switch_load_balancing,
             variant: None,
             variants: Vec::new(),
             name: name.to_owned(),
@@ -497,13 +499,32 @@ impl TopologySpec {
             && self.flowlet_gap_us.is_none()
             && self.ecmp_seed.is_none()
             && self.spraying.is_none()
+            && self.switch_load_balancing.is_none()
         {
             return Ok(None);
         }
         let name = self.load_balancing.as_deref().unwrap_or("ecmp");
+        let flowlet_somewhere = name == "flowlet"
+            || self
+                .switch_load_balancing
+                .iter()
+                .flat_map(|m| m.values())
+                .any(|n| n == "flowlet");
+        if self.flowlet_gap_us.is_some() && !flowlet_somewhere {
+            return Err(err(
+                "topology.flowlet_gap_us",
+                format!("applies to load_balancing = \"flowlet\", not \"{name}\""),
+            ));
+        }
+        self.mode_named("topology.load_balancing", name).map(Some)
+    }
+
+    /// The mode `name` (the value of `key`) with the table's `flowlet_gap_us`,
+    /// `ecmp_seed` and `spraying`, each where it applies.
+    fn mode_named(&self, key: &str, name: &str) -> Result<LoadBalancing, ConfigError> {
         let Some(mut mode) = LoadBalancing::from_name(name) else {
             return Err(err(
-                "topology.load_balancing",
+                key,
                 format!(
                     "'{name}': give {}",
                     LoadBalancing::NAMES.map(|n| format!("\"{n}\"")).join(", ")
@@ -512,10 +533,7 @@ impl TopologySpec {
         };
         if let Some(gap) = self.flowlet_gap_us {
             let LoadBalancing::Flowlet { gap: g } = &mut mode else {
-                return Err(err(
-                    "topology.flowlet_gap_us",
-                    format!("applies to load_balancing = \"flowlet\", not \"{name}\""),
-                ));
+                return self.mode_params(mode);
             };
             if !(gap.is_finite() && (0.0..=1_000_000.0).contains(&gap)) {
                 return Err(err(
@@ -525,6 +543,11 @@ impl TopologySpec {
             }
             *g = Nanos((gap * 1000.0).round() as u64);
         }
+        self.mode_params(mode)
+    }
+
+    /// `mode` with the table's `ecmp_seed` and `spraying` where they apply.
+    fn mode_params(&self, mut mode: LoadBalancing) -> Result<LoadBalancing, ConfigError> {
         // ecmp_seed stays valid under the other modes, which ignore it, so that `compare
         // --lb` can switch one scenario between them.
         if let Some(seed) = self.ecmp_seed.as_deref() {
@@ -561,7 +584,43 @@ impl TopologySpec {
                 *r = random;
             }
         }
-        Ok(Some(mode))
+        Ok(mode)
+    }
+
+    /// `switch_load_balancing`: each leaf named there, by index, with its own mode (the
+    /// table's other keys apply to it as to `load_balancing`). A spine has one path to
+    /// each leaf, so nothing to balance.
+    pub(super) fn switch_modes(
+        &self,
+        leaves: Option<usize>,
+    ) -> Result<Vec<(usize, LoadBalancing)>, ConfigError> {
+        let Some(table) = &self.switch_load_balancing else {
+            return Ok(Vec::new());
+        };
+        let key = |s: &str| format!("topology.switch_load_balancing.{s}");
+        let Some(leaves) = leaves else {
+            return Err(err(
+                "topology.switch_load_balancing",
+                "only a leaf-spine has more than one path between two hosts; remove it",
+            ));
+        };
+        let mut modes = Vec::with_capacity(table.len());
+        for (switch, name) in table {
+            let leaf = switch
+                .strip_prefix("leaf")
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|&l| l < leaves && switch == &format!("leaf{l}"));
+            let Some(leaf) = leaf else {
+                let why = if switch.starts_with("spine") {
+                    "a spine has one path to each leaf: nothing to balance; name a leaf".to_owned()
+                } else {
+                    format!("no such leaf; give leaf0 to leaf{}", leaves - 1)
+                };
+                return Err(err(key(switch), why));
+            };
+            modes.push((leaf, self.mode_named(&key(switch), name)?));
+        }
+        Ok(modes)
     }
 }
 
