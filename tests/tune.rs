@@ -283,6 +283,15 @@ fn a_tune_from_sonic_reports_per_seed_and_its_export_imports_to_recommended_toml
     assert!(best <= start, "{best} > {start}");
     let svg = std::fs::read_to_string(out.join("tune.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("seed 3 (check)"));
+    // search.svg: every point tried; fct.svg: FCT by size on the seed the search never saw.
+    let search = std::fs::read_to_string(out.join("search.svg")).unwrap();
+    let tried = json["history"].as_array().unwrap().len();
+    assert!(
+        search.contains(&format!("{tried} points tried")),
+        "{search}"
+    );
+    let fct = std::fs::read_to_string(out.join("fct.svg")).unwrap();
+    assert!(fct.contains("seed 3 (unseen)") && fct.contains("recommended p99"));
     // The exported CONFIG_DB imports back to the configuration recommended.toml gives.
     let recommended = std::fs::read_to_string(out.join("recommended.toml")).unwrap();
     let recommended = rocelab::config::SwitchConfig::from_toml(&recommended).unwrap();

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use journal::Journal;
 use rocelab::config::SwitchConfig;
 use rocelab::config::export::{self, SwitchChanges};
+use rocelab::sim::fct::Bucket;
 use rocelab::sim::scenario::{MAX_SEED, Scenario, set_seed};
 use rocelab::sim::tune::knobs::{Dialect, Knob, default_knobs, knobs};
 use rocelab::sim::tune::objective::{Aggregate, Objective, RunFigures, figures, score, violation};
@@ -379,6 +380,21 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let interrupted = found.interrupted || checked.len() != 2 * check.len();
     let check: &[u64] = if interrupted { &[] } else { check };
     let (check_start, check_best) = checked.split_at(check.len());
+    // FCT by size for fct.svg: the start and the recommendation once more on a seed the
+    // search never saw (else its first), with their flows. Not after a signal: it asked
+    // to stop.
+    let fct = if interrupted {
+        None
+    } else {
+        let seed = check.first().copied().unwrap_or(plan.settings.seeds[0]);
+        let (a, b) = std::thread::scope(|scope| {
+            let a = scope.spawn(|| runner.buckets(&found.trials[0].values, seed));
+            let b = runner.buckets(&found.trials[found.best].values, seed);
+            (a.join(), b)
+        });
+        let a = a.map_err(|_| anyhow::anyhow!("the start's run for fct.svg panicked"))?;
+        Some((seed, a?, b?))
+    };
     let report = Report {
         args: &args,
         start: &start,
@@ -389,6 +405,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         check,
         check_start,
         check_best,
+        fct,
     };
     report.write()?;
     if interrupted {
@@ -483,6 +500,24 @@ impl Runner<'_> {
 
     /// One run at `values` and `seed`.
     fn run_one(&self, values: &[f64], seed: u64) -> Result<RunFigures, String> {
+        let (scenario, outcome) = self.simulate(values, seed)?;
+        Ok(figures(self.objective, &scenario, &outcome))
+    }
+
+    /// The FCT slowdown per size bucket of a run at `values` and `seed`, for fct.svg.
+    fn buckets(&self, values: &[f64], seed: u64) -> Result<Vec<rocelab::sim::fct::Bucket>> {
+        let (_, outcome) = self
+            .simulate(values, seed)
+            .map_err(|e| anyhow::anyhow!("seed {seed}: {e}"))?;
+        Ok(rocelab::sim::fct::buckets(&outcome.flows))
+    }
+
+    /// The scenario at `values` and `seed`, and its run.
+    fn simulate(
+        &self,
+        values: &[f64],
+        seed: u64,
+    ) -> Result<(Scenario, rocelab::sim::run::Outcome), String> {
         let mut t = self.base.clone();
         for (k, &v) in self.knobs.iter().zip(values) {
             for key in &k.keys {
@@ -495,7 +530,7 @@ impl Runner<'_> {
         let scenario =
             Scenario::from_toml(self.name, &text, self.dir).map_err(|e| e.to_string())?;
         let outcome = rocelab::sim::run::run(&scenario).map_err(|e| e.to_string())?;
-        Ok(figures(self.objective, &scenario, &outcome))
+        Ok((scenario, outcome))
     }
 }
 
@@ -678,6 +713,9 @@ struct Report<'a> {
     check: &'a [u64],
     check_start: &'a [RunFigures],
     check_best: &'a [RunFigures],
+    /// The seed, and the start's and the recommendation's FCT slowdown per size bucket on
+    /// it (none after a signal).
+    fct: Option<(u64, Vec<Bucket>, Vec<Bucket>)>,
 }
 
 /// A figure of a run, or `-`.
@@ -841,6 +879,83 @@ impl Report<'_> {
         )
     }
 
+    /// search.svg: the objective of every point tried, in the order tried.
+    fn search_svg(&self) -> Result<String> {
+        use rocelab::report::plot::Tried;
+        let points: Vec<Tried> = self
+            .found
+            .trials
+            .iter()
+            .filter_map(|t| {
+                Some(Tried {
+                    id: t.id,
+                    value: t.score?.abs(),
+                    finalist: t.ran_on(&self.settings.seeds),
+                    rejected: t.id != 0 && t.rejected.is_some(),
+                })
+            })
+            .collect();
+        let title = format!(
+            "{}: {} points tried, {} runs",
+            self.args.scenario,
+            self.found.trials.len(),
+            self.found.runs
+        );
+        let y = format!(
+            "{} of the seeds run",
+            match self.settings.aggregate {
+                Aggregate::Mean => "mean",
+                Aggregate::Worst => "worst",
+            }
+        );
+        Ok(rocelab::report::plot::search_svg(&points, &title, &y)?)
+    }
+
+    /// fct.svg: p50 and p99 FCT slowdown per size bucket, start against recommendation,
+    /// on one seed; `None` without those runs.
+    fn fct_svg(&self) -> Result<Option<String>> {
+        let Some((seed, start, best)) = &self.fct else {
+            return Ok(None);
+        };
+        let labels: Vec<String> = start
+            .iter()
+            .chain(best)
+            .filter(|b| b.label != "all" && b.flows > 0)
+            .map(|b| b.label.clone())
+            .fold(Vec::new(), |mut v, l| {
+                if !v.contains(&l) {
+                    v.push(l);
+                }
+                v
+            });
+        let pick = |buckets: &[Bucket], p: fn(&Bucket) -> Option<f64>| -> Vec<Option<f64>> {
+            labels
+                .iter()
+                .map(|l| buckets.iter().find(|b| &b.label == l).and_then(p))
+                .collect()
+        };
+        let series = vec![
+            ("start p50".to_owned(), pick(start, |b| b.p50)),
+            ("recommended p50".to_owned(), pick(best, |b| b.p50)),
+            ("start p99".to_owned(), pick(start, |b| b.p99)),
+            ("recommended p99".to_owned(), pick(best, |b| b.p99)),
+        ];
+        let title = format!(
+            "FCT slowdown by flow size, seed {seed}{}: start and recommendation",
+            if self.check.contains(seed) {
+                " (unseen)"
+            } else {
+                ""
+            }
+        );
+        Ok(Some(rocelab::report::plot::bars_svg(
+            &title,
+            "FCT slowdown of finished flows (FCT / ideal)",
+            &labels,
+            &series,
+        )?))
+    }
+
     /// The plot: the objective per seed, start against recommendation.
     fn svg(&self) -> Result<String> {
         let mut groups: Vec<String> = self
@@ -932,6 +1047,12 @@ impl Report<'_> {
         let json = serde_json::to_string_pretty(&self.json())? + "\n";
         rocelab::output::write_whole(&out.join("tune.json"), json.as_bytes())?;
         rocelab::output::write_whole(&out.join("tune.svg"), self.svg()?.as_bytes())?;
+        rocelab::output::write_whole(&out.join("search.svg"), self.search_svg()?.as_bytes())?;
+        wrote.push("search.svg");
+        if let Some(svg) = self.fct_svg()? {
+            rocelab::output::write_whole(&out.join("fct.svg"), svg.as_bytes())?;
+            wrote.push("fct.svg");
+        }
         wrote.extend(self.export(&sm, &bm)?);
         sayln!("wrote {} to {}", wrote.join(", "), out.display());
         Ok(())

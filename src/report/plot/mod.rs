@@ -6,6 +6,7 @@ mod fct;
 mod pauses;
 mod rates;
 mod runs;
+mod search;
 mod toolkit;
 
 pub use buffers::{ecn_thresholds, pgs_svg, queues_svg};
@@ -13,6 +14,7 @@ pub use fct::fct_svg;
 pub use pauses::pauses_svg;
 pub use rates::rates_svg;
 pub use runs::{bars_svg, heatmap_svg};
+pub use search::{Tried, search_svg};
 pub use toolkit::{PlotError, Threshold};
 
 #[cfg(test)]
