@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 /// Search a switch's ECN and PFC settings and the NICs' DCQCN settings, within their legal
 /// values on the switch's granularity, for the best objective over several seeds of a
 /// scenario (its topology and workload; the switch is yours), and write the report and
-/// the recommendation in the input's own syntax into --out DIR. docs/tune.md says how it
+/// the recommendation in the input's own syntax into --out DIR. docs/tuning.md says how it
 /// searches and how far to trust it.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -821,7 +821,7 @@ impl Report<'_> {
         if let Some(why) = violation(self.check_best, self.check_start) {
             let _ = writeln!(
                 out,
-                "on the check's seeds the recommendation breaks a constraint: {why}; trust it less (docs/tune.md)"
+                "on the check's seeds the recommendation breaks a constraint: {why}; trust it less (docs/tuning.md)"
             );
         }
         out
