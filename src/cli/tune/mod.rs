@@ -818,7 +818,7 @@ impl Report<'_> {
                 format!("{} -> {}", a.lossless_drops, b.lossless_drops),
             );
         }
-        if let Some(why) = violation(self.check_best, self.check_start) {
+        if let Some(why) = violation(self.check, self.check_best, self.check_start) {
             let _ = writeln!(
                 out,
                 "on the check's seeds the recommendation breaks a constraint: {why}; trust it less (docs/tuning.md)"

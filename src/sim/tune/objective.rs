@@ -133,19 +133,25 @@ pub fn score(objective: Objective, aggregate: Aggregate, runs: &[RunFigures]) ->
 type Figure = fn(&RunFigures) -> u64;
 
 /// Why a point's runs break the constraints against the starting configuration's runs on
-/// the same seeds, in words; `None` when they keep them: nothing more lost in a lossless
-/// class, no more PFC storms, no more unfinished flows (a setting that hides slow flows by
-/// not finishing them loses).
-pub fn violation(runs: &[RunFigures], start: &[RunFigures]) -> Option<String> {
-    let sum = |rs: &[RunFigures], f: Figure| rs.iter().map(f).sum::<u64>();
+/// the same seeds (`seeds[i]` is the seed of `runs[i]` and `start[i]`), in words; `None`
+/// when they keep them. On each seed: no more frames lost in a lossless class, no more PFC
+/// storms, no more unfinished flows than the start had on that seed (a setting that hides
+/// slow flows by not finishing them loses, and a good seed cannot pay for a bad one).
+pub fn violation(seeds: &[u64], runs: &[RunFigures], start: &[RunFigures]) -> Option<String> {
     let checks: [(&str, Figure); 3] = [
         ("frames lost in lossless classes", |r| r.lossless_drops),
         ("PFC storms", |r| r.storms),
         ("unfinished flows", |r| r.unfinished_flows),
     ];
     checks.iter().find_map(|(what, f)| {
-        let (mine, theirs) = (sum(runs, *f), sum(start, *f));
-        (mine > theirs).then(|| format!("{mine} {what} against the start's {theirs}"))
+        seeds
+            .iter()
+            .zip(runs.iter().zip(start))
+            .find_map(|(seed, (r, s))| {
+                let (mine, theirs) = (f(r), f(s));
+                (mine > theirs)
+                    .then(|| format!("seed {seed}: {mine} {what} against the start's {theirs}"))
+            })
     })
 }
 
@@ -208,15 +214,21 @@ mod tests {
     }
 
     #[test]
-    fn more_unfinished_flows_than_the_start_break_the_constraints() {
+    fn more_unfinished_flows_than_the_start_on_any_seed_break_the_constraints() {
         let start = [run(Some(5.0), 2), run(Some(5.0), 0)];
+        let seeds = [7, 8];
         assert_eq!(
-            violation(&[run(Some(1.0), 1), run(Some(1.0), 1)], &start),
+            violation(&seeds, &[run(Some(1.0), 2), run(Some(1.0), 0)], &start),
             None
         );
-        let v = violation(&[run(Some(1.0), 3), run(Some(1.0), 0)], &start).unwrap();
+        // One fewer on seed 7 does not pay for one more on seed 8.
+        let v = violation(&seeds, &[run(Some(1.0), 1), run(Some(1.0), 1)], &start).unwrap();
+        assert_eq!(v, "seed 8: 1 unfinished flows against the start's 0");
+        let mut lossy = run(Some(1.0), 0);
+        lossy.lossless_drops = 1;
+        let v = violation(&seeds, &[run(Some(1.0), 0), lossy], &start).unwrap();
         assert!(
-            v.contains("3 unfinished flows against the start's 2"),
+            v.contains("seed 8: 1 frames lost in lossless classes"),
             "{v}"
         );
     }

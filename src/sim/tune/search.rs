@@ -282,17 +282,18 @@ impl State<'_> {
                 self.settings.aggregate,
                 &t.figures(),
             );
-            let theirs: Vec<RunFigures> = t
+            // The start ran on every seed before any candidate: each run has its pair.
+            let (seeds, theirs): (Vec<u64>, Vec<RunFigures>) = t
                 .runs
                 .iter()
-                .filter_map(|(s, _)| start.iter().find(|(x, _)| x == s).map(|(_, f)| *f))
-                .collect();
+                .filter_map(|(s, _)| start.iter().find(|(x, _)| x == s).copied())
+                .unzip();
             t.rejected = if t.score.is_none() {
                 Some("a run has no value of the objective (no flow finished, or the all-reduce did not)".into())
             } else if id == 0 {
                 None
             } else {
-                violation(&t.figures(), &theirs)
+                violation(&seeds, &t.figures(), &theirs)
             };
         }
         complete
