@@ -5,8 +5,9 @@ use super::{Note, red};
 use super::{Port, Switch, Transmit};
 use crate::config::MarkAt;
 use crate::time::Nanos;
+use crate::wire::int::{INT_REQUEST, IntHop, TRAILER_LEN, push_hop};
 use crate::wire::pfc::MacControl;
-use crate::wire::{self, CeMark};
+use crate::wire::{self, CeMark, FrameMeta};
 
 impl Port {
     /// When queue `q`'s head is through the forwarding pipeline (its arrival plus the
@@ -183,6 +184,19 @@ impl Switch {
                 }
             }
         }
+        if let Some(meta) = self.packets.get(entry.slot).meta
+            && meta.is_roce()
+        {
+            let port = &self.ports[port_index];
+            let packet = self.packets.get_mut(entry.slot);
+            append_int(&mut packet.buf, &meta, || {
+                // HPCC's hop (the simulator's SwitchNotifyDequeue): the port's rate, the
+                // time, the bytes it has sent and the bytes still queued on it.
+                let sent: u64 = port.counters.classes.iter().map(|c| c.tx_bytes).sum();
+                let queued: u64 = port.queues.iter().map(|q| q.bytes).sum();
+                IntHop::new(port.tx.bits_per_sec(), now.0, sent, queued)
+            });
+        }
         self.release(now, entry.slot);
         Some(entry.slot)
     }
@@ -266,5 +280,26 @@ fn earliest(a: Option<Nanos>, b: Option<Nanos>) -> Option<Nanos> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
+    }
+}
+
+/// HPCC's telemetry: when the RoCE frame `buf` asks for it (the BTH flag), appends the hop
+/// `hop` makes to its trailer, before the ICRC, and writes the ICRC again unless the
+/// sender left it zero (a simulator's frames without ICRC).
+fn append_int(buf: &mut [u8], meta: &FrameMeta, hop: impl FnOnce() -> IntHop) {
+    let flags = meta.bth_offset() + wire::bth::FECN_BECN_OFFSET;
+    if buf.get(flags).is_none_or(|f| f & INT_REQUEST == 0) {
+        return;
+    }
+    let end = meta.icrc_offset();
+    let Some(start) = end.checked_sub(TRAILER_LEN) else {
+        return;
+    };
+    if start < meta.bth_offset() + wire::bth::HEADER_LEN || end > buf.len() {
+        return;
+    }
+    let had_icrc = wire::icrc::stored(buf, meta).is_some_and(|c| c != 0);
+    if push_hop(&mut buf[start..end], &hop()) && had_icrc {
+        wire::icrc::fill(buf, meta);
     }
 }

@@ -14,6 +14,7 @@ pub mod ethernet;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod icrc;
+pub mod int;
 pub mod ipv4;
 pub mod ipv6;
 pub mod iwarp;
