@@ -1,6 +1,7 @@
 //! The endpoint configuration: RC transport, marking, and DCQCN with every parameter of
 //! DCQCN (docs/dcqcn.md), the paper's values by default and the published variants as options.
 
+pub use super::cc::{Cc, DctcpConfig, HpccConfig, SwiftConfig, TimelyConfig};
 use super::{ConfigError, MAX_BUFFER_BYTES, pairs, parse_toml};
 use crate::time::Nanos;
 use crate::wire::Ecn;
@@ -387,6 +388,20 @@ pub struct EndpointConfig {
     pub selective_repeat: SelectiveRepeatConfig,
     /// `[dcqcn]`: the QPs' rate control (Zhu et al., SIGCOMM 2015).
     pub dcqcn: DcqcnConfig,
+    /// The congestion control the QPs run: `dcqcn` (the default), `dctcp`, `hpcc`,
+    /// `timely` or `swift` (docs/congestion-control.md).
+    pub cc: Cc,
+    /// The fabric's base RTT the window-based controls size their window from (BDP = line
+    /// rate × base RTT), µs; 0: the simulator's longest path (10 µs elsewhere).
+    pub base_rtt_us: f64,
+    /// `[dctcp]`: DCTCP's parameters (with `cc = "dctcp"`).
+    pub dctcp: DctcpConfig,
+    /// `[hpcc]`: HPCC's parameters (with `cc = "hpcc"`).
+    pub hpcc: HpccConfig,
+    /// `[timely]`: TIMELY's parameters (with `cc = "timely"`).
+    pub timely: TimelyConfig,
+    /// `[swift]`: Swift's parameters (with `cc = "swift"`).
+    pub swift: SwiftConfig,
 }
 
 impl Default for EndpointConfig {
@@ -406,6 +421,12 @@ impl Default for EndpointConfig {
             transport: Transport::GoBackN,
             selective_repeat: SelectiveRepeatConfig::default(),
             dcqcn: DcqcnConfig::default(),
+            cc: Cc::Dcqcn,
+            base_rtt_us: 0.0,
+            dctcp: DctcpConfig::default(),
+            hpcc: HpccConfig::default(),
+            timely: TimelyConfig::default(),
+            swift: SwiftConfig::default(),
         }
     }
 }
@@ -519,7 +540,15 @@ impl EndpointConfig {
             }
         }
         self.dcqcn
-            .validate_for_link(&format!("{key}.dcqcn"), self.link_gbps)
+            .validate_for_link(&format!("{key}.dcqcn"), self.link_gbps)?;
+        super::cc::validate(
+            key,
+            self.base_rtt_us,
+            &self.dctcp,
+            &self.hpcc,
+            &self.timely,
+            &self.swift,
+        )
     }
 
     /// Link rate, bit/s.

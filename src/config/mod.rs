@@ -2,6 +2,7 @@
 //! [`SwitchConfig`] with every derived value (rates in bit/s, delays in ns, headroom)
 //! computed. Errors name the key and say what is allowed.
 
+pub mod cc;
 pub mod did_you_mean;
 pub mod emulation;
 pub mod endpoint;

@@ -21,6 +21,8 @@
 //!   `debug_assert!`).
 
 pub mod app;
+pub mod cc;
+mod cc_nic;
 pub mod dcqcn;
 pub mod fault;
 pub mod host;
@@ -277,6 +279,15 @@ struct Qp {
     /// Selective repeat's responder; `None`: go-back-N's ([`Responder`]).
     reorder: Option<Reorder>,
     counters: QpCounters,
+    /// The congestion control in DCQCN's place (`cc` other than `dcqcn`).
+    cc: Option<Box<cc::Controller>>,
+    /// When each packet sent once and not yet acknowledged left (PSN count, time), for
+    /// the RTT of the controls that want it.
+    sent_at: VecDeque<(u64, Nanos)>,
+    /// The responder saw CE since its last ACK: the next ACK echoes it (BECN).
+    ce_unechoed: bool,
+    /// The telemetry of the last data packet that carried some, for the next ACK.
+    int_echo: Option<[u8; wire::int::TRAILER_LEN]>,
 }
 
 /// The retransmission timeout a QP runs: IRN's short one when few packets are in flight,
@@ -382,6 +393,10 @@ pub struct Endpoint {
     /// The QPs that went to the error state, in order.
     failures: Vec<QpFailure>,
     dcqcn_cnp_interval: Nanos,
+    /// A data payload with room for telemetry after it (HPCC), kept between packets.
+    int_scratch: Vec<u8>,
+    /// Telemetry hops of the ACK being handled, kept between ACKs.
+    int_hops: Vec<wire::int::IntHop>,
 }
 
 impl Endpoint {
@@ -426,6 +441,8 @@ impl Endpoint {
             rto: Rto::of(cfg),
             failures: Vec::new(),
             dcqcn_cnp_interval: cfg.dcqcn.cnp_interval(),
+            int_scratch: Vec::new(),
+            int_hops: Vec::new(),
             cfg: cfg.clone(),
         }
     }
@@ -462,12 +479,13 @@ impl Endpoint {
 
     fn settle_touched(&mut self) {
         let window = u64::from(self.cfg.window_packets);
+        let mtu = u64::from(self.cfg.mtu);
         let interval = self.cnp_interval();
         let rto = self.rto;
         for qi in self.dirty.drain(..) {
             self.touched[qi] = false;
             let q = &self.qps[qi];
-            self.pacers.set(qi, q.pacer_at(window));
+            self.pacers.set(qi, q.pacer_at(q.window(window, mtu)));
             self.timers.set(qi, q.timer_at(interval, rto));
         }
     }
@@ -536,7 +554,7 @@ impl Endpoint {
     /// A QP's current DCQCN rate, bit/s.
     pub fn qp_rate_bps(&self, qp: usize) -> u64 {
         self.iwarp_window_rate(qp)
-            .unwrap_or_else(|| self.qps[qp].rp.rate_bps())
+            .unwrap_or_else(|| self.qps[qp].rate_bps())
     }
 
     /// QP `qp` (an index from [`Endpoint::create_qp`]) at `now`.
@@ -545,7 +563,11 @@ impl Endpoint {
         let (rate_bps, target_bps, alpha) = match self.iwarp_window_rate(qp) {
             // iWARP: the rate its window allows, and DCTCP's alpha.
             Some(rate) => (rate, rate, self.iwarp_alpha(qp)),
-            None => (q.rp.rate_bps(), q.rp.target_bps(), q.rp.alpha(now)),
+            None => match &q.cc {
+                // Another control: its rate, and its congestion estimate as alpha.
+                Some(c) => (c.rate_bps(), c.rate_bps(), c.signal()),
+                None => (q.rp.rate_bps(), q.rp.target_bps(), q.rp.alpha(now)),
+            },
         };
         QpStatus {
             qpn: q.qpn,
@@ -639,6 +661,10 @@ impl Endpoint {
                 None => ReactionPoint::new(self.cfg.dcqcn, self.cfg.bits_per_sec()),
             },
             np: NotificationPoint::new(self.cfg.dcqcn.cnp_mode),
+            cc: self.controller(),
+            sent_at: VecDeque::new(),
+            ce_unechoed: false,
+            int_echo: None,
             next_send_ps: 0,
             progress_at: Nanos::ZERO,
             retries: 0,
@@ -884,15 +910,29 @@ impl Endpoint {
         }
         if meta.ecn() == Ecn::Ce {
             self.qps[qi].counters.ce_received += 1;
-            let interval = self.cnp_interval();
-            if self.qps[qi].np.on_ce(now, interval) {
-                self.send_cnp(qi);
+            if self.echoes_ce() {
+                self.qps[qi].ce_unechoed = true;
+            } else {
+                let interval = self.cnp_interval();
+                if self.qps[qi].np.on_ce(now, interval) {
+                    self.send_cnp(qi);
+                }
             }
+        }
+        let mut pkt = pkt;
+        let int_flags = frame[meta.bth_offset() + wire::bth::FECN_BECN_OFFSET];
+        if int_flags & wire::int::INT_REQUEST != 0 && opcode != Opcode::RC_ACK {
+            pkt.payload = self.take_int(qi, pkt.payload);
         }
         match opcode {
             Opcode::RC_ACK => {
                 let aeth = pkt.ext.aeth.unwrap_or_default();
+                let acked_before = self.qps[qi].req.acked_count();
                 self.receive_ack(now, qi, pkt.bth.psn, aeth);
+                if aeth.syndrome == SYNDROME_ACK && self.qps[qi].cc.is_some() {
+                    let echo = (int_flags & wire::int::INT_ECHO != 0).then_some(pkt.payload);
+                    self.cc_on_ack(now, qi, acked_before, pkt.bth.becn, echo);
+                }
             }
             Opcode::RC_WRITE_FIRST
             | Opcode::RC_WRITE_MIDDLE
@@ -1178,6 +1218,14 @@ impl Endpoint {
     /// An ACK or NAK: an RC ACKNOWLEDGE packet with `psn`, `syndrome` and `msn`.
     fn send_aeth(&mut self, qi: usize, psn: u32, syndrome: u8, msn: u32) {
         let (peer, sport) = (self.qps[qi].peer, self.qps[qi].udp_sport);
+        // An ACK echoes CE (BECN, as InfiniBand's ACKs do) and the last telemetry.
+        let ack = syndrome == SYNDROME_ACK;
+        let becn = ack && std::mem::take(&mut self.qps[qi].ce_unechoed);
+        let echo = if ack {
+            self.qps[qi].int_echo.take()
+        } else {
+            None
+        };
         let ip = self.ip_header(peer.ip, self.cfg.dscp, self.ecn);
         let repr = RoceRepr {
             eth_dst: peer.mac,
@@ -1190,16 +1238,20 @@ impl Endpoint {
                 pkey: 0xffff,
                 dest_qp: peer.qpn,
                 psn,
+                becn,
                 ..BthRepr::default()
             },
             ext: ExtHeaders {
                 aeth: Some(Aeth { syndrome, msn }),
                 ..ExtHeaders::default()
             },
-            payload: &[],
+            payload: echo.as_ref().map_or(&[][..], |t| &t[..]),
         };
         let mut buf = self.spare_buffer(repr.frame_len());
         if emit_roce(&repr, &mut buf, self.icrc).is_ok() {
+            if echo.is_some() {
+                cc_nic::flag_bth(&mut buf, wire::int::INT_ECHO);
+            }
             self.counters.acks_sent += u64::from(syndrome == SYNDROME_ACK);
             self.control.push_back((self.data_priority, buf));
         } else {
@@ -1291,11 +1343,12 @@ impl Endpoint {
         }
         let n = self.qps.len();
         let window = u64::from(self.cfg.window_packets);
+        let mtu = u64::from(self.cfg.mtu);
         let now_ps = u128::from(now.0) * 1000;
         for k in 0..n {
             let qi = (self.next_qp + k) % n;
             let q = &self.qps[qi];
-            if q.next_send_ps > now_ps || q.failed || !q.req.can_send(window) {
+            if q.next_send_ps > now_ps || q.failed || !q.req.can_send(q.window(window, mtu)) {
                 continue;
             }
             self.next_qp = (qi + 1) % n;
@@ -1324,7 +1377,17 @@ impl Endpoint {
         let (peer, sport) = (self.qps[qi].peer, self.qps[qi].udp_sport);
         let ip = self.ip_header(peer.ip, self.cfg.dscp, self.ecn);
         let q = &mut self.qps[qi];
-        let payload = q.req.payload(&seg);
+        let int = q.cc.as_ref().is_some_and(|c| c.wants_int());
+        let mut scratch = std::mem::take(&mut self.int_scratch);
+        let payload = if int {
+            // HPCC: room for the switches' telemetry after the payload, on the wire.
+            scratch.clear();
+            scratch.extend_from_slice(q.req.payload(&seg));
+            scratch.resize(scratch.len() + wire::int::TRAILER_LEN, 0);
+            &scratch[..]
+        } else {
+            q.req.payload(&seg)
+        };
         let repr = RoceRepr {
             eth_dst: peer.mac,
             eth_src: self.mac,
@@ -1347,8 +1410,14 @@ impl Endpoint {
             payload,
         };
         self.out.resize(repr.frame_len(), 0);
-        let len = emit_roce(&repr, &mut self.out, self.icrc).ok()?;
+        let emitted = emit_roce(&repr, &mut self.out, self.icrc);
+        let payload_len = (payload.len() - if int { wire::int::TRAILER_LEN } else { 0 }) as u64;
+        self.int_scratch = scratch;
+        let len = emitted.ok()?;
         self.out.truncate(len);
+        if int {
+            cc_nic::flag_bth(&mut self.out, wire::int::INT_REQUEST);
+        }
         if let Some(c) = self.credit.as_mut() {
             let (vl, blocks) = (c.vl(&self.out), ib_nic::blocks(&self.out));
             if !c.link.can_send(vl, blocks) {
@@ -1357,12 +1426,14 @@ impl Endpoint {
             }
             c.link.sent(now, vl, blocks);
         }
-        let payload_len = payload.len() as u64;
+        let q = &mut self.qps[qi];
         if q.req.outstanding() == 0 {
             q.progress_at = now;
         }
         if q.req.sent(&seg) {
             q.counters.retransmitted_packets += 1;
+        } else if q.cc.as_ref().is_some_and(|c| c.wants_rtt()) {
+            q.sent_at.push_back((seg.psn - q.req.base(), now));
         }
         self.counters.frames_sent += 1;
         q.counters.data_packets_sent += 1;
@@ -1377,7 +1448,7 @@ impl Endpoint {
         // to a nanosecond each time another frame (an update, a CNP) went first. One that
         // waited longer (idle, paused) starts its gap now.
         let bits = self.link.framing().wire_bits(&self.out);
-        let gap_ps = crate::link::scaled_div_ceil(bits, 1_000_000_000_000, q.rp.rate_bps());
+        let gap_ps = crate::link::scaled_div_ceil(bits, 1_000_000_000_000, q.rate_bps());
         let now_ps = u128::from(now.0) * 1000;
         let base = if q.next_send_ps + 1000 > now_ps {
             q.next_send_ps
@@ -1463,10 +1534,11 @@ impl Endpoint {
         let mut at = |t: Nanos| next = Some(next.map_or(t, |n| n.min(t)));
         let data_waits = self.data_waits_for_credit();
         let window = u64::from(self.cfg.window_packets);
+        let mtu = u64::from(self.cfg.mtu);
         let interval = self.cnp_interval();
         let rto = self.rto;
         for q in &self.qps {
-            if let Some(pacer) = q.pacer_at(window).filter(|_| !data_waits) {
+            if let Some(pacer) = q.pacer_at(q.window(window, mtu)).filter(|_| !data_waits) {
                 at(self.data_may_go_at(pacer));
             }
             if let Some(t) = q.timer_at(interval, rto) {
@@ -1508,6 +1580,8 @@ impl Endpoint {
                     continue;
                 }
                 q.req.on_timeout();
+                // Karn: no RTT from packets that may go twice.
+                q.sent_at.clear();
                 q.progress_at = now;
                 q.retries += 1;
                 q.counters.timeouts += 1;

@@ -329,6 +329,16 @@ impl Requester {
         self.selective.is_some()
     }
 
+    /// Packets acknowledged since the first PSN (the oldest unacknowledged PSN's count).
+    pub fn acked_count(&self) -> u64 {
+        self.una - self.base
+    }
+
+    /// Packets sent since the first PSN: one past the highest sent (`snd_nxt`).
+    pub fn sent_count(&self) -> u64 {
+        self.highest - self.base
+    }
+
     /// The first PSN count (for tests).
     pub fn base(&self) -> u64 {
         self.base

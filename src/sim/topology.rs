@@ -13,6 +13,10 @@ use std::net::Ipv4Addr;
 
 /// QP numbers start here (0 and 1 are special in InfiniBand).
 const FIRST_QPN: u32 = 0x100;
+/// A RoCEv2 data frame's headers and trailer: Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4.
+const DATA_OVERHEAD: usize = 58;
+/// An ACK: those headers and an AETH of 4.
+const ACK_LEN: usize = 62;
 
 /// The shape of the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,21 +214,24 @@ impl Topology {
         }
     }
 
+    /// The base RTT of the longest path: a full data packet of `mtu` payload bytes out and
+    /// its ACK back, each hop taking the frame's serialisation, the cable and (past a
+    /// switch) its latency, with no queue.
+    pub fn base_rtt(&self, mtu: u32) -> Nanos {
+        let hops = self.longest_hops() as u64;
+        let data = mtu as usize + DATA_OVERHEAD;
+        let hop = |len: usize| crate::link::frame_time(len, self.bits_per_sec).0 + self.delay.0;
+        let switches = hops.saturating_sub(1) * self.switch_latency.0;
+        Nanos(hops * (hop(data) + hop(ACK_LEN)) + 2 * switches)
+    }
+
     /// The bandwidth-delay product of the longest path in packets of `mtu` payload bytes
     /// (IRN's BDP cap): the round trip of a full data packet out and its ACK back, each
     /// hop taking the frame's serialisation, the cable and (past a switch) its latency,
     /// at the link rate, in data frames. At least 1.
     pub fn bdp_packets(&self, mtu: u32) -> u32 {
-        /// A RoCEv2 data frame's headers and trailer: Ethernet 14, IPv4 20, UDP 8, BTH 12,
-        /// ICRC 4.
-        const DATA_OVERHEAD: usize = 58;
-        /// An ACK: those headers and an AETH of 4.
-        const ACK_LEN: usize = 62;
-        let hops = self.longest_hops() as u64;
         let data = mtu as usize + DATA_OVERHEAD;
-        let hop = |len: usize| crate::link::frame_time(len, self.bits_per_sec).0 + self.delay.0;
-        let switches = hops.saturating_sub(1) * self.switch_latency.0;
-        let rtt_ns = hops * (hop(data) + hop(ACK_LEN)) + 2 * switches;
+        let rtt_ns = self.base_rtt(mtu).0;
         let frame_bits = crate::link::wire_bits(data) as u128;
         let bdp_bits = u128::from(rtt_ns) * u128::from(self.bits_per_sec) / 1_000_000_000;
         bdp_bits.div_ceil(frame_bits).clamp(1, u128::from(u32::MAX)) as u32

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 19] = [
+pub const SCENARIOS: [(&str, &str); 20] = [
     ("incast", include_str!("../scenarios/incast.toml")),
     ("incast-8", include_str!("../scenarios/incast-8.toml")),
     ("incast-64", include_str!("../scenarios/incast-64.toml")),
@@ -33,6 +33,10 @@ pub const SCENARIOS: [(&str, &str); 19] = [
     ),
     ("slow-uplink", include_str!("../scenarios/slow-uplink.toml")),
     ("all-to-all", include_str!("../scenarios/all-to-all.toml")),
+    (
+        "incast-16-cc",
+        include_str!("../scenarios/incast-16-cc.toml"),
+    ),
     ("web-search", include_str!("../scenarios/web-search.toml")),
     (
         "lab-congestion",

@@ -204,6 +204,12 @@ impl Scenario {
         if ep.selective_repeat.bdp_cap_packets == 0 {
             ep.selective_repeat.bdp_cap_packets = t.bdp_packets(ep.mtu);
         }
+        if ep.base_rtt_us == 0.0 {
+            ep.base_rtt_us = t.base_rtt(ep.mtu).0 as f64 / 1000.0;
+        }
+        if ep.swift.hops == 0 {
+            ep.swift.hops = t.longest_hops().saturating_sub(1).max(1) as u32;
+        }
         if ep.selective_repeat.reorder_packets == 0 {
             // Spraying reorders by up to the difference of the paths' queues, bounded by
             // what is in flight; half the cap leaves the other half to find real losses.

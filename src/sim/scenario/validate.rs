@@ -16,7 +16,6 @@ use crate::sim::fabric::{self, Fabric};
 use crate::sim::faults;
 use crate::sim::workloads::{MAX_FLOWS, WorkloadFlow, WorkloadPlan, WorkloadSpec};
 use crate::time::Nanos;
-use serde::Deserialize;
 use std::path::Path;
 
 /// Virtual time an all-reduce size may take when the scenario gives no duration.
@@ -168,11 +167,50 @@ fn resolve_endpoint(
             "every link runs at topology.link_gbps; set it there",
         ));
     }
-    let mut endpoint = EndpointConfig::deserialize(toml::Value::Table(table))
-        .map_err(|e| err("endpoint", e.message().trim_end().to_owned()))?;
+    let table = with_endpoint_preset(table, topology)?;
+    let mut endpoint: EndpointConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
+        .map_err(|e| {
+            // The key that is wrong (`endpoint.cc`), where serde can say.
+            let path = e.path().to_string();
+            let key = if path == "." {
+                "endpoint".to_owned()
+            } else {
+                format!("endpoint.{path}")
+            };
+            err(key, e.into_inner().message().trim_end().to_owned())
+        })?;
     endpoint.link_gbps = topology.bits_per_sec as f64 / 1e9;
     endpoint.validate("endpoint")?;
     Ok(endpoint)
+}
+
+/// The `[endpoint]` table laid over the preset its `preset` key names (at the topology's
+/// link rate), if any.
+fn with_endpoint_preset(
+    mut table: toml::Table,
+    topology: &Topology,
+) -> Result<toml::Table, ConfigError> {
+    let Some(name) = table.remove("preset") else {
+        return Ok(table);
+    };
+    let names = crate::config::cc::PRESET_NAMES.join(", ");
+    let Some(name) = name.as_str().map(str::to_owned) else {
+        return Err(err(
+            "endpoint.preset",
+            format!("give a preset's name as a string: {names}"),
+        ));
+    };
+    let gbps = topology.bits_per_sec as f64 / 1e9;
+    let Some(text) = crate::config::cc::preset_text(&name, gbps) else {
+        return Err(err(
+            "endpoint.preset",
+            format!("no endpoint preset named '{name}'; the presets are {names}"),
+        ));
+    };
+    let mut base: toml::Table = toml::from_str(&text)
+        .map_err(|e| err("endpoint.preset", format!("preset '{name}': {e}")))?;
+    crate::config::merge_toml(&mut base, table);
+    Ok(base)
 }
 
 /// The `[[flow]]` entries among `hosts` hosts: two hosts that exist, one flow per sender.
