@@ -395,3 +395,87 @@ pub fn preset_text(name: &str, link_gbps: f64) -> Option<String> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::endpoint::EndpointConfig;
+
+    fn preset(name: &str, gbps: f64) -> EndpointConfig {
+        let mut cfg = EndpointConfig::from_toml(&preset_text(name, gbps).unwrap()).unwrap();
+        cfg.link_gbps = gbps;
+        cfg.validate("endpoint").unwrap();
+        cfg
+    }
+
+    /// Every preset parses and validates at 25, 100 and 400 Gb/s; the rates scale with the
+    /// link as run.py's do: at 100 Gb/s DCQCN's Rai is 5 × 100/25 = 20 Mb/s and Rhai 200,
+    /// HPCC's W_AI 10 × 100/25 = 40 Mb/s, TIMELY's δ 10 × 100/10 = 100 Mb/s and its hyper
+    /// step 500; at 25 Gb/s HPCC's W_AI is 10 Mb/s.
+    #[test]
+    fn presets_scale_with_the_link_as_run_py() {
+        for name in PRESET_NAMES {
+            for gbps in [25.0, 100.0, 400.0] {
+                preset(name, gbps);
+            }
+        }
+        let d = preset("dcqcn", 100.0);
+        assert_eq!((d.cc, d.ack_every), (Cc::Dcqcn, 1));
+        assert_eq!((d.dcqcn.rai_mbps, d.dcqcn.rhai_mbps), (20.0, 200.0));
+        assert_eq!(d.dcqcn.rate_timer_us, 300.0);
+        assert_eq!(preset("dcqcn_paper", 100.0).dcqcn.rate_timer_us, 55.0);
+        let h = preset("hpcc", 100.0);
+        assert_eq!((h.cc, h.hpcc.eta, h.hpcc.max_stage), (Cc::Hpcc, 0.95, 0));
+        assert_eq!(h.hpcc.wai_mbps, 40.0);
+        assert!(h.hpcc.var_window);
+        assert_eq!(preset("hpcc", 25.0).hpcc.wai_mbps, 10.0);
+        assert!(!preset("hpcc_fixed_win", 100.0).hpcc.var_window);
+        let t = preset("timely", 100.0);
+        assert_eq!((t.timely.rai_mbps, t.timely.rhai_mbps), (100.0, 500.0));
+        assert!(!t.timely.window && preset("timely_vwin", 100.0).timely.window);
+        let c = preset("dctcp", 100.0);
+        assert_eq!(
+            (c.cc, c.dctcp.g, c.dctcp.rai_mbps),
+            (Cc::Dctcp, 0.0625, 615.0)
+        );
+        let x = preset("connectx", 100.0);
+        assert_eq!((x.dcqcn.g, x.dcqcn.rmin_mbps), (5.0 / 1024.0, 1.0));
+        assert_eq!(
+            preset("default", 100.0),
+            EndpointConfig {
+                link_gbps: 100.0,
+                ..EndpointConfig::default()
+            }
+        );
+        assert!(preset_text("dcqcn_vwin", 100.0).is_none());
+    }
+
+    /// Out-of-range parameters are refused by key.
+    #[test]
+    fn bad_parameters_name_their_key() {
+        let mut cfg = EndpointConfig::default();
+        cfg.timely.t_high_us = 10.0;
+        let e = cfg.validate("endpoint").unwrap_err();
+        assert_eq!(e.key, "endpoint.timely.t_high_us");
+        let mut cfg = EndpointConfig::default();
+        cfg.swift.beta = f64::NAN;
+        assert_eq!(
+            cfg.validate("endpoint").unwrap_err().key,
+            "endpoint.swift.beta"
+        );
+        let cfg = EndpointConfig {
+            base_rtt_us: -1.0,
+            ..EndpointConfig::default()
+        };
+        assert_eq!(
+            cfg.validate("endpoint").unwrap_err().key,
+            "endpoint.base_rtt_us"
+        );
+        let mut cfg = EndpointConfig::default();
+        cfg.dctcp.g = 0.0;
+        assert_eq!(
+            cfg.validate("endpoint").unwrap_err().key,
+            "endpoint.dctcp.g"
+        );
+    }
+}

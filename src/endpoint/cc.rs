@@ -497,7 +497,11 @@ mod tests {
         // The first window ended with the ACK through 11: 10 of its ACKs echoed, of a batch
         // of 11 (10 sent + 1, the simulator's count): alpha = (1 − g) + g × 10/11.
         let g = 1.0 / 16.0;
-        assert!((d.alpha - ((1.0 - g) + g * 10.0 / 11.0)).abs() < 1e-12, "{}", d.alpha);
+        assert!(
+            (d.alpha - ((1.0 - g) + g * 10.0 / 11.0)).abs() < 1e-12,
+            "{}",
+            d.alpha
+        );
         let mut d = Dctcp::new(DctcpConfig::default(), path());
         d.on_ack(&ack(1, 10, false, None));
         d.on_ack(&ack(11, 20, false, None));

@@ -958,6 +958,8 @@ impl Endpoint {
         done.clear();
         if aeth.syndrome >> 5 == 0b011 {
             self.counters.naks_received += 1;
+            // Karn: packets about to go again give no RTT.
+            q.sent_at.clear();
             if q.req.is_selective() {
                 // IRN's NAK: the MSN field names the packet that came out of order.
                 q.req.on_sack(psn, aeth.msn, &mut done);
