@@ -66,7 +66,15 @@ fn incast_16_at_100g_each_control_as_published() {
     let names: Vec<&str> = runs.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["dcqcn", "dcqcn_paper", "dctcp", "hpcc", "timely", "swift"]
+        [
+            "dcqcn",
+            "dcqcn_paper",
+            "dcqcn_vwin",
+            "dctcp",
+            "hpcc",
+            "timely",
+            "swift"
+        ]
     );
     let get = |name: &str| &runs.iter().find(|(n, _)| n == name).expect(name).1;
     for (name, r) in &runs {
@@ -84,6 +92,14 @@ fn incast_16_at_100g_each_control_as_published() {
             "{name}: nothing lost, nothing resent"
         );
     }
+
+    // DCQCN with run.py's window (BDP × Rc / line): the sixteen windows bound what can
+    // queue to 16 BDPs, 16 × 100 Gb/s × 4.19 µs (the star's base RTT) = 838 KB; without
+    // it the queue runs past Kmax.
+    let bound = 16.0 * 100e9 * 4.19e-6 / 8.0;
+    let vwin = get("dcqcn_vwin").mean_queue_bytes;
+    assert!(vwin <= bound, "dcqcn_vwin: mean queue {vwin:.0} bytes");
+    assert!(get("dcqcn").mean_queue_bytes > bound);
 
     let hpcc = get("hpcc");
     let share = hpcc.sum.goodput_gbps / CAPACITY_GBPS;

@@ -310,9 +310,11 @@ pub fn base_rtt(base_rtt_us: f64) -> Nanos {
 }
 
 /// The names of the endpoint presets (`endpoint.preset`), for errors and help.
-pub const PRESET_NAMES: [&str; 10] = [
+pub const PRESET_NAMES: [&str; 12] = [
     "dcqcn",
     "dcqcn_paper",
+    "dcqcn_vwin",
+    "dcqcn_paper_vwin",
     "hpcc",
     "hpcc_fixed_win",
     "timely",
@@ -367,6 +369,9 @@ pub fn preset_text(name: &str, link_gbps: f64) -> Option<String> {
         "dcqcn" => hpcc_dcqcn(1.0, 4.0, 300.0),
         // run.py "dcqcn_paper": the timers of the DCQCN paper (alpha 50, cut 50, rate 55 µs).
         "dcqcn_paper" => hpcc_dcqcn(50.0, 50.0, 55.0),
+        // run.py "dcqcn_vwin" / "dcqcn_paper_vwin": the same with HAS_WIN 1, VAR_WIN 1.
+        "dcqcn_vwin" => hpcc_dcqcn(1.0, 4.0, 300.0) + "window = true\n",
+        "dcqcn_paper_vwin" => hpcc_dcqcn(50.0, 50.0, 55.0) + "window = true\n",
         "hpcc" => hpcc(true),
         "hpcc_fixed_win" => hpcc(false),
         "timely" => timely(false),
@@ -447,7 +452,11 @@ mod tests {
                 ..EndpointConfig::default()
             }
         );
-        assert!(preset_text("dcqcn_vwin", 100.0).is_none());
+        assert!(preset("dcqcn_vwin", 100.0).dcqcn.window);
+        assert!(!preset("dcqcn", 100.0).dcqcn.window);
+        let pv = preset("dcqcn_paper_vwin", 100.0);
+        assert!(pv.dcqcn.window && pv.dcqcn.rate_timer_us == 55.0);
+        assert!(preset_text("dcqcn_typo", 100.0).is_none());
     }
 
     /// Out-of-range parameters are refused by key.

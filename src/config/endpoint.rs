@@ -156,6 +156,9 @@ pub struct DcqcnConfig {
     /// Notification point: a mark inside the interval gets a CNP at its end
     /// (`deferred`), or is ignored (`first_mark`, the paper's).
     pub cnp_mode: CnpMode,
+    /// A window of BDP × Rc / line rate bytes in flight besides the rate (the HPCC
+    /// simulator's `HAS_WIN 1, VAR_WIN 1`, run.py's `dcqcn_vwin`); off by default.
+    pub window: bool,
 }
 
 impl Default for DcqcnConfig {
@@ -177,6 +180,7 @@ impl Default for DcqcnConfig {
             clamp_target: ClampTarget::Always,
             cnp_interval_us: 50.0,
             cnp_mode: CnpMode::Deferred,
+            window: false,
         }
     }
 }

@@ -4,7 +4,7 @@
 use super::cc::{AckSample, Controller, Path};
 use super::{Endpoint, Qp};
 use crate::config::cc::base_rtt;
-use crate::config::endpoint::Cc;
+use crate::config::endpoint::{Cc, EndpointConfig};
 use crate::time::Nanos;
 use crate::wire::{self, int};
 
@@ -84,6 +84,37 @@ impl Endpoint {
     }
 }
 
+/// DCQCN's window, run.py's `dcqcn_vwin`: BDP × Rc / line rate bytes in flight.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DcqcnWindow {
+    bdp_bytes: u64,
+    line_bps: u64,
+}
+
+impl DcqcnWindow {
+    /// The window `cfg` asks for, if it does (`dcqcn.window` with `cc = "dcqcn"`).
+    pub(super) fn of(cfg: &EndpointConfig) -> Option<DcqcnWindow> {
+        (cfg.cc == Cc::Dcqcn && cfg.dcqcn.window).then(|| {
+            let path = Path {
+                line_bps: cfg.bits_per_sec(),
+                base_rtt: base_rtt(cfg.base_rtt_us),
+                mtu: u64::from(cfg.mtu),
+            };
+            DcqcnWindow {
+                bdp_bytes: path.bdp_bytes(),
+                line_bps: path.line_bps,
+            }
+        })
+    }
+
+    /// Bytes in flight at `rate_bps`: at least one.
+    fn bytes(self, rate_bps: u64) -> u64 {
+        let w =
+            u128::from(self.bdp_bytes) * u128::from(rate_bps) / u128::from(self.line_bps.max(1));
+        (w as u64).max(1)
+    }
+}
+
 impl Qp {
     /// The RTT of the newest packet an ACK through `acked` packets acknowledged, if it was
     /// sent once; the send times it covers are forgotten.
@@ -108,11 +139,16 @@ impl Qp {
         }
     }
 
-    /// Its window in packets: the configured one, or less when its control limits the
-    /// bytes in flight (a packet more while fewer bytes than the window are in flight).
+    /// Its window in packets: the configured one, or less when its control (or DCQCN's
+    /// window, `dcqcn`) limits the bytes in flight (a packet more while fewer bytes than
+    /// the window are in flight).
     #[inline]
-    pub(super) fn window(&self, configured: u64, mtu: u64) -> u64 {
-        match self.cc.as_ref().and_then(|c| c.window_bytes()) {
+    pub(super) fn window(&self, configured: u64, mtu: u64, dcqcn: Option<DcqcnWindow>) -> u64 {
+        let bytes = match &self.cc {
+            Some(c) => c.window_bytes(),
+            None => dcqcn.map(|w| w.bytes(self.rp.rate_bps())),
+        };
+        match bytes {
             Some(bytes) => configured.min(bytes.div_ceil(mtu.max(1)).max(1)),
             None => configured,
         }

@@ -397,6 +397,8 @@ pub struct Endpoint {
     int_scratch: Vec<u8>,
     /// Telemetry hops of the ACK being handled, kept between ACKs.
     int_hops: Vec<wire::int::IntHop>,
+    /// DCQCN's window (`dcqcn.window`): the BDP and the line rate it scales by.
+    dcqcn_window: Option<cc_nic::DcqcnWindow>,
 }
 
 impl Endpoint {
@@ -443,6 +445,7 @@ impl Endpoint {
             dcqcn_cnp_interval: cfg.dcqcn.cnp_interval(),
             int_scratch: Vec::new(),
             int_hops: Vec::new(),
+            dcqcn_window: cc_nic::DcqcnWindow::of(cfg),
             cfg: cfg.clone(),
         }
     }
@@ -480,12 +483,14 @@ impl Endpoint {
     fn settle_touched(&mut self) {
         let window = u64::from(self.cfg.window_packets);
         let mtu = u64::from(self.cfg.mtu);
+        let dcqcn_window = self.dcqcn_window;
         let interval = self.cnp_interval();
         let rto = self.rto;
         for qi in self.dirty.drain(..) {
             self.touched[qi] = false;
             let q = &self.qps[qi];
-            self.pacers.set(qi, q.pacer_at(q.window(window, mtu)));
+            self.pacers
+                .set(qi, q.pacer_at(q.window(window, mtu, dcqcn_window)));
             self.timers.set(qi, q.timer_at(interval, rto));
         }
     }
@@ -1346,11 +1351,15 @@ impl Endpoint {
         let n = self.qps.len();
         let window = u64::from(self.cfg.window_packets);
         let mtu = u64::from(self.cfg.mtu);
+        let dcqcn_window = self.dcqcn_window;
         let now_ps = u128::from(now.0) * 1000;
         for k in 0..n {
             let qi = (self.next_qp + k) % n;
             let q = &self.qps[qi];
-            if q.next_send_ps > now_ps || q.failed || !q.req.can_send(q.window(window, mtu)) {
+            if q.next_send_ps > now_ps
+                || q.failed
+                || !q.req.can_send(q.window(window, mtu, dcqcn_window))
+            {
                 continue;
             }
             self.next_qp = (qi + 1) % n;
@@ -1537,10 +1546,14 @@ impl Endpoint {
         let data_waits = self.data_waits_for_credit();
         let window = u64::from(self.cfg.window_packets);
         let mtu = u64::from(self.cfg.mtu);
+        let dcqcn_window = self.dcqcn_window;
         let interval = self.cnp_interval();
         let rto = self.rto;
         for q in &self.qps {
-            if let Some(pacer) = q.pacer_at(q.window(window, mtu)).filter(|_| !data_waits) {
+            if let Some(pacer) = q
+                .pacer_at(q.window(window, mtu, dcqcn_window))
+                .filter(|_| !data_waits)
+            {
                 at(self.data_may_go_at(pacer));
             }
             if let Some(t) = q.timer_at(interval, rto) {
