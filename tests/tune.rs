@@ -340,6 +340,10 @@ fn bad_tunes_are_refused_with_what_to_do() {
         ),
         (vec!["--from", &sonic, "--budget", "3"], "--budget 6"),
         (
+            vec!["--from", &sonic, "--drain-ms", "-1"],
+            "--drain-ms -1: give 0 to 1000",
+        ),
+        (
             vec!["--from", &nxos, "--knobs", "ecn.kmin,pfc.headroom"],
             "--knobs pfc.headroom: NX-OS sizes its buffers itself",
         ),
@@ -573,4 +577,53 @@ fn a_resume_is_refused_without_a_journal_or_with_other_arguments() {
         "{err}"
     );
     assert!(!out.contains("of at most"), "{out}");
+}
+
+/// With --drain-ms the arrivals stop at the scenario's duration_ms and the run goes on: the
+/// flows in flight at 1 ms (one per seed on the mix, from the start's tune) finish.
+#[test]
+fn a_drain_lets_the_flows_in_flight_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("mix.toml");
+    std::fs::write(&scenario, MIX).unwrap();
+    let from = format!(
+        "sonic:{}/tests/data/sonic_config_db.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let unfinished = |drain: &str| -> Vec<u64> {
+        let out = dir.path().join(format!("drain{drain}"));
+        let o = rocelab(&[
+            "tune",
+            scenario.to_str().unwrap(),
+            "--from",
+            &from,
+            "--out",
+            out.to_str().unwrap(),
+            "--budget",
+            "4",
+            "--seeds",
+            "2",
+            "--check-seeds",
+            "0",
+            "--drain-ms",
+            drain,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("tune.json")).unwrap()).unwrap();
+        assert_eq!(json["drain_ms"].as_f64(), drain.parse().ok());
+        json["start"]["search_seeds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["figures"]["unfinished_flows"].as_u64().unwrap())
+            .collect()
+    };
+    let (without, with) = (unfinished("0"), unfinished("1"));
+    assert!(without.iter().sum::<u64>() > 0, "{without:?}");
+    assert!(
+        with.iter().zip(&without).all(|(a, b)| a <= b),
+        "{with:?} {without:?}"
+    );
+    assert!(with.iter().sum::<u64>() < without.iter().sum::<u64>());
 }

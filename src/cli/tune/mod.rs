@@ -73,6 +73,11 @@ pub(crate) struct Args {
     /// Change one key of the scenario (repeatable), as `sim --set`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Stop new arrivals at the scenario's duration_ms and run this many ms more, so flows
+    /// in flight can finish before they are counted (0 to 1000; default none). A flow
+    /// still unfinished then counts at its slowdown so far, as without a drain.
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    drain_ms: f64,
     /// Go on from the runs DIR/journal.jsonl holds (a tune into the same --out that was
     /// interrupted, or finished): they are replayed, not run again. The journal must have
     /// been made with the same scenario, --from, --set, --objective, --knobs and seeds.
@@ -135,6 +140,47 @@ fn read_from(spec: &str) -> Result<Start> {
     })
 }
 
+/// A number of a TOML table, integer or float.
+fn number(t: &toml::Table, key: &str) -> Option<f64> {
+    t.get(key)
+        .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
+}
+
+/// `--drain-ms`: every workload that would make arrivals until the run's end (a poisson
+/// or incast-bursts entry without duration_us or bursts) stops at the scenario's
+/// duration_ms, as before, and the run goes on `ms` more. The arrivals are the same
+/// draws as without a drain.
+fn drain(base: &mut toml::Table, ms: f64) -> Result<()> {
+    if !(ms.is_finite() && (0.0..=1000.0).contains(&ms)) {
+        anyhow::bail!("--drain-ms {ms}: give 0 to 1000");
+    }
+    if ms == 0.0 {
+        return Ok(());
+    }
+    let Some(end_ms) = number(base, "duration_ms") else {
+        anyhow::bail!(
+            "--drain-ms: the scenario gives no duration_ms, so there is no end of arrivals to drain after"
+        );
+    };
+    if let Some(toml::Value::Array(entries)) = base.get_mut("workload") {
+        for w in entries.iter_mut().filter_map(toml::Value::as_table_mut) {
+            let endless = match w.get("kind").and_then(toml::Value::as_str) {
+                Some("poisson") => !w.contains_key("duration_us"),
+                Some("incast-bursts") => {
+                    !w.contains_key("duration_us") && !w.contains_key("bursts")
+                }
+                _ => false,
+            };
+            let span_us = end_ms * 1000.0 - number(w, "start_us").unwrap_or(0.0);
+            if endless && span_us > 0.0 {
+                w.insert("duration_us".into(), toml::Value::Float(span_us));
+            }
+        }
+    }
+    base.insert("duration_ms".into(), toml::Value::Float(end_ms + ms));
+    Ok(())
+}
+
 /// What a tune runs: the scenario with the user's switch, the knobs and the seeds.
 struct Plan {
     base: toml::Table,
@@ -166,6 +212,7 @@ fn plan(args: &Args, start: &Start) -> Result<Plan> {
     for s in &args.set {
         rocelab::config::set_key(&mut base, s)?;
     }
+    drain(&mut base, args.drain_ms)?;
     let first = match args.seed {
         Some(s) => s,
         None => base
@@ -866,6 +913,7 @@ impl Report<'_> {
                 "objective": self.settings.objective,
                 "aggregate": self.settings.aggregate,
                 "budget_runs": self.settings.budget_runs,
+                "drain_ms": self.args.drain_ms,
                 "runs": self.found.runs,
                 "brackets": self.found.brackets,
                 "search_seed": self.settings.search_seed,
