@@ -546,25 +546,31 @@ impl Runner<'_> {
     }
 
     /// One run at `values` and `seed`.
-    fn run_one(&self, values: &[f64], seed: u64) -> Result<RunFigures, String> {
-        let (scenario, outcome) = self.simulate(values, seed)?;
-        Ok(figures(self.objective, &scenario, &outcome))
+    fn run_one(&self, values: &[f64], seed: u64) -> Option<Result<RunFigures, String>> {
+        match self.simulate(values, seed) {
+            Ok(Some((scenario, outcome))) => Some(Ok(figures(self.objective, &scenario, &outcome))),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 
     /// The FCT slowdown per size bucket of a run at `values` and `seed`, for fct.svg.
     fn buckets(&self, values: &[f64], seed: u64) -> Result<Vec<rocelab::sim::fct::Bucket>> {
         let (_, outcome) = self
             .simulate(values, seed)
-            .map_err(|e| anyhow::anyhow!("seed {seed}: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("seed {seed}: {e}"))?
+            .ok_or_else(|| anyhow::anyhow!("stopped by a signal"))?;
         Ok(rocelab::sim::fct::buckets(&outcome.flows))
     }
 
-    /// The scenario at `values` and `seed`, and its run.
+    /// The scenario at `values` and `seed`, and its run; `None` when a signal abandoned
+    /// it (the simulator asks at every sample step, so a long run does not hold up the
+    /// stop).
     fn simulate(
         &self,
         values: &[f64],
         seed: u64,
-    ) -> Result<(Scenario, rocelab::sim::run::Outcome), String> {
+    ) -> Result<Option<(Scenario, rocelab::sim::run::Outcome)>, String> {
         let mut t = self.base.clone();
         for (k, &v) in self.knobs.iter().zip(values) {
             for key in &k.keys {
@@ -576,8 +582,20 @@ impl Runner<'_> {
         let text = toml::to_string(&t).map_err(|e| e.to_string())?;
         let scenario =
             Scenario::from_toml(self.name, &text, self.dir).map_err(|e| e.to_string())?;
-        let outcome = rocelab::sim::run::run(&scenario).map_err(|e| e.to_string())?;
-        Ok((scenario, outcome))
+        match rocelab::sim::run::run_with(&scenario, &mut SignalStop(self.signal)) {
+            Ok(outcome) => Ok(Some((scenario, outcome))),
+            Err(rocelab::sim::run::RunError::Stopped) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// Ends a simulation run when a signal came.
+struct SignalStop<'a>(&'a AtomicUsize);
+
+impl rocelab::sim::run::Progress for SignalStop<'_> {
+    fn stopped(&self) -> bool {
+        self.0.load(Ordering::Relaxed) != 0
     }
 }
 
@@ -606,7 +624,10 @@ impl Evaluator for Runner<'_> {
                             break;
                         };
                         let (values, seed) = &batch[i];
-                        let r = this.run_one(values, *seed);
+                        // Abandoned on a signal: not journaled, left to a resume.
+                        let Some(r) = this.run_one(values, *seed) else {
+                            break;
+                        };
                         if let Err(e) = lock(&this.journal).add(values, *seed, &r) {
                             lock(&this.journal_error).get_or_insert(e);
                             break;
