@@ -283,7 +283,7 @@ impl Plan {
     }
 }
 
-/// SIGINT and SIGTERM stop the search cleanly: the runs in flight finish, no new one
+/// SIGINT and SIGTERM stop the search cleanly: the runs in flight are abandoned, no new one
 /// starts, and the best point so far is written. The number of the signal that came is
 /// kept (0 until one does). A second signal ends the process at once (exit 128 + its
 /// number), as a second Ctrl-C is expected to. signal-hook, already what the live runtime
