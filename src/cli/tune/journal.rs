@@ -208,3 +208,64 @@ fn brief(v: &serde_json::Value) -> String {
         _ => v.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(objective: f64) -> RunFigures {
+        RunFigures {
+            objective: Some(objective),
+            unfinished_flows: 1,
+            lossless_drops: 0,
+            storms: 0,
+            pfc_sent: 2,
+            ce_marked: 3,
+        }
+    }
+
+    fn made_with(seeds: &[u64]) -> serde_json::Value {
+        serde_json::json!({
+            "scenario": "s", "start": "t", "objective": "fct-p99",
+            "knobs": [{"name": "ecn.kmin", "keys": [], "values": [1.0]}],
+            "seeds": seeds, "check_seeds": [9],
+        })
+    }
+
+    /// Runs come back exactly (0.1 + 0.2 is not 0.3: the bits must survive), a line cut
+    /// short by a kill is dropped and written over, and another made-with is refused.
+    #[test]
+    fn a_journal_reads_back_its_runs_and_drops_a_line_cut_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let values = [0.1 + 0.2, 4096.0];
+        {
+            let mut j = Journal::create(dir.path(), &made_with(&[1, 2])).unwrap();
+            j.add(&values, 1, &Ok(figures(2.5))).unwrap();
+            j.add(&values, 2, &Err("stalled".into())).unwrap();
+        }
+        let path = dir.path().join(FILE);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(b"{\"values\":[0.3,4096.0],\"se").unwrap();
+        drop(f);
+        let mut j = Journal::resume(dir.path(), &made_with(&[1, 2])).unwrap();
+        assert_eq!(j.len(), 2);
+        assert_eq!(j.get(&values, 1), Some(Ok(figures(2.5))));
+        assert_eq!(j.get(&values, 2), Some(Err("stalled".into())));
+        assert_eq!(j.get(&[0.3, 4096.0], 1), None);
+        j.add(&values, 3, &Ok(figures(1.0))).unwrap();
+        drop(j);
+        let j = Journal::resume(dir.path(), &made_with(&[1, 2])).unwrap();
+        assert_eq!(j.len(), 3);
+        let e = Journal::resume(dir.path(), &made_with(&[1, 2, 3]))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("other seeds (--seed, --seeds): [1,2] there, [1,2,3] here"),
+            "{e}"
+        );
+    }
+}
