@@ -13,9 +13,10 @@ use std::path::Path;
 
 /// The built-in flow-size distributions: (name, text). Each file says where its numbers
 /// come from.
-pub const CDFS: [(&str, &str); 2] = [
+pub const CDFS: [(&str, &str); 3] = [
     ("web-search", include_str!("cdfs/web-search.txt")),
     ("data-mining", include_str!("cdfs/data-mining.txt")),
+    ("fb-hadoop", include_str!("cdfs/fb-hadoop.txt")),
 ];
 
 /// The most flows a scenario's workloads may make (each costs a few hundred bytes and
@@ -576,6 +577,15 @@ mod tests {
         let dm = SizeCdf::load("cdf", "data-mining", None).unwrap();
         assert_eq!(dm.quantile(0.0), 100);
         assert_eq!(dm.quantile(0.9), 400_000);
+        let hadoop = SizeCdf::load("cdf", "fb-hadoop", None).unwrap();
+        // By the table: 120,420.75 B.
+        assert!(
+            (hadoop.mean() - 120_420.75).abs() < 1.0,
+            "{}",
+            hadoop.mean()
+        );
+        assert_eq!(hadoop.quantile(0.5), 700);
+        assert_eq!(hadoop.quantile(0.9), 120_000);
         // Drawn: the sample mean converges on the table's.
         let mut rng = Rng::new(3);
         let n = 200_000;
