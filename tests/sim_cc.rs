@@ -60,9 +60,78 @@ fn run_variants() -> Vec<(String, Run)> {
         .collect()
 }
 
+/// rocelab's own figures of `incast-16-cc`, per variant, as a change must explain them.
+const GOLDEN: &str = "tests/data/golden/incast-16-cc.json";
+
+/// The figures of each variant that the golden file holds: goodput (Gb/s), Jain's index,
+/// the receiver's mean queue (bytes, from 2 ms) and CE marks.
+fn figures(runs: &[(String, Run)]) -> serde_json::Value {
+    let variants: serde_json::Map<String, serde_json::Value> = runs
+        .iter()
+        .map(|(name, r)| {
+            let round = |x: f64, places: i32| (x * 10f64.powi(places)).round() / 10f64.powi(places);
+            (
+                name.clone(),
+                serde_json::json!({
+                    "goodput_gbps": round(r.sum.goodput_gbps, 3),
+                    "jain": r.sum.jain.map(|j| round(j, 4)),
+                    "mean_queue_bytes": round(r.mean_queue_bytes, 0),
+                    "ce_marked": r.sum.ce_marked,
+                }),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "scenario": "incast-16-cc",
+        "about": "rocelab's figures for the 16:1 incast at 100 Gb/s, MTU 1024, seed 1, measured from 2 ms; checked by tests/sim_cc.rs within goodput 0.5 %, Jain 0.005, mean queue 5 % or 2 KB, CE marks 5 % or 20. A change that moves them must say why and write them again: ROCELAB_BLESS=1 cargo test --test sim_cc",
+        "variants": variants,
+    })
+}
+
+/// The golden figures hold: the simulator is deterministic, so a difference is a change
+/// to a congestion control, the switch or the endpoint, and the tolerances only absorb
+/// the last digits. `ROCELAB_BLESS=1` writes the file from this run instead.
+fn check_golden(runs: &[(String, Run)]) {
+    let now = figures(runs);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(GOLDEN);
+    if std::env::var("ROCELAB_BLESS").is_ok_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
+        eprintln!("wrote {GOLDEN}");
+        return;
+    }
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{GOLDEN}: {e}"));
+    let golden: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let (want, got) = (&golden["variants"], &now["variants"]);
+    assert_eq!(
+        want.as_object().unwrap().keys().collect::<Vec<_>>(),
+        got.as_object().unwrap().keys().collect::<Vec<_>>(),
+        "{GOLDEN}: the variants"
+    );
+    let near = |a: f64, b: f64, rel: f64, abs: f64| (a - b).abs() <= (rel * b.abs()).max(abs);
+    for (name, w) in want.as_object().unwrap() {
+        let g = &got[name];
+        let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        for (key, rel, abs) in [
+            ("goodput_gbps", 0.005, 0.0),
+            ("jain", 0.0, 0.005),
+            ("mean_queue_bytes", 0.05, 2000.0),
+            ("ce_marked", 0.05, 20.0),
+        ] {
+            assert!(
+                near(f(g, key), f(w, key), rel, abs),
+                "{name}.{key}: {} now, {} in {GOLDEN}; if the change is meant, say why and run ROCELAB_BLESS=1 cargo test --test sim_cc",
+                g[key],
+                w[key]
+            );
+        }
+    }
+}
+
 #[test]
 fn incast_16_at_100g_each_control_as_published() {
     let runs = run_variants();
+    check_golden(&runs);
     let names: Vec<&str> = runs.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
