@@ -216,6 +216,14 @@ fn balance_lines(t: &mut Lines<'_>) {
     });
 }
 
+/// A plot's series: each column's label with the values `f` reads from it.
+fn per_column(
+    rows: &[Measured],
+    f: &dyn Fn(&Measured) -> Vec<Option<f64>>,
+) -> Vec<(String, Vec<Option<f64>>)> {
+    rows.iter().map(|r| (r.label.clone(), f(r))).collect()
+}
+
 /// The all-reduce's plots, where the columns ran one: busbw and the step-time spread per
 /// size.
 fn allreduce_svgs(
@@ -223,9 +231,7 @@ fn allreduce_svgs(
     rows: &[Measured],
 ) -> Result<Vec<(String, String)>, super::plot::PlotError> {
     use super::plot::bars_svg;
-    let series = |f: &dyn Fn(&Measured) -> Vec<Option<f64>>| -> Vec<(String, Vec<Option<f64>>)> {
-        rows.iter().map(|r| (r.label.clone(), f(r))).collect()
-    };
+    let series = |f: &dyn Fn(&Measured) -> Vec<Option<f64>>| per_column(rows, f);
     let mut out = Vec::new();
     if rows.first().is_some_and(|r| !r.allreduce.is_empty()) {
         let groups: Vec<String> = rows[0]
@@ -422,9 +428,7 @@ pub fn svgs(
     rows: &[Measured],
 ) -> Result<Vec<(String, String)>, super::plot::PlotError> {
     use super::plot::bars_svg;
-    let series = |f: &dyn Fn(&Measured) -> Vec<Option<f64>>| -> Vec<(String, Vec<Option<f64>>)> {
-        rows.iter().map(|r| (r.label.clone(), f(r))).collect()
-    };
+    let series = |f: &dyn Fn(&Measured) -> Vec<Option<f64>>| per_column(rows, f);
     let mut out = Vec::new();
     // Bulk flows and all-reduce have QPs measured over the scenario's span; workloads
     // only what was delivered over the run.
