@@ -340,6 +340,22 @@ fn bad_tunes_are_refused_with_what_to_do() {
         ),
         (vec!["--from", &sonic, "--budget", "3"], "--budget 6"),
         (
+            vec!["--from", &sonic, "--budget", "0"],
+            "0: give a number of runs",
+        ),
+        (
+            vec!["--from", &sonic, "--budget=-5"],
+            "-5: give a number of runs",
+        ),
+        (
+            vec!["--from", &sonic, "--budget", "0m"],
+            "0m: no time at all",
+        ),
+        (
+            vec!["--from", &sonic, "--budget", "20x"],
+            "20x: unknown unit \"x\" (s, m or h)",
+        ),
+        (
             vec!["--from", &sonic, "--drain-ms", "-1"],
             "--drain-ms -1: give 0 to 1000",
         ),
@@ -626,4 +642,66 @@ fn a_drain_lets_the_flows_in_flight_finish() {
         "{with:?} {without:?}"
     );
     assert!(with.iter().sum::<u64>() < without.iter().sum::<u64>());
+}
+
+/// A time budget: the search starts no run once the time is up, and the best point that
+/// ran on every seed by then is checked on the held-out seed and written, not marked
+/// interrupted; tune.json says which budget it had.
+#[test]
+fn a_time_budget_ends_the_search_and_the_check_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("mix.toml");
+    std::fs::write(&scenario, MIX).unwrap();
+    let from = format!(
+        "sonic:{}/tests/data/sonic_config_db.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = dir.path().join("timed");
+    let started = std::time::Instant::now();
+    let o = rocelab(&[
+        "tune",
+        scenario.to_str().unwrap(),
+        "--from",
+        &from,
+        "--out",
+        out.to_str().unwrap(),
+        "--budget",
+        "2s",
+        "--seeds",
+        "2",
+        "--check-seeds",
+        "1",
+    ]);
+    let took = started.elapsed();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tune.json")).unwrap()).unwrap();
+    assert_eq!(json["budget_seconds"], 2);
+    assert!(json["budget_runs"].is_null());
+    // Unbounded by runs, the search only ends by the clock (its space is far larger than
+    // two seconds of runs).
+    assert_eq!(json["time_up"], true);
+    assert_eq!(json["interrupted"], false);
+    assert_eq!(
+        json["recommended"]["check_seeds"].as_array().unwrap().len(),
+        1
+    );
+    assert_eq!(
+        json["recommended"]["search_seeds"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let journal = journal_runs(&out.join("journal.jsonl"));
+    // The search's runs and the check's two.
+    assert_eq!(journal, json["runs"].as_u64().unwrap() as usize + 2);
+    assert!(
+        std::fs::read_to_string(out.join("table.txt"))
+            .unwrap()
+            .contains("the time budget of 2s was spent after")
+    );
+    // It stopped starting runs at 2 s: what is left is runs in flight, the check and the
+    // writing, a few seconds at most even in a debug build on a loaded machine.
+    assert!(took.as_secs_f64() < 60.0, "{took:?}");
 }

@@ -3,9 +3,11 @@
 //! settings within their legal values for better figures on several seeds, with a report
 //! and the recommendation exported back in the input's syntax.
 
+mod budget;
 mod journal;
 
 use anyhow::{Context, Result};
+use budget::Budget;
 use journal::Journal;
 use rocelab::config::SwitchConfig;
 use rocelab::config::export::{self, SwitchChanges};
@@ -51,9 +53,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "K1,K2,...", value_delimiter = ',')]
     knobs: Vec<String>,
     /// The most simulation runs the search makes, the starting configuration's included
-    /// (the check on --check-seeds comes on top).
-    #[arg(long, value_name = "RUNS", default_value_t = 60, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
-    budget: usize,
+    /// (1 to 100000), or the wall time after which it starts no new run: `90s`, `20m`,
+    /// `1h` (the answer then depends on the machine's speed). The check on --check-seeds
+    /// comes on top.
+    #[arg(long, value_name = "RUNS|TIME", default_value = "60", value_parser = budget::parse)]
+    budget: Budget,
     /// Seeds every finalist runs on (SEED, SEED + 1, ...), 1 to 20.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=20))]
     seeds: u64,
@@ -247,7 +251,7 @@ fn plan(args: &Args, start: &Start) -> Result<Plan> {
         objective: args.objective,
         aggregate: args.aggregate,
         seeds: (first..first + args.seeds).collect(),
-        budget_runs: args.budget,
+        budget_runs: args.budget.runs(),
         search_seed: args.search_seed,
     };
     let jobs = args
@@ -355,7 +359,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         Journal::create(&args.out, &made_with)?
     };
     noteln!(
-        "tune: {} on {} seed{} of {}, knobs {}, a budget of {} runs, {} at a time{}",
+        "tune: {} on {} seed{} of {}, knobs {}, a budget of {}, {} at a time{}",
         args.objective.describe(),
         plan.settings.seeds.len(),
         if plan.settings.seeds.len() == 1 {
@@ -365,7 +369,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         },
         args.scenario,
         plan.names.join(", "),
-        args.budget,
+        args.budget.describe(),
         plan.jobs,
         if args.resume {
             format!(", {} runs from the journal", journal.len())
@@ -380,7 +384,9 @@ pub(crate) fn run(args: Args) -> Result<()> {
         knobs: &plan.knobs,
         objective: args.objective,
         jobs: plan.jobs,
-        progress: Progress::new(args.progress, args.budget + 2 * plan.check.len()),
+        progress: Progress::new(args.progress, args.budget, 2 * plan.check.len()),
+        budget: args.budget,
+        deadline: args.budget.time().map(|t| std::time::Instant::now() + t),
         signal: &signal,
         journal: Mutex::new(journal),
         journal_error: Mutex::new(None),
@@ -390,6 +396,10 @@ pub(crate) fn run(args: Args) -> Result<()> {
     runner.progress.end();
     let found = found?;
     runner.journal_failed()?;
+    // Stopped with neither a signal nor a journal error: the time budget was spent. That
+    // is the search's end, not an interruption: the check still runs.
+    let time_up = found.interrupted && signal.load(Ordering::Relaxed) == 0;
+    runner.deadline = None;
     let check = &plan.check;
     let stopped = |at: &str, runs: usize| {
         let sig = signal_name(signal.load(Ordering::Relaxed));
@@ -399,6 +409,14 @@ pub(crate) fn run(args: Args) -> Result<()> {
             args.out.join(journal::FILE).display()
         )
     };
+    if !found.trials[0].ran_on(&plan.settings.seeds) && time_up {
+        anyhow::bail!(
+            "the time budget of {} ran out before the starting configuration had run on every seed ({} runs, in {}): give a larger --budget, and --resume to go on from them",
+            args.budget.describe(),
+            found.runs,
+            args.out.join(journal::FILE).display()
+        );
+    }
     if !found.trials[0].ran_on(&plan.settings.seeds) {
         return Err(stopped(
             "before the starting configuration had run on every seed, so nothing is written but the journal,",
@@ -407,7 +425,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     }
     // The check: the start and the recommendation on seeds the search never saw.
     let mut checked: Vec<RunFigures> = Vec::new();
-    if !found.interrupted {
+    if !found.interrupted || time_up {
         let batch: Vec<(Vec<f64>, u64)> = [0, found.best]
             .iter()
             .flat_map(|&t| check.iter().map(move |&s| (t, s)))
@@ -424,7 +442,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 .map_err(|e| anyhow::anyhow!("the check on seeds {check:?}: {e}"))?;
         }
     }
-    let interrupted = found.interrupted || checked.len() != 2 * check.len();
+    let interrupted = (found.interrupted && !time_up) || checked.len() != 2 * check.len();
     let check: &[u64] = if interrupted { &[] } else { check };
     let (check_start, check_best) = checked.split_at(check.len());
     // FCT by size for fct.svg: the start and the recommendation once more on a seed the
@@ -449,6 +467,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         settings: &plan.settings,
         found: &found,
         interrupted,
+        time_up: time_up && !interrupted,
         check,
         check_start,
         check_best,
@@ -523,6 +542,11 @@ struct Runner<'a> {
     progress: Progress,
     /// The signal that stopped the search, 0 until one comes.
     signal: &'a AtomicUsize,
+    /// --budget, as given.
+    budget: Budget,
+    /// With a time budget, when no new run may start (runs in flight finish); none for
+    /// the check.
+    deadline: Option<std::time::Instant>,
     /// Finished runs, appended as they finish; those of an earlier tune are replayed.
     journal: Mutex<Journal>,
     /// Why the journal could not be written, if it could not: the search stops.
@@ -532,9 +556,14 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
-    /// True once a signal came or the journal failed: no new run starts.
+    /// True once a signal came, the journal failed or the time budget is spent: no new
+    /// run starts.
     fn stopped(&self) -> bool {
-        self.signal.load(Ordering::Relaxed) != 0 || lock(&self.journal_error).is_some()
+        self.signal.load(Ordering::Relaxed) != 0
+            || lock(&self.journal_error).is_some()
+            || self
+                .deadline
+                .is_some_and(|d| std::time::Instant::now() >= d)
     }
 
     /// The journal's error, if writing it failed.
@@ -647,11 +676,16 @@ impl Evaluator for Runner<'_> {
         results
     }
 
-    fn progress(&mut self, runs: usize, budget: usize, best: Option<f64>) {
+    fn progress(&mut self, runs: usize, _budget: usize, best: Option<f64>) {
         *lock(&self.progress.best) = best;
         if !self.progress.shown() {
             noteln!(
-                "tune: {runs} of at most {budget} runs, best score so far {}",
+                "tune: {runs} {} runs, best score so far {}",
+                match self.budget {
+                    Budget::Runs(n) => format!("of at most {n}"),
+                    Budget::Seconds(_) =>
+                        format!("of a time budget of {},", self.budget.describe()),
+                },
                 best.map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b.abs())),
             );
         }
@@ -667,8 +701,10 @@ struct Progress {
     terminal: bool,
     /// A line now and then (--progress off a terminal).
     lines: bool,
-    /// The most runs: the budget and the check's.
-    total: usize,
+    /// The most runs: the budget and the check's; none with a time budget.
+    total: Option<usize>,
+    /// With a time budget, when it is spent.
+    deadline: Option<std::time::Instant>,
     /// Runs done: made here or replayed from the journal.
     done: AtomicUsize,
     /// Runs made here (the rate of those gives the time left).
@@ -683,14 +719,18 @@ struct Progress {
 const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Progress {
-    fn new(flag: bool, total: usize) -> Progress {
+    fn new(flag: bool, budget: Budget, check_runs: usize) -> Progress {
         use std::io::IsTerminal as _;
         let terminal = std::io::stderr().is_terminal();
         let started = std::time::Instant::now();
         Progress {
             terminal,
             lines: flag && !terminal,
-            total,
+            total: match budget {
+                Budget::Runs(n) => Some(n + check_runs),
+                Budget::Seconds(_) => None,
+            },
+            deadline: budget.time().map(|t| started + t),
             done: AtomicUsize::new(0),
             made: AtomicUsize::new(0),
             best: Mutex::new(None),
@@ -733,15 +773,29 @@ impl Progress {
     /// The line after `done` runs, `made` of them here.
     fn line(&self, done: usize, made: usize) -> String {
         let secs = self.started.elapsed().as_secs_f64();
-        let left = secs / made.max(1) as f64 * self.total.saturating_sub(done) as f64;
         let best = *lock(&self.best);
-        format!(
-            "tune: {done} of at most {} runs, best so far {}, {} elapsed, at most {} left",
-            self.total,
-            best.map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b.abs())),
-            clock(secs),
-            clock(left)
-        )
+        let best = best.map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b.abs()));
+        match (self.total, self.deadline) {
+            (Some(total), _) => {
+                let left = secs / made.max(1) as f64 * total.saturating_sub(done) as f64;
+                format!(
+                    "tune: {done} of at most {total} runs, best so far {best}, {} elapsed, at most {} left",
+                    clock(secs),
+                    clock(left)
+                )
+            }
+            (None, deadline) => {
+                let left = deadline.map_or(0.0, |d| {
+                    d.saturating_duration_since(std::time::Instant::now())
+                        .as_secs_f64()
+                });
+                format!(
+                    "tune: {done} runs, best so far {best}, {} elapsed, {} of the time budget left (then the check)",
+                    clock(secs),
+                    clock(left)
+                )
+            }
+        }
     }
 
     /// Ends the line on a terminal, so what follows starts on its own; off a terminal,
@@ -778,6 +832,9 @@ struct Report<'a> {
     found: &'a Found,
     /// True when a signal stopped the tune: the best point so far, no check.
     interrupted: bool,
+    /// True when the time budget was spent: the best point that ran on every seed by then,
+    /// checked.
+    time_up: bool,
     check: &'a [u64],
     check_start: &'a [RunFigures],
     check_best: &'a [RunFigures],
@@ -933,7 +990,15 @@ impl Report<'_> {
                 "dialect": self.start.dialect,
                 "objective": self.settings.objective,
                 "aggregate": self.settings.aggregate,
-                "budget_runs": self.settings.budget_runs,
+                "budget_runs": match self.args.budget {
+                    Budget::Runs(n) => Some(n),
+                    Budget::Seconds(_) => None,
+                },
+                "budget_seconds": match self.args.budget {
+                    Budget::Runs(_) => None,
+                    Budget::Seconds(s) => Some(s),
+                },
+                "time_up": self.time_up,
                 "drain_ms": self.args.drain_ms,
                 "runs": self.found.runs,
                 "brackets": self.found.brackets,
@@ -1081,8 +1146,17 @@ impl Report<'_> {
         if self.interrupted {
             let _ = writeln!(
                 text,
-                "INTERRUPTED after {} of at most {} runs: the best point so far that ran on every seed, not the search's answer, and not checked on other seeds; --resume goes on",
-                self.found.runs, self.settings.budget_runs
+                "INTERRUPTED after {} runs of a budget of {}: the best point so far that ran on every seed, not the search's answer, and not checked on other seeds; --resume goes on",
+                self.found.runs,
+                self.args.budget.describe()
+            );
+        }
+        if self.time_up {
+            let _ = writeln!(
+                text,
+                "the time budget of {} was spent after {} runs: the best point that ran on every seed by then (a time budget's answer depends on the machine's speed)",
+                self.args.budget.describe(),
+                self.found.runs
             );
         }
         let (sm, bm) = (
