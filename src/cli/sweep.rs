@@ -527,41 +527,21 @@ fn write_plan(
     seeds: &[u64],
     texts: Vec<(usize, u64, toml::Table)>,
 ) -> Result<()> {
-    rocelab::output::check_folder(plan_dir)?;
-    // An old plan's results would be merged as the new runs': a plan gets a folder of its own.
-    if let Some(old) = ["plan.json", "jobs.txt", "runs"]
+    let (points_seeds, tables): (Vec<(usize, u64)>, Vec<toml::Table>) = texts
         .into_iter()
-        .find(|f| plan_dir.join(f).exists())
-    {
-        anyhow::bail!(
-            "{} already holds a plan ({old}): give a new or empty folder, or remove it (its runs' results would be merged as the new plan's)",
-            plan_dir.display()
-        );
-    }
-    rocelab::output::make_folder(plan_dir)?;
-    let mut jobs = String::new();
-    let mut runs = Vec::new();
-    for (k, (point, seed, mut table)) in texts.into_iter().enumerate() {
-        let run_dir = format!("runs/{k:04}");
-        let path = plan_dir.join(&run_dir);
-        std::fs::create_dir_all(&path).with_context(|| format!("making {}", path.display()))?;
-        localize(&mut table, dir, &path)?;
-        let text = toml::to_string(&table)?;
-        rocelab::output::write_whole(&path.join("scenario.toml"), text.as_bytes())?;
-        // Run from the plan's folder: ROCELAB names the binary where it is not on PATH. A
-        // subshell each, so that the file also runs whole as a script.
-        jobs.push_str(&format!(
-            "(cd {run_dir} && \"${{ROCELAB:-rocelab}}\" sim scenario.toml --out result > log.txt 2>&1)\n"
-        ));
-        runs.push(PlannedRun {
+        .map(|(point, seed, table)| ((point, seed), table))
+        .unzip();
+    let runs: Vec<PlannedRun> = write_jobs(plan_dir, dir, tables)?
+        .into_iter()
+        .zip(points_seeds)
+        .map(|((dir, digest), (point, seed))| PlannedRun {
             point,
             seed,
-            dir: run_dir,
-            digest: Some(rocelab::sim::scenario::digest(&text)),
-        });
-    }
+            dir,
+            digest: Some(digest),
+        })
+        .collect();
     let n = runs.len();
-    rocelab::output::write_whole(&plan_dir.join("jobs.txt"), jobs.as_bytes())?;
     let plan = Plan {
         schema: PLAN_SCHEMA.into(),
         scenario: name.into(),
@@ -577,6 +557,47 @@ fn write_plan(
         jobs = plan_dir.join("jobs.txt").display()
     );
     Ok(())
+}
+
+/// Writes one job per scenario of `tables` into `plan_dir`, a new or empty folder:
+/// runs/NNNN/scenario.toml (with copies of the files it names, `dir` the folder they are
+/// relative to) and jobs.txt, a command line each; each run's folder and its
+/// scenario.toml's digest, in order. `sweep --plan` and `tune --plan` write their jobs so.
+pub(super) fn write_jobs(
+    plan_dir: &Path,
+    dir: Option<&Path>,
+    tables: Vec<toml::Table>,
+) -> Result<Vec<(String, String)>> {
+    rocelab::output::check_folder(plan_dir)?;
+    // An old plan's results would be merged as the new runs': a plan gets a folder of its own.
+    if let Some(old) = ["plan.json", "jobs.txt", "runs"]
+        .into_iter()
+        .find(|f| plan_dir.join(f).exists())
+    {
+        anyhow::bail!(
+            "{} already holds a plan ({old}): give a new or empty folder, or remove it (its runs' results would be merged as the new plan's)",
+            plan_dir.display()
+        );
+    }
+    rocelab::output::make_folder(plan_dir)?;
+    let mut jobs = String::new();
+    let mut runs = Vec::new();
+    for (k, mut table) in tables.into_iter().enumerate() {
+        let run_dir = format!("runs/{k:04}");
+        let path = plan_dir.join(&run_dir);
+        std::fs::create_dir_all(&path).with_context(|| format!("making {}", path.display()))?;
+        localize(&mut table, dir, &path)?;
+        let text = toml::to_string(&table)?;
+        rocelab::output::write_whole(&path.join("scenario.toml"), text.as_bytes())?;
+        // Run from the plan's folder: ROCELAB names the binary where it is not on PATH. A
+        // subshell each, so that the file also runs whole as a script.
+        jobs.push_str(&format!(
+            "(cd {run_dir} && \"${{ROCELAB:-rocelab}}\" sim scenario.toml --out result > log.txt 2>&1)\n"
+        ));
+        runs.push((run_dir, rocelab::sim::scenario::digest(&text)));
+    }
+    rocelab::output::write_whole(&plan_dir.join("jobs.txt"), jobs.as_bytes())?;
+    Ok(runs)
 }
 
 /// Copies the files a scenario names (a switch `file`, workload `cdf` files) next to its
@@ -846,7 +867,7 @@ fn list(seeds: &[u64]) -> String {
 }
 
 /// Why a run's result is not taken.
-enum Unusable {
+pub(super) enum Unusable {
     /// No report.json yet: the run has not finished (or not started).
     Missing,
     /// A sim report of another run: another seed or another scenario.
@@ -863,6 +884,23 @@ struct ReportHead {
     seed: Option<serde_json::Value>,
     scenario_digest: Option<serde_json::Value>,
     summary: Option<serde_json::Value>,
+}
+
+/// The part of a run's report.json a merge reads: it must say which report it is, its
+/// seed and its scenario's digest, whatever else it keeps.
+pub(super) trait RunReport: serde::de::DeserializeOwned {
+    /// Its `schema`, `seed` and `scenario_digest`.
+    fn stamp(&self) -> [Option<&serde_json::Value>; 3];
+}
+
+impl RunReport for ReportHead {
+    fn stamp(&self) -> [Option<&serde_json::Value>; 3] {
+        [
+            self.schema.as_ref(),
+            self.seed.as_ref(),
+            self.scenario_digest.as_ref(),
+        ]
+    }
 }
 
 /// A reader that notes whether anything but whitespace went through it: an empty
@@ -885,6 +923,20 @@ impl<R: std::io::Read> std::io::Read for Seen<R> {
 /// machines rarely keep them). The file, symbolic links followed, must lie inside
 /// `plan_dir` (canonical), be a regular file and hold at most [`MAX_REPORT_BYTES`].
 fn check_result(file: &Path, plan_dir: &Path, run: &PlannedRun) -> Result<Metrics, Unusable> {
+    let report: ReportHead = read_result(file, plan_dir, run.seed, run.digest.as_deref())?;
+    let summary = serde_json::json!({ "summary": report.summary });
+    Metrics::of_report(&summary)
+        .ok_or_else(|| Unusable::Damaged("report.json has no complete summary".into()))
+}
+
+/// The report `file` of a planned run of `seed` whose scenario.toml has `digest`, if it is
+/// a whole sim report of that run, read as `T`; the checks of [`check_result`].
+pub(super) fn read_result<T: RunReport>(
+    file: &Path,
+    plan_dir: &Path,
+    seed: u64,
+    digest: Option<&str>,
+) -> Result<T, Unusable> {
     let real = match file.canonicalize() {
         Ok(real) => real,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unusable::Missing),
@@ -911,7 +963,7 @@ fn check_result(file: &Path, plan_dir: &Path, run: &PlannedRun) -> Result<Metric
         }
         Err(e) => return Err(Unusable::Damaged(format!("report.json {e}"))),
     };
-    let report: ReportHead = serde_json::from_reader(&mut reader).map_err(|e| {
+    let report: T = serde_json::from_reader(&mut reader).map_err(|e| {
         Unusable::Damaged(match e.classify() {
             _ if !reader.content => "report.json is empty".to_owned(),
             serde_json::error::Category::Data => {
@@ -920,29 +972,25 @@ fn check_result(file: &Path, plan_dir: &Path, run: &PlannedRun) -> Result<Metric
             _ => format!("report.json is not JSON, or cut short: {e}"),
         })
     })?;
-    let schema = report.schema.as_ref().and_then(serde_json::Value::as_str);
+    let [schema, report_seed, scenario_digest] = report.stamp();
+    let schema = schema.and_then(serde_json::Value::as_str);
     if schema != Some(SIM_SCHEMA) {
         return Err(Unusable::Damaged(format!(
             "report.json is not a sim report: schema {}, expected {SIM_SCHEMA}",
             schema.map_or_else(|| "missing".to_owned(), |s| format!("'{s}'"))
         )));
     }
-    match report.seed.as_ref().and_then(serde_json::Value::as_u64) {
-        Some(seed) if seed == run.seed => {}
-        Some(seed) => {
+    match report_seed.and_then(serde_json::Value::as_u64) {
+        Some(s) if s == seed => {}
+        Some(s) => {
             return Err(Unusable::NotTheirs(format!(
-                "ran with seed {seed}, the run's is {}",
-                run.seed
+                "ran with seed {s}, the run's is {seed}"
             )));
         }
         None => return Err(Unusable::Damaged("report.json has no seed".into())),
     }
-    if let Some(planned) = &run.digest {
-        match report
-            .scenario_digest
-            .as_ref()
-            .and_then(serde_json::Value::as_str)
-        {
+    if let Some(planned) = digest {
+        match scenario_digest.and_then(serde_json::Value::as_str) {
             Some(d) if d == planned => {}
             Some(_) => {
                 return Err(Unusable::NotTheirs(
@@ -958,9 +1006,7 @@ fn check_result(file: &Path, plan_dir: &Path, run: &PlannedRun) -> Result<Metric
             }
         }
     }
-    let summary = serde_json::json!({ "summary": report.summary });
-    Metrics::of_report(&summary)
-        .ok_or_else(|| Unusable::Damaged("report.json has no complete summary".into()))
+    Ok(report)
 }
 
 #[cfg(test)]

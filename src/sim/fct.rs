@@ -155,7 +155,7 @@ pub fn decimal_bytes(bytes: f64) -> String {
 }
 
 /// One workload flow's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct FlowFct {
     /// Its number (the order of arrival in the scenario).
     pub id: usize,

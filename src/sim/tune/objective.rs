@@ -66,26 +66,54 @@ pub struct RunFigures {
     pub ce_marked: u64,
 }
 
+/// The counts of a run's summary the figures take, under the names a sim report's
+/// `summary` gives them (a run made elsewhere is read back from its report.json).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+pub struct Counts {
+    /// The largest all-reduce size's bus bandwidth, GB/s.
+    pub busbw_gbytes_per_s: Option<f64>,
+    /// Frames the switches dropped in lossless classes.
+    pub lossless_drops: u64,
+    /// PFC storms the watchdogs detected.
+    pub storms_detected: u64,
+    /// PFC frames the switches sent.
+    pub switch_pfc_sent: u64,
+    /// Frames the switches marked CE.
+    pub ce_marked: u64,
+}
+
 /// The figures of a finished run.
 pub fn figures(objective: Objective, scenario: &Scenario, outcome: &Outcome) -> RunFigures {
     let s = crate::sim::summary::summary(scenario, outcome);
-    let end = outcome.net.engine.now();
+    let counts = Counts {
+        busbw_gbytes_per_s: s.busbw_gbytes_per_s,
+        lossless_drops: s.lossless_drops,
+        storms_detected: s.storms_detected,
+        switch_pfc_sent: s.switch_pfc_sent,
+        ce_marked: s.ce_marked,
+    };
+    figures_of(objective, &outcome.flows, outcome.net.engine.now(), &counts)
+}
+
+/// The figures of a run that ended at `end` with `flows` and `counts`.
+pub fn figures_of(
+    objective: Objective,
+    flows: &[crate::sim::fct::FlowFct],
+    end: crate::time::Nanos,
+    counts: &Counts,
+) -> RunFigures {
     let value = match objective {
-        Objective::FctP99 => censored_p99(&outcome.flows, end, |_| true),
-        Objective::SmallFctP99 => censored_p99(&outcome.flows, end, |f| f.bytes < 100_000),
-        Objective::Busbw => s.busbw_gbytes_per_s,
+        Objective::FctP99 => censored_p99(flows, end, |_| true),
+        Objective::SmallFctP99 => censored_p99(flows, end, |f| f.bytes < 100_000),
+        Objective::Busbw => counts.busbw_gbytes_per_s,
     };
     RunFigures {
         objective: value,
-        unfinished_flows: outcome
-            .flows
-            .iter()
-            .filter(|f| f.finished.is_none())
-            .count() as u64,
-        lossless_drops: s.lossless_drops,
-        storms: s.storms_detected,
-        pfc_sent: s.switch_pfc_sent,
-        ce_marked: s.ce_marked,
+        unfinished_flows: flows.iter().filter(|f| f.finished.is_none()).count() as u64,
+        lossless_drops: counts.lossless_drops,
+        storms: counts.storms_detected,
+        pfc_sent: counts.switch_pfc_sent,
+        ce_marked: counts.ce_marked,
     }
 }
 
