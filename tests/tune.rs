@@ -356,6 +356,10 @@ fn bad_tunes_are_refused_with_what_to_do() {
             "20x: unknown unit \"x\" (s, m or h)",
         ),
         (
+            vec!["--from", &sonic, "--budget", "20m", "--plan"],
+            "a time budget counts this machine's wall time",
+        ),
+        (
             vec!["--from", &sonic, "--drain-ms", "-1"],
             "--drain-ms -1: give 0 to 1000",
         ),
@@ -704,4 +708,152 @@ fn a_time_budget_ends_the_search_and_the_check_still_runs() {
     // It stopped starting runs at 2 s: what is left is runs in flight, the check and the
     // writing, a few seconds at most even in a debug build on a loaded machine.
     assert!(took.as_secs_f64() < 60.0, "{took:?}");
+}
+
+/// Runs every line of a tune's DIR/plan/jobs.txt, as a user would on other machines,
+/// with the binary under test as `rocelab`.
+fn run_jobs(plan: &std::path::Path) -> usize {
+    let jobs = std::fs::read_to_string(plan.join("jobs.txt")).unwrap();
+    for line in jobs.lines() {
+        let ran = std::process::Command::new("sh")
+            .args(["-c", line])
+            .current_dir(plan)
+            .env("ROCELAB", env!("CARGO_BIN_EXE_rocelab"))
+            .output()
+            .unwrap();
+        assert!(ran.status.success(), "{line}: {ran:?}");
+    }
+    jobs.lines().count()
+}
+
+/// The same tune spread over "machines": --plan writes the runs the search needs next,
+/// the test runs jobs.txt's lines, --merge reads their results and writes the next plan,
+/// until the report; every output is the in-process tune's, byte for byte. A merge with a
+/// result missing or of another run is refused, naming the run.
+#[test]
+fn a_tune_through_plans_and_merges_gives_the_in_process_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("mix.toml");
+    std::fs::write(&scenario, MIX).unwrap();
+    let from = format!(
+        "sonic:{}/tests/data/sonic_config_db.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let args = |out: &str, extra: &[&str]| -> std::process::Output {
+        let out = dir.path().join(out);
+        let mut all = vec![
+            "tune",
+            scenario.to_str().unwrap(),
+            "--from",
+            &from,
+            "--out",
+            out.to_str().unwrap(),
+            "--budget",
+            "20",
+            "--seeds",
+            "2",
+            "--check-seeds",
+            "1",
+        ];
+        all.extend_from_slice(extra);
+        rocelab(&all)
+    };
+    let whole = args("whole", &["--jobs", "2"]);
+    assert!(
+        whole.status.success(),
+        "{}",
+        String::from_utf8_lossy(&whole.stderr)
+    );
+    let spread = dir.path().join("spread");
+    let plan = spread.join("plan");
+    let first = args("spread", &["--plan"]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    // The first batch is the start on both search seeds.
+    let planned: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(plan.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(planned["schema"], "rocelab.tune-plan/1");
+    assert_eq!(planned["runs"].as_array().unwrap().len(), 2);
+    // Nothing run yet: the merge names both runs and merges nothing.
+    let early = args("spread", &["--merge"]);
+    let err = String::from_utf8_lossy(&early.stderr);
+    assert!(!early.status.success(), "{err}");
+    assert!(
+        err.contains("2 of 2 runs have no result yet") && err.contains("runs/0000, runs/0001"),
+        "{err}"
+    );
+    assert_eq!(journal_runs(&spread.join("journal.jsonl")), 0);
+    run_jobs(&plan);
+    // A result copied over another run's: refused by name, as not its run's.
+    let (a, b) = (plan.join("runs/0000/result"), plan.join("runs/0001/result"));
+    let saved = std::fs::read(b.join("report.json")).unwrap();
+    std::fs::copy(a.join("report.json"), b.join("report.json")).unwrap();
+    let wrong = args("spread", &["--merge"]);
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert!(!wrong.status.success(), "{err}");
+    assert!(
+        err.contains("1 of 2 runs have a result that is not theirs") && err.contains("runs/0001 ("),
+        "{err}"
+    );
+    std::fs::write(b.join("report.json"), saved).unwrap();
+    // Merge, run the next plan, until the report is written.
+    let mut batches = 1;
+    let mut jobs = 2;
+    loop {
+        let merged = args("spread", &["--merge"]);
+        let (out, err) = (
+            String::from_utf8_lossy(&merged.stdout),
+            String::from_utf8_lossy(&merged.stderr),
+        );
+        assert!(merged.status.success(), "{err}");
+        if !plan.exists() {
+            assert!(out.contains("wrote start.toml"), "{out}");
+            break;
+        }
+        assert!(
+            out.contains("then the same `rocelab tune` command with --merge"),
+            "{out}"
+        );
+        jobs += run_jobs(&plan);
+        batches += 1;
+        assert!(batches < 40, "no end to the plans");
+    }
+    // Several rungs, each a plan of its own, and no run twice.
+    assert!(batches >= 4, "{batches}");
+    let read = |d: &str, f: &str| std::fs::read_to_string(dir.path().join(d).join(f)).unwrap();
+    assert_eq!(journal_runs(&spread.join("journal.jsonl")), jobs);
+    assert_eq!(
+        journal_runs(&spread.join("journal.jsonl")),
+        journal_runs(&dir.path().join("whole").join("journal.jsonl"))
+    );
+    for f in [
+        "tune.json",
+        "table.txt",
+        "recommended.toml",
+        "config_db.json",
+        "fct.svg",
+        "search.svg",
+    ] {
+        assert_eq!(read("spread", f), read("whole", f), "{f}");
+    }
+    // Done: a merge with no plan left says where it looked.
+    let after = args("spread", &["--merge"]);
+    let err = String::from_utf8_lossy(&after.stderr);
+    assert!(
+        !after.status.success() && err.contains("plan.json"),
+        "{err}"
+    );
+    // A --resume that finds a plan with its results merges it and goes on here, to the
+    // same answer.
+    assert!(args("resumed", &["--plan"]).status.success());
+    run_jobs(&dir.path().join("resumed").join("plan"));
+    let resumed = args("resumed", &["--resume"]);
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{err}");
+    assert!(err.contains("merged 2 runs from"), "{err}");
+    assert!(!dir.path().join("resumed").join("plan").exists());
+    assert_eq!(read("resumed", "tune.json"), read("whole", "tune.json"));
 }

@@ -5,6 +5,7 @@
 
 mod budget;
 mod journal;
+mod plan;
 
 use anyhow::{Context, Result};
 use budget::Budget;
@@ -85,13 +86,37 @@ pub(crate) struct Args {
     /// Go on from the runs DIR/journal.jsonl holds (a tune into the same --out that was
     /// interrupted, or finished): they are replayed, not run again. The journal must have
     /// been made with the same scenario, --from, --set, --objective, --knobs and seeds.
+    /// A plan in DIR/plan (--plan) is merged first, every run's result required.
     #[arg(long)]
     resume: bool,
+    /// Make no run here: write the runs the search needs next (the start on every seed, a
+    /// rung of a bracket, or the check) into DIR/plan, one `rocelab sim` command line each
+    /// in DIR/plan/jobs.txt, for any machines to run; then --merge. Not with a time budget.
+    #[arg(long)]
+    plan: bool,
+    /// Read the results of DIR/plan's runs into the journal (every run must have its
+    /// result, made from its scenario.toml), then go on as --plan: the next plan, or the
+    /// report once the search and the check are done. Give the arguments the plan was
+    /// made with.
+    #[arg(long)]
+    merge: bool,
     /// Show the progress line (runs done of the total, best so far, time left) on standard
     /// error even when it is not a terminal: then a line every 5 s. On a terminal it is
     /// always shown, rewritten in place.
     #[arg(long)]
     progress: bool,
+}
+
+impl Args {
+    /// Going on from the journal: --resume, or --merge.
+    fn resuming(&self) -> bool {
+        self.resume || self.merge
+    }
+
+    /// Runs planned for other machines, not made here.
+    fn planning(&self) -> bool {
+        self.plan || self.merge
+    }
 }
 
 /// The starting configuration as read.
@@ -321,13 +346,13 @@ fn check_journal(args: &Args, start: &Start) -> Result<()> {
     let path = args.out.join(journal::FILE);
     // A journal without runs (a tune that failed before its first) keeps nothing.
     let there = path.exists();
-    if there && !args.resume && runner_journal_len(&args.out) > 0 {
+    if there && !args.resuming() && runner_journal_len(&args.out) > 0 {
         anyhow::bail!(
             "{} holds the runs of an earlier tune: give --resume to go on from them, or another --out (or remove it)",
             path.display()
         );
     }
-    if args.resume {
+    if args.resuming() {
         if !there {
             anyhow::bail!(
                 "--resume: {} does not exist; --resume goes on from the journal an earlier tune into the same --out wrote",
@@ -349,17 +374,30 @@ fn check_journal(args: &Args, start: &Start) -> Result<()> {
 pub(crate) fn run(args: Args) -> Result<()> {
     let start = read_from(&args.from)?;
     rocelab::output::check_folder(&args.out)?;
+    if args.budget.time().is_some() && (args.plan || args.merge) {
+        anyhow::bail!(
+            "--budget {}: a time budget counts this machine's wall time, and with --plan or --merge the runs are made elsewhere: give a number of runs",
+            args.budget.describe()
+        );
+    }
     check_journal(&args, &start)?;
     let signal = stop_on_signals()?;
     let plan = plan(&args, &start)?;
     let made_with = plan.made_with(&start);
-    let journal = if args.resume {
+    let made_with_digest = self::plan::made_with_digest(&made_with);
+    let mut journal = if args.resuming() {
         Journal::resume(&args.out, &made_with)?
     } else {
         Journal::create(&args.out, &made_with)?
     };
+    // A plan's results go into the journal before the search replays it.
+    let held = if args.merge || (args.resume && self::plan::exists(&args.out)) {
+        self::plan::merge(&args.out, &made_with_digest, args.objective, &mut journal)?
+    } else {
+        self::plan::Held::default()
+    };
     noteln!(
-        "tune: {} on {} seed{} of {}, knobs {}, a budget of {}, {} at a time{}",
+        "tune: {} on {} seed{} of {}, knobs {}, a budget of {}, {}{}",
         args.objective.describe(),
         plan.settings.seeds.len(),
         if plan.settings.seeds.len() == 1 {
@@ -370,8 +408,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
         args.scenario,
         plan.names.join(", "),
         args.budget.describe(),
-        plan.jobs,
-        if args.resume {
+        if args.planning() {
+            "runs planned, not made here".to_owned()
+        } else {
+            format!("{} at a time", plan.jobs)
+        },
+        if args.resuming() {
             format!(", {} runs from the journal", journal.len())
         } else {
             String::new()
@@ -391,11 +433,38 @@ pub(crate) fn run(args: Args) -> Result<()> {
         journal: Mutex::new(journal),
         journal_error: Mutex::new(None),
         replayed: 0,
+        planning: args.planning(),
+        wanted: Vec::new(),
     };
     let found = search(&plan.knobs, &plan.settings, &mut runner);
     runner.progress.end();
     let found = found?;
     runner.journal_failed()?;
+    if !runner.wanted.is_empty() {
+        return write_plan(&args, &plan, &runner, &made_with_digest, "the search");
+    }
+    finish(
+        &args,
+        &start,
+        &plan,
+        &mut runner,
+        &found,
+        &held,
+        &made_with_digest,
+    )
+}
+
+/// After the search: the check on seeds it never saw, fct.svg's runs, and the report.
+fn finish(
+    args: &Args,
+    start: &Start,
+    plan: &Plan,
+    runner: &mut Runner<'_>,
+    found: &Found,
+    held: &self::plan::Held,
+    made_with_digest: &str,
+) -> Result<()> {
+    let signal = runner.signal;
     // Stopped with neither a signal nor a journal error: the time budget was spent. That
     // is the search's end, not an interruption: the check still runs.
     let time_up = found.interrupted && signal.load(Ordering::Relaxed) == 0;
@@ -425,15 +494,30 @@ pub(crate) fn run(args: Args) -> Result<()> {
     }
     // The check: the start and the recommendation on seeds the search never saw.
     let mut checked: Vec<RunFigures> = Vec::new();
-    if !found.interrupted || time_up {
-        let batch: Vec<(Vec<f64>, u64)> = [0, found.best]
+    let ends = !found.interrupted || time_up;
+    // fct.svg's seed: one the search never saw, else its first.
+    let fct_seed = check.first().copied().unwrap_or(plan.settings.seeds[0]);
+    let pair = [&found.trials[0].values, &found.trials[found.best].values];
+    if ends {
+        let batch: Vec<(Vec<f64>, u64)> = pair
             .iter()
-            .flat_map(|&t| check.iter().map(move |&s| (t, s)))
-            .map(|(t, s)| (found.trials[t].values.clone(), s))
+            .flat_map(|v| check.iter().map(move |&s| ((*v).clone(), s)))
             .collect();
         let runs = runner.evaluate(&batch);
         runner.progress.end();
         runner.journal_failed()?;
+        if runner.planning {
+            // fct.svg's runs go with the check's (the same runs when there is a check).
+            for v in pair {
+                let run = (v.clone(), fct_seed);
+                if held.buckets(v, fct_seed).is_none() && !runner.wanted.contains(&run) {
+                    runner.wanted.push(run);
+                }
+            }
+            if !runner.wanted.is_empty() {
+                return write_plan(args, plan, runner, made_with_digest, "the check");
+            }
+        }
         if runs.iter().all(Option::is_some) {
             checked = runs
                 .into_iter()
@@ -445,27 +529,33 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let interrupted = (found.interrupted && !time_up) || checked.len() != 2 * check.len();
     let check: &[u64] = if interrupted { &[] } else { check };
     let (check_start, check_best) = checked.split_at(check.len());
-    // FCT by size for fct.svg: the start and the recommendation once more on a seed the
-    // search never saw (else its first), with their flows. Not after a signal: it asked
-    // to stop.
+    // FCT by size for fct.svg: the start and the recommendation once more, with their
+    // flows (from the plan's results when planned). Not after a signal: it asked to stop.
     let fct = if interrupted {
         None
+    } else if runner.planning {
+        match (
+            held.buckets(pair[0], fct_seed),
+            held.buckets(pair[1], fct_seed),
+        ) {
+            (Some(a), Some(b)) => Some((fct_seed, a, b)),
+            _ => None,
+        }
     } else {
-        let seed = check.first().copied().unwrap_or(plan.settings.seeds[0]);
         let (a, b) = std::thread::scope(|scope| {
-            let a = scope.spawn(|| runner.buckets(&found.trials[0].values, seed));
-            let b = runner.buckets(&found.trials[found.best].values, seed);
+            let a = scope.spawn(|| runner.buckets(pair[0], fct_seed));
+            let b = runner.buckets(pair[1], fct_seed);
             (a.join(), b)
         });
         let a = a.map_err(|_| anyhow::anyhow!("the start's run for fct.svg panicked"))?;
-        Some((seed, a?, b?))
+        Some((fct_seed, a?, b?))
     };
     let report = Report {
-        args: &args,
-        start: &start,
+        args,
+        start,
         knobs: &plan.knobs,
         settings: &plan.settings,
-        found: &found,
+        found,
         interrupted,
         time_up: time_up && !interrupted,
         check,
@@ -480,6 +570,37 @@ pub(crate) fn run(args: Args) -> Result<()> {
             found.runs,
         ));
     }
+    Ok(())
+}
+
+/// Writes the runs the search or the check needs next as a plan in DIR/plan, and says
+/// how to run and merge it.
+fn write_plan(
+    args: &Args,
+    plan: &Plan,
+    runner: &Runner<'_>,
+    made_with_digest: &str,
+    what: &str,
+) -> Result<()> {
+    let tables = runner
+        .wanted
+        .iter()
+        .map(|(v, s)| run_table(&plan.base, &plan.knobs, v, *s).map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<_>>>()?;
+    self::plan::write(
+        &args.out,
+        made_with_digest,
+        plan.dir.as_deref(),
+        &runner.wanted,
+        tables,
+    )?;
+    let folder = args.out.join(self::plan::FOLDER);
+    sayln!(
+        "wrote the next {} runs of {what} ({} done) to {d}: run each line of {d}/jobs.txt from {d} (e.g. `cd {d} && parallel < jobs.txt`), on any machines, with the runs' result folders back in place; then the same `rocelab tune` command with --merge",
+        runner.wanted.len(),
+        lock(&runner.journal).len(),
+        d = folder.display()
+    );
     Ok(())
 }
 
@@ -553,6 +674,10 @@ struct Runner<'a> {
     journal_error: Mutex<Option<anyhow::Error>>,
     /// Runs replayed from the journal.
     replayed: usize,
+    /// --plan or --merge: runs the journal lacks are wanted, not made.
+    planning: bool,
+    /// The runs wanted for a plan, in the order the search asked for them.
+    wanted: Vec<(Vec<f64>, u64)>,
 }
 
 impl Runner<'_> {
@@ -600,14 +725,7 @@ impl Runner<'_> {
         values: &[f64],
         seed: u64,
     ) -> Result<Option<(Scenario, rocelab::sim::run::Outcome)>, String> {
-        let mut t = self.base.clone();
-        for (k, &v) in self.knobs.iter().zip(values) {
-            for key in &k.keys {
-                rocelab::config::set_key(&mut t, &format!("{key}={}", k.toml_value(v)))
-                    .map_err(|e| e.to_string())?;
-            }
-        }
-        set_seed(&mut t, seed).map_err(|e| e.to_string())?;
+        let t = run_table(self.base, self.knobs, values, seed)?;
         let text = toml::to_string(&t).map_err(|e| e.to_string())?;
         let scenario =
             Scenario::from_toml(self.name, &text, self.dir).map_err(|e| e.to_string())?;
@@ -617,6 +735,24 @@ impl Runner<'_> {
             Err(e) => Err(e.to_string()),
         }
     }
+}
+
+/// The scenario of a run at `values` (one per knob of `knobs`) and `seed`.
+fn run_table(
+    base: &toml::Table,
+    knobs: &[Knob],
+    values: &[f64],
+    seed: u64,
+) -> Result<toml::Table, String> {
+    let mut t = base.clone();
+    for (k, &v) in knobs.iter().zip(values) {
+        for key in &k.keys {
+            rocelab::config::set_key(&mut t, &format!("{key}={}", k.toml_value(v)))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    set_seed(&mut t, seed).map_err(|e| e.to_string())?;
+    Ok(t)
 }
 
 /// Ends a simulation run when a signal came.
@@ -642,6 +778,11 @@ impl Evaluator for Runner<'_> {
         let todo: Vec<usize> = (0..batch.len()).filter(|&i| results[i].is_none()).collect();
         self.replayed += batch.len() - todo.len();
         self.progress.replayed(batch.len() - todo.len());
+        if self.planning {
+            // Not made here: the search stops at this batch and the plan holds its runs.
+            self.wanted.extend(todo.iter().map(|&i| batch[i].clone()));
+            return results;
+        }
         let next = AtomicUsize::new(0);
         let made: Mutex<Vec<(usize, Result<RunFigures, String>)>> = Mutex::new(Vec::new());
         let this = &*self;
