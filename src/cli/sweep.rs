@@ -638,14 +638,14 @@ fn localize(table: &mut toml::Table, dir: Option<&Path>, to: &Path) -> Result<()
 }
 
 /// The most bytes of a plan.json: one of 10 000 runs takes about 2 MB.
-const MAX_PLAN_BYTES: u64 = 64 << 20;
+pub(super) const MAX_PLAN_BYTES: u64 = 64 << 20;
 
 /// The most bytes of a run's report.json: `fct` has a row per workload flow, and a long
 /// run has millions. It is read as a stream, keeping only the fields the merge checks.
 const MAX_REPORT_BYTES: u64 = 1 << 30;
 
 /// Why a file the merge reads cannot be opened.
-enum OpenError {
+pub(super) enum OpenError {
     /// The open or its stat failed.
     Io(std::io::Error),
     /// A FIFO, a device, a folder, a socket.
@@ -668,7 +668,7 @@ impl std::fmt::Display for OpenError {
 /// through a buffer that stops there. The open does not wait for a FIFO's writer
 /// (O_NONBLOCK: a FIFO named report.json hung the merge for ever), and `/dev/zero` is
 /// refused, not read until the memory runs out.
-fn open_regular(
+pub(super) fn open_regular(
     path: &Path,
     limit: u64,
 ) -> Result<std::io::BufReader<std::io::Take<std::fs::File>>, OpenError> {

@@ -6,7 +6,9 @@
 //! appends them to the journal and goes on to the next plan or the report. The search is a
 //! function of its runs, so the answer is the in-process tune's.
 
-use super::super::sweep::{RunReport, Unusable, read_result, write_jobs};
+use super::super::sweep::{
+    MAX_PLAN_BYTES, RunReport, Unusable, open_regular, read_result, write_jobs,
+};
 use super::journal::Journal;
 use anyhow::{Context, Result};
 use rocelab::sim::fct::{Bucket, FlowFct};
@@ -108,13 +110,15 @@ pub(super) fn merge(
 ) -> Result<Held> {
     let folder = out.join(FOLDER);
     let path = folder.join("plan.json");
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "reading {}: --merge reads the plan `tune --plan` wrote there",
+    // As sweep's merge reads its plan: a FIFO or a device named plan.json is refused, not
+    // waited on or read without end.
+    let reader = open_regular(&path, MAX_PLAN_BYTES).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e}; --merge reads the plan `tune --plan` wrote there",
             path.display()
         )
     })?;
-    let plan: PlanFile = serde_json::from_str(&text)
+    let plan: PlanFile = serde_json::from_reader(reader)
         .with_context(|| format!("{}: not a tune plan ({SCHEMA})", path.display()))?;
     if plan.schema != SCHEMA {
         anyhow::bail!(
