@@ -209,6 +209,18 @@ fn rocelab(args: &[&str]) -> std::process::Output {
 }
 
 /// Web-search flows and 3:1 incast bursts on a 4-host star at 100 Gb/s, 1 ms.
+/// [`MIX`] written into `dir` as `mix.toml`, and `--from` for the SONiC test
+/// configuration: what most tunes here start from.
+fn mix_from_sonic(dir: &tempfile::TempDir) -> (std::path::PathBuf, String) {
+    let scenario = dir.path().join("mix.toml");
+    std::fs::write(&scenario, MIX).unwrap();
+    let from = format!(
+        "sonic:{}/tests/data/sonic_config_db.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    (scenario, from)
+}
+
 const MIX: &str = r#"
 description = "a small mix for tune's tests"
 seed = 1
@@ -236,12 +248,7 @@ period_us = 100
 #[test]
 fn a_tune_from_sonic_reports_per_seed_and_its_export_imports_to_recommended_toml() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("mix.toml");
-    std::fs::write(&scenario, MIX).unwrap();
-    let from = format!(
-        "sonic:{}/tests/data/sonic_config_db.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let (scenario, from) = mix_from_sonic(&dir);
     let tune = |out: &str, jobs: &str| {
         let out = dir.path().join(out);
         let o = rocelab(&[
@@ -415,12 +422,7 @@ fn journal_runs(path: &std::path::Path) -> usize {
 #[test]
 fn an_interrupted_tune_keeps_its_runs_and_resumes_to_the_uninterrupted_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("mix.toml");
-    std::fs::write(&scenario, MIX).unwrap();
-    let from = format!(
-        "sonic:{}/tests/data/sonic_config_db.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let (scenario, from) = mix_from_sonic(&dir);
     let args = |out: &str| -> Vec<String> {
         let out = dir.path().join(out);
         [
@@ -526,12 +528,7 @@ fn an_interrupted_tune_keeps_its_runs_and_resumes_to_the_uninterrupted_answer() 
 #[test]
 fn a_resume_is_refused_without_a_journal_or_with_other_arguments() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("mix.toml");
-    std::fs::write(&scenario, MIX).unwrap();
-    let from = format!(
-        "sonic:{}/tests/data/sonic_config_db.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let (scenario, from) = mix_from_sonic(&dir);
     let out = dir.path().join("out");
     let (s, o) = (scenario.to_str().unwrap(), out.to_str().unwrap());
     let base = ["tune", s, "--from", &from, "--out", o, "--budget", "6"];
@@ -604,12 +601,7 @@ fn a_resume_is_refused_without_a_journal_or_with_other_arguments() {
 #[test]
 fn a_drain_lets_the_flows_in_flight_finish() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("mix.toml");
-    std::fs::write(&scenario, MIX).unwrap();
-    let from = format!(
-        "sonic:{}/tests/data/sonic_config_db.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let (scenario, from) = mix_from_sonic(&dir);
     let unfinished = |drain: &str| -> Vec<u64> {
         let out = dir.path().join(format!("drain{drain}"));
         let o = rocelab(&[
@@ -654,12 +646,7 @@ fn a_drain_lets_the_flows_in_flight_finish() {
 #[test]
 fn a_time_budget_ends_the_search_and_the_check_still_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("mix.toml");
-    std::fs::write(&scenario, MIX).unwrap();
-    let from = format!(
-        "sonic:{}/tests/data/sonic_config_db.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let (scenario, from) = mix_from_sonic(&dir);
     let out = dir.path().join("timed");
     let started = std::time::Instant::now();
     let o = rocelab(&[
@@ -733,12 +720,7 @@ fn run_jobs(plan: &std::path::Path) -> usize {
 #[test]
 fn a_tune_through_plans_and_merges_gives_the_in_process_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("mix.toml");
-    std::fs::write(&scenario, MIX).unwrap();
-    let from = format!(
-        "sonic:{}/tests/data/sonic_config_db.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let (scenario, from) = mix_from_sonic(&dir);
     let args = |out: &str, extra: &[&str]| -> std::process::Output {
         let out = dir.path().join(out);
         let mut all = vec![
