@@ -188,11 +188,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     };
     let first_seed = match args.seed {
         Some(s) => s,
-        None => base
-            .get("seed")
-            .and_then(toml::Value::as_integer)
-            .and_then(|s| u64::try_from(s).ok())
-            .unwrap_or(1),
+        None => rocelab::sim::scenario::table_seed(&base),
     };
     // Each run's seed goes into its scenario, a TOML integer: the last must fit.
     if first_seed

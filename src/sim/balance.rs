@@ -267,15 +267,7 @@ fn allreduce_bound(
 /// without workload flows). `lost` holds (leaf, uplinks' worth lost) as for the capacity.
 fn exchange(scenario: &Scenario, outcome: &Outcome, lost: &[(usize, f64)]) -> Option<Exchange> {
     let t = &scenario.topology;
-    let (per_leaf, spines) = match t.shape {
-        super::scenario::Shape::Star { .. } => (usize::MAX, 1),
-        super::scenario::Shape::LeafSpine {
-            hosts_per_leaf,
-            spines,
-            ..
-        } => (hosts_per_leaf, spines),
-        super::scenario::Shape::Ring { .. } => return None,
-    };
+    let (per_leaf, spines) = t.leaf_groups()?;
     let flows = &outcome.flows;
     let first = flows.iter().map(|f| f.arrival).min()?;
     let leaf = |h: usize| h.checked_div(per_leaf).unwrap_or(0);

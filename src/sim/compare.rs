@@ -9,7 +9,7 @@ use super::fct::{self, Bucket};
 use super::run::Outcome;
 use super::scenario::Scenario;
 use super::summary::{self, Summary};
-use super::topology::{Shape, Topology};
+use super::topology::Topology;
 use serde::Serialize;
 
 /// A fabric setting to run a scenario on.
@@ -347,15 +347,7 @@ pub fn fair_shares_degraded(
     flows: &[(usize, usize)],
     lost: &[(usize, f64)],
 ) -> Option<Vec<f64>> {
-    let (per_leaf, spines) = match topology.shape {
-        Shape::Star { .. } => (usize::MAX, 1),
-        Shape::LeafSpine {
-            hosts_per_leaf,
-            spines,
-            ..
-        } => (hosts_per_leaf, spines),
-        Shape::Ring { .. } => return None,
-    };
+    let (per_leaf, spines) = topology.leaf_groups()?;
     let leaf = |h: usize| h.checked_div(per_leaf).unwrap_or(0);
     let paths: Vec<Vec<Link>> = flows
         .iter()
@@ -436,6 +428,7 @@ pub fn describe(setting: Setting, scenario: &Scenario) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::topology::Shape;
     use crate::time::Nanos;
 
     fn topology(shape: Shape) -> Topology {

@@ -252,6 +252,21 @@ impl Topology {
             } => switches * hosts_per_switch,
         }
     }
+
+    /// Hosts per leaf and uplinks per leaf, as the fair-share arithmetic sees the fabric:
+    /// a star is one leaf whose one "uplink" is never used; `None` on a ring, whose paths
+    /// are not a leaf-spine's.
+    pub fn leaf_groups(&self) -> Option<(usize, usize)> {
+        match self.shape {
+            Shape::Star { .. } => Some((usize::MAX, 1)),
+            Shape::LeafSpine {
+                hosts_per_leaf,
+                spines,
+                ..
+            } => Some((hosts_per_leaf, spines)),
+            Shape::Ring { .. } => None,
+        }
+    }
 }
 
 /// A built network: the engine and where everything is.

@@ -244,11 +244,7 @@ fn plan(args: &Args, start: &Start) -> Result<Plan> {
     drain(&mut base, args.drain_ms)?;
     let first = match args.seed {
         Some(s) => s,
-        None => base
-            .get("seed")
-            .and_then(toml::Value::as_integer)
-            .and_then(|s| u64::try_from(s).ok())
-            .unwrap_or(1),
+        None => rocelab::sim::scenario::table_seed(&base),
     };
     let total = args.seeds + args.check_seeds;
     if first.checked_add(total).is_none_or(|last| last > MAX_SEED) {

@@ -93,13 +93,7 @@ pub fn fct_svg(flows: &[crate::sim::fct::FlowFct], title: &str) -> Result<String
                 .draw_series(line.into_iter().map(|p| Circle::new(p, 4, color.filled())))
                 .map_err(plot_err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
+        super::toolkit::series_legend(&mut chart)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)

@@ -101,13 +101,7 @@ pub fn search_svg(points: &[Tried], title: &str, y_desc: &str) -> Result<String>
                         .label("the start")
                         .legend(|(x, y)| TriangleMarker::new((x + 10, y), 5, BLACK.filled()));
                 }
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperRight)
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK)
-                    .draw()
-                    .map_err(plot_err)?;
+                super::toolkit::series_legend(&mut chart)?;
             }};
         }
         if hi >= 10.0 * lo {

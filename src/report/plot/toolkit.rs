@@ -26,6 +26,19 @@ pub(super) fn plot_err<E: std::fmt::Debug>(e: E) -> PlotError {
     PlotError(format!("{e:?}"))
 }
 
+/// The legend of a chart's labelled series, boxed in the upper right corner.
+pub(super) fn series_legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)
+}
+
 pub(super) fn ms(series: &Series, row: usize) -> f64 {
     series.times[row].0 as f64 / 1e6
 }

@@ -75,6 +75,15 @@ pub fn scenario_text(name: &str) -> Option<&'static str> {
     SCENARIOS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }
 
+/// A scenario table's own `seed`, or 1 where it gives none (or none that fits).
+pub fn table_seed(table: &toml::Table) -> u64 {
+    table
+        .get("seed")
+        .and_then(toml::Value::as_integer)
+        .and_then(|s| u64::try_from(s).ok())
+        .unwrap_or(1)
+}
+
 /// Sets a scenario table's `seed` (the command line's `--seed`), as `--set seed=N` does:
 /// every draw of the scenario, its workloads' flows included, follows it.
 pub fn set_seed(table: &mut toml::Table, seed: u64) -> Result<(), ConfigError> {

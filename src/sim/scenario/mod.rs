@@ -15,7 +15,8 @@ mod validate;
 pub use super::topology::{LoadBalancing, Shape, Topology};
 pub use budget::{DEFAULT_MAX_FRAMES, DEFAULT_MEMORY_BUDGET_MIB};
 pub use load::{
-    COMPARABLE, SCENARIOS, ScenarioError, digest, names, pfc_flag_as_table, scenario_text, set_seed,
+    COMPARABLE, SCENARIOS, ScenarioError, digest, names, pfc_flag_as_table, scenario_text,
+    set_seed, table_seed,
 };
 pub use schema::MAX_SEED;
 pub use validate::MAX_HOSTS;
