@@ -313,3 +313,55 @@ fn unknown_controls_and_presets_are_refused_by_key() {
         .to_string();
     assert!(e.contains("endpoint.hpcc.eta"), "{e}");
 }
+
+/// `rocelab compare --cc`: a column per congestion control on the same scenario, labelled
+/// by its preset, HPCC's queues far below DCQCN's, every key in docs/json.md; a preset
+/// named twice or unknown is refused before anything runs.
+#[test]
+fn compare_sets_congestion_controls_side_by_side() {
+    let v = common::json_of(
+        std::process::Command::new(env!("CARGO_BIN_EXE_rocelab")).args([
+            "compare",
+            "incast-16-cc",
+            "--cc",
+            "dcqcn,hpcc",
+            "--set",
+            "duration_ms=1",
+            "--set",
+            "measure_from_ms=0.5",
+            "--json",
+            "-",
+        ]),
+    );
+    let missing = common::undocumented_keys("compare", &v);
+    assert!(missing.is_empty(), "not in docs/json.md: {missing:?}");
+    let columns = v["fabrics"].as_array().unwrap();
+    let labels: Vec<&str> = columns
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["dcqcn", "hpcc"]);
+    let q = |i: usize, k: &str| columns[i]["queues"][k].as_f64().unwrap();
+    assert!(
+        q(1, "p99_bytes") * 10.0 < q(0, "p99_bytes"),
+        "HPCC p99 {} against DCQCN's {}",
+        q(1, "p99_bytes"),
+        q(0, "p99_bytes")
+    );
+    assert_eq!(columns[1]["summary"]["cnps_sent"], 0, "HPCC sends no CNP");
+    let refused = |cc: &str| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+            .args(["compare", "incast-16-cc", "--cc", cc])
+            .output()
+            .unwrap();
+        assert!(!o.status.success() && o.stdout.is_empty(), "{cc} ran");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let e = refused("hpcc,hpcc");
+    assert!(e.contains("--cc: hpcc is given twice"), "{e}");
+    let e = refused("bbr");
+    assert!(
+        e.contains("'bbr' is not a congestion-control preset"),
+        "{e}"
+    );
+}

@@ -2,7 +2,8 @@
 
 use super::JsonReport;
 use anyhow::{Context, Result};
-use rocelab::sim::compare::{Measured, Setting, apply_load_balancing, measure};
+use rocelab::config::cc::PRESET_NAMES;
+use rocelab::sim::compare::{Measured, Setting, apply_cc, apply_load_balancing, measure};
 use rocelab::sim::scenario::LoadBalancing;
 use rocelab::sim::scenario::Scenario;
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ pub(crate) struct Args {
     /// selective repeat with a BDP cap, ECN + DCQCN), iwarp (RDMA over TCP with DCTCP, no
     /// PFC), ib (credits), ib-cc (credits +
     /// InfiniBand congestion control).
-    /// Default: roce,roce-pfc,ib; with --lb, the scenario's own fabric and transport.
+    /// Default: roce,roce-pfc,ib; with --lb or --cc, the scenario's own fabric and transport.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = Setting::parse)]
     fabrics: Option<Vec<Setting>>,
     /// Load-balancing modes of a leaf-spine's leaves, a column each (with --fabrics, each
@@ -33,6 +34,13 @@ pub(crate) struct Args {
     /// --set.
     #[arg(long = "lb", value_name = "LIST", value_delimiter = ',', value_parser = parse_lb)]
     lb: Option<Vec<&'static str>>,
+    /// Congestion controls, a column each (with --fabrics or --lb, each with each), as
+    /// endpoint presets: dcqcn, dcqcn_paper, dcqcn_vwin, dcqcn_paper_vwin, hpcc,
+    /// hpcc_fixed_win, timely, timely_vwin, dctcp, swift, connectx, default. The switch's
+    /// marking is the scenario's (DCTCP's step marking: --set
+    /// switch.queue.3.ecn.kmin_bytes=..., kmax_bytes=..., pmax=1).
+    #[arg(long = "cc", value_name = "LIST", value_delimiter = ',', value_parser = parse_cc)]
+    cc: Option<Vec<&'static str>>,
     /// Switch configuration file (TOML) for every switch, instead of the scenario's base.
     #[arg(long, conflicts_with = "preset")]
     config: Option<PathBuf>,
@@ -72,58 +80,98 @@ fn parse_lb(name: &str) -> Result<&'static str, String> {
         })
 }
 
-/// One column: a fabric setting (`None`: the scenario's own), a load-balancing mode.
-type Column = (Option<Setting>, Option<&'static str>);
+/// An endpoint preset's name, checked.
+fn parse_cc(name: &str) -> Result<&'static str, String> {
+    PRESET_NAMES
+        .into_iter()
+        .find(|n| *n == name.trim())
+        .ok_or_else(|| {
+            format!(
+                "'{name}' is not a congestion-control preset: give {}",
+                PRESET_NAMES.join(", ")
+            )
+        })
+}
 
-/// The columns `--fabrics` and `--lb` ask for, each once.
+/// One column: a fabric setting, a load-balancing mode and a congestion control, each
+/// `None` where the scenario's own runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Column {
+    fabric: Option<Setting>,
+    lb: Option<&'static str>,
+    cc: Option<&'static str>,
+}
+
+/// The values of one axis (`flag`), each once; `[None]` (the scenario's own) without it.
+fn axis<T: Copy + PartialEq>(
+    flag: &str,
+    given: Option<&[T]>,
+    name: impl Fn(T) -> String,
+) -> Result<Vec<Option<T>>> {
+    let Some(values) = given else {
+        return Ok(vec![None]);
+    };
+    if values.is_empty() {
+        anyhow::bail!("{flag}: give at least one");
+    }
+    for (i, v) in values.iter().enumerate() {
+        if values[..i].contains(v) {
+            anyhow::bail!("{flag}: {} is given twice", name(*v));
+        }
+    }
+    Ok(values.iter().copied().map(Some).collect())
+}
+
+/// The columns `--fabrics`, `--lb` and `--cc` ask for: every combination, each once.
+/// Without any of them, three fabrics: roce, roce-pfc and ib.
 fn columns(args: &Args) -> Result<Vec<Column>> {
-    let fabrics: Vec<Option<Setting>> = match (&args.fabrics, &args.lb) {
-        (Some(f), _) => f.iter().copied().map(Some).collect(),
-        (None, Some(_)) => vec![None],
-        (None, None) => vec![
+    let fabrics = match (&args.fabrics, &args.lb, &args.cc) {
+        (None, None, None) => vec![
             Some(Setting::Roce),
             Some(Setting::RocePfc),
             Some(Setting::Ib),
         ],
+        (f, _, _) => axis("--fabrics", f.as_deref(), |s: Setting| s.name().to_owned())?,
     };
-    let modes: Vec<Option<&'static str>> = match &args.lb {
-        Some(l) => l.iter().copied().map(Some).collect(),
-        None => vec![None],
-    };
+    let modes = axis("--lb", args.lb.as_deref(), str::to_owned)?;
+    let ccs = axis("--cc", args.cc.as_deref(), str::to_owned)?;
     let mut columns = Vec::new();
-    for &f in &fabrics {
-        for &m in &modes {
-            if columns.contains(&(f, m)) {
-                match (f, m) {
-                    (_, Some(m)) if fabrics.len() == 1 => {
-                        anyhow::bail!("--lb: {m} is given twice")
-                    }
-                    (Some(f), _) => anyhow::bail!("--fabrics: {} is given twice", f.name()),
-                    _ => anyhow::bail!("--lb: a mode is given twice"),
-                }
+    for &fabric in &fabrics {
+        for &lb in &modes {
+            for &cc in &ccs {
+                columns.push(Column { fabric, lb, cc });
             }
-            columns.push((f, m));
         }
-    }
-    if columns.is_empty() {
-        anyhow::bail!("--fabrics and --lb: give at least one");
     }
     Ok(columns)
 }
 
-/// A column's heading.
+/// A column's heading: a fabric alone by its label; otherwise what the column sets,
+/// joined by " / " (a load-balancing mode on the scenario's fabric with its transport).
 fn label(column: Column, s: &Scenario) -> String {
-    match column {
-        (Some(f), None) => f.label().to_owned(),
-        (Some(f), Some(m)) => format!("{} / {m}", f.name()),
-        (None, m) => {
+    let Column { fabric, lb, cc } = column;
+    if let (Some(f), None, None) = (fabric, lb, cc) {
+        return f.label().to_owned();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(f) = fabric {
+        parts.push(f.name().to_owned());
+    }
+    match (fabric, lb) {
+        (Some(_), Some(m)) => parts.push(m.to_owned()),
+        (None, Some(m)) => {
             let transport = match s.endpoint.transport {
                 rocelab::config::endpoint::Transport::GoBackN => "go-back-n",
                 rocelab::config::endpoint::Transport::SelectiveRepeat => "selective-repeat",
             };
-            format!("{} / {transport}", m.unwrap_or("ecmp"))
+            parts.push(format!("{m} / {transport}"));
         }
+        (_, None) => {}
     }
+    if let Some(c) = cc {
+        parts.push(c.to_owned());
+    }
+    parts.join(" / ")
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
@@ -135,7 +183,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
     // Every fabric's scenario, checked before anything runs.
     let config = super::sim::absolute_config(args.config.as_deref())?;
     let mut scenarios = Vec::with_capacity(columns.len());
-    for &(setting, mode) in &columns {
+    for &column in &columns {
+        let Column {
+            fabric: setting,
+            lb: mode,
+            cc,
+        } = column;
         let s = Scenario::load_edited(&args.scenario, |table| {
             super::sim::replace_switch(table, config.as_deref(), args.preset);
             for assignment in &args.set {
@@ -147,13 +200,16 @@ pub(crate) fn run(args: Args) -> Result<()> {
             if let Some(mode) = mode {
                 apply_load_balancing(table, mode);
             }
+            if let Some(cc) = cc {
+                apply_cc(table, cc);
+            }
             if let Some(seed) = args.seed {
                 rocelab::sim::scenario::set_seed(table, seed)?;
             }
             Ok(())
         })
         .with_context(|| {
-            let what = [setting.map(Setting::name), mode].into_iter().flatten();
+            let what = [setting.map(Setting::name), mode, cc].into_iter().flatten();
             format!(
                 "{} on {}",
                 args.scenario,
@@ -166,7 +222,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
             rocelab::sim::fabric::Fabric::Ib(_) => Setting::Ib,
             rocelab::sim::fabric::Fabric::Iwarp(_) => Setting::Iwarp,
         });
-        let heading = label((setting, mode), &s);
+        let heading = label(column, &s);
         scenarios.push((measured_as, heading, s));
     }
     let first = &scenarios[0].2;

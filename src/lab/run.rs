@@ -211,6 +211,7 @@ pub fn scenario(
         topology: Topology {
             shape: Shape::Star { hosts },
             bits_per_sec: endpoint.bits_per_sec(),
+            fabric_bits_per_sec: endpoint.bits_per_sec(),
             // The configuration's cable: what the switch's headroom is computed for.
             delay: switch.port_defaults.cable,
             loss: 0.0,

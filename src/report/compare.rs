@@ -103,9 +103,9 @@ fn fct_lines(t: &mut Lines<'_>) {
     let buckets = t.rows.first().map_or(0, |r| r.fct.len());
     for b in 0..buckets {
         let label = &t.rows[0].fct[b].label;
-        t.line(&format!("FCT slowdown p50 / p99 / p99.9, {label}"), &|r| {
+        t.line(&format!("FCT slowdown p50 / p95 / p99, {label}"), &|r| {
             let k = &r.fct[b];
-            format!("{} / {} / {}", opt(k.p50, 2), opt(k.p99, 2), opt(k.p999, 2))
+            format!("{} / {} / {}", opt(k.p50, 2), opt(k.p95, 2), opt(k.p99, 2))
         });
     }
 }
@@ -326,6 +326,19 @@ fn fabric_lines(t: &mut Lines<'_>) {
     t.line("deepest egress queue (KB)", &|r| {
         format!("{:.1}", r.summary.max_queue_bytes as f64 / 1e3)
     });
+    t.line("egress queues, sampled: mean / p50 / p99 (KB)", &|r| {
+        r.queues.map_or_else(
+            || "-".to_owned(),
+            |q| {
+                format!(
+                    "{:.1} / {:.1} / {:.1}",
+                    q.mean_bytes / 1e3,
+                    q.p50_bytes / 1e3,
+                    q.p99_bytes / 1e3
+                )
+            },
+        )
+    });
     t.line("buffer held to stay lossless, per port (KB)", &|r| {
         format!("{:.1}", r.summary.ingress_peak_bytes as f64 / 1e3)
     });
@@ -411,9 +424,11 @@ fn pfc_unused_notes(out: &mut String, rows: &[Measured]) {
 }
 
 /// Every plot [`svgs`] may draw (each scenario gets those of the metrics it has).
-pub const SVG_FILES: [&str; 8] = [
+pub const SVG_FILES: [&str; 10] = [
     "goodput.svg",
     "victim.svg",
+    "fct-p50.svg",
+    "fct-p95.svg",
     "fct.svg",
     "busbw.svg",
     "steps.svg",
@@ -491,15 +506,24 @@ pub fn svgs(
     }
     if rows.first().is_some_and(|r| !r.fct.is_empty()) {
         let groups: Vec<String> = rows[0].fct.iter().map(|b| b.label.clone()).collect();
-        out.push((
-            "fct.svg".to_owned(),
-            bars_svg(
-                &format!("{scenario}: FCT slowdown at p99 per flow size"),
-                "slowdown, p99",
-                &groups,
-                &series(&|r| r.fct.iter().map(|b| b.p99).collect()),
-            )?,
-        ));
+        // The percentiles the congestion-control papers plot per size: p99 in fct.svg.
+        type Pick = fn(&crate::sim::fct::Bucket) -> Option<f64>;
+        let percentiles: [(&str, &str, Pick); 3] = [
+            ("fct-p50.svg", "p50", |b| b.p50),
+            ("fct-p95.svg", "p95", |b| b.p95),
+            ("fct.svg", "p99", |b| b.p99),
+        ];
+        for (file, p, pick) in percentiles {
+            out.push((
+                file.to_owned(),
+                bars_svg(
+                    &format!("{scenario}: FCT slowdown at {p} per flow size"),
+                    &format!("slowdown, {p}"),
+                    &groups,
+                    &series(&|r| r.fct.iter().map(pick).collect()),
+                )?,
+            ));
+        }
     }
     out.extend(allreduce_svgs(scenario, rows)?);
     if let Some(plot) = uplinks_svg(scenario, rows)? {

@@ -30,6 +30,19 @@ pub fn header(s: &Scenario) -> String {
         } => format!(
             "a ring of {switches} switches, {hosts_per_switch} hosts each, shorter way round"
         ),
+        Shape::FatTree(f) => format!(
+            "fat tree of {} pods, each {} ToRs x {} aggregation switches, {} cores; {} hosts per ToR",
+            f.pods, f.tors_per_pod, f.aggs_per_pod, f.cores, f.hosts_per_tor
+        ),
+    };
+    let links = if t.fabric_bits_per_sec == t.bits_per_sec {
+        format!("links {} Gb/s", gbps(t.bits_per_sec))
+    } else {
+        format!(
+            "host links {} Gb/s, between switches {} Gb/s",
+            gbps(t.bits_per_sec),
+            gbps(t.fabric_bits_per_sec)
+        )
     };
     let mut out = format!("scenario {}", s.name);
     if let Some(v) = &s.variant {
@@ -40,8 +53,7 @@ pub fn header(s: &Scenario) -> String {
     }
     let _ = write!(
         out,
-        "\n{shape}; links {} Gb/s, {} delay{}; {}; seed {}\n",
-        gbps(t.bits_per_sec),
+        "\n{shape}; {links}, {} delay{}; {}; seed {}\n",
         t.delay.human(),
         if t.loss > 0.0 {
             format!(", loss {}", t.loss)
@@ -55,8 +67,9 @@ pub fn header(s: &Scenario) -> String {
                 iw.nic.cc.name()
             ),
             _ => format!(
-                "path MTU {}; DCQCN {}",
+                "path MTU {}; {} {}",
                 s.endpoint.mtu,
+                s.endpoint.cc.name().to_uppercase(),
                 if s.endpoint.dcqcn.enabled {
                     "on"
                 } else {

@@ -156,7 +156,7 @@ pub fn report(scenario: &Scenario, outcome: &Outcome) -> Option<BalanceReport> {
     let t = &scenario.topology;
     let mode = t.load_balancing?;
     let net = &outcome.net;
-    let mut switches = uplinks(net, t.bits_per_sec);
+    let mut switches = uplinks(net, t.fabric_bits_per_sec);
     for (leaf, own) in &scenario.switch_load_balancing {
         if let Some(s) = switches
             .iter_mut()

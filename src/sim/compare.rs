@@ -162,6 +162,21 @@ pub fn apply_load_balancing(table: &mut toml::Table, name: &str) {
     }
 }
 
+/// Lays endpoint preset `name` (one of [`PRESET_NAMES`]) over a scenario's TOML table:
+/// `endpoint.preset`, its congestion control and parameters (keys the scenario's
+/// `[endpoint]` gives beside its own preset still override them).
+///
+/// [`PRESET_NAMES`]: crate::config::cc::PRESET_NAMES
+pub fn apply_cc(table: &mut toml::Table, name: &str) {
+    table.remove("variant");
+    let endpoint = table
+        .entry("endpoint")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    if let toml::Value::Table(e) = endpoint {
+        e.insert("preset".into(), name.into());
+    }
+}
+
 /// A name that is no fabric setting (`--fabrics`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -227,6 +242,44 @@ pub struct Measured {
     /// What load balancing came to, where the scenario names a mode (`compare --lb`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load_balancing: Option<super::balance::BalanceReport>,
+    /// The switches' egress queues over the measured span (`None` without a sample).
+    pub queues: Option<QueueSpread>,
+}
+
+/// Every switch egress queue the time series records, at every sample from the start of
+/// the measured span: how deep the queues ran, in the large (the HPCC paper's "queues
+/// near zero").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct QueueSpread {
+    /// The mean over queues and samples, bytes.
+    pub mean_bytes: f64,
+    /// The median, bytes.
+    pub p50_bytes: f64,
+    /// The 99th percentile (nearest rank), bytes.
+    pub p99_bytes: f64,
+    /// Queue samples (queues × samples).
+    pub samples: usize,
+}
+
+/// The [`QueueSpread`] of `series` from `from` on.
+fn queue_spread(series: &crate::series::Series, from: crate::time::Nanos) -> Option<QueueSpread> {
+    let span = series.since(from);
+    let mut all: Vec<f64> = span
+        .columns
+        .iter()
+        .filter(|c| c.kind == crate::series::ColumnKind::QueueBytes)
+        .flat_map(|c| c.values.iter().copied())
+        .collect();
+    if all.is_empty() {
+        return None;
+    }
+    all.sort_by(f64::total_cmp);
+    Some(QueueSpread {
+        mean_bytes: all.iter().sum::<f64>() / all.len() as f64,
+        p50_bytes: fct::nearest_rank(&all, 0.5)?,
+        p99_bytes: fct::nearest_rank(&all, 0.99)?,
+        samples: all.len(),
+    })
 }
 
 /// Why PFC never acted in a run that has it: the fullest lossless ingress priority group
@@ -306,6 +359,7 @@ pub fn measure(setting: Setting, scenario: &Scenario, outcome: &Outcome) -> Meas
         summary,
         pfc_unused,
         load_balancing: super::balance::report(scenario, outcome),
+        queues: queue_spread(&outcome.series, outcome.measured_from),
         flows,
         victims,
         fct: fct::buckets(&outcome.flows),
@@ -413,7 +467,8 @@ pub fn describe(setting: Setting, scenario: &Scenario) -> String {
     match (&scenario.fabric, setting) {
         (Fabric::Ib(_) | Fabric::Iwarp(_), _) => scenario.fabric.describe(),
         (Fabric::Roce, _) => format!(
-            "RoCEv2, DCQCN {}; switches store-and-forward, {} latency; switch: {}",
+            "RoCEv2, {} {}; switches store-and-forward, {} latency; switch: {}",
+            scenario.endpoint.cc.name().to_uppercase(),
             if scenario.endpoint.dcqcn.enabled {
                 "on"
             } else {
@@ -435,6 +490,7 @@ mod tests {
         Topology {
             shape,
             bits_per_sec: 100_000_000_000,
+            fabric_bits_per_sec: 100_000_000_000,
             delay: Nanos(1000),
             loss: 0.0,
             switch_latency: Nanos::ZERO,

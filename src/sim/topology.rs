@@ -1,6 +1,7 @@
 //! Networks to simulate: one switch with N hosts (a star), a leaf–spine fabric whose
-//! leaves spread remote traffic over the spines by ECMP on the UDP source port, or a ring
-//! of switches routed the shorter way round (the shape of a cyclic buffer dependency).
+//! leaves spread remote traffic over the spines by ECMP on the UDP source port, a
+//! three-tier fat tree (ToR, aggregation, core; the HPCC paper's fabric), or a ring of
+//! switches routed the shorter way round (the shape of a cyclic buffer dependency).
 
 use super::engine::{Engine, Host, Node};
 use crate::config::endpoint::EndpointConfig;
@@ -42,6 +43,48 @@ pub enum Shape {
         /// Hosts under each leaf.
         hosts_per_leaf: usize,
     },
+    /// A three-tier fat tree of ToR, aggregation and core switches.
+    FatTree(FatTree),
+}
+
+/// A three-tier fat tree's sizes: pods of ToR and aggregation switches, every ToR linked
+/// to every aggregation switch of its pod, aggregation switch `j` of each pod linked to
+/// its own group of `cores / aggs_per_pod` core switches. ToRs and aggregation switches
+/// spread what leaves them upward over their uplinks; the way down is one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FatTree {
+    /// Pods, each `tors_per_pod` ToRs and `aggs_per_pod` aggregation switches.
+    pub pods: usize,
+    /// ToR switches per pod.
+    pub tors_per_pod: usize,
+    /// Aggregation switches per pod (a ToR's uplinks).
+    pub aggs_per_pod: usize,
+    /// Core switches, a multiple of `aggs_per_pod`.
+    pub cores: usize,
+    /// Hosts under each ToR.
+    pub hosts_per_tor: usize,
+}
+
+impl FatTree {
+    /// ToR switches in all.
+    pub fn tors(&self) -> usize {
+        self.pods * self.tors_per_pod
+    }
+
+    /// Aggregation switches in all.
+    pub fn aggs(&self) -> usize {
+        self.pods * self.aggs_per_pod
+    }
+
+    /// Hosts in all.
+    pub fn hosts(&self) -> usize {
+        self.tors() * self.hosts_per_tor
+    }
+
+    /// Links between switches: ToR to aggregation, aggregation to core.
+    pub fn links(&self) -> usize {
+        self.tors() * self.aggs_per_pod + self.pods * self.cores
+    }
 }
 
 /// How a leaf-spine's leaves spread traffic over their uplinks (`topology.load_balancing`;
@@ -152,8 +195,11 @@ impl LoadBalancing {
 pub struct Topology {
     /// Star or leaf–spine.
     pub shape: Shape,
-    /// Every link's rate, bit/s.
+    /// The hosts' links' rate, bit/s (every link's but on a fat tree).
     pub bits_per_sec: u64,
+    /// The rate of the links between switches, bit/s: `bits_per_sec` but on a fat tree
+    /// (`fabric_gbps`).
+    pub fabric_bits_per_sec: u64,
     /// Every link's propagation delay.
     pub delay: Nanos,
     /// Loss probability on host links (star only).
@@ -196,6 +242,17 @@ impl Topology {
                 let d = i.abs_diff(j);
                 2 + d.min(switches - d)
             }
+            Shape::FatTree(f) => {
+                let tor = |h: usize| h / f.hosts_per_tor.max(1);
+                let pod = |h: usize| tor(h) / f.tors_per_pod.max(1);
+                if tor(a) == tor(b) {
+                    2
+                } else if pod(a) == pod(b) {
+                    4
+                } else {
+                    6
+                }
+            }
         }
     }
 
@@ -211,18 +268,31 @@ impl Topology {
                 }
             }
             Shape::Ring { switches, .. } => 2 + switches / 2,
+            Shape::FatTree(f) => match (f.pods, f.tors_per_pod) {
+                (1, 1) => 2,
+                (1, _) => 4,
+                _ => 6,
+            },
         }
     }
 
     /// The base RTT of the longest path: a full data packet of `mtu` payload bytes out and
-    /// its ACK back, each hop taking the frame's serialisation, the cable and (past a
-    /// switch) its latency, with no queue.
+    /// its ACK back, each hop taking the frame's serialisation (at the hosts' rate on the
+    /// two host links, at the fabric's between switches), the cable and (past a switch)
+    /// its latency, with no queue.
     pub fn base_rtt(&self, mtu: u32) -> Nanos {
         let hops = self.longest_hops() as u64;
         let data = mtu as usize + DATA_OVERHEAD;
-        let hop = |len: usize| crate::link::frame_time(len, self.bits_per_sec).0 + self.delay.0;
+        let hop = |len: usize, rate: u64| crate::link::frame_time(len, rate).0 + self.delay.0;
+        let round = |rate: u64| hop(data, rate) + hop(ACK_LEN, rate);
+        let host_links = hops.min(2);
+        let fabric_links = hops - host_links;
         let switches = hops.saturating_sub(1) * self.switch_latency.0;
-        Nanos(hops * (hop(data) + hop(ACK_LEN)) + 2 * switches)
+        Nanos(
+            host_links * round(self.bits_per_sec)
+                + fabric_links * round(self.fabric_bits_per_sec)
+                + 2 * switches,
+        )
     }
 
     /// The bandwidth-delay product of the longest path in packets of `mtu` payload bytes
@@ -250,12 +320,23 @@ impl Topology {
                 switches,
                 hosts_per_switch,
             } => switches * hosts_per_switch,
+            Shape::FatTree(f) => f.hosts(),
+        }
+    }
+
+    /// Links between switches (a star has none).
+    pub fn fabric_links(&self) -> usize {
+        match self.shape {
+            Shape::Star { .. } => 0,
+            Shape::LeafSpine { leaves, spines, .. } => leaves * spines,
+            Shape::Ring { switches, .. } => switches,
+            Shape::FatTree(f) => f.links(),
         }
     }
 
     /// Hosts per leaf and uplinks per leaf, as the fair-share arithmetic sees the fabric:
-    /// a star is one leaf whose one "uplink" is never used; `None` on a ring, whose paths
-    /// are not a leaf-spine's.
+    /// a star is one leaf whose one "uplink" is never used; `None` on a ring or a fat
+    /// tree, whose paths are not a leaf-spine's.
     pub fn leaf_groups(&self) -> Option<(usize, usize)> {
         match self.shape {
             Shape::Star { .. } => Some((usize::MAX, 1)),
@@ -264,7 +345,7 @@ impl Topology {
                 spines,
                 ..
             } => Some((hosts_per_leaf, spines)),
-            Shape::Ring { .. } => None,
+            Shape::Ring { .. } | Shape::FatTree(_) => None,
         }
     }
 }
@@ -276,10 +357,12 @@ pub struct Network {
     pub engine: Engine,
     /// Node index of each host, in host order.
     pub hosts: Vec<usize>,
-    /// Node index of each switch (star: one; leaf–spine: leaves, then spines).
+    /// Node index of each switch (star: one; leaf–spine: leaves, then spines; fat tree:
+    /// ToRs, aggregation switches, then cores, pod by pod).
     pub switches: Vec<usize>,
-    /// The switches with a choice of ports (a leaf-spine's leaves): each one's index in
-    /// [`Network::switches`] and its uplink ports.
+    /// The switches with a choice of ports (a leaf-spine's leaves, a fat tree's ToRs and
+    /// aggregation switches): each one's index in [`Network::switches`] and its uplink
+    /// ports.
     pub uplinks: Vec<(usize, Vec<usize>)>,
     /// A name for each switch, in the same order ("sw"; "leaf0", "spine1").
     pub switch_names: Vec<String>,
@@ -490,6 +573,145 @@ pub fn leaf_spine(
         switches: leaf_nodes.into_iter().chain(spine_nodes).collect(),
         uplinks: (0..leaves)
             .map(|l| (l, (hosts_per_leaf..hosts_per_leaf + spines).collect()))
+            .collect(),
+        attachments,
+        next_qpn: FIRST_QPN,
+        workload_receive_qps: Vec::new(),
+    }
+}
+
+/// A three-tier fat tree (see [`FatTree`]): hosts' links at the endpoint's rate,
+/// every link between switches at `fabric_bits_per_sec`, each of propagation `delay`.
+///
+/// ToR `t` (numbered across pods) has its hosts on ports 0.. and an uplink to each
+/// aggregation switch of its pod after them; aggregation switch `j` of a pod has a port
+/// to each ToR of the pod, then an uplink to each core of its group (cores `j × g` to
+/// `j × g + g − 1`, `g = cores / aggs_per_pod`); a core has a port per pod. A ToR sends
+/// another ToR's hosts up, an aggregation switch sends another pod's up; both spread
+/// what goes up over their uplinks by the load-balancing mode, and the way down has one
+/// port.
+pub fn fat_tree(
+    switch_cfg: &SwitchConfig,
+    ep_cfg: &EndpointConfig,
+    size: FatTree,
+    fabric_bits_per_sec: u64,
+    delay: Nanos,
+    seed: u64,
+) -> Network {
+    let FatTree {
+        pods,
+        tors_per_pod,
+        aggs_per_pod,
+        cores,
+        hosts_per_tor,
+    } = size;
+    let (rate, fabric) = (ep_cfg.bits_per_sec(), fabric_bits_per_sec);
+    let mtu = switch_cfg.port_defaults.mtu;
+    let per_group = cores / aggs_per_pod.max(1);
+    let (tors, aggs, host_count) = (size.tors(), size.aggs(), size.hosts());
+    let tor_of = |h: usize| h / hosts_per_tor;
+    let pod_of = |h: usize| tor_of(h) / tors_per_pod;
+    let mut engine = Engine::new(seed);
+    let mut index = 0;
+    let mut make = |engine: &mut Engine, mut cfg: SwitchConfig, routes: &dyn Fn(&mut Switch)| {
+        cfg.seed = switch_seed(seed, index);
+        index += 1;
+        let mut sw = Switch::new(&cfg);
+        routes(&mut sw);
+        engine.add(Node::Switch(Box::new(sw)))
+    };
+    let tor_up: Vec<usize> = (hosts_per_tor..hosts_per_tor + aggs_per_pod).collect();
+    let mut tor_nodes = Vec::new();
+    for t in 0..tors {
+        let mut cfg = switch_cfg.clone();
+        cfg.ports = ports(
+            (0..hosts_per_tor).map(|h| format!("t{t}h{h}")),
+            rate,
+            delay,
+            mtu,
+        );
+        cfg.ports.extend(ports(
+            (0..aggs_per_pod).map(|j| format!("t{t}up{j}")),
+            fabric,
+            delay,
+            mtu,
+        ));
+        tor_nodes.push(make(&mut engine, cfg, &|sw| {
+            for h in 0..host_count {
+                if tor_of(h) == t {
+                    sw.add_route(host_mac(h), &[h % hosts_per_tor]);
+                } else {
+                    sw.add_route(host_mac(h), &tor_up);
+                }
+            }
+        }));
+    }
+    let agg_up: Vec<usize> = (tors_per_pod..tors_per_pod + per_group).collect();
+    let mut agg_nodes = Vec::new();
+    for p in 0..pods {
+        for j in 0..aggs_per_pod {
+            let a = p * aggs_per_pod + j;
+            let mut cfg = switch_cfg.clone();
+            cfg.ports = ports(
+                (0..tors_per_pod)
+                    .map(|i| format!("a{a}t{i}"))
+                    .chain((0..per_group).map(|k| format!("a{a}up{k}"))),
+                fabric,
+                delay,
+                mtu,
+            );
+            let node = make(&mut engine, cfg, &|sw| {
+                for h in 0..host_count {
+                    if pod_of(h) == p {
+                        sw.add_route(host_mac(h), &[tor_of(h) % tors_per_pod]);
+                    } else {
+                        sw.add_route(host_mac(h), &agg_up);
+                    }
+                }
+            });
+            for i in 0..tors_per_pod {
+                let tor = tor_nodes[p * tors_per_pod + i];
+                engine.connect((tor, hosts_per_tor + j), (node, i), fabric, delay, 0.0);
+            }
+            agg_nodes.push(node);
+        }
+    }
+    let mut core_nodes = Vec::new();
+    for c in 0..cores {
+        let mut cfg = switch_cfg.clone();
+        cfg.ports = ports((0..pods).map(|p| format!("c{c}p{p}")), fabric, delay, mtu);
+        let node = make(&mut engine, cfg, &|sw| {
+            for h in 0..host_count {
+                sw.add_route(host_mac(h), &[pod_of(h)]);
+            }
+        });
+        // Core c serves aggregation position c / per_group, on that one's uplink
+        // c % per_group.
+        let (j, k) = (c / per_group, c % per_group);
+        for p in 0..pods {
+            let agg = agg_nodes[p * aggs_per_pod + j];
+            engine.connect((agg, tors_per_pod + k), (node, p), fabric, delay, 0.0);
+        }
+        core_nodes.push(node);
+    }
+    let (hosts, attachments) =
+        attach_hosts(&mut engine, ep_cfg, &tor_nodes, hosts_per_tor, rate, delay);
+    Network {
+        engine,
+        hosts,
+        switch_names: (0..tors)
+            .map(|t| format!("tor{t}"))
+            .chain((0..aggs).map(|a| format!("agg{a}")))
+            .chain((0..cores).map(|c| format!("core{c}")))
+            .collect(),
+        switches: tor_nodes
+            .into_iter()
+            .chain(agg_nodes)
+            .chain(core_nodes)
+            .collect(),
+        uplinks: (0..tors)
+            .map(|t| (t, tor_up.clone()))
+            .chain((0..aggs).map(|a| (tors + a, agg_up.clone())))
             .collect(),
         attachments,
         next_qpn: FIRST_QPN,

@@ -173,12 +173,13 @@ pub(super) struct WorkloadSpec {
     duration_us: Option<f64>,
     /// poisson: a built-in distribution or a file.
     cdf: Option<String>,
-    /// poisson: offered load as a fraction of each host's link rate.
+    /// poisson: offered load as a fraction of each host's link rate; incast-bursts: the
+    /// bursts' bytes as a fraction of all members' links (instead of `period_us`).
     load: Option<f64>,
     /// all-to-all and incast-bursts: bytes per flow.
     #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     bytes: Option<u64>,
-    /// incast-bursts: the receiver.
+    /// incast-bursts: the receiver (default: one drawn for each burst).
     to: Option<usize>,
     /// incast-bursts: senders per burst.
     fan_in: Option<usize>,
@@ -284,11 +285,12 @@ impl WorkloadSpec {
                         "fan_in",
                         "bytes",
                         "period_us",
+                        "load",
                         "bursts",
                         "duration_us",
                     ],
                 )?;
-                self.incast_bursts(&span, rng)?
+                self.incast_bursts(&span, link_bps, rng)?
             }
             other => {
                 return Err(err(
@@ -457,28 +459,31 @@ impl WorkloadSpec {
         Ok((summary, jobs))
     }
 
-    /// Bursts into one host every period, each from a fresh draw of `fan_in` senders.
+    /// Bursts into one host every period, each from a fresh draw of `fan_in` senders; the
+    /// host is `to`, or without it one drawn afresh for each burst. The period is
+    /// `period_us`, or the one at which the bursts' bytes are `load` of the members'
+    /// links together.
     fn incast_bursts(
         &self,
         span: &Span,
+        link_bps: u64,
         rng: &mut Rng,
     ) -> Result<(String, Vec<WorkloadFlow>), ConfigError> {
         let key = |k: &str| span.key(k);
-        let to = self
-            .to
-            .ok_or_else(|| err(key("to"), "give the receiving host"))?;
-        if !span.members.contains(&to) {
+        if let Some(to) = self.to
+            && !span.members.contains(&to)
+        {
             return Err(err(
                 key("to"),
                 format!("host {to} is not one of the workload's hosts"),
             ));
         }
-        let senders: Vec<usize> = span.members.iter().copied().filter(|&h| h != to).collect();
-        let fan_in = self.fan_in.unwrap_or(senders.len());
-        if !(1..=senders.len()).contains(&fan_in) {
+        let others = span.members.len() - 1;
+        let fan_in = self.fan_in.unwrap_or(others);
+        if !(1..=others).contains(&fan_in) {
             return Err(err(
                 key("fan_in"),
-                format!("{fan_in}: give 1 to {} (the other hosts)", senders.len()),
+                format!("{fan_in}: give 1 to {others} (the other hosts)"),
             ));
         }
         let bytes = self
@@ -490,14 +495,7 @@ impl WorkloadSpec {
                     "give the bytes each sender sends per burst, 1 B to 1 GiB",
                 )
             })?;
-        let period = time(
-            &key("period_us"),
-            self.period_us
-                .ok_or_else(|| err(key("period_us"), "give the time from one burst to the next"))?,
-        )?;
-        if period == Nanos::ZERO {
-            return Err(err(key("period_us"), "give a period above 0"));
-        }
+        let period = self.burst_period(span, link_bps, fan_in as u64 * bytes)?;
         let fit = span.stop.0.saturating_sub(span.start.0).div_ceil(period.0);
         let bursts = self.bursts.unwrap_or(fit);
         if bursts == 0 || bursts.saturating_mul(fan_in as u64) > MAX_FLOWS as u64 {
@@ -512,8 +510,11 @@ impl WorkloadSpec {
         let mut jobs = Vec::new();
         for k in 0..bursts {
             let at = span.start + Nanos(period.0 * k);
-            // Each burst's senders: a fresh draw of fan_in of them.
-            let mut pool = senders.clone();
+            let to = self.to.unwrap_or_else(|| {
+                span.members[(rng.next_u64() % span.members.len() as u64) as usize]
+            });
+            // Each burst's senders: a fresh draw of fan_in of the others.
+            let mut pool: Vec<usize> = span.members.iter().copied().filter(|&h| h != to).collect();
             for i in 0..fan_in {
                 let j = i + (rng.next_u64() % (pool.len() - i) as u64) as usize;
                 pool.swap(i, j);
@@ -521,13 +522,58 @@ impl WorkloadSpec {
             }
         }
         let summary = format!(
-            "{bursts} incast burst{} into h{to}, {fan_in} sender{} of {} each, every {}",
+            "{bursts} incast burst{} into {}, {fan_in} sender{} of {} each, every {}",
             if bursts == 1 { "" } else { "s" },
+            self.to.map_or_else(
+                || "a host drawn each time".to_owned(),
+                |to| format!("h{to}")
+            ),
             if fan_in == 1 { "" } else { "s" },
             crate::bytes::human(bytes),
             period.human()
         );
         Ok((summary, jobs))
+    }
+
+    /// An incast's period: `period_us`, or from `load`, the time in which the members'
+    /// links together carry `load` of a burst's `burst_bytes` (on the wire, payload
+    /// only: the load is offered bytes, as a poisson entry's is).
+    fn burst_period(
+        &self,
+        span: &Span,
+        link_bps: u64,
+        burst_bytes: u64,
+    ) -> Result<Nanos, ConfigError> {
+        let key = |k: &str| span.key(k);
+        let period = match (self.period_us, self.load) {
+            (Some(us), None) => time(&key("period_us"), us)?,
+            (None, Some(load)) => {
+                if !(load.is_finite() && load > 0.0 && load <= 1.0) {
+                    return Err(err(
+                        key("load"),
+                        format!("{load} is not allowed; give a fraction above 0, at most 1"),
+                    ));
+                }
+                let capacity = span.members.len() as f64 * link_bps as f64 * load;
+                Nanos((burst_bytes as f64 * 8.0 / capacity * 1e9).round() as u64)
+            }
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    key("load"),
+                    "give period_us or load, not both: the load sets the period",
+                ));
+            }
+            (None, None) => {
+                return Err(err(
+                    key("period_us"),
+                    "give the time from one burst to the next (or load, to set it)",
+                ));
+            }
+        };
+        if period == Nanos::ZERO {
+            return Err(err(key("period_us"), "give a period above 0"));
+        }
+        Ok(period)
     }
 }
 

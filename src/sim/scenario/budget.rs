@@ -3,7 +3,7 @@
 //! `memory_budget_mib`), so that a scenario too large is refused with the reason rather
 //! than run for hours or out of memory.
 
-use super::{AllReducePlan, FlowPlan, LARGEST_FRAME_OVERHEAD, Scenario, Shape, Topology, err};
+use super::{AllReducePlan, FlowPlan, LARGEST_FRAME_OVERHEAD, Scenario, Topology, err};
 use crate::config::ConfigError;
 use crate::config::endpoint::EndpointConfig;
 use crate::endpoint::app::size_sweep;
@@ -120,17 +120,15 @@ fn frames_bound(
 ) -> f64 {
     // The links that can carry anything: the used hosts' and those between switches.
     let used = active.iter().filter(|&&a| a).count();
-    let (links, longest) = match topology.shape {
-        Shape::Star { .. } => (used, 2),
-        Shape::LeafSpine { leaves, spines, .. } => (used + leaves * spines, 4),
-        Shape::Ring { switches, .. } => (used + switches, 2 + switches / 2),
-    };
+    let longest = topology.longest_hops();
     let runs = allreduce.map_or(1, |a| if a.back_to_back { 1 } else { a.sizes.len() }) as f64;
     if let Some(d) = duration {
         let frame_bits =
             crate::link::wire_bits(endpoint.mtu as usize + LARGEST_FRAME_OVERHEAD) as f64;
-        let per_link = topology.bits_per_sec as f64 * d.0 as f64 / 1e9 / frame_bits;
-        return 2.0 * links as f64 * per_link * 2.0 * runs;
+        let secs = d.0 as f64 / 1e9;
+        let link_bits = used as f64 * topology.bits_per_sec as f64
+            + topology.fabric_links() as f64 * topology.fabric_bits_per_sec as f64;
+        return 2.0 * link_bits * secs / frame_bits * 2.0 * runs;
     }
     // Each rank sends 2 (N - 1) / N of every size: at most twice it.
     let ranks_bytes: f64 = allreduce.map_or(0.0, |a| {
@@ -154,11 +152,7 @@ fn memory_estimate(
 ) -> u64 {
     let hosts = topology.hosts() as u64;
     // Ports between switches (each link has two).
-    let inner = match topology.shape {
-        Shape::Star { .. } => 0,
-        Shape::LeafSpine { leaves, spines, .. } => (2 * leaves * spines) as u64,
-        Shape::Ring { switches, .. } => (2 * switches) as u64,
-    };
+    let inner = 2 * topology.fabric_links() as u64;
     let ports = hosts + inner;
     // The time series records the used hosts, their ports and the ports between switches.
     let used = active.iter().filter(|&&a| a).count() as u64;

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 20] = [
+pub const SCENARIOS: [(&str, &str); 22] = [
     ("incast", include_str!("../scenarios/incast.toml")),
     ("incast-8", include_str!("../scenarios/incast-8.toml")),
     ("incast-64", include_str!("../scenarios/incast-64.toml")),
@@ -38,6 +38,11 @@ pub const SCENARIOS: [(&str, &str); 20] = [
         include_str!("../scenarios/incast-16-cc.toml"),
     ),
     ("web-search", include_str!("../scenarios/web-search.toml")),
+    ("hpcc-paper", include_str!("../scenarios/hpcc-paper.toml")),
+    (
+        "hpcc-paper-incast",
+        include_str!("../scenarios/hpcc-paper-incast.toml"),
+    ),
     (
         "lab-congestion",
         include_str!("../scenarios/lab-congestion.toml"),

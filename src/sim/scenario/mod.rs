@@ -246,6 +246,9 @@ impl Scenario {
                 switches,
                 hosts_per_switch,
             } => topology::ring(&self.switch, &ep, switches, hosts_per_switch, t.delay, seed),
+            Shape::FatTree(f) => {
+                topology::fat_tree(&self.switch, &ep, f, t.fabric_bits_per_sec, t.delay, seed)
+            }
         };
         net.use_fabric(&self.fabric, &self.switch, t);
         net.set_load_balancing(t.load_balancing.unwrap_or_default(), seed);

@@ -80,7 +80,14 @@ pub(super) struct TopologySpec {
     pub(super) hosts_per_leaf: Option<usize>,
     pub(super) switches: Option<usize>,
     pub(super) hosts_per_switch: Option<usize>,
+    pub(super) pods: Option<usize>,
+    pub(super) tors_per_pod: Option<usize>,
+    pub(super) aggs_per_pod: Option<usize>,
+    pub(super) cores: Option<usize>,
+    pub(super) hosts_per_tor: Option<usize>,
     pub(super) link_gbps: f64,
+    /// The links between switches' rate (a fat tree's; `link_gbps` if absent).
+    pub(super) fabric_gbps: Option<f64>,
     #[serde(default = "thousand")]
     pub(super) delay_ns: u64,
     #[serde(default)]

@@ -7,6 +7,7 @@ use super::load::resolve_switch;
 use super::schema::{AllReduceSpec, FlowSpec, ScenarioFile, TopologySpec};
 use super::{
     AllReducePlan, FlowPlan, LARGEST_FRAME_OVERHEAD, LoadBalancing, Scenario, Shape, Topology, err,
+    topology::FatTree,
 };
 use crate::config::ConfigError;
 use crate::config::endpoint::EndpointConfig;
@@ -394,7 +395,48 @@ fn resolve_workloads(
 }
 
 impl TopologySpec {
-    fn resolve(&self) -> Result<Topology, ConfigError> {
+    /// The shape `kind` names, from its keys; a key of another kind is refused.
+    fn shape(&self) -> Result<Shape, ConfigError> {
+        let kinds = ["star", "leaf-spine", "fat-tree", "ring"];
+        if !kinds.contains(&self.kind.as_str()) {
+            return Err(err(
+                "topology.kind",
+                format!(
+                    "'{}': give \"star\", \"leaf-spine\", \"fat-tree\" or \"ring\"",
+                    self.kind
+                ),
+            ));
+        }
+        // Each shape key, whether it is given, and the kind it belongs to.
+        let keys = [
+            ("hosts", self.hosts.is_some(), "star"),
+            ("leaves", self.leaves.is_some(), "leaf-spine"),
+            ("spines", self.spines.is_some(), "leaf-spine"),
+            (
+                "hosts_per_leaf",
+                self.hosts_per_leaf.is_some(),
+                "leaf-spine",
+            ),
+            ("pods", self.pods.is_some(), "fat-tree"),
+            ("tors_per_pod", self.tors_per_pod.is_some(), "fat-tree"),
+            ("aggs_per_pod", self.aggs_per_pod.is_some(), "fat-tree"),
+            ("cores", self.cores.is_some(), "fat-tree"),
+            ("hosts_per_tor", self.hosts_per_tor.is_some(), "fat-tree"),
+            ("switches", self.switches.is_some(), "ring"),
+            ("hosts_per_switch", self.hosts_per_switch.is_some(), "ring"),
+        ];
+        if let Some((k, _, _)) = keys
+            .iter()
+            .find(|(_, set, kind)| *set && *kind != self.kind)
+        {
+            return Err(err(
+                format!("topology.{k}"),
+                format!("not used by kind = \"{}\"", self.kind),
+            ));
+        }
+        if self.kind != "star" && self.loss != 0.0 {
+            return Err(err("topology.loss", "only a star has lossy links"));
+        }
         let count = |key: &str, v: Option<usize>, min: usize| -> Result<usize, ConfigError> {
             match v {
                 Some(n) if (min..=4096).contains(&n) => Ok(n),
@@ -408,53 +450,35 @@ impl TopologySpec {
                 )),
             }
         };
-        let unused = |keys: &[(&str, bool)]| -> Result<(), ConfigError> {
-            match keys.iter().find(|(_, set)| *set) {
-                Some((k, _)) => Err(err(
-                    format!("topology.{k}"),
-                    format!("not used by kind = \"{}\"", self.kind),
-                )),
-                None => Ok(()),
+        Ok(match self.kind.as_str() {
+            "star" => Shape::Star {
+                hosts: count("hosts", self.hosts, 2)?,
+            },
+            "leaf-spine" => Shape::LeafSpine {
+                leaves: count("leaves", self.leaves, 1)?,
+                spines: count("spines", self.spines, 1)?,
+                hosts_per_leaf: count("hosts_per_leaf", self.hosts_per_leaf, 1)?,
+            },
+            "fat-tree" => {
+                let f = FatTree {
+                    pods: count("pods", self.pods, 1)?,
+                    tors_per_pod: count("tors_per_pod", self.tors_per_pod, 1)?,
+                    aggs_per_pod: count("aggs_per_pod", self.aggs_per_pod, 1)?,
+                    cores: count("cores", self.cores, 1)?,
+                    hosts_per_tor: count("hosts_per_tor", self.hosts_per_tor, 1)?,
+                };
+                if !f.cores.is_multiple_of(f.aggs_per_pod) {
+                    return Err(err(
+                        "topology.cores",
+                        format!(
+                            "{} cores do not split into {} equal groups, one per aggregation switch of a pod; give a multiple of aggs_per_pod",
+                            f.cores, f.aggs_per_pod
+                        ),
+                    ));
+                }
+                Shape::FatTree(f)
             }
-        };
-        let shape = match self.kind.as_str() {
-            "star" => {
-                unused(&[
-                    ("leaves", self.leaves.is_some()),
-                    ("spines", self.spines.is_some()),
-                    ("hosts_per_leaf", self.hosts_per_leaf.is_some()),
-                    ("switches", self.switches.is_some()),
-                    ("hosts_per_switch", self.hosts_per_switch.is_some()),
-                ])?;
-                Shape::Star {
-                    hosts: count("hosts", self.hosts, 2)?,
-                }
-            }
-            "leaf-spine" => {
-                unused(&[
-                    ("hosts", self.hosts.is_some()),
-                    ("switches", self.switches.is_some()),
-                    ("hosts_per_switch", self.hosts_per_switch.is_some()),
-                ])?;
-                if self.loss != 0.0 {
-                    return Err(err("topology.loss", "only a star has lossy links"));
-                }
-                Shape::LeafSpine {
-                    leaves: count("leaves", self.leaves, 1)?,
-                    spines: count("spines", self.spines, 1)?,
-                    hosts_per_leaf: count("hosts_per_leaf", self.hosts_per_leaf, 1)?,
-                }
-            }
-            "ring" => {
-                unused(&[
-                    ("hosts", self.hosts.is_some()),
-                    ("leaves", self.leaves.is_some()),
-                    ("spines", self.spines.is_some()),
-                    ("hosts_per_leaf", self.hosts_per_leaf.is_some()),
-                ])?;
-                if self.loss != 0.0 {
-                    return Err(err("topology.loss", "only a star has lossy links"));
-                }
+            _ => {
                 let switches = count("switches", self.switches, 3)?;
                 if switches > 64 {
                     return Err(err(
@@ -467,19 +491,32 @@ impl TopologySpec {
                     hosts_per_switch: count("hosts_per_switch", self.hosts_per_switch, 1)?,
                 }
             }
-            other => {
+        })
+    }
+
+    fn resolve(&self) -> Result<Topology, ConfigError> {
+        let shape = self.shape()?;
+        let fabric_gbps = match (self.fabric_gbps, shape) {
+            (None, _) => self.link_gbps,
+            (Some(g), Shape::FatTree(_)) => {
+                if !(g.is_finite() && (0.001..=1600.0).contains(&g)) {
+                    return Err(err(
+                        "topology.fabric_gbps",
+                        format!("{g} is not allowed; give 0.001 to 1600"),
+                    ));
+                }
+                g
+            }
+            (Some(_), _) => {
                 return Err(err(
-                    "topology.kind",
-                    format!("'{other}': give \"star\", \"leaf-spine\" or \"ring\""),
+                    "topology.fabric_gbps",
+                    format!(
+                        "not used by kind = \"{}\": only a fat tree runs its links between switches at a rate of their own",
+                        self.kind
+                    ),
                 ));
             }
         };
-        if !(self.link_gbps.is_finite() && (0.001..=1600.0).contains(&self.link_gbps)) {
-            return Err(err(
-                "topology.link_gbps",
-                format!("{} is not allowed; give 0.001 to 1600", self.link_gbps),
-            ));
-        }
         if !(0.0..1.0).contains(&self.loss) {
             return Err(err("topology.loss", "a probability: 0 or more, below 1"));
         }
@@ -492,10 +529,12 @@ impl TopologySpec {
         let topology = Topology {
             shape,
             bits_per_sec: (self.link_gbps * 1e9).round() as u64,
+            fabric_bits_per_sec: (fabric_gbps * 1e9).round() as u64,
             delay: Nanos(self.delay_ns),
             loss: self.loss,
             switch_latency: Nanos(self.switch_latency_ns),
-            load_balancing: self.load_balancing(matches!(shape, Shape::LeafSpine { .. }))?,
+            load_balancing: self
+                .load_balancing(matches!(shape, Shape::LeafSpine { .. } | Shape::FatTree(_)))?,
         };
         if topology.hosts() < 2 {
             return Err(err("topology", "needs at least 2 hosts"));
@@ -504,7 +543,7 @@ impl TopologySpec {
             return Err(err(
                 "topology",
                 format!(
-                    "{} hosts; at most {MAX_HOSTS} (leaves × hosts_per_leaf for a leaf-spine, switches × hosts_per_switch for a ring)",
+                    "{} hosts; at most {MAX_HOSTS} (leaves × hosts_per_leaf for a leaf-spine, pods × tors_per_pod × hosts_per_tor for a fat tree, switches × hosts_per_switch for a ring)",
                     topology.hosts()
                 ),
             ));
@@ -527,7 +566,7 @@ impl TopologySpec {
                 if set {
                     return Err(err(
                         format!("topology.{key}"),
-                        "only a leaf-spine has more than one path between two hosts; remove it",
+                        "only a leaf-spine or a fat tree has more than one path between two hosts; remove it",
                     ));
                 }
             }
@@ -639,7 +678,7 @@ impl TopologySpec {
         let Some(leaves) = leaves else {
             return Err(err(
                 "topology.switch_load_balancing",
-                "only a leaf-spine has more than one path between two hosts; remove it",
+                "names a leaf-spine's leaves; remove it (a ring has one path between two hosts, and a fat tree's ToRs and aggregation switches all take topology.load_balancing)",
             ));
         };
         let mut modes = Vec::with_capacity(table.len());
