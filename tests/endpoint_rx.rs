@@ -113,3 +113,20 @@ fn roce_over_ipv6_is_not_its_own() {
     assert_eq!(wire::icrc::verify(&out, &meta), Some(true));
     assert_eq!(written_and_errors(&mut b, &out), (0, 0));
 }
+
+/// A region that keeps nothing takes a WRITE into its bounds as any region does (counted,
+/// acknowledged) and refuses one past them, holding no bytes either way.
+#[test]
+fn a_discarding_region_checks_writes_and_keeps_no_bytes() {
+    let (frame, mut b) = first_frame_and_receiver();
+    b.register_discarding(RKEY, 0, 4096);
+    b.handle_frame(Nanos(1_000), &frame);
+    assert_eq!(b.counters().data_packets_received, 1);
+    assert_eq!(b.counters().access_errors, 0);
+    assert_eq!((b.region(RKEY), b.region_len(RKEY)), (None, Some(4096)));
+    // The same WRITE into a region too short for it is an access error.
+    let (frame, mut b) = first_frame_and_receiver();
+    b.register_discarding(RKEY, 0, 1000);
+    b.handle_frame(Nanos(1_000), &frame);
+    assert_eq!(b.counters().access_errors, 1);
+}

@@ -218,7 +218,7 @@ fn a_write_the_responder_cannot_place_is_naked_and_fails() {
         net.host_mut(0).app = Some(Flow::new(q0, Some(40_000), 4000, Nanos(0)).into());
         run_to_done(&mut net, Nanos::from_millis(10));
         assert!(net.endpoint(1).counters().access_errors >= 1);
-        assert!(net.endpoint(1).region(FLOW_RKEY).is_none());
+        assert!(net.endpoint(1).region_len(FLOW_RKEY).is_none());
         let failure = net.endpoint(0).qp_failures()[0];
         assert_eq!(failure.status, WcStatus::RemoteAccess, "{transport:?}");
         assert_eq!(failure.retries, 0);

@@ -117,7 +117,7 @@ fn transfer_across_the_psn_wrap() {
     run_to_done(&mut net, Nanos::from_millis(50));
     // 1000 packets from PSN 0xFFFF00: the wrap comes after 256.
     assert_eq!(net.endpoint(1).counters().data_packets_received, 1000);
-    assert!(net.endpoint(1).region(FLOW_RKEY).is_some());
+    assert!(net.endpoint(1).region_len(FLOW_RKEY).is_some());
 }
 
 /// Ring all-reduce on N ranks: every rank ends with the closed-form sum, bit for bit.

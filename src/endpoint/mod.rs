@@ -199,7 +199,10 @@ pub struct EndpointCounters {
 struct Region {
     rkey: u32,
     va: u64,
-    data: memory::RegionBytes,
+    len: usize,
+    /// The bytes, or `None` for a region that checks and counts what arrives and keeps
+    /// none of it (see [`Endpoint::register_discarding`]).
+    data: Option<memory::RegionBytes>,
 }
 
 /// The far end of a QP.
@@ -701,21 +704,47 @@ impl Endpoint {
     /// first WRITE into each, which would cost a live endpoint a page fault per frame (and
     /// a large region is kept out of child processes, see `endpoint/memory.rs`).
     pub fn register(&mut self, rkey: u32, va: u64, len: usize) {
-        let data = memory::RegionBytes::zeroed(len);
-        let region = Region { rkey, va, data };
+        let data = Some(memory::RegionBytes::zeroed(len));
+        self.put_region(Region {
+            rkey,
+            va,
+            len,
+            data,
+        });
+    }
+
+    /// Registers `len` bytes at `va` under `rkey` that keep nothing: a WRITE into them is
+    /// checked (key, bounds) and acknowledged as into any region, and its payload dropped.
+    /// For traffic whose data nobody reads (bulk flows, workloads): the endpoint then holds
+    /// no memory for it, however large the messages, and copies no payload.
+    pub fn register_discarding(&mut self, rkey: u32, va: u64, len: usize) {
+        self.put_region(Region {
+            rkey,
+            va,
+            len,
+            data: None,
+        });
+    }
+
+    fn put_region(&mut self, region: Region) {
         // A key registered again names the new region (the old one is released).
-        match self.regions.iter_mut().find(|r| r.rkey == rkey) {
+        match self.regions.iter_mut().find(|r| r.rkey == region.rkey) {
             Some(r) => *r = region,
             None => self.regions.push(region),
         }
     }
 
-    /// The bytes of a registered region.
+    /// The length of a registered region, whether it keeps its bytes or not.
+    pub fn region_len(&self, rkey: u32) -> Option<usize> {
+        self.regions.iter().find(|r| r.rkey == rkey).map(|r| r.len)
+    }
+
+    /// The bytes of a registered region (`None` also for one that keeps nothing).
     pub fn region(&self, rkey: u32) -> Option<&[u8]> {
         self.regions
             .iter()
             .find(|r| r.rkey == rkey)
-            .map(|r| &r.data[..])
+            .and_then(|r| r.data.as_deref())
     }
 
     /// The bytes of a registered region, to change.
@@ -723,7 +752,7 @@ impl Endpoint {
         self.regions
             .iter_mut()
             .find(|r| r.rkey == rkey)
-            .map(|r| &mut r.data[..])
+            .and_then(|r| r.data.as_deref_mut())
     }
 
     /// Two different registered regions at once: `dst` to change, `src` to read (a
@@ -738,9 +767,9 @@ impl Endpoint {
         let (lo, hi) = self.regions.split_at_mut(d.max(s));
         let (first, second) = (&mut lo[d.min(s)], &mut hi[0]);
         Some(if d < s {
-            (&mut first.data[..], &second.data[..])
+            (first.data.as_deref_mut()?, second.data.as_deref()?)
         } else {
-            (&mut second.data[..], &first.data[..])
+            (second.data.as_deref_mut()?, first.data.as_deref()?)
         })
     }
 
@@ -1157,13 +1186,13 @@ impl Endpoint {
         let Some(offset) = va.checked_sub(region.va).map(|o| o as usize) else {
             return false;
         };
-        match region.data.get_mut(offset..offset + bytes.len()) {
-            Some(dst) => {
-                dst.copy_from_slice(bytes);
-                true
-            }
-            None => false,
+        let Some(end) = offset.checked_add(bytes.len()).filter(|&e| e <= region.len) else {
+            return false;
+        };
+        if let Some(data) = &mut region.data {
+            data[offset..end].copy_from_slice(bytes);
         }
+        true
     }
 
     fn receive_pause(&mut self, now: Nanos, frame: &[u8], meta: &wire::FrameMeta) {

@@ -10,6 +10,9 @@ use crate::time::Nanos;
 
 pub use crate::endpoint::host::Host;
 
+/// The most idle frame buffers the engine keeps (see `Engine::recycle`).
+const POOL_MAX: usize = 512;
+
 /// A node of the simulated network.
 #[derive(Debug)]
 pub enum Node {
@@ -365,8 +368,11 @@ impl Engine {
     /// instead: a host handed it would grow it for its next data frame, an allocation on
     /// a fifth of the frames of a 64:1 incast. Once every buffer in circulation is large
     /// enough, none is freed.
+    ///
+    /// The pool holds at most [`POOL_MAX`] buffers: enough for the frames a burst of
+    /// deliveries frees before the hosts send again, while what is idle stays a few MB.
     fn recycle(&mut self, frame: Vec<u8>) {
-        if self.pool.len() < 4096 && frame.capacity() >= self.largest_frame {
+        if self.pool.len() < POOL_MAX && frame.capacity() >= self.largest_frame {
             self.pool.push(frame);
         }
     }

@@ -64,11 +64,13 @@ impl Flow {
 
     /// Registers the receive ring on the receiving endpoint, large enough for messages of
     /// `message_bytes` and for every flow prepared before (flows into one host may use
-    /// different message sizes; each slot takes the largest).
+    /// different message sizes; each slot takes the largest). The ring keeps no bytes:
+    /// nothing reads a flow's data (it is one repeated byte), so the receiver checks and
+    /// acknowledges every WRITE as into memory and holds none, whatever the message size.
     pub fn prepare_receiver(ep: &mut Endpoint, message_bytes: usize) {
         let needed = message_bytes.saturating_mul(RING_SLOTS as usize);
-        if ep.region(FLOW_RKEY).is_none_or(|r| r.len() < needed) {
-            ep.register(FLOW_RKEY, FLOW_VA, needed);
+        if ep.region_len(FLOW_RKEY).is_none_or(|len| len < needed) {
+            ep.register_discarding(FLOW_RKEY, FLOW_VA, needed);
         }
     }
 
