@@ -14,6 +14,10 @@
 //! - `web_search_128_leaf_spine_1ms`: the built-in `web-search` scenario (Poisson
 //!   web-search flows at 50 % load on 128 hosts, 8 leaves and 4 spines at 100 Gb/s), its
 //!   first millisecond.
+//! - `permutation_128_8mb`: the built-in `permutation` scenario (every one of 128 hosts
+//!   sends 8 MB to another on 16 leaves and 8 spines at 100 Gb/s, go-back-N with PFC, no
+//!   congestion control, an ACK per packet, MTU 4096) from start to the last completion:
+//!   the run docs/benchmarks.md times against htsim.
 //! - `ring_4x100g_16mb`: a ring all-reduce of 16 MB over 4 ranks at 100 Gb/s with 4 KB
 //!   MTU, from the first WRITE to the last rank's completion (building the network and
 //!   filling the buffers are outside the timing).
@@ -102,6 +106,26 @@ fn web_search_frames() -> u64 {
     net.engine.stats().frames_delivered
 }
 
+/// The built-in `permutation` scenario, built and started.
+fn permutation() -> Network {
+    let s = Scenario::load("permutation").expect("built-in scenario");
+    let mut net = s.build(s.seed);
+    net.engine.start();
+    net
+}
+
+const PERMUTATION_SPAN: Nanos = Nanos(5_000_000);
+
+fn permutation_frames() -> u64 {
+    let mut net = permutation();
+    net.engine.run(PERMUTATION_SPAN).unwrap();
+    assert!(
+        net.engine.apps_done(),
+        "every flow completes within the span"
+    );
+    net.engine.stats().frames_delivered
+}
+
 /// The built-in `elephants` scenario with `topology.load_balancing = mode`, started.
 fn elephants(mode: &str) -> Network {
     let s = Scenario::load_edited("elephants", |t| {
@@ -160,6 +184,18 @@ fn bench(c: &mut Criterion) {
             web_search,
             |mut net| {
                 net.engine.run(WEB_SEARCH_SPAN).unwrap();
+                net
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    group.throughput(Throughput::Elements(permutation_frames()));
+    group.bench_function("permutation_128_8mb", |b| {
+        b.iter_batched(
+            permutation,
+            |mut net| {
+                net.engine.run(PERMUTATION_SPAN).unwrap();
                 net
             },
             BatchSize::PerIteration,

@@ -1029,3 +1029,44 @@ fn an_xon_point_less_than_a_frame_below_xoff_is_called_flapping() {
     };
     assert!(pfc(&loose) < pfc(&tight), "{} {}", pfc(&loose), pfc(&tight));
 }
+
+/// `--set switch.buffer.threshold=static` over a preset with dynamic thresholds switches
+/// the mode: the preset's alphas go rather than contradict it, and the static mode's own
+/// limits are asked for by name.
+#[test]
+fn a_set_to_static_thresholds_replaces_the_presets_dynamic_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("static");
+    let mut args = vec!["sim", "incast", "--out", out.to_str().unwrap()];
+    args.extend([
+        "--set",
+        "duration_ms=1",
+        "--set",
+        "measure_from_ms=0",
+        "--set",
+        "switch.buffer.threshold=static",
+    ]);
+    let o = rocelab(&args);
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("switch.buffer.queue_limit_bytes") && !e.contains("alpha"),
+        "{e}"
+    );
+    args.extend([
+        "--set",
+        "switch.buffer.queue_limit_bytes=1M",
+        "--set",
+        "switch.pg.3.xoff_bytes=100K",
+        "--set",
+        "switch.pg.3.xon_bytes=80K",
+    ]);
+    let o = rocelab(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        r["config"]["switch"]["pgs"][3]["xoff"],
+        serde_json::json!({"mode": "static", "xoff_bytes": 102400, "xon_bytes": 81920})
+    );
+}

@@ -260,7 +260,17 @@ fn bad_workloads_are_refused_with_the_key() {
         (
             "kind = \"elephant\"",
             "workload[0].kind",
-            "poisson, all-to-all or incast-bursts",
+            "poisson, all-to-all, permutation or incast-bursts",
+        ),
+        (
+            "kind = \"permutation\"",
+            "workload[0].bytes",
+            "1 B to 1 TiB",
+        ),
+        (
+            "kind = \"permutation\"\nbytes = 1000\nhosts = [3]",
+            "workload[0].hosts",
+            "at least two",
         ),
         (
             "kind = \"poisson\"\nload = 0.5",
@@ -445,4 +455,54 @@ fn unfinished_flows_are_counted_above_the_table_and_an_early_stop_lets_them_drai
     assert!(o.flows.iter().all(|f| f.finished.is_some()));
     let table = rocelab::report::sim::fct_table(&s, &o);
     assert!(!table.contains("had not finished"), "{table}");
+}
+
+#[test]
+fn a_permutation_sends_once_from_and_to_every_host_never_to_itself() {
+    let text = |seed: u64| {
+        format!(
+            "seed = {seed}\nduration_ms = 5\n[topology]\nkind = \"leaf-spine\"\nleaves = 4\n\
+             spines = 2\nhosts_per_leaf = 4\nlink_gbps = 100\ndelay_ns = 1000\n\
+             [[workload]]\nkind = \"permutation\"\nbytes = \"256K\"\nstart_us = 5\n"
+        )
+    };
+    let draws: Vec<Vec<usize>> = (1..=6)
+        .map(|seed| {
+            let s = scenario(&text(seed));
+            assert_eq!(s.jobs.len(), 16);
+            let mut to = vec![usize::MAX; 16];
+            for j in &s.jobs {
+                assert_ne!(j.from, j.to, "seed {seed}: {j:?}");
+                assert_eq!((j.arrival.0, j.bytes), (5_000, 256 << 10));
+                assert_eq!(std::mem::replace(&mut to[j.from], j.to), usize::MAX);
+            }
+            let mut received = to.clone();
+            received.sort_unstable();
+            assert_eq!(received, (0..16).collect::<Vec<_>>(), "seed {seed}");
+            to
+        })
+        .collect();
+    // The seed draws it: the same again, another for another seed.
+    assert_eq!(
+        scenario(&text(1)).jobs,
+        scenario(&text(1)).jobs,
+        "a function of the seed"
+    );
+    assert!(draws.windows(2).any(|w| w[0] != w[1]));
+    // Every flow finishes, and the receivers hold none of the data (nothing reads it).
+    let (_, o) = outcome(&text(1));
+    assert_eq!(o.flows.len(), 16);
+    assert!(o.flows.iter().all(|f| f.finished.is_some()));
+    for h in 0..16 {
+        let ep = o.net.endpoint(h);
+        assert_eq!(
+            ep.region_len(rocelab::endpoint::app::flow::FLOW_RKEY),
+            Some(16384 * 64)
+        );
+        assert!(ep.region(rocelab::endpoint::app::flow::FLOW_RKEY).is_none());
+    }
+    let e = refused(&text(1).replace("bytes = \"256K\"", "bytes = 0"));
+    assert!(e.contains("workload[0].bytes"), "{e}");
+    let e = refused(&text(1).replace("start_us = 5", "cdf = \"web-search\""));
+    assert!(e.contains("workload[0].cdf"), "{e}");
 }

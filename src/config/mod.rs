@@ -879,6 +879,36 @@ pub fn set_key(table: &mut toml::Table, assignment: &str) -> Result<(), ConfigEr
     Ok(())
 }
 
+/// [`merge_toml`] for switch configurations: a layer that gives `buffer.threshold` sets
+/// that mode with its own limits, so the base's keys of the other mode go (a preset's
+/// `pg_alpha` under `threshold = "static"`, or its static limits under `"dynamic"`),
+/// rather than contradict it.
+pub fn merge_switch_toml(base: &mut toml::Table, over: toml::Table) {
+    let mode = over
+        .get("buffer")
+        .and_then(|b| b.get("threshold"))
+        .and_then(toml::Value::as_str)
+        .map(str::to_owned);
+    if let Some(mode) = mode {
+        let (buffer_keys, pg_keys): (&[&str], &[&str]) = match mode.as_str() {
+            "static" => (&["pg_alpha", "queue_alpha"], &["xon_offset_bytes"]),
+            _ => (&["queue_limit_bytes"], &["xoff_bytes", "xon_bytes"]),
+        };
+        if let Some(toml::Value::Table(b)) = base.get_mut("buffer") {
+            buffer_keys.iter().for_each(|k| drop(b.remove(*k)));
+        }
+        if let Some(toml::Value::Table(pgs)) = base.get_mut("pg") {
+            for (_, pg) in pgs.iter_mut() {
+                let Some(pg) = pg.as_table_mut() else {
+                    continue;
+                };
+                pg_keys.iter().for_each(|k| drop(pg.remove(*k)));
+            }
+        }
+    }
+    merge_toml(base, over);
+}
+
 /// Lays `over` onto `base`: tables merge key by key, any other value replaces.
 pub fn merge_toml(base: &mut toml::Table, over: toml::Table) {
     for (key, value) in over {

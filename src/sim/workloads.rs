@@ -176,7 +176,7 @@ pub(super) struct WorkloadSpec {
     /// poisson: offered load as a fraction of each host's link rate; incast-bursts: the
     /// bursts' bytes as a fraction of all members' links (instead of `period_us`).
     load: Option<f64>,
-    /// all-to-all and incast-bursts: bytes per flow.
+    /// all-to-all, permutation and incast-bursts: bytes per flow.
     #[serde(default, deserialize_with = "crate::bytes::deserialize_option")]
     bytes: Option<u64>,
     /// incast-bursts: the receiver (default: one drawn for each burst).
@@ -207,7 +207,7 @@ pub struct WorkloadFlow {
 /// A resolved workload: what it is, in words and numbers, for the report.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct WorkloadPlan {
-    /// `poisson`, `all-to-all` or `incast-bursts`.
+    /// `poisson`, `all-to-all`, `permutation` or `incast-bursts`.
     pub kind: String,
     /// One line: the distribution and load, or the pattern.
     pub summary: String,
@@ -277,6 +277,10 @@ impl WorkloadSpec {
                 self.takes(&span, &["bytes"])?;
                 self.all_to_all(&span)?
             }
+            "permutation" => {
+                self.takes(&span, &["bytes"])?;
+                self.permutation(&span, rng)?
+            }
             "incast-bursts" => {
                 self.takes(
                     &span,
@@ -295,7 +299,7 @@ impl WorkloadSpec {
             other => {
                 return Err(err(
                     span.key("kind"),
-                    format!("'{other}': give poisson, all-to-all or incast-bursts"),
+                    format!("'{other}': give poisson, all-to-all, permutation or incast-bursts"),
                 ));
             }
         };
@@ -459,6 +463,48 @@ impl WorkloadSpec {
         Ok((summary, jobs))
     }
 
+    /// At `start_us`, one flow of `bytes` from every host to another, each host receiving
+    /// one: a permutation with no host sending to itself, drawn uniformly among those (a
+    /// shuffle, drawn again while some host maps to itself: about e ≈ 2.7 draws). The
+    /// traffic matrix of the packet simulators' permutation benchmarks.
+    fn permutation(
+        &self,
+        span: &Span,
+        rng: &mut Rng,
+    ) -> Result<(String, Vec<WorkloadFlow>), ConfigError> {
+        let bytes = self
+            .bytes
+            .filter(|b| (1..=1 << 40).contains(b))
+            .ok_or_else(|| {
+                err(
+                    span.key("bytes"),
+                    "give the bytes each host sends, 1 B to 1 TiB",
+                )
+            })?;
+        let n = span.members.len();
+        let mut to: Vec<usize> = (0..n).collect();
+        loop {
+            // Fisher–Yates.
+            for i in (1..n).rev() {
+                let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+                to.swap(i, j);
+            }
+            if to.iter().enumerate().all(|(i, &t)| i != t) {
+                break;
+            }
+        }
+        let jobs = to
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| span.job(span.members[i], span.members[t], span.start, bytes))
+            .collect();
+        let summary = format!(
+            "permutation, {} from each of {n} hosts to another, each receiving one",
+            crate::bytes::human(bytes)
+        );
+        Ok((summary, jobs))
+    }
+
     /// Bursts into one host every period, each from a fresh draw of `fan_in` senders; the
     /// host is `to`, or without it one drawn afresh for each burst. The period is
     /// `period_us`, or the one at which the bursts' bytes are `load` of the members'
@@ -578,7 +624,7 @@ impl WorkloadSpec {
 }
 
 impl WorkloadSpec {
-    /// `poisson`, `all-to-all` or `incast-bursts`, as written.
+    /// `poisson`, `all-to-all`, `permutation` or `incast-bursts`, as written.
     pub(super) fn kind(&self) -> &str {
         &self.kind
     }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in scenarios: (name, TOML text).
-pub const SCENARIOS: [(&str, &str); 22] = [
+pub const SCENARIOS: [(&str, &str); 23] = [
     ("incast", include_str!("../scenarios/incast.toml")),
     ("incast-8", include_str!("../scenarios/incast-8.toml")),
     ("incast-64", include_str!("../scenarios/incast-64.toml")),
@@ -33,6 +33,7 @@ pub const SCENARIOS: [(&str, &str); 22] = [
     ),
     ("slow-uplink", include_str!("../scenarios/slow-uplink.toml")),
     ("all-to-all", include_str!("../scenarios/all-to-all.toml")),
+    ("permutation", include_str!("../scenarios/permutation.toml")),
     (
         "incast-16-cc",
         include_str!("../scenarios/incast-16-cc.toml"),
@@ -311,7 +312,11 @@ fn lay_variant(base: &toml::Table, key: &str, v: toml::Table) -> Result<toml::Ta
                     pfc_flag_in_switch(&mut merged);
                     pfc_flag_in_switch(&mut over);
                 }
-                crate::config::merge_toml(&mut merged, over);
+                if k == "switch" {
+                    crate::config::merge_switch_toml(&mut merged, over);
+                } else {
+                    merge_toml(&mut merged, over);
+                }
                 table.insert(k, toml::Value::Table(merged));
             }
             // A variant's faults replace the scenario's.
@@ -458,7 +463,7 @@ pub(super) fn resolve_switch(
             format!("not a switch configuration: {}", e.message()),
         )
     })?;
-    merge_toml(&mut base, table);
+    crate::config::merge_switch_toml(&mut base, table);
     let mut cfg = SwitchConfig::from_table(base).map_err(|e| {
         let e = ConfigError {
             key: format!("switch.{}", e.key),
