@@ -135,15 +135,13 @@ impl Switch {
         }
         let queues = &port.queues;
         let q = port.sched.pick(ready, |q| {
-            queues[q]
-                .frames
-                .front()
-                .map_or(0, |e| packets.get(e.slot).buf.len() as u64)
+            queues[q].frames.front().map_or(0, |e| u64::from(e.len))
         })?;
         let queue = &mut port.queues[q];
         let entry = queue.frames.pop_front()?;
         let packet = packets.get_mut(entry.slot);
-        let len = packet.buf.len();
+        let len = entry.len as usize;
+        debug_assert_eq!(len, packet.buf.len(), "the queue entry's length");
         queue.bytes -= len as u64;
         let depth_after = queue.bytes;
         if queue.frames.is_empty() {
@@ -184,8 +182,8 @@ impl Switch {
                 }
             }
         }
-        if let Some(meta) = self.packets.get(entry.slot).meta
-            && meta.is_roce()
+        if entry.int
+            && let Some(meta) = self.packets.get(entry.slot).meta
         {
             let port = &self.ports[port_index];
             let packet = self.packets.get_mut(entry.slot);
@@ -283,14 +281,16 @@ fn earliest(a: Option<Nanos>, b: Option<Nanos>) -> Option<Nanos> {
     }
 }
 
-/// HPCC's telemetry: when the RoCE frame `buf` asks for it (the BTH flag), appends the hop
-/// `hop` makes to its trailer, before the ICRC, and writes the ICRC again unless the
-/// sender left it zero (a simulator's frames without ICRC).
-fn append_int(buf: &mut [u8], meta: &FrameMeta, hop: impl FnOnce() -> IntHop) {
+/// Whether the RoCE frame `buf` asks the switches for HPCC's telemetry (its BTH flag).
+pub(super) fn int_requested(buf: &[u8], meta: &FrameMeta) -> bool {
     let flags = meta.bth_offset() + wire::bth::FECN_BECN_OFFSET;
-    if buf.get(flags).is_none_or(|f| f & INT_REQUEST == 0) {
-        return;
-    }
+    buf.get(flags).is_some_and(|f| f & INT_REQUEST != 0)
+}
+
+/// HPCC's telemetry: appends the hop `hop` makes to the trailer of the RoCE frame `buf`
+/// (one that [asks for it](int_requested)), before the ICRC, and writes the ICRC again
+/// unless the sender left it zero (a simulator's frames without ICRC).
+fn append_int(buf: &mut [u8], meta: &FrameMeta, hop: impl FnOnce() -> IntHop) {
     let end = meta.icrc_offset();
     let Some(start) = end.checked_sub(TRAILER_LEN) else {
         return;

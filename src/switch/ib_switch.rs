@@ -104,11 +104,15 @@ impl Switch {
             .and_then(|c| c.take_due(now))
         {
             let slot = self.packets.insert(port, fc.vl, None);
-            fc.emit_frame(mac, &mut self.packets.get_mut(slot).buf);
+            let buf = &mut self.packets.get_mut(slot).buf;
+            fc.emit_frame(mac, buf);
+            let len = buf.len() as u32;
             self.ports[port].control.push_back(Entry {
                 arrived: now,
                 slot,
+                len,
                 blocks: 0,
+                int: false,
             });
         }
         self.wakes.touch(port);

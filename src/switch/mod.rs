@@ -759,6 +759,7 @@ impl Switch {
         if self.mmu.needs_xoff(ingress, pg) && !self.pfc_stopped(ingress, pg) {
             self.send_xoff(now, ingress, pg);
         }
+        let int = meta.is_some_and(|m| m.is_roce() && egress::int_requested(frame, &m));
         let blocks = if self.ports[out].credit.is_some() {
             ib_switch::frame_blocks(frame)
         } else {
@@ -797,7 +798,9 @@ impl Switch {
         queue.frames.push_back(Entry {
             arrived: now,
             slot,
+            len: len as u32,
             blocks,
+            int,
         });
         port.peak[q].set(port.peak[q].get().max(queue.bytes));
         let c = &mut port.counters.classes[q];

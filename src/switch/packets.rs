@@ -33,8 +33,14 @@ pub(super) struct Packet {
 pub(super) struct Entry {
     pub arrived: Nanos,
     pub slot: u32,
+    /// The frame's length: the scheduler and the queue's byte count read it here, not
+    /// from the slot, whose cache line is cold by the time the frame leaves.
+    pub len: u32,
     /// Its credit blocks on an InfiniBand port (0 on others).
     pub blocks: u16,
+    /// The frame asks the switches for telemetry (HPCC's INT), as its BTH said on the
+    /// way in: the frame's bytes are read again on the way out only then.
+    pub int: bool,
 }
 
 /// Buffers kept for reuse beyond those of the free slots (handed in by a driver, as

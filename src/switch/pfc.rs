@@ -69,7 +69,9 @@ impl Switch {
         self.ports[port].control.push_back(Entry {
             arrived: now,
             slot,
+            len: wire::pfc::FRAME_LEN as u32,
             blocks: 0,
+            int: false,
         });
     }
 
