@@ -243,6 +243,25 @@ proptest! {
         prop_assert_eq!(pkt.payload, repr.payload);
     }
 
+    /// Building into a `Vec` whatever it held before gives the very frame `emit` writes,
+    /// with and without the ICRC.
+    #[test]
+    fn emit_to_vec_writes_what_emit_writes(
+        built in roce_frame(),
+        stale in proptest::collection::vec(any::<u8>(), 0..3000),
+    ) {
+        let repr = built.repr();
+        let mut out = stale.clone();
+        prop_assert_eq!(repr.emit_to_vec(&mut out, true).unwrap(), built.frame.len());
+        prop_assert_eq!(&out, &built.frame);
+        let mut bare = vec![0u8; repr.frame_len()];
+        let n = repr.emit_without_icrc(&mut bare).unwrap();
+        bare.truncate(n);
+        let mut out = stale;
+        prop_assert_eq!(repr.emit_to_vec(&mut out, false).unwrap(), n);
+        prop_assert_eq!(out, bare);
+    }
+
     /// RoCEv2 over IPv6 behind extension headers parses as the same RoCE frame, UDP where
     /// the chain ends (etherparse, which walks them too, agrees), its ICRC not judged.
     #[test]

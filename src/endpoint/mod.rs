@@ -1449,12 +1449,10 @@ impl Endpoint {
             },
             payload,
         };
-        self.out.resize(repr.frame_len(), 0);
-        let emitted = emit_roce(&repr, &mut self.out, self.icrc);
+        let emitted = repr.emit_to_vec(&mut self.out, self.icrc);
         let payload_len = (payload.len() - if int { wire::int::TRAILER_LEN } else { 0 }) as u64;
         self.int_scratch = scratch;
         let len = emitted.ok()?;
-        self.out.truncate(len);
         if int {
             cc_nic::flag_bth(&mut self.out, wire::int::INT_REQUEST);
         }

@@ -156,8 +156,37 @@ impl RoceRepr<'_> {
         self.emit_with(buf, false)
     }
 
+    /// Writes the frame into `out`, which takes its length, and returns that length; the
+    /// ICRC is left zero unless `icrc`. The payload is copied once, straight in: `out`
+    /// is not zeroed first, as [`emit`](Self::emit) into a buffer grown to the frame's
+    /// length would have it (a whole frame of zeroes, then the payload over them).
+    pub fn emit_to_vec(&self, out: &mut Vec<u8>, icrc: bool) -> Result<usize, BuildError> {
+        self.ext.check_for(self.bth.opcode)?;
+        let payload_at = self.eth_header_len()
+            + self.ip.header_len()
+            + udp::HEADER_LEN
+            + bth::HEADER_LEN
+            + Layout::len_of(self.bth.opcode);
+        out.clear();
+        out.resize(payload_at, 0);
+        out.extend_from_slice(self.payload);
+        out.resize(self.frame_len(), 0);
+        self.emit_headers(out, icrc, Payload::InPlace)
+    }
+
     #[inline]
     fn emit_with(&self, buf: &mut [u8], icrc: bool) -> Result<usize, BuildError> {
+        self.emit_headers(buf, icrc, Payload::Copy)
+    }
+
+    /// The frame into the start of `buf`, its payload copied there or already in place.
+    #[inline]
+    fn emit_headers(
+        &self,
+        buf: &mut [u8],
+        icrc: bool,
+        payload: Payload,
+    ) -> Result<usize, BuildError> {
         self.ext.check_for(self.bth.opcode)?;
         // The headers are the opcode's (just checked): their length is the table's.
         let ext_len = Layout::len_of(self.bth.opcode);
@@ -210,7 +239,9 @@ impl RoceRepr<'_> {
             // The frame has room for them: its length counted them.
             at += self.ext.put(&mut frame[at..]);
         }
-        frame[at..at + self.payload.len()].copy_from_slice(self.payload);
+        if payload == Payload::Copy {
+            frame[at..at + self.payload.len()].copy_from_slice(self.payload);
+        }
         at += self.payload.len();
         // Pad bytes, ICRC placeholder, Ethernet padding: most often the ICRC alone, four
         // bytes stored at once rather than a call to memset.
@@ -229,6 +260,13 @@ impl RoceRepr<'_> {
         frame[icrc_at..icrc_at + ICRC_LEN].copy_from_slice(&crc.to_le_bytes());
         Ok(frame_len)
     }
+}
+
+/// Whether [`RoceRepr::emit_headers`] copies the payload into the frame, or finds it there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Payload {
+    Copy,
+    InPlace,
 }
 
 /// The largest IPv4 packet RoCEv2 makes with a path MTU of `path_mtu` payload bytes, the
