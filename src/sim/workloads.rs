@@ -161,6 +161,10 @@ impl SizeCdf {
     }
 }
 
+/// Upper bounds of a workload's `bytes`, with their names for errors.
+const GIB: (u64, &str) = (1 << 30, "1 GiB");
+const TIB: (u64, &str) = (1 << 40, "1 TiB");
+
 /// A `[[workload]]` entry as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -438,17 +442,20 @@ impl WorkloadSpec {
         Ok((summary, jobs))
     }
 
+    /// `bytes`, given and from 1 B to `max` (a GiB or a TiB, named): what `who` sends.
+    fn bytes(&self, span: &Span, max: (u64, &str), who: &str) -> Result<u64, ConfigError> {
+        let (max, named) = max;
+        self.bytes.filter(|b| (1..=max).contains(b)).ok_or_else(|| {
+            err(
+                span.key("bytes"),
+                format!("give the bytes {who}, 1 B to {named}"),
+            )
+        })
+    }
+
     /// Every host sends `bytes` to every other, all at the start.
     fn all_to_all(&self, span: &Span) -> Result<(String, Vec<WorkloadFlow>), ConfigError> {
-        let bytes = self
-            .bytes
-            .filter(|b| (1..=1 << 30).contains(b))
-            .ok_or_else(|| {
-                err(
-                    span.key("bytes"),
-                    "give the bytes each host sends to each other, 1 B to 1 GiB",
-                )
-            })?;
+        let bytes = self.bytes(span, GIB, "each host sends to each other")?;
         let mut jobs = Vec::new();
         for &from in &span.members {
             for &to in span.members.iter().filter(|&&t| t != from) {
@@ -472,15 +479,7 @@ impl WorkloadSpec {
         span: &Span,
         rng: &mut Rng,
     ) -> Result<(String, Vec<WorkloadFlow>), ConfigError> {
-        let bytes = self
-            .bytes
-            .filter(|b| (1..=1 << 40).contains(b))
-            .ok_or_else(|| {
-                err(
-                    span.key("bytes"),
-                    "give the bytes each host sends, 1 B to 1 TiB",
-                )
-            })?;
+        let bytes = self.bytes(span, TIB, "each host sends")?;
         let n = span.members.len();
         let mut to: Vec<usize> = (0..n).collect();
         loop {
@@ -532,15 +531,7 @@ impl WorkloadSpec {
                 format!("{fan_in}: give 1 to {others} (the other hosts)"),
             ));
         }
-        let bytes = self
-            .bytes
-            .filter(|b| (1..=1 << 30).contains(b))
-            .ok_or_else(|| {
-                err(
-                    key("bytes"),
-                    "give the bytes each sender sends per burst, 1 B to 1 GiB",
-                )
-            })?;
+        let bytes = self.bytes(span, GIB, "each sender sends per burst")?;
         let period = self.burst_period(span, link_bps, fan_in as u64 * bytes)?;
         let fit = span.stop.0.saturating_sub(span.start.0).div_ceil(period.0);
         let bursts = self.bursts.unwrap_or(fit);
