@@ -26,6 +26,20 @@ impl Rng {
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
+
+    /// A draw in 0..`n` (`n` > 0), by the remainder: its bias, at most `n` / 2^64, is far
+    /// below anything a run could show.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// Puts `items` in a uniformly drawn order (Fisher and Yates, as Durstenfeld wrote it).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -889,21 +889,18 @@ pub fn merge_switch_toml(base: &mut toml::Table, over: toml::Table) {
         .and_then(|b| b.get("threshold"))
         .and_then(toml::Value::as_str)
         .map(str::to_owned);
-    if let Some(mode) = mode {
-        let (buffer_keys, pg_keys): (&[&str], &[&str]) = match mode.as_str() {
-            "static" => (&["pg_alpha", "queue_alpha"], &["xon_offset_bytes"]),
-            _ => (&["queue_limit_bytes"], &["xoff_bytes", "xon_bytes"]),
-        };
-        if let Some(toml::Value::Table(b)) = base.get_mut("buffer") {
-            buffer_keys.iter().for_each(|k| drop(b.remove(*k)));
-        }
-        if let Some(toml::Value::Table(pgs)) = base.get_mut("pg") {
-            for (_, pg) in pgs.iter_mut() {
-                let Some(pg) = pg.as_table_mut() else {
-                    continue;
-                };
-                pg_keys.iter().for_each(|k| drop(pg.remove(*k)));
-            }
+    // The other mode's keys; an unknown mode drops nothing and is refused by name later.
+    let (buffer_keys, pg_keys): (&[&str], &[&str]) = match mode.as_deref() {
+        Some("static") => (&["pg_alpha", "queue_alpha"], &["xon_offset_bytes"]),
+        Some("dynamic") => (&["queue_limit_bytes"], &["xoff_bytes", "xon_bytes"]),
+        _ => (&[], &[]),
+    };
+    if let Some(toml::Value::Table(b)) = base.get_mut("buffer") {
+        buffer_keys.iter().for_each(|k| drop(b.remove(*k)));
+    }
+    if let Some(toml::Value::Table(pgs)) = base.get_mut("pg") {
+        for pg in pgs.iter_mut().filter_map(|(_, pg)| pg.as_table_mut()) {
+            pg_keys.iter().for_each(|k| drop(pg.remove(*k)));
         }
     }
     merge_toml(base, over);

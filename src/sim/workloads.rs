@@ -483,11 +483,7 @@ impl WorkloadSpec {
         let n = span.members.len();
         let mut to: Vec<usize> = (0..n).collect();
         loop {
-            // Fisher–Yates.
-            for i in (1..n).rev() {
-                let j = (rng.next_u64() % (i as u64 + 1)) as usize;
-                to.swap(i, j);
-            }
+            rng.shuffle(&mut to);
             if to.iter().enumerate().all(|(i, &t)| i != t) {
                 break;
             }
@@ -547,13 +543,13 @@ impl WorkloadSpec {
         let mut jobs = Vec::new();
         for k in 0..bursts {
             let at = span.start + Nanos(period.0 * k);
-            let to = self.to.unwrap_or_else(|| {
-                span.members[(rng.next_u64() % span.members.len() as u64) as usize]
-            });
+            let to = self
+                .to
+                .unwrap_or_else(|| span.members[rng.below(span.members.len())]);
             // Each burst's senders: a fresh draw of fan_in of the others.
             let mut pool: Vec<usize> = span.members.iter().copied().filter(|&h| h != to).collect();
             for i in 0..fan_in {
-                let j = i + (rng.next_u64() % (pool.len() - i) as u64) as usize;
+                let j = i + rng.below(pool.len() - i);
                 pool.swap(i, j);
                 jobs.push(span.job(pool[i], to, at, bytes));
             }
@@ -638,7 +634,7 @@ impl WorkloadSpec {
 /// A member other than `from`, uniformly.
 fn other(members: &[usize], from: usize, rng: &mut Rng) -> usize {
     loop {
-        let h = members[(rng.next_u64() % members.len() as u64) as usize];
+        let h = members[rng.below(members.len())];
         if h != from {
             return h;
         }

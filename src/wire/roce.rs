@@ -239,8 +239,12 @@ impl RoceRepr<'_> {
             // The frame has room for them: its length counted them.
             at += self.ext.put(&mut frame[at..]);
         }
-        if payload == Payload::Copy {
-            frame[at..at + self.payload.len()].copy_from_slice(self.payload);
+        match payload {
+            Payload::Copy => frame[at..at + self.payload.len()].copy_from_slice(self.payload),
+            Payload::InPlace => debug_assert!(
+                frame[at..at + self.payload.len()] == *self.payload,
+                "emit_to_vec put the payload where the headers end"
+            ),
         }
         at += self.payload.len();
         // Pad bytes, ICRC placeholder, Ethernet padding: most often the ICRC alone, four

@@ -354,11 +354,7 @@ fn latin_hypercube(knobs: &[Knob], n: usize, rng: &mut Rng) -> Vec<Vec<usize>> {
     let mut points = vec![Vec::with_capacity(knobs.len()); n];
     for k in knobs {
         let mut strata: Vec<usize> = (0..n).collect();
-        // Fisher-Yates.
-        for i in (1..n).rev() {
-            let j = (rng.next_u64() % (i as u64 + 1)) as usize;
-            strata.swap(i, j);
-        }
+        rng.shuffle(&mut strata);
         let len = k.values.len();
         for (p, &stratum) in points.iter_mut().zip(&strata) {
             let x = (stratum as f64 + rng.next_f64()) / n as f64;
@@ -372,12 +368,12 @@ fn latin_hypercube(knobs: &[Knob], n: usize, rng: &mut Rng) -> Vec<Vec<usize>> {
 /// moves one to three rungs of its ladder up or down.
 fn step_from(from: &[usize], knobs: &[Knob], rng: &mut Rng) -> Vec<usize> {
     let mut out = from.to_vec();
-    let forced = (rng.next_u64() % knobs.len().max(1) as u64) as usize;
+    let forced = rng.below(knobs.len().max(1));
     for (i, k) in knobs.iter().enumerate() {
         if i != forced && rng.next_f64() < 0.5 {
             continue;
         }
-        let by = 1 + (rng.next_u64() % 3) as i64;
+        let by = 1 + rng.below(3) as i64;
         let by = if rng.next_f64() < 0.5 { -by } else { by };
         let top = k.values.len() as i64 - 1;
         out[i] = (out[i] as i64 + by).clamp(0, top) as usize;
