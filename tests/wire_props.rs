@@ -260,6 +260,14 @@ proptest! {
         let mut out = stale;
         prop_assert_eq!(repr.emit_to_vec(&mut out, false).unwrap(), n);
         prop_assert_eq!(out, bare);
+        // Into an empty Vec, the frame's length is allocated once: a buffer grown piece
+        // by piece doubled past its ICRC, and frames in flight held twice their bytes.
+        let mut fresh = Vec::new();
+        repr.emit_to_vec(&mut fresh, true).unwrap();
+        prop_assert!(
+            fresh.capacity() < fresh.len() + 16,
+            "{} bytes held for a {}-byte frame", fresh.capacity(), fresh.len()
+        );
     }
 
     /// RoCEv2 over IPv6 behind extension headers parses as the same RoCE frame, UDP where

@@ -168,6 +168,9 @@ impl RoceRepr<'_> {
             + bth::HEADER_LEN
             + Layout::len_of(self.bth.opcode);
         out.clear();
+        // The whole frame at once: grown piece by piece, a buffer would double when the
+        // ICRC lands past a payload that just filled it (8 KB held for a 4 KB frame).
+        out.reserve(self.frame_len());
         out.resize(payload_at, 0);
         out.extend_from_slice(self.payload);
         out.resize(self.frame_len(), 0);
