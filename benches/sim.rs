@@ -1,4 +1,5 @@
-//! The simulator's speed: simulated frames per wall-clock second on one core.
+//! The simulator's speed: simulated frames per wall-clock second, on one core unless a
+//! case says otherwise.
 //!
 //! Run: `cargo bench --bench sim`. A "frame" is one frame handed over a link (a data frame
 //! from a sender to the switch and from the switch to the receiver counts twice; ACKs and
@@ -18,6 +19,9 @@
 //!   sends 8 MB to another on 16 leaves and 8 spines at 100 Gb/s, go-back-N with PFC, no
 //!   congestion control, an ACK per packet, MTU 4096) from start to the last completion:
 //!   the run docs/benchmarks.md times against htsim.
+//! - `web_search_128_leaf_spine_1ms_2threads` and `permutation_128_8mb_2threads`: the
+//!   same two on two threads (`Scenario::threads`, `rocelab sim --threads 2`): the same
+//!   frames, in less time when the machine gives the run both its cores.
 //! - `ring_4x100g_16mb`: a ring all-reduce of 16 MB over 4 ranks at 100 Gb/s with 4 KB
 //!   MTU, from the first WRITE to the last rank's completion (building the network and
 //!   filling the buffers are outside the timing).
@@ -89,9 +93,10 @@ fn ring_frames() -> u64 {
     net.engine.stats().frames_delivered
 }
 
-/// Built-in scenario `name`, built with its seed and started.
-fn started(name: &str) -> Network {
-    let s = Scenario::load(name).expect("built-in scenario");
+/// Built-in scenario `name`, built with its seed to run on `threads` and started.
+fn started(name: &str, threads: usize) -> Network {
+    let mut s = Scenario::load(name).expect("built-in scenario");
+    s.threads = threads;
     let mut net = s.build(s.seed);
     net.engine.start();
     net
@@ -176,18 +181,24 @@ fn bench(c: &mut Criterion) {
         ),
         ("permutation_128_8mb", "permutation", PERMUTATION_SPAN, true),
     ] {
-        let frames = frames_in(started(name), span, to_completion);
-        group.throughput(Throughput::Elements(frames));
-        group.bench_function(id, |b| {
-            b.iter_batched(
-                || started(name),
-                |mut net| {
-                    net.engine.run(span).unwrap();
-                    net
-                },
-                BatchSize::PerIteration,
-            )
-        });
+        let frames = frames_in(started(name, 1), span, to_completion);
+        for threads in [1, 2] {
+            let id = match threads {
+                1 => id.to_owned(),
+                n => format!("{id}_{n}threads"),
+            };
+            group.throughput(Throughput::Elements(frames));
+            group.bench_function(id, |b| {
+                b.iter_batched(
+                    || started(name, threads),
+                    |mut net| {
+                        net.engine.run(span).unwrap();
+                        net
+                    },
+                    BatchSize::PerIteration,
+                )
+            });
+        }
     }
 
     for mode in ["ecmp", "adaptive"] {

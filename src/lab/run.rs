@@ -205,6 +205,7 @@ pub fn scenario(
         description: "the lab's fabric and workload".into(),
         digest: String::new(),
         seed,
+        threads: 1,
         duration: Nanos(u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX)),
         measure_from: Nanos::ZERO,
         sample: Nanos::from_micros(100),

@@ -525,13 +525,13 @@ impl Network {
         let ib = match fabric {
             Fabric::Roce | Fabric::Iwarp(_) => {
                 for &n in &self.switches {
-                    if let super::Node::Switch(s) = &mut self.engine.nodes[n] {
+                    if let super::Node::Switch(s) = self.engine.node_mut(n) {
                         s.set_forwarding_latency(topology.switch_latency);
                     }
                 }
                 if let Fabric::Iwarp(iw) = fabric {
                     for &n in &self.hosts {
-                        if let super::Node::Host(h) = &mut self.engine.nodes[n] {
+                        if let super::Node::Host(h) = self.engine.node_mut(n) {
                             // The MTU was checked when the scenario was read.
                             let _ = h.endpoint.set_iwarp(iw.nic);
                         }
@@ -545,7 +545,7 @@ impl Network {
         let dscp_to_vl = ib.dscp_to_vl(switch);
         self.engine.set_framing(Framing::InfiniBand);
         for &n in &self.switches {
-            if let super::Node::Switch(s) = &mut self.engine.nodes[n] {
+            if let super::Node::Switch(s) = self.engine.node_mut(n) {
                 Switch::set_credit(s, credit);
                 s.set_forwarding_latency(ib.switch_latency);
                 s.set_vl_arbitration(&ib.vl_arb);
@@ -556,7 +556,7 @@ impl Network {
             }
         }
         for &n in &self.hosts {
-            if let super::Node::Host(h) = &mut self.engine.nodes[n] {
+            if let super::Node::Host(h) = self.engine.node_mut(n) {
                 h.endpoint.set_credit(credit, dscp_to_vl);
                 if let Some(cc) = &ib.cc {
                     h.endpoint.set_ib_cc(cc.agent.clone());

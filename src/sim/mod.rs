@@ -17,4 +17,4 @@ pub mod topology;
 pub mod tune;
 pub mod workloads;
 
-pub use engine::{Engine, Host, LinkEnd, Node, Stalled, Step};
+pub use engine::{Engine, Host, LinkEnd, MAX_THREADS, Node, Stalled, Step};

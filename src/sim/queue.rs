@@ -3,8 +3,9 @@
 //! Every event goes through one push and one pop, and with a hundred links the queue holds
 //! hundreds of events. A binary heap's pop walks log2(n) levels, each a dependent load and
 //! a 24-byte move; four children per node halve the levels, and the four sit in one or
-//! two cache lines. The order is the same as a binary heap's: by time, then by the order
-//! of pushing ([`QueueKey::seq`], unique), so runs stay deterministic.
+//! two cache lines. The order is the same as a binary heap's: by time, then by
+//! [`QueueKey::seq`], unique (the engine makes it from the node that caused the event and
+//! that node's count of them), so runs stay deterministic.
 
 /// An event's place in the queue: ordered by `time`, then `seq`. The event itself (a
 /// frame's buffer with its node and port, a node's wake-up) waits in the engine's slab at
@@ -13,7 +14,7 @@
 pub(super) struct QueueKey {
     /// When the event happens, ns.
     pub time: u64,
-    /// The order it was pushed in: unique, so that ties are first in, first out.
+    /// The tie-break: unique among the queued keys.
     pub seq: u64,
     /// Where the event waits. A whole word: a 4-byte slot left padding, which the queue's
     /// moves read back as part of an 8-byte load right after the 4-byte store that wrote

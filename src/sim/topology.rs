@@ -798,7 +798,7 @@ impl Network {
     pub fn set_load_balancing(&mut self, mode: LoadBalancing, seed: u64) {
         for (index, _) in &self.uplinks {
             let balance = mode.for_switch(seed, *index);
-            if let Node::Switch(s) = &mut self.engine.nodes[self.switches[*index]] {
+            if let Node::Switch(s) = self.engine.node_mut(self.switches[*index]) {
                 s.set_balance(balance);
             }
         }
@@ -809,7 +809,7 @@ impl Network {
     /// happens for a switch without a choice.
     pub fn set_switch_load_balancing(&mut self, index: usize, mode: LoadBalancing, seed: u64) {
         if self.uplinks.iter().any(|(i, _)| *i == index)
-            && let Node::Switch(s) = &mut self.engine.nodes[self.switches[index]]
+            && let Node::Switch(s) = self.engine.node_mut(self.switches[index])
         {
             s.set_balance(mode.for_switch(seed, index));
         }
@@ -843,7 +843,7 @@ impl Network {
 
     /// Host `i`'s endpoint.
     pub fn endpoint(&self, i: usize) -> &Endpoint {
-        match &self.engine.nodes[self.hosts[i]] {
+        match self.engine.node(self.hosts[i]) {
             Node::Host(h) => &h.endpoint,
             Node::Switch(_) => unreachable!("hosts holds host nodes only"),
         }
@@ -851,7 +851,7 @@ impl Network {
 
     /// Host `i`'s endpoint, to change.
     pub fn endpoint_mut(&mut self, i: usize) -> &mut Endpoint {
-        match &mut self.engine.nodes[self.hosts[i]] {
+        match self.engine.node_mut(self.hosts[i]) {
             Node::Host(h) => &mut h.endpoint,
             Node::Switch(_) => unreachable!("hosts holds host nodes only"),
         }
@@ -859,7 +859,7 @@ impl Network {
 
     /// Host `i`.
     pub fn host(&self, i: usize) -> &Host {
-        match &self.engine.nodes[self.hosts[i]] {
+        match self.engine.node(self.hosts[i]) {
             Node::Host(h) => h,
             Node::Switch(_) => unreachable!("hosts holds host nodes only"),
         }
@@ -867,7 +867,7 @@ impl Network {
 
     /// Host `i`, to give it an application.
     pub fn host_mut(&mut self, i: usize) -> &mut Host {
-        match &mut self.engine.nodes[self.hosts[i]] {
+        match self.engine.node_mut(self.hosts[i]) {
             Node::Host(h) => h,
             Node::Switch(_) => unreachable!("hosts holds host nodes only"),
         }
@@ -876,7 +876,7 @@ impl Network {
     /// Every host, in host order, taken out of the network: a driver other than the
     /// simulator (the live lab) runs the very hosts the simulator would.
     pub fn into_hosts(self) -> Vec<Host> {
-        let mut nodes: Vec<Option<Node>> = self.engine.nodes.into_iter().map(Some).collect();
+        let mut nodes: Vec<Option<Node>> = self.engine.into_nodes().into_iter().map(Some).collect();
         self.hosts
             .iter()
             .map(|&n| match nodes[n].take() {
@@ -888,7 +888,7 @@ impl Network {
 
     /// Switch `i` (in [`Network::switches`] order).
     pub fn switch(&self, i: usize) -> &Switch {
-        match &self.engine.nodes[self.switches[i]] {
+        match self.engine.node(self.switches[i]) {
             Node::Switch(s) => s,
             Node::Host(_) => unreachable!("switches holds switch nodes only"),
         }

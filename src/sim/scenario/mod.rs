@@ -128,6 +128,9 @@ pub struct Scenario {
     /// Leaves that balance with a mode of their own (`topology.switch_load_balancing`),
     /// by index, over `topology.load_balancing`.
     pub switch_load_balancing: Vec<(usize, LoadBalancing)>,
+    /// Threads one run uses ([`Engine::set_threads`](super::Engine::set_threads)): a
+    /// way to run, not part of the scenario (no TOML key; the output is the same).
+    pub threads: usize,
     /// The variant's name, for one of [`variants`](Self::variants).
     pub variant: Option<String>,
     /// The same scenario with some keys changed (`[[variant]]`), run one after the other
@@ -282,6 +285,7 @@ impl Scenario {
                 net.set_uplink_rate_at(stop, f.leaf, f.spine, t.bits_per_sec);
             }
         }
+        net.engine.set_threads(self.threads);
         net
     }
 

@@ -128,6 +128,7 @@ impl ScenarioFile {
             faults,
             link_faults,
             switch_load_balancing,
+            threads: 1,
             variant: None,
             variants: Vec::new(),
             name: name.to_owned(),
