@@ -111,6 +111,15 @@ pub(crate) fn run(args: Args) -> Result<()> {
         Ok(())
     })?;
     scenario.threads = usize::from(args.threads);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if scenario.threads > cores {
+        noteln!(
+            "--threads {}: this machine gives the process {cores} core{}, so the threads \
+             will take turns on them and wait for each other at every window",
+            scenario.threads,
+            if cores == 1 { "" } else { "s" }
+        );
+    }
     for v in &mut scenario.variants {
         v.threads = scenario.threads;
     }

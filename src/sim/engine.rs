@@ -657,6 +657,11 @@ impl Engine {
         if let [shard] = self.shards.as_mut_slice() {
             return shard.run_to(end, wiring);
         }
+        if self.shards.iter().all(|s| s.next_time() >= end) {
+            // Nothing to run before the engine's next event (a sample step that no frame
+            // or timer precedes): no threads to start.
+            return Ok(());
+        }
         let board = Board::new(self.shards.len());
         let lookahead = self.lookahead;
         std::thread::scope(|scope| {
