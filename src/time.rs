@@ -233,6 +233,57 @@ mod tests {
 pub struct Deadlines {
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(Nanos, usize)>>,
     at: Vec<Option<Nanos>>,
+    /// The items with a deadline, one bit each, for
+    /// [`first_due_in_turn`](Self::first_due_in_turn).
+    held: Bits,
+}
+
+/// A set of indices, one bit each.
+#[derive(Debug, Clone, Default)]
+struct Bits {
+    words: Vec<u64>,
+}
+
+impl Bits {
+    #[inline]
+    fn set(&mut self, i: usize, on: bool) {
+        let (w, bit) = (i / 64, 1u64 << (i % 64));
+        if w >= self.words.len() {
+            if !on {
+                return;
+            }
+            self.words.resize(w + 1, 0);
+        }
+        if on {
+            self.words[w] |= bit;
+        } else {
+            self.words[w] &= !bit;
+        }
+    }
+
+    /// The first member, in turn from `start` (then from 0 up to it), that `take` accepts.
+    fn first_from(&self, start: usize, mut take: impl FnMut(usize) -> bool) -> Option<usize> {
+        let words = self.words.len();
+        let first = start / 64;
+        // The start's word from its bit, the words after it, the words before it, and the
+        // start's word below its bit.
+        let above = !0u64 << (start % 64);
+        let passes = (first..words)
+            .map(|w| (w, if w == first { above } else { !0 }))
+            .chain((0..first.min(words)).map(|w| (w, !0)))
+            .chain((first < words).then_some((first, !above)));
+        for (w, mask) in passes {
+            let mut bits = self.words[w] & mask;
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                if take(i) {
+                    return Some(i);
+                }
+                bits &= bits - 1;
+            }
+        }
+        None
+    }
 }
 
 impl Deadlines {
@@ -244,10 +295,11 @@ impl Deadlines {
     pub fn set(&mut self, item: usize, at: Option<Nanos>) {
         let scanned = self.at.len() <= Self::SCANNED;
         match self.at.get_mut(item) {
-            Some(old) if *old == at => {}
+            Some(old) if *old == at => return,
             Some(old) if scanned => *old = at,
             _ => self.change(item, at),
         }
+        self.held.set(item, at.is_some());
     }
 
     /// [`set`](Self::set) when the deadline moves and the heap may need to know.
@@ -298,6 +350,7 @@ impl Deadlines {
                 .filter_map(|(i, t)| t.filter(|&t| t <= now).map(|t| (i, t)))
                 .min_by_key(|&(i, t)| (t, i))?;
             self.at[item] = None;
+            self.held.set(item, false);
             return Some(item);
         }
         let &std::cmp::Reverse((t, item)) = self.heap.peek()?;
@@ -306,8 +359,17 @@ impl Deadlines {
         }
         self.heap.pop();
         self.at[item] = None;
+        self.held.set(item, false);
         self.trim();
         Some(item)
+    }
+
+    /// The first item in turn from `start` (wrapping past the last to 0) whose deadline
+    /// is at or before `now`: what a look at every item in that order would find, looking
+    /// only at those with a deadline (a sender's QPs take turns this way).
+    pub fn first_due_in_turn(&self, start: usize, now: Nanos) -> Option<usize> {
+        self.held
+            .first_from(start, |i| self.at[i].is_some_and(|t| t <= now))
     }
 
     /// Drops stale entries from the top, so that [`first`](Self::first) is exact.
@@ -324,6 +386,55 @@ impl Deadlines {
 #[cfg(test)]
 mod deadline_tests {
     use super::*;
+
+    /// `first_due_in_turn` finds what a look at every item from `start` (wrapping) finds,
+    /// through deadlines set, moved, cleared and popped, on the scanned size and past it.
+    #[test]
+    fn the_first_due_in_turn_is_what_a_look_at_every_item_finds() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..300 {
+            let n = 1 + (next() % 200) as usize;
+            let mut d = Deadlines::default();
+            let mut model: Vec<Option<Nanos>> = vec![None; n];
+            for step in 0..400 {
+                let r = next();
+                let item = (r % n as u64) as usize;
+                let now = Nanos((r >> 20) % 100);
+                match (r >> 40) % 4 {
+                    0 => {
+                        d.set(item, None);
+                        model[item] = None;
+                    }
+                    3 => {
+                        if let Some(i) = d.pop_due(now) {
+                            assert!(model[i].is_some_and(|t| t <= now));
+                            model[i] = None;
+                        }
+                    }
+                    _ => {
+                        let t = Some(Nanos((r >> 30) % 100));
+                        d.set(item, t);
+                        model[item] = t;
+                    }
+                }
+                let start = ((r >> 50) % n as u64) as usize;
+                let want = (0..n)
+                    .map(|k| (start + k) % n)
+                    .find(|&i| model[i].is_some_and(|t| t <= now));
+                assert_eq!(
+                    d.first_due_in_turn(start, now),
+                    want,
+                    "round {round} step {step}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn the_first_deadline_follows_every_change() {

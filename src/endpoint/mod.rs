@@ -332,53 +332,6 @@ impl Rto {
 /// cost about 8 % more instructions with one QP per endpoint, and saved 9 % with 64.
 const SCANNED_QPS: usize = 4;
 
-/// A set of QP indices, one bit each.
-#[derive(Debug, Default, Clone)]
-struct QpBits {
-    words: Vec<u64>,
-}
-
-impl QpBits {
-    fn set(&mut self, qi: usize, on: bool) {
-        let (w, bit) = (qi / 64, 1u64 << (qi % 64));
-        if w >= self.words.len() {
-            if !on {
-                return;
-            }
-            self.words.resize(w + 1, 0);
-        }
-        if on {
-            self.words[w] |= bit;
-        } else {
-            self.words[w] &= !bit;
-        }
-    }
-
-    /// The first member, in turn from `start` (then from 0 up to it), that `take` accepts.
-    fn first_from(&self, start: usize, mut take: impl FnMut(usize) -> bool) -> Option<usize> {
-        let words = self.words.len();
-        let first = start / 64;
-        // The start's word from its bit, the words after it, the words before it, and the
-        // start's word below its bit.
-        let above = !0u64 << (start % 64);
-        let passes = (first..words)
-            .map(|w| (w, if w == first { above } else { !0 }))
-            .chain((0..first.min(words)).map(|w| (w, !0)))
-            .chain((first < words).then_some((first, !above)));
-        for (w, mask) in passes {
-            let mut bits = self.words[w] & mask;
-            while bits != 0 {
-                let qi = w * 64 + bits.trailing_zeros() as usize;
-                if take(qi) {
-                    return Some(qi);
-                }
-                bits &= bits - 1;
-            }
-        }
-        None
-    }
-}
-
 /// A RoCEv2 NIC port.
 #[derive(Debug)]
 pub struct Endpoint {
@@ -429,10 +382,6 @@ pub struct Endpoint {
     /// the heaps, and they stay empty.
     pacers: Deadlines,
     timers: Deadlines,
-    /// With the heaps, the QPs that have a pacer time (a packet their window allows, not
-    /// failed), one bit each: the send loop walks these rather than every QP, most of
-    /// which (a workload's finished flows, a receiver's) have nothing to send.
-    sendable: QpBits,
     /// QPs changed since the last settle (`touched[q]`: whether q is in `dirty`).
     dirty: Vec<usize>,
     touched: Vec<bool>,
@@ -490,7 +439,6 @@ impl Endpoint {
             iwarp: None,
             pacers: Deadlines::default(),
             timers: Deadlines::default(),
-            sendable: QpBits::default(),
             dirty: Vec::new(),
             touched: Vec::new(),
             due: Vec::new(),
@@ -544,9 +492,8 @@ impl Endpoint {
         for qi in self.dirty.drain(..) {
             self.touched[qi] = false;
             let q = &self.qps[qi];
-            let pacer = q.pacer_at(q.window(window, mtu, dcqcn_window));
-            self.sendable.set(qi, pacer.is_some());
-            self.pacers.set(qi, pacer);
+            self.pacers
+                .set(qi, q.pacer_at(q.window(window, mtu, dcqcn_window)));
             self.timers.set(qi, q.timer_at(interval, rto));
         }
     }
@@ -1437,15 +1384,15 @@ impl Endpoint {
         let now_ps = u128::from(now.0) * 1000;
         if self.keeps_deadlines() {
             // The QP the loop below would pick: the first in turn from `next_qp` of those
-            // with a packet their window allows (the others it would skip), whose pacer
-            // lets it go now.
-            let qps = &self.qps;
-            let pick = self.sendable.first_from(self.next_qp, |qi| {
-                let q = &qps[qi];
-                debug_assert!(!q.failed && q.req.can_send(q.window(window, mtu, dcqcn_window)));
+            // with a packet their window allows (the others have no pacer time) whose pacer
+            // lets it go now. Most of a workload host's QPs have nothing to send.
+            let qi = self.pacers.first_due_in_turn(self.next_qp, now)?;
+            debug_assert!({
+                let q = &self.qps[qi];
                 q.next_send_ps <= now_ps
+                    && !q.failed
+                    && q.req.can_send(q.window(window, mtu, dcqcn_window))
             });
-            let qi = pick?;
             self.next_qp = (qi + 1) % n;
             return self.send_data(now, qi);
         }
@@ -1761,39 +1708,5 @@ fn emit_roce(repr: &RoceRepr, buf: &mut [u8], icrc: bool) -> Result<usize, wire:
         repr.emit(buf)
     } else {
         repr.emit_without_icrc(buf)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::QpBits;
-
-    /// `first_from` picks what a turn over every index from `start` (wrapping) would pick
-    /// among the members, on sets across several words.
-    #[test]
-    fn qp_bits_pick_in_turn_as_a_scan_of_every_qp_would() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        for round in 0..2_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let n = 1 + (x % 200) as usize;
-            let mut bits = QpBits::default();
-            let mut member = vec![false; n];
-            for (i, m) in member.iter_mut().enumerate() {
-                let on = (x >> (i % 61)) & 3 == 0;
-                bits.set(i, on);
-                *m = on;
-            }
-            // Clearing some again, past the words in use too.
-            bits.set(n + 100, false);
-            let start = (x >> 17) as usize % n;
-            let accept = (x >> 40) as usize % 3;
-            let take = |i: usize| i % 3 != accept;
-            let want = (0..n)
-                .map(|k| (start + k) % n)
-                .find(|&i| member[i] && take(i));
-            assert_eq!(bits.first_from(start, take), want, "round {round}");
-        }
     }
 }

@@ -241,10 +241,7 @@ impl Engine {
     /// An empty network; `seed` drives link losses.
     pub fn new(seed: u64) -> Engine {
         Engine {
-            shards: vec![Shard {
-                outbox: vec![Vec::new()],
-                ..Shard::default()
-            }],
+            shards: vec![Shard::new(0, 1, Nanos::ZERO)],
             wiring: Wiring::default(),
             globals: BTreeMap::new(),
             scheduled: 0,
@@ -429,12 +426,7 @@ impl Engine {
             .collect();
         sites.sort_by_key(|s| s.index);
         self.shards = (0..count)
-            .map(|id| Shard {
-                id: id as u32,
-                outbox: (0..count).map(|_| Vec::new()).collect(),
-                now: self.now,
-                ..Shard::default()
-            })
+            .map(|id| Shard::new(id, count, self.now))
             .collect();
         for site in sites {
             let shard = &mut self.shards[shard_of[site.index] as usize];
@@ -800,6 +792,16 @@ impl Board {
 }
 
 impl Shard {
+    /// Shard `id` of `count`, empty, at `now`.
+    fn new(id: usize, count: usize, now: Nanos) -> Shard {
+        Shard {
+            id: id as u32,
+            outbox: (0..count).map(|_| Vec::new()).collect(),
+            now,
+            ..Shard::default()
+        }
+    }
+
     /// The time of its earliest event.
     fn next_time(&self) -> u64 {
         self.queue.peek().map_or(u64::MAX, |k| k.time)
