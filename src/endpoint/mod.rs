@@ -387,6 +387,9 @@ pub struct Endpoint {
     touched: Vec<bool>,
     /// The QPs whose timers came due, kept between timeouts.
     due: Vec<usize>,
+    /// Payload bytes every QP together sent: the sum of their `data_bytes_sent`, kept
+    /// for a recorder that samples it, so that it need not visit thousands of QPs.
+    every_qp_bytes_sent: u64,
     /// Whether frames sent carry an ICRC and received ones have theirs checked
     /// ([`set_icrc`](Self::set_icrc)).
     icrc: bool,
@@ -442,6 +445,7 @@ impl Endpoint {
             dirty: Vec::new(),
             touched: Vec::new(),
             due: Vec::new(),
+            every_qp_bytes_sent: 0,
             icrc: true,
             rto: Rto::of(cfg),
             failures: Vec::new(),
@@ -1490,6 +1494,7 @@ impl Endpoint {
         self.counters.frames_sent += 1;
         q.counters.data_packets_sent += 1;
         q.counters.data_bytes_sent += payload_len;
+        self.every_qp_bytes_sent += payload_len;
         q.rp.on_sent(now, len as u64);
         // The pacer: the next packet of this QP no sooner than one frame time at Rc. A QP
         // woken at its pacer time (rounded up to the driver's nanosecond) sent on
@@ -1675,8 +1680,12 @@ impl Qp {
 }
 
 impl crate::series::EndpointProbe for Endpoint {
-    fn qp_bytes_sent(&self, qp: usize, now: Nanos) -> u64 {
-        self.qp_status(qp, now).counters.data_bytes_sent
+    fn qp_bytes_sent(&self, qp: usize, _now: Nanos) -> u64 {
+        self.qps[qp].counters.data_bytes_sent
+    }
+
+    fn every_qp_bytes_sent(&self) -> Option<(usize, u64)> {
+        Some((self.qps.len(), self.every_qp_bytes_sent))
     }
 
     fn qp_rate_bps(&self, qp: usize, now: Nanos) -> u64 {
