@@ -153,11 +153,10 @@ pub trait EndpointProbe {
     fn data_paused(&self, now: Nanos) -> bool;
     /// PFC and PAUSE frames received so far.
     fn pauses_received(&self) -> u64;
-    /// How many QPs it has, and the payload bytes all of them sent so far together (the
-    /// sum of [`qp_bytes_sent`](Self::qp_bytes_sent) over every QP), if it keeps that sum.
-    fn every_qp_bytes_sent(&self) -> Option<(usize, u64)> {
-        None
-    }
+    /// Payload bytes all its QPs sent so far together: the sum of
+    /// [`qp_bytes_sent`](Self::qp_bytes_sent) over every QP, which an endpoint keeps as it
+    /// sends rather than visiting each QP (a workload host has one per peer or more).
+    fn bytes_sent(&self) -> u64;
 }
 
 /// 1.0 for true.
@@ -322,8 +321,6 @@ pub struct HostRecorder {
     /// paused.
     tracks: Vec<Track>,
     summed: bool,
-    /// `qps` are 0, 1, ..., in order: the endpoint's QPs, when it has no more.
-    every_qp: bool,
     last_bytes: Vec<(Nanos, u64)>,
     last_cnps: Vec<u64>,
     last_pauses: u64,
@@ -369,18 +366,17 @@ impl HostRecorder {
             qps: qps.iter().map(|&(q, _)| q).collect(),
             tracks,
             summed: false,
-            every_qp: false,
             last_bytes: vec![(Nanos::ZERO, 0); qps.len()],
             last_cnps: vec![0; qps.len()],
             last_pauses: 0,
         }
     }
 
-    /// A recorder for host `name` whose QPs `qps` each carry many flows (a workload's
-    /// sender): one payload-rate track over all of them, and whether it is paused.
-    pub fn summed(name: &str, qps: &[usize], priority: u8) -> HostRecorder {
+    /// A recorder for host `name` whose QPs each carry many flows (a workload's sender):
+    /// one payload-rate track over all of them, and whether it is paused.
+    pub fn summed(name: &str, priority: u8) -> HostRecorder {
         HostRecorder {
-            qps: qps.to_vec(),
+            qps: Vec::new(),
             tracks: vec![
                 Track::new(
                     format!("rate_{name}_gbps"),
@@ -394,7 +390,6 @@ impl HostRecorder {
                 ),
             ],
             summed: true,
-            every_qp: qps.iter().enumerate().all(|(i, &q)| i == q),
             last_bytes: vec![(Nanos::ZERO, 0)],
             last_cnps: Vec::new(),
             last_pauses: 0,
@@ -404,11 +399,7 @@ impl HostRecorder {
     /// Takes one sample of `ep` at `now`.
     pub fn sample(&mut self, now: Nanos, ep: &impl EndpointProbe) {
         if self.summed {
-            // A workload host has a QP per peer: its sum, when it covers them all.
-            let bytes = match ep.every_qp_bytes_sent() {
-                Some((qps, bytes)) if self.every_qp && qps == self.qps.len() => bytes,
-                _ => self.qps.iter().map(|&q| ep.qp_bytes_sent(q, now)).sum(),
-            };
+            let bytes = ep.bytes_sent();
             let (t, before) = std::mem::replace(&mut self.last_bytes[0], (now, bytes));
             let dt = now.0.saturating_sub(t.0);
             let gbps = if dt == 0 {
@@ -675,62 +666,41 @@ mod tests {
         fn pauses_received(&self) -> u64 {
             self.pauses
         }
-    }
-
-    /// A host whose QPs sent `per_qp` bytes each and which says they sent `total`
-    /// together (a wrong sum, to show which one the recorder read).
-    struct ManyQps {
-        per_qp: Vec<u64>,
-        total: u64,
-    }
-
-    impl EndpointProbe for ManyQps {
-        fn qp_bytes_sent(&self, qp: usize, _: Nanos) -> u64 {
-            self.per_qp[qp]
-        }
-        fn qp_rate_bps(&self, _: usize, _: Nanos) -> u64 {
-            0
-        }
-        fn qp_target_bps(&self, _: usize, _: Nanos) -> u64 {
-            0
-        }
-        fn qp_cnps_received(&self, _: usize, _: Nanos) -> u64 {
-            0
-        }
-        fn data_paused(&self, _: Nanos) -> bool {
-            false
-        }
-        fn pauses_received(&self) -> u64 {
-            0
-        }
-        fn every_qp_bytes_sent(&self) -> Option<(usize, u64)> {
-            Some((self.per_qp.len(), self.total))
+        fn bytes_sent(&self) -> u64 {
+            self.bytes
         }
     }
 
-    /// A summed recorder reads the host's own total when its QPs are all the host's, and
-    /// adds its QPs up otherwise (some of them, or a host that has more by now).
+    /// A summed recorder's rate is the host's payload bytes between two samples over
+    /// the time between them: 125,000 B in 1 µs is 1000 Gb/s.
     #[test]
-    fn a_summed_host_reads_the_total_only_when_it_covers_every_qp() {
-        let rate_at_1us = |qps: &[usize], host: &ManyQps| {
-            let idle = ManyQps {
-                per_qp: vec![0; host.per_qp.len()],
-                total: 0,
-            };
-            let mut r = HostRecorder::summed("h", qps, 3);
-            r.sample(Nanos::ZERO, &idle);
-            r.sample(Nanos(1_000), host);
-            r.finish()[0].samples[1].1
-        };
-        let host = ManyQps {
-            per_qp: vec![1_000, 2_000, 4_000],
-            total: 125_000,
-        };
-        // 125,000 B in 1 µs: 1000 Gb/s, the total's.
-        assert_eq!(rate_at_1us(&[0, 1, 2], &host), 1000.0);
-        // Two of three, or not in order: 3000 B or 7000 B added up.
-        assert_eq!(rate_at_1us(&[0, 1], &host), 24.0);
-        assert_eq!(rate_at_1us(&[2, 1, 0], &host), 56.0);
+    fn a_summed_host_rates_its_bytes_sent() {
+        let mut r = HostRecorder::summed("h", 3);
+        r.sample(
+            Nanos::ZERO,
+            &FakeHost {
+                bytes: 0,
+                pauses: 0,
+            },
+        );
+        r.sample(
+            Nanos(1_000),
+            &FakeHost {
+                bytes: 125_000,
+                pauses: 0,
+            },
+        );
+        r.sample(
+            Nanos(3_000),
+            &FakeHost {
+                bytes: 150_000,
+                pauses: 0,
+            },
+        );
+        let tracks = r.finish();
+        let rates: Vec<f64> = tracks[0].samples.iter().map(|&(_, g)| g).collect();
+        assert_eq!(rates, [0.0, 1000.0, 100.0]);
+        assert_eq!(tracks[0].name, "rate_h_gbps");
     }
 
     #[test]

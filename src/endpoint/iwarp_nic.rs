@@ -755,7 +755,7 @@ impl Endpoint {
         }
         q.counters.data_packets_sent += 1;
         q.counters.data_bytes_sent += payload_len;
-        self.every_qp_bytes_sent += payload_len;
+        self.bytes_sent += payload_len;
         self.counters.frames_sent += 1;
         self.link.start(now, &self.out);
         Some(&self.out)

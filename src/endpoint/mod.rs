@@ -387,9 +387,9 @@ pub struct Endpoint {
     touched: Vec<bool>,
     /// The QPs whose timers came due, kept between timeouts.
     due: Vec<usize>,
-    /// Payload bytes every QP together sent: the sum of their `data_bytes_sent`, kept
+    /// Payload bytes all QPs together sent: the sum of their `data_bytes_sent`, kept
     /// for a recorder that samples it, so that it need not visit thousands of QPs.
-    every_qp_bytes_sent: u64,
+    bytes_sent: u64,
     /// Whether frames sent carry an ICRC and received ones have theirs checked
     /// ([`set_icrc`](Self::set_icrc)).
     icrc: bool,
@@ -445,7 +445,7 @@ impl Endpoint {
             dirty: Vec::new(),
             touched: Vec::new(),
             due: Vec::new(),
-            every_qp_bytes_sent: 0,
+            bytes_sent: 0,
             icrc: true,
             rto: Rto::of(cfg),
             failures: Vec::new(),
@@ -1494,7 +1494,7 @@ impl Endpoint {
         self.counters.frames_sent += 1;
         q.counters.data_packets_sent += 1;
         q.counters.data_bytes_sent += payload_len;
-        self.every_qp_bytes_sent += payload_len;
+        self.bytes_sent += payload_len;
         q.rp.on_sent(now, len as u64);
         // The pacer: the next packet of this QP no sooner than one frame time at Rc. A QP
         // woken at its pacer time (rounded up to the driver's nanosecond) sent on
@@ -1684,8 +1684,16 @@ impl crate::series::EndpointProbe for Endpoint {
         self.qps[qp].counters.data_bytes_sent
     }
 
-    fn every_qp_bytes_sent(&self) -> Option<(usize, u64)> {
-        Some((self.qps.len(), self.every_qp_bytes_sent))
+    fn bytes_sent(&self) -> u64 {
+        debug_assert_eq!(
+            self.bytes_sent,
+            self.qps
+                .iter()
+                .map(|q| q.counters.data_bytes_sent)
+                .sum::<u64>(),
+            "the QPs' payload bytes, summed as they are sent"
+        );
+        self.bytes_sent
     }
 
     fn qp_rate_bps(&self, qp: usize, now: Nanos) -> u64 {

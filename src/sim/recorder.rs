@@ -63,8 +63,7 @@ impl Recorder {
                     .is_some_and(|a| a.flows().is_some());
                 let name = format!("h{h}");
                 let recorder = if workload {
-                    let qps: Vec<usize> = (0..ep.qp_count()).collect();
-                    HostRecorder::summed(&name, &qps, ep.data_priority())
+                    HostRecorder::summed(&name, ep.data_priority())
                 } else {
                     let qps: Vec<(usize, u32)> = (0..ep.qp_count())
                         .filter(|&q| !receive_only.contains(&(h, q)))
