@@ -4,6 +4,7 @@
 //! replay carry frames over (a leaf module, so that neither core imports the other).
 
 use crate::time::Nanos;
+use crate::wire::elide::Elided;
 
 /// Bytes a frame takes on the wire besides itself: FCS 4, preamble and SFD 8, minimum
 /// inter-frame gap 12 (IEEE 802.3 clause 4).
@@ -62,6 +63,14 @@ impl Framing {
             Framing::Ethernet => wire_bits(frame.len()),
             Framing::InfiniBand => (ib_packet_bytes(frame) + IB_DELIMITER_BYTES) * 8,
         }
+    }
+
+    /// [`wire_bits`](Self::wire_bits) of a short frame and the payload it elides (see
+    /// [`crate::wire::elide`]): a short frame is never padded, so each elided byte is
+    /// one more on the wire.
+    #[inline]
+    pub fn wire_bits_elided(self, frame: &[u8], elided: Elided) -> u64 {
+        self.wire_bits(frame) + u64::from(elided.len) * 8
     }
 
     /// Bits of the gap after a frame: counted in its wire bits, not in its frame time.
@@ -309,13 +318,27 @@ impl Wire {
         self.carry_landing_no_sooner(at, frame, Nanos::ZERO)
     }
 
+    /// As [`carry`](Self::carry), for a short frame and the payload it elides.
+    #[inline]
+    pub fn carry_elided(&mut self, at: Nanos, frame: &[u8], elided: Elided) -> Trip {
+        let bits = self.tx.framing().wire_bits_elided(frame, elided);
+        self.carry_bits(at, bits, Nanos::ZERO)
+    }
+
     /// As [`carry`](Self::carry), but a frame that would land before `floor` starts late
     /// enough to land then, as over a cable that much longer; the frames behind it keep
     /// their spacing on the wire. [`Trip::held`] says how much later it started.
     #[inline]
     pub fn carry_landing_no_sooner(&mut self, at: Nanos, frame: &[u8], floor: Nanos) -> Trip {
+        let bits = self.tx.framing().wire_bits(frame);
+        self.carry_bits(at, bits, floor)
+    }
+
+    /// Carries a frame of `bits` on the wire (gap included), landing no sooner than
+    /// `floor`.
+    #[inline]
+    fn carry_bits(&mut self, at: Nanos, bits: u64, floor: Nanos) -> Trip {
         let framing = self.tx.framing();
-        let bits = framing.wire_bits(frame);
         let serialise = bits_time(bits - framing.gap_bits(), self.tx.bits_per_sec());
         let due = at.max(self.tx.free_at());
         let earliest = floor.saturating_sub(serialise + self.propagation);

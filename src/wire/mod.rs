@@ -10,6 +10,7 @@ pub mod bth;
 pub mod cnp;
 pub mod ddp;
 pub mod ecn;
+pub mod elide;
 pub mod ethernet;
 #[cfg(test)]
 pub(crate) mod fixtures;
