@@ -32,7 +32,7 @@ impl Application for ManyQps {
                     qp,
                     SendWr {
                         id: m,
-                        data: data.clone(),
+                        data: data.clone().into(),
                         remote_va: VA,
                         rkey: RKEY,
                         imm: None,

@@ -8,6 +8,7 @@
 use super::app::{App, Application as _};
 use super::{Completion, Endpoint};
 use crate::time::Nanos;
+use crate::wire::elide::Elided;
 
 /// An endpoint and the work it runs.
 pub struct Host {
@@ -43,6 +44,12 @@ impl Host {
         self.endpoint.handle_frame(now, frame);
     }
 
+    /// A short frame arrived whole at `now`, with what it elides
+    /// ([`Endpoint::set_elide`]).
+    pub fn handle_elided_frame(&mut self, now: Nanos, frame: &[u8], elided: Elided) {
+        self.endpoint.handle_elided_frame(now, frame, elided);
+    }
+
     /// Runs what fell due by `now`: the NIC's timers (retransmission, DCQCN, pacing),
     /// then the application's.
     pub fn handle_timeout(&mut self, now: Nanos) {
@@ -69,9 +76,9 @@ impl Host {
         }
     }
 
-    /// Writes the next frame the NIC sends at `now` into `buf` (overwriting it); false
-    /// when it sends nothing now.
-    pub fn poll_transmit_into(&mut self, now: Nanos, buf: &mut Vec<u8>) -> bool {
+    /// Writes the next frame the NIC sends at `now` into `buf` (overwriting it); returns
+    /// what it elides ([`Endpoint::set_elide`]), or `None` when it sends nothing now.
+    pub fn poll_transmit_into(&mut self, now: Nanos, buf: &mut Vec<u8>) -> Option<Elided> {
         self.endpoint.poll_transmit_into(now, buf)
     }
 

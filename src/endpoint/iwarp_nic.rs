@@ -14,11 +14,12 @@
 //! MPA markers and TCP timestamps (off, as a Chelsio T6 runs by default).
 
 use super::tcp::{AckInfo, CongestionControl, Cubic, Dctcp, Receiver, Reno, RtoConfig, Sender};
-use super::{Completion, Endpoint, Peer, WcStatus, qp::SendWr};
+use super::{Chunk, Completion, Endpoint, Peer, WcStatus, qp::SendWr};
 use crate::time::Nanos;
 use crate::wire::Ecn;
 use crate::wire::ddp::{DDP_VERSION, RDMAP_VERSION, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
 use crate::wire::ddp::{DdpRepr, Placement, RdmapOpcode, TerminateControl, queue};
+use crate::wire::elide::Elided;
 use crate::wire::ipv4::Ipv4Repr;
 use crate::wire::iwarp::{FpduRepr, IwarpFrame, IwarpPacket, IwarpRepr, TcpPayload};
 use crate::wire::iwarp_goodput::IwarpFraming;
@@ -553,7 +554,7 @@ impl Endpoint {
     fn iwarp_place(&mut self, qi: usize, packet: &IwarpPacket<'_>) -> Delivery {
         match (packet.ddp.opcode, packet.ddp.placement) {
             (RdmapOpcode::WRITE, Placement::Tagged { stag, to }) => {
-                if self.write_memory(stag, to, packet.payload) {
+                if self.write_memory(stag, to, packet.payload, Elided::NONE) {
                     Delivery::Written(packet.payload.len() as u64)
                 } else {
                     // RFC 5040 7.2: a tagged buffer error is reported with a Terminate.
@@ -688,6 +689,8 @@ impl Endpoint {
             false => Ecn::NotEct,
         };
         let ip = self.iwarp_ip(peer.ip, ecn);
+        // Data nobody reads ([`WrData::Fill`]) is written out here: iWARP sends it whole.
+        let mut scratch = std::mem::take(&mut self.int_scratch);
         let nic = self.iwarp.as_mut()?;
         let (payload_size, fpdu_size, crc) = (nic.payload, nic.fpdu, nic.cfg.crc);
         let conn = &mut nic.conns[qi];
@@ -713,7 +716,15 @@ impl Endpoint {
                             to: wr.remote_va.wrapping_add(from),
                         },
                     };
-                    (ddp, &wr.data[from as usize..to as usize])
+                    let data = match wr.data.chunk(from as usize, (to - from) as usize) {
+                        Chunk::Bytes(b) => b,
+                        fill => {
+                            scratch.clear();
+                            fill.extend(&mut scratch);
+                            &scratch[..]
+                        }
+                    };
+                    (ddp, data)
                 } else {
                     // The Immediate Data: the 32-bit immediate first, big-endian.
                     small[..4].copy_from_slice(&wr.imm.unwrap_or_default().to_be_bytes());
@@ -747,8 +758,9 @@ impl Endpoint {
         };
         debug_assert_eq!(repr.payload.len() as u32, t.len, "one FPDU per segment");
         self.out.resize(repr.frame_len(), 0);
-        let len = repr.emit(&mut self.out).ok()?;
-        self.out.truncate(len);
+        let len = repr.emit(&mut self.out).ok();
+        self.int_scratch = scratch;
+        self.out.truncate(len?);
         let q = &mut self.qps[qi];
         if t.retransmission {
             q.counters.retransmitted_packets += 1;

@@ -40,6 +40,7 @@ use crate::link::Transmitter;
 use crate::time::{Deadlines, Nanos};
 use crate::wire::bth::{BthRepr, Opcode};
 use crate::wire::cnp::CnpRepr;
+use crate::wire::elide::{self, Elided};
 use crate::wire::pfc::{MacControl, PfcRepr, PrioritySet, pause_duration};
 use crate::wire::xth::{Aeth, ExtHeaders};
 use crate::wire::{self, Ecn, IpRepr, Ipv4Repr, MacAddr, RocePacket, RoceRepr, icrc};
@@ -52,7 +53,7 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
-pub use qp::SendWr;
+pub use qp::{Chunk, SendWr, WrData};
 
 /// AETH syndrome of an ACK with no credit information (IBA: 0x1F, "invalid credits").
 const SYNDROME_ACK: u8 = 0x1f;
@@ -399,8 +400,13 @@ pub struct Endpoint {
     /// The QPs that went to the error state, in order.
     failures: Vec<QpFailure>,
     dcqcn_cnp_interval: Nanos,
-    /// A data payload with room for telemetry after it (HPCC), kept between packets.
+    /// A data payload built for sending (with room for telemetry after it, for HPCC), or
+    /// the whole of a short frame, whose ICRC is computed over it; kept between packets.
     int_scratch: Vec<u8>,
+    /// Whether data nobody reads may leave as short frames ([`set_elide`](Self::set_elide)).
+    elide: bool,
+    /// What the frame in `out` elides.
+    out_elided: Elided,
     /// Telemetry hops of the ACK being handled, kept between ACKs.
     int_hops: Vec<wire::int::IntHop>,
     /// DCQCN's window (`dcqcn.window`): the BDP and the line rate it scales by.
@@ -451,6 +457,8 @@ impl Endpoint {
             failures: Vec::new(),
             dcqcn_cnp_interval: cfg.dcqcn.cnp_interval(),
             int_scratch: Vec::new(),
+            elide: false,
+            out_elided: Elided::NONE,
             int_hops: Vec::new(),
             dcqcn_window: cc_nic::DcqcnWindow::of(cfg),
             cfg: cfg.clone(),
@@ -544,6 +552,18 @@ impl Endpoint {
     /// still computes and checks the ICRC of every frame it simulates.
     pub fn set_icrc(&mut self, enabled: bool) {
         self.icrc = enabled;
+    }
+
+    /// Whether a WRITE of data nobody reads ([`WrData::Fill`]) leaves as short frames that
+    /// carry its length rather than its bytes ([`wire::elide`]), handed out by
+    /// [`poll_transmit_into`](Self::poll_transmit_into) with what they elide. Off by
+    /// default: a live endpoint's frames go on a real wire. A simulator turns it on, its
+    /// switches and hosts count the elided bytes, and every frame anyone must see whole
+    /// ([`poll_transmit`](Self::poll_transmit), a switch's outside interfaces) is
+    /// restored byte for byte. Frames with telemetry (HPCC) or on an InfiniBand or iWARP
+    /// link always go whole.
+    pub fn set_elide(&mut self, enabled: bool) {
+        self.elide = enabled;
     }
 
     /// Gives the NIC `faults` (a healthy NIC has none). Call before the first frame.
@@ -821,11 +841,29 @@ impl Endpoint {
     /// has drained ([`handle_timeout`](Self::handle_timeout) takes it from there); MAC
     /// control frames never wait.
     pub fn handle_frame(&mut self, now: Nanos, frame: &[u8]) {
-        self.take_frame(now, frame);
+        self.handle_elided_frame(now, frame, Elided::NONE);
+    }
+
+    /// As [`handle_frame`](Self::handle_frame), for a short frame and what it elides
+    /// (see [`set_elide`](Self::set_elide)).
+    pub fn handle_elided_frame(&mut self, now: Nanos, frame: &[u8], elided: Elided) {
+        self.take_frame(now, frame, elided);
         self.settle();
     }
 
-    fn take_frame(&mut self, now: Nanos, frame: &[u8]) {
+    fn take_frame(&mut self, now: Nanos, frame: &[u8], elided: Elided) {
+        if !elided.is_none()
+            && (self.rx_buffer.is_some() || self.credit.is_some() || self.iwarp.is_some())
+        {
+            // A slow receiver's buffer keeps frames whole, and credit and iWARP read
+            // them whole: restored, as the sender would have sent it (a frame that is
+            // not a short one is as malformed as a corrupt one, and goes the same way).
+            let mut whole = frame.to_vec();
+            if elide::restore(&mut whole, elided).is_ok() {
+                self.take_frame(now, &whole, Elided::NONE);
+            }
+            return;
+        }
         self.advance_to(now);
         if crate::credit::FcPacket::is_envelope(frame) {
             self.receive_link_packet(now, frame);
@@ -849,7 +887,7 @@ impl Endpoint {
             }
             return;
         }
-        self.receive(now, frame, &meta);
+        self.receive(now, frame, &meta, elided);
     }
 
     /// A slow receiver's buffer reached its XOFF point (or XOFF is due again).
@@ -887,7 +925,7 @@ impl Endpoint {
         while let Some(frame) = self.rx_buffer.as_mut().and_then(|rx| rx.pop(now)) {
             self.credit_on_drain(&frame);
             if let Some(meta) = wire::parse_meta(&frame) {
-                self.receive(now, &frame, &meta);
+                self.receive(now, &frame, &meta, Elided::NONE);
             }
             if let Some(rx) = &mut self.rx_buffer {
                 rx.recycle(frame);
@@ -913,7 +951,7 @@ impl Endpoint {
     }
 
     /// A frame, parsed, reaches the NIC's receive logic at `now`.
-    fn receive(&mut self, now: Nanos, frame: &[u8], meta: &wire::FrameMeta) {
+    fn receive(&mut self, now: Nanos, frame: &[u8], meta: &wire::FrameMeta, elided: Elided) {
         if self.iwarp.is_some() && self.receive_iwarp(now, frame) {
             return;
         }
@@ -926,9 +964,16 @@ impl Endpoint {
         if !meta.is_ipv4() || frame.get(dst..dst + 4) != Some(&self.ip.octets()[..]) {
             return;
         }
-        if self.icrc && icrc::verify(frame, meta) != Some(true) {
-            self.counters.icrc_errors += 1;
-            return;
+        if self.icrc {
+            let good = if elided.is_none() {
+                icrc::verify(frame, meta)
+            } else {
+                elide::verify_icrc(frame, elided, &mut self.int_scratch)
+            };
+            if good != Some(true) {
+                self.counters.icrc_errors += 1;
+                return;
+            }
         }
         let Ok(Some(pkt)) = RocePacket::parse(frame, meta) else {
             return;
@@ -977,7 +1022,7 @@ impl Endpoint {
             | Opcode::RC_WRITE_LAST
             | Opcode::RC_WRITE_LAST_IMM
             | Opcode::RC_WRITE_ONLY
-            | Opcode::RC_WRITE_ONLY_IMM => self.receive_write(qi, &pkt),
+            | Opcode::RC_WRITE_ONLY_IMM => self.receive_write(qi, &pkt, elided),
             _ => {}
         }
     }
@@ -1058,17 +1103,18 @@ impl Endpoint {
         &self.failures
     }
 
-    fn receive_write(&mut self, qi: usize, pkt: &RocePacket<'_>) {
+    fn receive_write(&mut self, qi: usize, pkt: &RocePacket<'_>, elided: Elided) {
         if self.qps[qi].reorder.is_some() {
-            self.receive_write_selective(qi, pkt);
+            self.receive_write_selective(qi, pkt, elided);
             return;
         }
+        let payload_len = pkt.payload.len() + elided.len as usize;
         let verdict = self.qps[qi].resp.judge(pkt.bth.psn, pkt.bth.ack_req);
         match verdict {
             Verdict::Accept { ack } => {
                 let qp = &mut self.qps[qi];
                 qp.counters.data_packets_received += 1;
-                qp.counters.data_bytes_received += pkt.payload.len() as u64;
+                qp.counters.data_bytes_received += payload_len as u64;
                 let last = matches!(
                     pkt.bth.opcode,
                     Opcode::RC_WRITE_LAST
@@ -1077,9 +1123,9 @@ impl Endpoint {
                         | Opcode::RC_WRITE_ONLY_IMM
                 );
                 let reth = pkt.ext.reth.map(|r| (r.va, r.rkey));
-                let placed = qp.resp.place_write(reth, pkt.payload.len(), last);
+                let placed = qp.resp.place_write(reth, payload_len, last);
                 let bytes = placed.message_bytes;
-                if !self.write_memory(placed.rkey, placed.va, pkt.payload) {
+                if !self.write_memory(placed.rkey, placed.va, pkt.payload, elided) {
                     self.counters.access_errors += 1;
                     self.send_ack(qi, pkt.bth.psn, SYNDROME_NAK_ACCESS);
                     return;
@@ -1111,7 +1157,7 @@ impl Endpoint {
     /// A WRITE packet for a selective-repeat responder: placed wherever it falls in the
     /// window, NAKed (with its PSN) when it comes out of order, ACKed when it fills a hole
     /// or asks for it; messages complete in order.
-    fn receive_write_selective(&mut self, qi: usize, pkt: &RocePacket<'_>) {
+    fn receive_write_selective(&mut self, qi: usize, pkt: &RocePacket<'_>, elided: Elided) {
         let Some(reorder) = self.qps[qi].reorder.as_mut() else {
             return;
         };
@@ -1145,7 +1191,7 @@ impl Endpoint {
                 return;
             }
         };
-        if !self.write_memory(place.rkey, place.va, pkt.payload) {
+        if !self.write_memory(place.rkey, place.va, pkt.payload, elided) {
             self.counters.access_errors += 1;
             self.send_ack(qi, pkt.bth.psn, SYNDROME_NAK_ACCESS);
             return;
@@ -1159,7 +1205,7 @@ impl Endpoint {
         self.counters.max_reorder_depth = self.counters.max_reorder_depth.max(depth);
         let q = &mut self.qps[qi];
         q.counters.data_packets_received += 1;
-        q.counters.data_bytes_received += pkt.payload.len() as u64;
+        q.counters.data_bytes_received += (pkt.payload.len() + elided.len as usize) as u64;
         for d in done {
             q.resp.complete_message();
             if let Some(imm) = d.imm {
@@ -1183,18 +1229,23 @@ impl Endpoint {
         }
     }
 
-    fn write_memory(&mut self, rkey: u32, va: u64, bytes: &[u8]) -> bool {
+    /// Writes `bytes`, then the bytes `elided` stands for, at (`rkey`, `va`); false when
+    /// they do not fall within a registered region.
+    fn write_memory(&mut self, rkey: u32, va: u64, bytes: &[u8], elided: Elided) -> bool {
         let Some(region) = self.regions.iter_mut().find(|r| r.rkey == rkey) else {
             return false;
         };
         let Some(offset) = va.checked_sub(region.va).map(|o| o as usize) else {
             return false;
         };
-        let Some(end) = offset.checked_add(bytes.len()).filter(|&e| e <= region.len) else {
+        let len = bytes.len() + elided.len as usize;
+        let Some(end) = offset.checked_add(len).filter(|&e| e <= region.len) else {
             return false;
         };
         if let Some(data) = &mut region.data {
-            data[offset..end].copy_from_slice(bytes);
+            let (kept, rest) = data[offset..end].split_at_mut(bytes.len());
+            kept.copy_from_slice(bytes);
+            rest.fill(elided.byte);
         }
         true
     }
@@ -1332,20 +1383,37 @@ impl Endpoint {
 
     /// As [`poll_transmit`](Self::poll_transmit), handing the frame over in `buf` rather
     /// than lending it: the endpoint keeps `buf`'s storage for its next frame, so nothing
-    /// is copied. Returns whether a frame came.
-    pub fn poll_transmit_into(&mut self, now: Nanos, buf: &mut Vec<u8>) -> bool {
-        if self.poll_transmit(now).is_none() {
-            return false;
-        }
+    /// is copied. Returns what the frame elides ([`set_elide`](Self::set_elide); nothing
+    /// unless that is on), or `None` when no frame came.
+    pub fn poll_transmit_into(&mut self, now: Nanos, buf: &mut Vec<u8>) -> Option<Elided> {
+        self.next_frame(now)?;
         std::mem::swap(&mut self.out, buf);
-        true
+        Some(self.out_elided)
     }
 
     /// The next frame to put on the link at `now`, if the link is free and something may
     /// go: acknowledges and CNPs first, then data from the QPs in turn, each at its DCQCN
-    /// rate. Paused priorities wait. The frame borrows the endpoint until the next call.
+    /// rate. Paused priorities wait. The frame borrows the endpoint until the next call;
+    /// it is always whole.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Nanos) -> Option<&[u8]> {
+        self.next_frame(now)?;
+        if !self.out_elided.is_none() {
+            let restored = elide::restore(&mut self.out, self.out_elided);
+            debug_assert!(restored.is_ok(), "a short frame just built restores");
+            self.out_elided = Elided::NONE;
+        }
+        Some(&self.out)
+    }
+
+    /// Builds the next frame in `out` (short, with what it elides in `out_elided`).
+    fn next_frame(&mut self, now: Nanos) -> Option<()> {
+        self.out_elided = Elided::NONE;
+        self.build_frame(now).map(|_| ())
+    }
+
+    /// See [`poll_transmit`](Self::poll_transmit).
+    fn build_frame(&mut self, now: Nanos) -> Option<&[u8]> {
         self.advance_to(now);
         if self.link.free_at() > now {
             return None;
@@ -1436,15 +1504,42 @@ impl Endpoint {
         let ip = self.ip_header(peer.ip, self.cfg.dscp, self.ecn);
         let q = &mut self.qps[qi];
         let int = q.cc.as_ref().is_some_and(|c| c.wants_int());
+        let chunk = q.req.payload(&seg);
+        let payload_len = chunk.len() as u64;
+        // A short frame: its payload's first word, the rest its length (and its pad
+        // count that of the whole: none).
+        let elided = match chunk {
+            Chunk::Fill { byte, len }
+                if self.elide
+                    && !int
+                    && self.credit.is_none()
+                    && len > elide::KEPT
+                    && len % 4 == 0 =>
+            {
+                Elided {
+                    len: (len - elide::KEPT) as u32,
+                    byte,
+                }
+            }
+            _ => Elided::NONE,
+        };
         let mut scratch = std::mem::take(&mut self.int_scratch);
-        let payload = if int {
-            // HPCC: room for the switches' telemetry after the payload, on the wire.
-            scratch.clear();
-            scratch.extend_from_slice(q.req.payload(&seg));
-            scratch.resize(scratch.len() + wire::int::TRAILER_LEN, 0);
-            &scratch[..]
-        } else {
-            q.req.payload(&seg)
+        let kept;
+        let payload = match chunk {
+            Chunk::Bytes(b) if !int => b,
+            Chunk::Fill { byte, .. } if !elided.is_none() => {
+                kept = [byte; elide::KEPT];
+                &kept[..]
+            }
+            _ => {
+                scratch.clear();
+                chunk.extend(&mut scratch);
+                if int {
+                    // HPCC: room for the switches' telemetry after the payload, on the wire.
+                    scratch.resize(scratch.len() + wire::int::TRAILER_LEN, 0);
+                }
+                &scratch[..]
+            }
         };
         let repr = RoceRepr {
             eth_dst: peer.mac,
@@ -1467,10 +1562,15 @@ impl Endpoint {
             },
             payload,
         };
-        let emitted = repr.emit_to_vec(&mut self.out, self.icrc);
-        let payload_len = (payload.len() - if int { wire::int::TRAILER_LEN } else { 0 }) as u64;
+        let emitted = repr.emit_to_vec(&mut self.out, self.icrc && elided.is_none());
+        if emitted.is_ok() && self.icrc && !elided.is_none() {
+            // Checking builds: the ICRC of the whole frame, as a receiver checks it.
+            let filled = elide::fill_icrc(&mut self.out, elided, &mut scratch);
+            debug_assert!(filled.is_some(), "a short frame just built restores");
+        }
         self.int_scratch = scratch;
-        let len = emitted.ok()?;
+        let len = emitted.ok()? + elided.len as usize;
+        self.out_elided = elided;
         if int {
             cc_nic::flag_bth(&mut self.out, wire::int::INT_REQUEST);
         }
@@ -1504,7 +1604,7 @@ impl Endpoint {
         // transmitter runs the frame on from there), or a pacer at line rate would lose up
         // to a nanosecond each time another frame (an update, a CNP) went first. One that
         // waited longer (idle, paused) starts its gap now.
-        let bits = self.link.framing().wire_bits(&self.out);
+        let bits = self.link.framing().wire_bits_elided(&self.out, elided);
         let gap_ps = crate::link::scaled_div_ceil(bits, 1_000_000_000_000, q.rate_bps());
         let now_ps = u128::from(now.0) * 1000;
         let base = if q.next_send_ps + 1000 > now_ps {
@@ -1517,7 +1617,7 @@ impl Endpoint {
         q.next_send_ps = base + gap_ps;
         self.touch(qi);
         self.settle();
-        self.link.start(now, &self.out);
+        self.link.start_bits(now, bits);
         Some(&self.out)
     }
 

@@ -13,14 +13,117 @@ use crate::wire::xth::Reth;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+/// The data of a WRITE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WrData {
+    /// These bytes (shared: one buffer may back many WRITEs).
+    Bytes(Arc<[u8]>),
+    /// `len` copies of `byte`: data nobody reads (a bulk flow's). An endpoint allowed to
+    /// (a simulator's, see [`Endpoint::set_elide`]) sends most of it as its length alone
+    /// ([`crate::wire::elide`]); otherwise it goes out like any other bytes.
+    ///
+    /// [`Endpoint::set_elide`]: super::Endpoint::set_elide
+    Fill {
+        /// The value.
+        byte: u8,
+        /// How many.
+        len: usize,
+    },
+}
+
+impl WrData {
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            WrData::Bytes(b) => b.len(),
+            WrData::Fill { len, .. } => *len,
+        }
+    }
+
+    /// True when it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its first `len` bytes (at most its length), sharing its buffer when that is all
+    /// of it.
+    pub fn prefix(&self, len: usize) -> WrData {
+        match self {
+            WrData::Bytes(b) if len >= b.len() => WrData::Bytes(b.clone()),
+            WrData::Bytes(b) => WrData::Bytes(b[..len].into()),
+            WrData::Fill { byte, len: all } => WrData::Fill {
+                byte: *byte,
+                len: len.min(*all),
+            },
+        }
+    }
+
+    /// `len` bytes from `offset` (within its length).
+    pub fn chunk(&self, offset: usize, len: usize) -> Chunk<'_> {
+        match self {
+            WrData::Bytes(b) => Chunk::Bytes(&b[offset..offset + len]),
+            WrData::Fill { byte, .. } => Chunk::Fill { byte: *byte, len },
+        }
+    }
+}
+
+impl From<Arc<[u8]>> for WrData {
+    fn from(bytes: Arc<[u8]>) -> WrData {
+        WrData::Bytes(bytes)
+    }
+}
+
+impl From<Vec<u8>> for WrData {
+    fn from(bytes: Vec<u8>) -> WrData {
+        WrData::Bytes(bytes.into())
+    }
+}
+
+/// Part of a WRITE's data: one packet's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunk<'a> {
+    /// These bytes.
+    Bytes(&'a [u8]),
+    /// `len` copies of `byte`.
+    Fill {
+        /// The value.
+        byte: u8,
+        /// How many.
+        len: usize,
+    },
+}
+
+impl Chunk<'_> {
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Chunk::Bytes(b) => b.len(),
+            Chunk::Fill { len, .. } => *len,
+        }
+    }
+
+    /// True when it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends its bytes to `out`.
+    pub fn extend(&self, out: &mut Vec<u8>) {
+        match *self {
+            Chunk::Bytes(b) => out.extend_from_slice(b),
+            Chunk::Fill { byte, len } => out.resize(out.len() + len, byte),
+        }
+    }
+}
+
 /// A work request: an RDMA WRITE (with immediate data, if any) of `data` to the peer's
 /// memory at (`rkey`, `remote_va`).
 #[derive(Debug, Clone)]
 pub struct SendWr {
     /// Caller's id, returned in the completion.
     pub id: u64,
-    /// The bytes to write (shared: one buffer may back many WRITEs).
-    pub data: Arc<[u8]>,
+    /// What to write.
+    pub data: WrData,
     /// Remote virtual address.
     pub remote_va: u64,
     /// R_Key of the peer's registered region, sent in the first packet's RETH.
@@ -216,8 +319,8 @@ impl Requester {
     }
 
     /// The payload of a segment.
-    pub fn payload(&self, s: &Segment) -> &[u8] {
-        &self.posted[s.wr_index].wr.data[s.offset..s.offset + s.len]
+    pub fn payload(&self, s: &Segment) -> Chunk<'_> {
+        self.posted[s.wr_index].wr.data.chunk(s.offset, s.len)
     }
 
     /// The segment went out; returns true if it was a retransmission.
@@ -477,7 +580,7 @@ mod tests {
     fn wr(id: u64, len: usize, imm: Option<u32>) -> SendWr {
         SendWr {
             id,
-            data: (0..len).map(|i| i as u8).collect::<Vec<u8>>().into(),
+            data: WrData::from((0..len).map(|i| i as u8).collect::<Vec<u8>>()),
             remote_va: 0x1000,
             rkey: 7,
             imm,

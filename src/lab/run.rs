@@ -206,6 +206,7 @@ pub fn scenario(
         digest: String::new(),
         seed,
         threads: 1,
+        whole_frames: false,
         duration: Nanos(u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX)),
         measure_from: Nanos::ZERO,
         sample: Nanos::from_micros(100),

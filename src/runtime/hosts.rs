@@ -125,9 +125,15 @@ impl Core for OnPort {
         let mut sent = 0;
         loop {
             let mut buf = ports.buffer();
-            if !self.host.poll_transmit_into(t, &mut buf) {
+            let Some(elided) = self.host.poll_transmit_into(t, &mut buf) else {
                 ports.recycle(buf);
                 return sent;
+            };
+            // A live endpoint elides nothing (only a simulator turns it on); were one to,
+            // the wire would get the whole frame.
+            if crate::wire::elide::restore(&mut buf, elided).is_err() {
+                ports.recycle(buf);
+                continue;
             }
             ports.send(self.port, buf);
             sent += 1;

@@ -28,6 +28,7 @@ use crate::link::{Framing, Transmitter, Wire};
 use crate::rand::Rng;
 use crate::switch::Switch;
 use crate::time::Nanos;
+use crate::wire::elide::Elided;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -89,6 +90,7 @@ enum Kind {
         node: u32,
         port: u32,
         frame: Vec<u8>,
+        elided: Elided,
     },
     /// A node's deadline (stale unless `generation` matches).
     Wake { node: u32, generation: u64 },
@@ -181,6 +183,7 @@ struct Parcel {
     node: u32,
     port: u32,
     frame: Vec<u8>,
+    elided: Elided,
 }
 
 /// What every shard reads and none changes while they run: where each node lives, which
@@ -235,6 +238,8 @@ pub struct Engine {
     lookahead: u64,
     /// Why fewer threads run than were asked for, if so.
     fewer_threads: Option<String>,
+    /// Whether hosts send data nobody reads as short frames ([`Engine::set_elide`]).
+    elide: bool,
 }
 
 impl Engine {
@@ -251,6 +256,7 @@ impl Engine {
             framing: Framing::Ethernet,
             lookahead: u64::MAX,
             fewer_threads: None,
+            elide: true,
         }
     }
 
@@ -263,6 +269,7 @@ impl Engine {
                 // simulation: release builds save the CRC of every frame sent and
                 // received; debug builds (the tests) compute and check each one.
                 h.endpoint.set_icrc(cfg!(debug_assertions));
+                h.endpoint.set_elide(self.elide);
                 1
             }
         };
@@ -356,6 +363,23 @@ impl Engine {
 
     fn sites_mut(&mut self) -> impl Iterator<Item = &mut Site> {
         self.shards.iter_mut().flat_map(|s| s.sites.iter_mut())
+    }
+
+    /// Whether hosts, those added already and those to come, send data nobody reads (a
+    /// flow's) as short frames that carry its length rather than its bytes
+    /// ([`Endpoint::set_elide`]); on unless set. Nothing outside the simulation sees a
+    /// frame, and every core here counts a short frame at its length on the wire, so the
+    /// output is the same either way; short frames only save the copies of the bytes and
+    /// the memory that held them.
+    ///
+    /// [`Endpoint::set_elide`]: crate::endpoint::Endpoint::set_elide
+    pub fn set_elide(&mut self, elide: bool) {
+        self.elide = elide;
+        for site in self.sites_mut() {
+            if let Node::Host(h) = &mut site.node {
+                h.endpoint.set_elide(elide);
+            }
+        }
     }
 
     /// Puts frames on every link, those connected already and those to come, as
@@ -834,6 +858,7 @@ impl Shard {
                 node: p.node,
                 port: p.port,
                 frame: p.frame,
+                elided: p.elided,
             },
         );
     }
@@ -925,17 +950,22 @@ impl Shard {
             self.now = time;
             self.stats.events += 1;
             match kind {
-                Kind::Deliver { node, port, frame } => {
+                Kind::Deliver {
+                    node,
+                    port,
+                    frame,
+                    elided,
+                } => {
                     self.stats.frames_delivered += 1;
                     let now = self.now;
                     match &mut self.sites[node as usize].node {
                         // The switch keeps the buffer and hands it out again when the
                         // frame leaves: no copy per hop.
                         Node::Switch(s) => {
-                            s.handle_owned_frame(now, port as usize, frame);
+                            s.handle_elided_frame(now, port as usize, frame, elided);
                         }
                         Node::Host(h) => {
-                            h.handle_frame(now, &frame);
+                            h.handle_elided_frame(now, &frame, elided);
                             self.recycle(frame);
                         }
                     }
@@ -994,20 +1024,23 @@ impl Shard {
         }
         loop {
             let out = match &mut self.sites[local].node {
-                Node::Switch(s) => s.poll_transmit_owned(now),
+                Node::Switch(s) => s.poll_transmit_elided(now),
                 Node::Host(h) => {
                     // The frame is built in the buffer handed over: no copy.
                     let mut buf = self.pool.pop().unwrap_or_default();
-                    if h.poll_transmit_into(now, &mut buf) {
-                        Some((0, buf))
-                    } else {
-                        self.pool.push(buf);
-                        None
+                    match h.poll_transmit_into(now, &mut buf) {
+                        Some(elided) => Some((0, buf, elided)),
+                        None => {
+                            self.pool.push(buf);
+                            None
+                        }
                     }
                 }
             };
-            let Some((port, buf)) = out else { break };
-            self.send(local, port, buf, wiring);
+            let Some((port, buf, elided)) = out else {
+                break;
+            };
+            self.send(local, port, buf, elided, wiring);
         }
         let site = &mut self.sites[local];
         let next = match &site.node {
@@ -1031,7 +1064,7 @@ impl Shard {
         }
     }
 
-    fn send(&mut self, local: usize, port: usize, frame: Vec<u8>, wiring: &Wiring) {
+    fn send(&mut self, local: usize, port: usize, frame: Vec<u8>, elided: Elided, wiring: &Wiring) {
         self.largest_frame = self.largest_frame.max(frame.len());
         let now = self.now;
         let site = &mut self.sites[local];
@@ -1042,7 +1075,7 @@ impl Shard {
             return;
         };
         // A frame lost on the way took its time on the wire all the same.
-        let trip = link.wire.carry(now, &frame);
+        let trip = link.wire.carry_elided(now, &frame, elided);
         let burst = wiring.bursts.iter().any(|&(n, p, first, count)| {
             n == site.index && p == port && index >= first && index < first + count
         });
@@ -1070,6 +1103,7 @@ impl Shard {
                     node: to.local,
                     port: to_port,
                     frame,
+                    elided,
                 },
             );
         } else {
@@ -1079,6 +1113,7 @@ impl Shard {
                 node: to.local,
                 port: to_port,
                 frame,
+                elided,
             });
         }
     }

@@ -5,6 +5,7 @@ use super::{Note, red};
 use super::{Port, Switch, Transmit};
 use crate::config::MarkAt;
 use crate::time::Nanos;
+use crate::wire::elide::Elided;
 use crate::wire::int::{INT_REQUEST, IntHop, TRAILER_LEN, push_hop};
 use crate::wire::pfc::MacControl;
 use crate::wire::{self, CeMark, FrameMeta};
@@ -69,12 +70,30 @@ impl Switch {
     /// As [`poll_transmit`](Self::poll_transmit), but hands over the frame's buffer with
     /// its egress port, for a driver that passes frames on without copying them (and
     /// gives buffers back through [`handle_owned_frame`](Self::handle_owned_frame)).
+    /// The frame is always whole.
     #[must_use]
     pub fn poll_transmit_owned(&mut self, now: Nanos) -> Option<(usize, Vec<u8>)> {
+        loop {
+            let (port, mut frame, elided) = self.poll_transmit_elided(now)?;
+            // Only a short frame handed in (by a simulator) comes out short.
+            let restored = wire::elide::restore(&mut frame, elided);
+            debug_assert!(restored.is_ok(), "a short frame handed in restores");
+            if restored.is_ok() {
+                return Some((port, frame));
+            }
+            self.packets.recycle(frame);
+        }
+    }
+
+    /// As [`poll_transmit_owned`](Self::poll_transmit_owned), but a short frame comes out
+    /// short, with what it elides (see [`handle_elided_frame`](Self::handle_elided_frame)).
+    #[must_use]
+    pub fn poll_transmit_elided(&mut self, now: Nanos) -> Option<(usize, Vec<u8>, Elided)> {
         self.advance_to(now);
         self.recycle_last();
-        self.next_packet(now)
-            .map(|(port, slot)| (port, self.packets.take(slot)))
+        let (port, slot) = self.next_packet(now)?;
+        let elided = self.packets.get(slot).elided;
+        Some((port, self.packets.take(slot), elided))
     }
 
     /// The next frame to leave at `now`: from the port whose transmit deadline is the
@@ -141,14 +160,18 @@ impl Switch {
         let entry = queue.frames.pop_front()?;
         let packet = packets.get_mut(entry.slot);
         let len = entry.len as usize;
-        debug_assert_eq!(len, packet.buf.len(), "the queue entry's length");
+        debug_assert_eq!(len, packet.len(), "the queue entry's length");
         queue.bytes -= len as u64;
         let depth_after = queue.bytes;
         if queue.frames.is_empty() {
             port.nonempty &= !(1 << q);
             port.sched.emptied(q);
         }
-        port.tx.start(now, &packet.buf);
+        let bits = port
+            .tx
+            .framing()
+            .wire_bits_elided(&packet.buf, packet.elided);
+        port.tx.start_bits(now, bits);
         if let Some(c) = port.credit.as_mut() {
             c.sent(now, q, super::ib_switch::frame_blocks(&packet.buf));
             port.note_credit_wait(now, q);
@@ -202,7 +225,7 @@ impl Switch {
     /// Returns the buffer charge of the frame in `slot`; its ingress PG may now send XON.
     pub(super) fn release(&mut self, now: Nanos, slot: u32) {
         let packet = self.packets.get(slot);
-        let (ingress, class, len) = (packet.ingress, packet.class, packet.buf.len());
+        let (ingress, class, len) = (packet.ingress, packet.class, packet.len());
         let pg = usize::from(class);
         if self.ports[ingress].credit.is_some() {
             let vl = self.classifier.queue(class);

@@ -47,6 +47,7 @@ use crate::config::{CLASSES, MarkAt, SwitchConfig};
 use crate::link::Transmitter;
 use crate::rand::Rng;
 use crate::time::Nanos;
+use crate::wire::elide::Elided;
 use crate::wire::{self, CeMark, Ecn, FrameMeta, MacAddr};
 use classify::Classifier;
 use fdb::{Fdb, Lookup};
@@ -116,18 +117,38 @@ struct Port {
     latency: Nanos,
 }
 
-/// A received frame: borrowed from the driver (copied if kept) or handed over.
+/// A received frame: borrowed from the driver (copied if kept) or handed over, with
+/// the payload it elides (a simulator's short frame, see [`wire::elide`]).
 enum Incoming<'a> {
-    Borrowed(&'a [u8]),
-    Owned(Vec<u8>),
+    Borrowed(&'a [u8], Elided),
+    Owned(Vec<u8>, Elided),
 }
 
 impl Incoming<'_> {
     fn bytes(&self) -> &[u8] {
         match self {
-            Incoming::Borrowed(b) => b,
-            Incoming::Owned(v) => v,
+            Incoming::Borrowed(b, _) => b,
+            Incoming::Owned(v, _) => v,
         }
+    }
+
+    fn elided(&self) -> Elided {
+        match self {
+            Incoming::Borrowed(_, e) | Incoming::Owned(_, e) => *e,
+        }
+    }
+
+    /// Its length on the wire.
+    fn len(&self) -> usize {
+        self.elided().frame_len(self.bytes())
+    }
+
+    /// The whole frame, restored if it is short (for a drop record).
+    fn whole(&self) -> Vec<u8> {
+        let mut frame = self.bytes().to_vec();
+        // A frame that is not the short frame it claims to be is kept as it came.
+        let _ = wire::elide::restore(&mut frame, self.elided());
+        frame
     }
 }
 
@@ -299,7 +320,7 @@ impl Switch {
         queue: usize,
         out: usize,
         cause: DropCause,
-        frame: &[u8],
+        frame: &Incoming<'_>,
     ) {
         let bytes = frame.len();
         if self.drops.len() >= audit::MAX_DROP_RECORDS
@@ -330,7 +351,7 @@ impl Switch {
             pool_size: self.cfg.shared_bytes,
             queue_bytes: self.ports[out].queues[queue].bytes,
             queue_limit: self.mmu.lossy_queue_limit(),
-            frame: self.explain.then(|| frame.to_vec()),
+            frame: self.explain.then(|| frame.whole()),
         });
     }
 
@@ -520,7 +541,7 @@ impl Switch {
     /// of its buffers.
     pub fn handle_frame(&mut self, now: Nanos, port: usize, frame: &[u8]) -> RxOutcome {
         self.advance_to(now);
-        let out = self.receive(now, port, Incoming::Borrowed(frame));
+        let out = self.receive(now, port, Incoming::Borrowed(frame, Elided::NONE));
         self.settle();
         out
     }
@@ -528,8 +549,22 @@ impl Switch {
     /// A frame arrives in a buffer the driver hands over (from
     /// [`take_buffer`](Self::take_buffer), say, received into directly): no copy.
     pub fn handle_owned_frame(&mut self, now: Nanos, port: usize, frame: Vec<u8>) -> RxOutcome {
+        self.handle_elided_frame(now, port, frame, Elided::NONE)
+    }
+
+    /// As [`handle_owned_frame`](Self::handle_owned_frame), for a simulator's short frame
+    /// and what it elides ([`wire::elide`]): the switch buffers, schedules and counts it
+    /// at its length on the wire, and hands it on short
+    /// ([`poll_transmit_elided`](Self::poll_transmit_elided)).
+    pub fn handle_elided_frame(
+        &mut self,
+        now: Nanos,
+        port: usize,
+        frame: Vec<u8>,
+        elided: Elided,
+    ) -> RxOutcome {
         self.advance_to(now);
-        let out = self.receive(now, port, Incoming::Owned(frame));
+        let out = self.receive(now, port, Incoming::Owned(frame, elided));
         self.settle();
         out
     }
@@ -568,7 +603,7 @@ impl Switch {
             self.dispose(incoming);
             return RxOutcome::Consumed;
         }
-        if frame.len() > self.ports[port].max_frame_bytes {
+        if incoming.len() > self.ports[port].max_frame_bytes {
             self.ports[port].counters.rx_oversize_frames += 1;
             self.dispose(incoming);
             return RxOutcome::Discarded;
@@ -590,7 +625,7 @@ impl Switch {
         }
         let c = &mut self.ports[port].counters.classes[usize::from(class)];
         c.rx_frames += 1;
-        c.rx_bytes += frame.len() as u64;
+        c.rx_bytes += incoming.len() as u64;
         let lookup = self.fdb.learn_and_lookup(now, port, src, dst);
         let route = (!self.routes.is_empty())
             .then(|| self.routes.get(&dst))
@@ -626,7 +661,7 @@ impl Switch {
                         port,
                         out,
                         class,
-                        Incoming::Borrowed(incoming.bytes()),
+                        Incoming::Borrowed(incoming.bytes(), incoming.elided()),
                         meta,
                     ) {
                         Ok(()) => copies += 1,
@@ -652,7 +687,7 @@ impl Switch {
 
     /// Returns an owned buffer the switch does not keep to the pool.
     fn dispose(&mut self, incoming: Incoming<'_>) {
-        if let Incoming::Owned(buf) = incoming {
+        if let Incoming::Owned(buf, _) = incoming {
             self.packets.recycle(buf);
         }
     }
@@ -671,7 +706,7 @@ impl Switch {
         let frame = incoming.bytes();
         let q = self.classifier.queue(class);
         let pg = usize::from(class);
-        let len = frame.len();
+        let len = incoming.len();
         // With credit flow control the sender only sent what the ingress buffer holds:
         // no class is dropped for lack of buffer.
         let credit = self.ports[ingress].credit.is_some();
@@ -679,7 +714,7 @@ impl Switch {
         let queue_cfg = self.cfg.queues[q];
         if len > self.ports[out].max_frame_bytes {
             self.ports[out].counters.drop(q, DropCause::Mtu, len);
-            self.record_drop(now, out, ingress, class, q, out, DropCause::Mtu, frame);
+            self.record_drop(now, out, ingress, class, q, out, DropCause::Mtu, &incoming);
             self.dispose(incoming);
             return Err(DropCause::Mtu);
         }
@@ -688,14 +723,23 @@ impl Switch {
             && self.cfg.watchdog.action == crate::config::WatchdogAction::Drop
         {
             port.counters.drop(q, DropCause::Watchdog, len);
-            self.record_drop(now, out, ingress, class, q, out, DropCause::Watchdog, frame);
+            self.record_drop(
+                now,
+                out,
+                ingress,
+                class,
+                q,
+                out,
+                DropCause::Watchdog,
+                &incoming,
+            );
             self.dispose(incoming);
             return Err(DropCause::Watchdog);
         }
         let depth = port.queues[q].bytes;
         if !lossless && depth + len as u64 > self.mmu.lossy_queue_limit() {
             port.counters.drop(q, DropCause::Tail, len);
-            self.record_drop(now, out, ingress, class, q, out, DropCause::Tail, frame);
+            self.record_drop(now, out, ingress, class, q, out, DropCause::Tail, &incoming);
             self.dispose(incoming);
             return Err(DropCause::Tail);
         }
@@ -712,7 +756,7 @@ impl Switch {
                     mark = Some((profile, decision.probability));
                 } else if ecn == Ecn::NotEct && !lossless {
                     port.counters.drop(q, DropCause::Wred, len);
-                    self.record_drop(now, out, ingress, class, q, out, DropCause::Wred, frame);
+                    self.record_drop(now, out, ingress, class, q, out, DropCause::Wred, &incoming);
                     self.dispose(incoming);
                     return Err(DropCause::Wred);
                 }
@@ -744,7 +788,7 @@ impl Switch {
                     q,
                     out,
                     DropCause::IngressOverflow,
-                    frame,
+                    &incoming,
                 );
                 self.dispose(incoming);
                 return Err(DropCause::IngressOverflow);
@@ -760,16 +804,18 @@ impl Switch {
             self.send_xoff(now, ingress, pg);
         }
         let int = meta.is_some_and(|m| m.is_roce() && egress::int_requested(frame, &m));
+        let elided = incoming.elided();
         let blocks = if self.ports[out].credit.is_some() {
             ib_switch::frame_blocks(frame)
         } else {
             0
         };
         let slot = match incoming {
-            Incoming::Owned(buf) => self.packets.insert_owned(ingress, class, meta, buf),
-            Incoming::Borrowed(frame) => self.packets.insert_copy(ingress, class, meta, frame),
+            Incoming::Owned(buf, _) => self.packets.insert_owned(ingress, class, meta, buf),
+            Incoming::Borrowed(frame, _) => self.packets.insert_copy(ingress, class, meta, frame),
         };
         let packet = self.packets.get_mut(slot);
+        packet.elided = elided;
         // A marking turn (InfiniBand's marking rate) goes to a frame admitted, not to one
         // dropped above.
         if let (Some((profile, probability)), Some(meta)) = (mark, meta)

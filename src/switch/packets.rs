@@ -15,16 +15,27 @@
 use super::Note;
 use crate::time::Nanos;
 use crate::wire::FrameMeta;
+use crate::wire::elide::Elided;
 
 /// A frame held by the switch.
 #[derive(Debug, Default)]
 pub(super) struct Packet {
     pub buf: Vec<u8>,
+    /// The payload a short frame elides (see [`crate::wire::elide`]).
+    pub elided: Elided,
     pub meta: Option<FrameMeta>,
     pub ingress: usize,
     pub class: u8,
     /// Boxed: notes exist only with `set_explain`.
     pub note: Option<Box<Note>>,
+}
+
+impl Packet {
+    /// Its length on the wire.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.elided.frame_len(&self.buf)
+    }
 }
 
 /// A queued frame: its slot, and what the port's deadlines need of it without looking
@@ -69,6 +80,7 @@ impl Packets {
         };
         let p = &mut self.slots[slot as usize];
         p.buf.clear();
+        p.elided = Elided::NONE;
         p.meta = meta;
         p.ingress = ingress;
         p.class = class;

@@ -2,7 +2,7 @@
 //! while it holds, XON when it drains), honouring the PFC and PAUSE frames the switch
 //! receives, and the PFC watchdog that breaks pause storms.
 
-use super::{DropCause, Entry, Note, Switch};
+use super::{DropCause, Entry, Incoming, Note, Switch};
 use crate::config::WatchdogAction;
 use crate::time::Nanos;
 use crate::wire::pfc::{MacControl, PfcRepr, PrioritySet, pause_duration};
@@ -314,12 +314,13 @@ impl Switch {
         self.ports[port].sched.emptied(q);
         for entry in frames {
             let packet = self.packets.get_mut(entry.slot);
-            let (ingress, class) = (packet.ingress, packet.class);
+            let (ingress, class, elided) = (packet.ingress, packet.class, packet.elided);
             // Out of its slot while the record (which borrows the switch) reads it.
             let buf = std::mem::take(&mut packet.buf);
+            let frame = Incoming::Borrowed(&buf, elided);
             self.ports[port]
                 .counters
-                .drop(q, DropCause::Watchdog, buf.len());
+                .drop(q, DropCause::Watchdog, frame.len());
             self.record_drop(
                 now,
                 port,
@@ -328,7 +329,7 @@ impl Switch {
                 q,
                 port,
                 DropCause::Watchdog,
-                &buf,
+                &frame,
             );
             self.packets.get_mut(entry.slot).buf = buf;
             self.release(now, entry.slot);

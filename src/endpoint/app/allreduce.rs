@@ -492,7 +492,7 @@ impl RingAllReduce {
             self.qp_next,
             SendWr {
                 id: wr_id_of(tag, s, k),
-                data: bytes,
+                data: bytes.into(),
                 remote_va: va,
                 rkey,
                 imm: Some(imm_of(tag, s, k)),

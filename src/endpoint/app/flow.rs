@@ -3,9 +3,8 @@
 //! ends.
 
 use super::Application;
-use crate::endpoint::{Completion, Endpoint, SendWr};
+use crate::endpoint::{Completion, Endpoint, SendWr, WrData};
 use crate::time::Nanos;
-use std::sync::Arc;
 
 /// R_Key of the receive ring a flow writes into.
 pub const FLOW_RKEY: u32 = 0xf10;
@@ -19,7 +18,7 @@ const RING_SLOTS: u64 = 64;
 pub struct Flow {
     qp: usize,
     total: Option<u64>,
-    message: Arc<[u8]>,
+    message: WrData,
     start: Nanos,
     started: bool,
     posted: u64,
@@ -39,13 +38,17 @@ impl Flow {
         Flow::with_message(qp, total, Flow::message(message_bytes), start)
     }
 
-    /// The message a flow sends, `message_bytes` long, for [`Flow::with_message`].
-    pub fn message(message_bytes: usize) -> Arc<[u8]> {
-        vec![0x5a; message_bytes].into()
+    /// The message a flow sends, `message_bytes` long, for [`Flow::with_message`]: one
+    /// repeated byte, which nobody reads (a simulator carries it as its length).
+    pub fn message(message_bytes: usize) -> WrData {
+        WrData::Fill {
+            byte: 0x5a,
+            len: message_bytes,
+        }
     }
 
     /// [`Flow::new`], its messages sharing `message` (many flows, one buffer).
-    pub fn with_message(qp: usize, total: Option<u64>, message: Arc<[u8]>, start: Nanos) -> Flow {
+    pub fn with_message(qp: usize, total: Option<u64>, message: WrData, start: Nanos) -> Flow {
         Flow {
             qp,
             total,
@@ -108,11 +111,7 @@ impl Flow {
         let size = self.message.len() as u64;
         while self.in_flight < self.max_in_flight && self.total.is_none_or(|t| self.posted < t) {
             let len = self.total.map_or(size, |t| size.min(t - self.posted)) as usize;
-            let data = if len == self.message.len() {
-                self.message.clone()
-            } else {
-                self.message[..len].into()
-            };
+            let data = self.message.prefix(len);
             ep.post_write(
                 self.qp,
                 SendWr {

@@ -10,7 +10,6 @@ use super::flow::Flow;
 use crate::endpoint::{Completion, Endpoint};
 use crate::time::Nanos;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 /// One flow to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +65,7 @@ pub struct FlowSet {
     /// The flow on each QP of the endpoint, by QP index.
     running: Vec<Option<Running>>,
     records: Vec<FlowRecord>,
-    message: Arc<[u8]>,
+    message: crate::endpoint::WrData,
     /// Flows running, and flows waiting for a QP.
     active: usize,
     queued: usize,

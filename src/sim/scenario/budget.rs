@@ -95,7 +95,7 @@ pub(super) fn check(
             "memory_budget_mib",
             format!(
                 "this scenario needs about {} MiB (hosts, switch ports, all-reduce buffers, \
-                 flow buffers and time series), over the budget of {budget_mib} MiB: make \
+                 flows and time series), over the budget of {budget_mib} MiB: make \
                  it smaller, or raise memory_budget_mib if the machine has the memory",
                 need >> 20
             ),
@@ -141,7 +141,7 @@ fn frames_bound(
 
 /// About how many bytes a run of the scenario holds at its peak: every host and switch
 /// port, the all-reduce buffers of the largest size (data and staging, per rank), the
-/// flows' messages, and the time series (at most its row cap).
+/// flows, and the time series (at most its row cap).
 fn memory_estimate(
     topology: &Topology,
     flows: &[FlowPlan],
@@ -168,14 +168,9 @@ fn memory_estimate(
         };
         (a.ranks.len() as u64).saturating_mul(per_rank)
     });
-    // Flows of one message size share one buffer; their receivers keep no bytes.
-    let mut sizes: Vec<u64> = flows.iter().map(|f| f.message_bytes as u64).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    let flow_bytes = sizes.into_iter().fold(
-        JOB_BYTES.saturating_mul(flows.len() as u64),
-        u64::saturating_add,
-    );
+    // A flow's data is one repeated byte, carried as its length (see wire::elide), and
+    // its receiver keeps no bytes: a flow holds only its own state.
+    let flow_bytes = JOB_BYTES.saturating_mul(flows.len() as u64);
     let rows = (duration.0 / sample.0.max(1)).min(crate::sim::recorder::MAX_ROWS as u64);
     let columns = recorded_ports * 9 + used * 3 + 2 * flows.len() as u64;
     let series = rows.saturating_mul(columns).saturating_mul(24);

@@ -131,6 +131,10 @@ pub struct Scenario {
     /// Threads one run uses ([`Engine::set_threads`](super::Engine::set_threads)): a
     /// way to run, not part of the scenario (no TOML key; the output is the same).
     pub threads: usize,
+    /// Carries every frame's payload in full ([`Engine::set_elide`](super::Engine::set_elide)
+    /// off): a way to run, not part of the scenario (no TOML key; the output is the same,
+    /// which is what it is for).
+    pub whole_frames: bool,
     /// The variant's name, for one of [`variants`](Self::variants).
     pub variant: Option<String>,
     /// The same scenario with some keys changed (`[[variant]]`), run one after the other
@@ -259,19 +263,10 @@ impl Scenario {
             net.set_switch_load_balancing(leaf, mode, seed);
         }
         // Flows of one message size share its buffer (the bytes are the same): a
-        // 64-sender incast reads one message, not 64 copies of it, for its payloads.
-        let mut messages: Vec<std::sync::Arc<[u8]>> = Vec::new();
         for f in &self.flows {
             Flow::prepare_receiver(net.endpoint_mut(f.to), f.message_bytes);
             let (q, _) = net.connect_qp(f.from, f.to);
-            let message = match messages.iter().find(|m| m.len() == f.message_bytes) {
-                Some(m) => m.clone(),
-                None => {
-                    let m = Flow::message(f.message_bytes);
-                    messages.push(m.clone());
-                    m
-                }
-            };
+            let message = Flow::message(f.message_bytes);
             net.host_mut(f.from).app =
                 Some(Flow::with_message(q, f.bytes, message, f.start).into());
         }
@@ -286,6 +281,7 @@ impl Scenario {
             }
         }
         net.engine.set_threads(self.threads);
+        net.engine.set_elide(!self.whole_frames);
         net
     }
 

@@ -129,6 +129,7 @@ impl ScenarioFile {
             link_faults,
             switch_load_balancing,
             threads: 1,
+            whole_frames: false,
             variant: None,
             variants: Vec::new(),
             name: name.to_owned(),
