@@ -689,9 +689,9 @@ impl Endpoint {
             false => Ecn::NotEct,
         };
         let ip = self.iwarp_ip(peer.ip, ecn);
-        // Data nobody reads ([`WrData::Fill`]) is written out here: iWARP sends it whole.
-        let mut scratch = std::mem::take(&mut self.int_scratch);
         let nic = self.iwarp.as_mut()?;
+        // Data nobody reads ([`WrData::Fill`]) is written out here: iWARP sends it whole.
+        let scratch = &mut self.int_scratch;
         let (payload_size, fpdu_size, crc) = (nic.payload, nic.fpdu, nic.cfg.crc);
         let conn = &mut nic.conns[qi];
         let t = conn.sender.poll_transmit(now)?;
@@ -720,7 +720,7 @@ impl Endpoint {
                         Chunk::Bytes(b) => b,
                         fill => {
                             scratch.clear();
-                            fill.extend(&mut scratch);
+                            fill.extend(scratch);
                             &scratch[..]
                         }
                     };
@@ -758,9 +758,8 @@ impl Endpoint {
         };
         debug_assert_eq!(repr.payload.len() as u32, t.len, "one FPDU per segment");
         self.out.resize(repr.frame_len(), 0);
-        let len = repr.emit(&mut self.out).ok();
-        self.int_scratch = scratch;
-        self.out.truncate(len?);
+        let len = repr.emit(&mut self.out).ok()?;
+        self.out.truncate(len);
         let q = &mut self.qps[qi];
         if t.retransmission {
             q.counters.retransmitted_packets += 1;

@@ -58,6 +58,12 @@ impl Switch {
         self.recycle_last();
         let (port, slot) = self.next_packet(now)?;
         self.last_tx = Some(slot);
+        // Whole, for whoever borrows it: a short frame handed in (by a simulator) is
+        // restored in its slot.
+        let packet = self.packets.get_mut(slot);
+        let restored = wire::elide::restore(&mut packet.buf, packet.elided);
+        debug_assert!(restored.is_ok(), "a short frame handed in restores");
+        packet.elided = Elided::NONE;
         let packet = self.packets.get(slot);
         Some(Transmit {
             port,
@@ -173,7 +179,11 @@ impl Switch {
             .wire_bits_elided(&packet.buf, packet.elided);
         port.tx.start_bits(now, bits);
         if let Some(c) = port.credit.as_mut() {
-            c.sent(now, q, super::ib_switch::frame_blocks(&packet.buf));
+            c.sent(
+                now,
+                q,
+                super::ib_switch::frame_blocks(&packet.buf, packet.elided),
+            );
             port.note_credit_wait(now, q);
         }
         let stormed = port.watchdog[q].stormed;
@@ -229,7 +239,7 @@ impl Switch {
         let pg = usize::from(class);
         if self.ports[ingress].credit.is_some() {
             let vl = self.classifier.queue(class);
-            let blocks = super::ib_switch::frame_blocks(&packet.buf);
+            let blocks = super::ib_switch::frame_blocks(&packet.buf, packet.elided);
             self.credit_release(now, ingress, blocks, vl);
             return;
         }

@@ -11,11 +11,12 @@ use super::{Entry, Port, Switch};
 use crate::credit::{self, CreditConfig, CreditLink, FcPacket, LaneStats};
 use crate::link::{Framing, Transmitter, ib_packet_bytes};
 use crate::time::Nanos;
+use crate::wire::elide::Elided;
 
-/// Credit blocks of a frame.
+/// Credit blocks of a frame, with the payload it elides (see [`crate::wire::elide`]).
 #[inline]
-pub(super) fn frame_blocks(frame: &[u8]) -> u16 {
-    credit::blocks(ib_packet_bytes(frame))
+pub(super) fn frame_blocks(frame: &[u8], elided: Elided) -> u16 {
+    credit::blocks(ib_packet_bytes(frame) + u64::from(elided.len))
 }
 
 impl Port {
@@ -89,9 +90,9 @@ impl Switch {
 
     /// A data frame arrived on `port` for VL `vl`: its blocks count as received.
     #[inline]
-    pub(super) fn credit_received(&mut self, port: usize, vl: usize, frame: &[u8]) {
+    pub(super) fn credit_received(&mut self, port: usize, vl: usize, frame: &[u8], elided: Elided) {
         if let Some(c) = self.ports[port].credit.as_mut() {
-            c.received(vl, frame_blocks(frame));
+            c.received(vl, frame_blocks(frame, elided));
         }
     }
 

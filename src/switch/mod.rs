@@ -592,6 +592,13 @@ impl Switch {
         let dst = MacAddr(frame[..6].try_into().unwrap_or_default());
         let src = MacAddr(frame[6..12].try_into().unwrap_or_default());
         let meta = wire::parse_meta(frame);
+        if !incoming.elided().is_none() && !meta.is_some_and(|m| m.is_roce()) {
+            // Only a RoCEv2 frame can be short: anything else that claims to be is
+            // malformed, and is not taken in at a length it does not have.
+            self.ports[port].counters.rx_malformed_frames += 1;
+            self.dispose(incoming);
+            return RxOutcome::Discarded;
+        }
         // IEEE 802.1Q reserves 01:80:C2:00:00:00-0F for link-local protocols: never relayed.
         if dst.0[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && dst.0[5] <= 0x0f {
             self.ports[port].counters.rx_link_local_frames += 1;
@@ -618,7 +625,7 @@ impl Switch {
         let credit = self.ports[port].credit.is_some();
         if credit {
             // Every class is lossless by credit: nothing for the audit to find.
-            self.credit_received(port, self.classifier.queue(class), frame);
+            self.credit_received(port, self.classifier.queue(class), frame, incoming.elided());
         } else if let Some(m) = meta.as_ref().filter(|m| m.is_roce()) {
             self.audit
                 .check(m, class, self.classifier.queue(class), &self.cfg);
@@ -763,7 +770,7 @@ impl Switch {
             }
         }
         if let Some(c) = self.ports[ingress].credit.as_mut() {
-            c.hold(q, ib_switch::frame_blocks(frame));
+            c.hold(q, ib_switch::frame_blocks(frame, incoming.elided()));
         } else if !self.mmu.charge(ingress, pg, len as u32) {
             if lossless && self.mmu.pg(ingress, pg).xoff && now < self.ports[ingress].pause_left[pg]
             {
@@ -806,7 +813,7 @@ impl Switch {
         let int = meta.is_some_and(|m| m.is_roce() && egress::int_requested(frame, &m));
         let elided = incoming.elided();
         let blocks = if self.ports[out].credit.is_some() {
-            ib_switch::frame_blocks(frame)
+            ib_switch::frame_blocks(frame, elided)
         } else {
             0
         };
