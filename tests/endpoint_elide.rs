@@ -4,11 +4,12 @@
 //! frame, writing the bytes it stands for into a region that keeps them; and
 //! `poll_transmit`, which anyone may read, always lends a whole frame.
 
+mod common;
+
 use rocelab::config::endpoint::EndpointConfig;
-use rocelab::endpoint::{Endpoint, Peer, SendWr, WrData};
+use rocelab::endpoint::{Endpoint, SendWr, WrData};
 use rocelab::time::Nanos;
 use rocelab::wire::elide::{self, Elided};
-use std::net::Ipv4Addr;
 
 const RKEY: u32 = 7;
 /// Ten packets of 1024 and one of 785, which is no multiple of 4: that one goes whole
@@ -23,32 +24,8 @@ fn pair(elide: bool) -> (Endpoint, Endpoint) {
         mtu: 1024,
         ..EndpointConfig::default()
     };
-    let (mac_a, mac_b) = (
-        rocelab::wire::MacAddr([2, 0, 0, 0, 0, 1]),
-        rocelab::wire::MacAddr([2, 0, 0, 0, 0, 2]),
-    );
-    let (ip_a, ip_b) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2));
-    let mut a = Endpoint::new(&cfg, mac_a, ip_a);
-    let mut b = Endpoint::new(&cfg, mac_b, ip_b);
+    let (mut a, mut b, qa) = common::peers::connected(&cfg);
     a.set_elide(elide);
-    let qa = a.create_qp(
-        0x100,
-        Peer {
-            mac: mac_b,
-            ip: ip_b,
-            qpn: 0x101,
-        },
-        0,
-    );
-    b.create_qp(
-        0x101,
-        Peer {
-            mac: mac_a,
-            ip: ip_a,
-            qpn: 0x100,
-        },
-        0,
-    );
     b.register(RKEY, 0, LEN);
     a.post_write(
         qa,

@@ -3,12 +3,13 @@
 //! (the CNP's) keep going, a time of 0 resumes at once, a new frame replaces the remaining
 //! time, and an 802.3x PAUSE stops everything.
 
+mod common;
+
 use rocelab::config::endpoint::EndpointConfig;
-use rocelab::endpoint::{Endpoint, Peer, SendWr};
+use rocelab::endpoint::{Endpoint, SendWr};
 use rocelab::time::Nanos;
 use rocelab::wire::pfc::{MacControl, PfcRepr, PrioritySet, pause_duration};
 use rocelab::wire::{self, MacAddr};
-use std::net::Ipv4Addr;
 
 const RATE_GBPS: f64 = 10.0;
 const RKEY: u32 = 7;
@@ -32,28 +33,7 @@ fn cfg() -> EndpointConfig {
 
 /// Endpoint A with a QP to B and 256 KB of WRITEs posted; B with the region.
 fn pair() -> (Endpoint, Endpoint) {
-    let (mac_a, mac_b) = (MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2]));
-    let (ip_a, ip_b) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2));
-    let mut a = Endpoint::new(&cfg(), mac_a, ip_a);
-    let mut b = Endpoint::new(&cfg(), mac_b, ip_b);
-    let qa = a.create_qp(
-        0x100,
-        Peer {
-            mac: mac_b,
-            ip: ip_b,
-            qpn: 0x101,
-        },
-        0,
-    );
-    b.create_qp(
-        0x101,
-        Peer {
-            mac: mac_a,
-            ip: ip_a,
-            qpn: 0x100,
-        },
-        0,
-    );
+    let (mut a, mut b, qa) = common::peers::connected(&cfg());
     b.register(RKEY, 0, 256 << 10);
     for i in 0..4u64 {
         a.post_write(

@@ -2,11 +2,12 @@
 //! GID), with a good ICRC. RoCE to another address, or over IPv6, is not for it and is
 //! not an ICRC error either (both counted as ICRC errors before).
 
+mod common;
+
 use rocelab::config::endpoint::EndpointConfig;
-use rocelab::endpoint::{Endpoint, Peer, SendWr};
+use rocelab::endpoint::{Endpoint, SendWr};
 use rocelab::time::Nanos;
 use rocelab::wire::{self, Ecn, IpRepr, Ipv6Repr, MacAddr, RocePacket, RoceRepr};
-use std::net::Ipv4Addr;
 
 const RKEY: u32 = 7;
 
@@ -18,22 +19,7 @@ fn first_frame_and_receiver() -> (Vec<u8>, Endpoint) {
         mtu: 1024,
         ..EndpointConfig::default()
     };
-    let (mac_a, mac_b) = (MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2]));
-    let (ip_a, ip_b) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2));
-    let mut a = Endpoint::new(&cfg, mac_a, ip_a);
-    let mut b = Endpoint::new(&cfg, mac_b, ip_b);
-    let peer_b = Peer {
-        mac: mac_b,
-        ip: ip_b,
-        qpn: 0x101,
-    };
-    let qa = a.create_qp(0x100, peer_b, 0);
-    let peer_a = Peer {
-        mac: mac_a,
-        ip: ip_a,
-        qpn: 0x100,
-    };
-    b.create_qp(0x101, peer_a, 0);
+    let (mut a, mut b, qa) = common::peers::connected(&cfg);
     b.register(RKEY, 0, 4096);
     a.post_write(
         qa,

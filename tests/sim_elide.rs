@@ -7,22 +7,16 @@
 //! go whole), with a slow receiver that buffers frames whole, with selective repeat and
 //! drops on lossy queues, and with PFC storms and the watchdog that flushes queues.
 
-use rocelab::sim::run::run;
+mod common;
+
+use common::peers::{built_in, report_and_series};
 use rocelab::sim::scenario::Scenario;
 
 /// The report and the time series of `scenario`, and the frames it moved.
 fn outputs(scenario: &Scenario, whole_frames: bool) -> (String, String, u64) {
     let mut s = scenario.clone();
     s.whole_frames = whole_frames;
-    let outcome = run(&s).expect("the run ends");
-    let report = serde_json::to_string_pretty(&rocelab::report::sim::json(&s, &outcome))
-        .expect("a JSON report");
-    let mut series = Vec::new();
-    outcome
-        .series
-        .write_csv(&mut series)
-        .expect("CSV into memory");
-    let series = String::from_utf8(series).expect("UTF-8 CSV");
+    let (report, series, outcome) = report_and_series(&s);
     (report, series, outcome.net.engine.stats().frames_delivered)
 }
 
@@ -43,16 +37,6 @@ fn same_either_way(scenario: &Scenario) {
         assert!(r == report, "{name}: the report with short frames differs");
         assert!(se == series, "{name}: the series with short frames differs");
     }
-}
-
-fn built_in(name: &str, keys: &[&str]) -> Scenario {
-    Scenario::load_edited(name, |t| {
-        for k in keys {
-            rocelab::config::set_key(t, k)?;
-        }
-        Ok(())
-    })
-    .expect("a built-in scenario with valid keys")
 }
 
 #[test]

@@ -4,6 +4,9 @@
 //! series are the same byte for byte as on one thread: on a leaf-spine with workloads, a
 //! fat tree, iWARP and InfiniBand, a link that slows down mid-run, a ring all-reduce.
 
+mod common;
+
+use common::peers::{built_in, report_and_series};
 use rocelab::sim::run::run;
 use rocelab::sim::scenario::Scenario;
 
@@ -12,15 +15,7 @@ use rocelab::sim::scenario::Scenario;
 fn outputs(scenario: &Scenario, threads: usize) -> (String, String, usize) {
     let mut s = scenario.clone();
     s.threads = threads;
-    let outcome = run(&s).expect("the run ends");
-    let report = serde_json::to_string_pretty(&rocelab::report::sim::json(&s, &outcome))
-        .expect("a JSON report");
-    let mut series = Vec::new();
-    outcome
-        .series
-        .write_csv(&mut series)
-        .expect("CSV into memory");
-    let series = String::from_utf8(series).expect("UTF-8 CSV");
+    let (report, series, outcome) = report_and_series(&s);
     (report, series, outcome.net.engine.threads())
 }
 
@@ -48,16 +43,6 @@ fn same_on(scenario: &Scenario, threads: &[(usize, usize)]) {
             scenario.name
         );
     }
-}
-
-fn built_in(name: &str, keys: &[&str]) -> Scenario {
-    Scenario::load_edited(name, |t| {
-        for k in keys {
-            rocelab::config::set_key(t, k)?;
-        }
-        Ok(())
-    })
-    .expect("a built-in scenario with valid keys")
 }
 
 #[test]

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod net;
+pub(crate) mod peers;
 
 use rocelab::capture::CaptureReader;
 use rocelab::time::Nanos;
