@@ -76,7 +76,7 @@ fn short_frames_restore_to_the_frames_sent_whole() {
         assert_eq!(ew, Elided::NONE, "an endpoint that does not elide");
         // The same pacing: each short frame took the link as long as the whole one.
         assert_eq!(t, tw);
-        assert_eq!(e.frame_len(&frame), w.len());
+        assert_eq!(e.whole_len(&frame), w.len());
         if !e.is_none() {
             elided += 1;
             assert!(frame.len() < 100, "a short frame: {} bytes", frame.len());

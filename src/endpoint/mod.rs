@@ -1108,7 +1108,7 @@ impl Endpoint {
             self.receive_write_selective(qi, pkt, elided);
             return;
         }
-        let payload_len = pkt.payload.len() + elided.len as usize;
+        let payload_len = elided.whole_len(pkt.payload);
         let verdict = self.qps[qi].resp.judge(pkt.bth.psn, pkt.bth.ack_req);
         match verdict {
             Verdict::Accept { ack } => {
@@ -1205,7 +1205,7 @@ impl Endpoint {
         self.counters.max_reorder_depth = self.counters.max_reorder_depth.max(depth);
         let q = &mut self.qps[qi];
         q.counters.data_packets_received += 1;
-        q.counters.data_bytes_received += (pkt.payload.len() + elided.len as usize) as u64;
+        q.counters.data_bytes_received += elided.whole_len(pkt.payload) as u64;
         for d in done {
             q.resp.complete_message();
             if let Some(imm) = d.imm {
@@ -1238,7 +1238,7 @@ impl Endpoint {
         let Some(offset) = va.checked_sub(region.va).map(|o| o as usize) else {
             return false;
         };
-        let len = bytes.len() + elided.len as usize;
+        let len = elided.whole_len(bytes);
         let Some(end) = offset.checked_add(len).filter(|&e| e <= region.len) else {
             return false;
         };

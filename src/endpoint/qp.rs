@@ -32,12 +32,20 @@ pub enum WrData {
 }
 
 impl WrData {
+    /// All of it, as a [`Chunk`].
+    pub fn as_chunk(&self) -> Chunk<'_> {
+        match self {
+            WrData::Bytes(b) => Chunk::Bytes(b),
+            WrData::Fill { byte, len } => Chunk::Fill {
+                byte: *byte,
+                len: *len,
+            },
+        }
+    }
+
     /// Its length in bytes.
     pub fn len(&self) -> usize {
-        match self {
-            WrData::Bytes(b) => b.len(),
-            WrData::Fill { len, .. } => *len,
-        }
+        self.as_chunk().len()
     }
 
     /// True when it has no bytes.
@@ -60,10 +68,7 @@ impl WrData {
 
     /// `len` bytes from `offset` (within its length).
     pub fn chunk(&self, offset: usize, len: usize) -> Chunk<'_> {
-        match self {
-            WrData::Bytes(b) => Chunk::Bytes(&b[offset..offset + len]),
-            WrData::Fill { byte, .. } => Chunk::Fill { byte: *byte, len },
-        }
+        self.as_chunk().slice(offset, len)
     }
 }
 
@@ -105,6 +110,14 @@ impl Chunk<'_> {
     /// True when it has no bytes.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// `len` bytes from `offset` (within its length).
+    pub fn slice(self, offset: usize, len: usize) -> Self {
+        match self {
+            Chunk::Bytes(b) => Chunk::Bytes(&b[offset..offset + len]),
+            Chunk::Fill { byte, .. } => Chunk::Fill { byte, len },
+        }
     }
 
     /// Appends its bytes to `out`.

@@ -140,7 +140,7 @@ impl Incoming<'_> {
 
     /// Its length on the wire.
     fn len(&self) -> usize {
-        self.elided().frame_len(self.bytes())
+        self.elided().whole_len(self.bytes())
     }
 
     /// The whole frame, restored if it is short (for a drop record).

@@ -34,7 +34,7 @@ impl Packet {
     /// Its length on the wire.
     #[inline]
     pub(super) fn len(&self) -> usize {
-        self.elided.frame_len(&self.buf)
+        self.elided.whole_len(&self.buf)
     }
 }
 

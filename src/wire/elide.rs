@@ -41,11 +41,11 @@ impl Elided {
         self.len == 0
     }
 
-    /// The length on the wire of `short`, a frame with this elided: its buffer's length
-    /// and the elided bytes.
+    /// The length of `part` (a short frame, or the payload it holds) with the elided
+    /// bytes put back: a short frame's length on the wire, or its whole payload's.
     #[inline]
-    pub fn frame_len(self, short: &[u8]) -> usize {
-        short.len() + self.len as usize
+    pub fn whole_len(self, part: &[u8]) -> usize {
+        part.len() + self.len as usize
     }
 }
 
@@ -93,18 +93,16 @@ pub fn restore(frame: &mut Vec<u8>, elided: Elided) -> Result<(), RestoreError> 
     };
     frame[l4 + 4..l4 + 6].copy_from_slice(&udp_len);
     frame[ip_len.0..ip_len.0 + 2].copy_from_slice(&ip_len.1);
-    if meta.is_ipv4() {
-        let ihl = usize::from(frame[l3] & 0x0f) * 4;
-        let header = &mut frame[l3..l3 + ihl];
-        header[10..12].fill(0);
-        let sum = ipv4::internet_checksum(header);
-        header[10..12].copy_from_slice(&sum.to_be_bytes());
-    }
     let icrc_at = end - ICRC_LEN;
     frame.splice(
         icrc_at..icrc_at,
         std::iter::repeat_n(elided.byte, elided.len as usize),
     );
+    if meta.is_ipv4()
+        && let Ok(mut ip) = ipv4::Ipv4Packet::new_checked(&mut frame[l3..])
+    {
+        ip.fill_checksum();
+    }
     Ok(())
 }
 
@@ -230,8 +228,9 @@ mod tests {
                         let (whole, mut short, elided) =
                             both(repr(ip, tag, opcode, &payload), 0x5a);
                         assert!(short.len() >= MIN_FRAME_LEN, "{opcode:?}: never padded");
-                        assert_eq!(elided.frame_len(&short), whole.len());
+                        assert_eq!(elided.whole_len(&short), whole.len());
                         restore(&mut short, elided).unwrap();
+                        lengths_hold_for_etherparse(&short, len);
                         // The ICRC was computed over the whole frame only: fill it in.
                         let meta = parse_meta(&short).unwrap();
                         icrc::fill(&mut short, &meta).unwrap();
@@ -240,6 +239,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// What an independent parser (etherparse) reads of a restored frame: an IPv4
+    /// header checksum that is right, an IP packet and a UDP datagram that end where the
+    /// frame does, and in it `payload` bytes of 0x5a then the ICRC.
+    fn lengths_hold_for_etherparse(frame: &[u8], payload: usize) {
+        use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+        let s = SlicedPacket::from_ethernet(frame).expect("etherparse reads it");
+        let at = |part: &[u8]| part.as_ptr() as usize - frame.as_ptr() as usize;
+        let (ip_start, ip_len) = match s.net.as_ref().expect("an IP packet") {
+            NetSlice::Ipv4(v4) => {
+                let h = v4.header().to_header();
+                assert_eq!(h.header_checksum, h.calc_header_checksum());
+                (at(v4.header().slice()), usize::from(h.total_len))
+            }
+            NetSlice::Ipv6(v6) => (
+                at(v6.header().slice()),
+                40 + v6.header().payload_length() as usize,
+            ),
+            NetSlice::Arp(_) => panic!("not IP"),
+        };
+        assert_eq!(
+            ip_start + ip_len,
+            frame.len(),
+            "the IP packet ends with the frame"
+        );
+        let Some(TransportSlice::Udp(u)) = s.transport.as_ref() else {
+            panic!("not UDP: {:?}", s.transport)
+        };
+        let datagram = u.payload();
+        assert_eq!(
+            at(datagram) + datagram.len(),
+            frame.len(),
+            "so does the datagram"
+        );
+        assert_eq!(usize::from(u.length()), datagram.len() + 8);
+        let body = &datagram[..datagram.len() - ICRC_LEN];
+        assert!(body.len() >= payload);
+        assert!(body[body.len() - payload..].iter().all(|&b| b == 0x5a));
     }
 
     #[test]
