@@ -17,6 +17,7 @@ pub mod config;
 pub mod conformance;
 pub mod credit;
 pub mod endpoint;
+pub(crate) mod hint;
 pub mod inspect;
 pub mod io;
 pub mod lab;

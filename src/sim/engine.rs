@@ -23,7 +23,8 @@
 //! with every node still, after every node event before their instant and before any at
 //! it.
 
-use super::queue::{EventQueue, QueueKey};
+use super::queue::EventQueue;
+use crate::hint::prefetch;
 use crate::link::{Framing, Transmitter, Wire};
 use crate::rand::Rng;
 use crate::switch::Switch;
@@ -44,20 +45,6 @@ const CAUSE_BITS: u32 = 40;
 
 /// Most threads `set_threads` takes.
 pub const MAX_THREADS: usize = 64;
-
-/// Asks the CPU to start loading the cache line at `p`: a hint, nothing is read.
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch never faults and reads nothing the program sees, whatever the
-    // address; SSE, which has it, is part of every x86-64 CPU.
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// A node of the simulated network.
 #[derive(Debug)]
@@ -83,7 +70,7 @@ pub struct LinkEnd {
 }
 
 /// A node's event. `node` is the node's place in its shard.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 enum Kind {
     /// A frame arrives, whole, at a node's port.
     Deliver {
@@ -94,7 +81,8 @@ enum Kind {
     },
     /// A node's deadline (stale unless `generation` matches).
     Wake { node: u32, generation: u64 },
-    /// A free slot of the slab.
+    /// None: what a queue's free entry holds.
+    #[default]
     Vacant,
 }
 
@@ -203,11 +191,7 @@ struct Wiring {
 struct Shard {
     id: u32,
     sites: Vec<Site>,
-    queue: EventQueue,
-    /// The queued events' kinds, by their keys' slots.
-    slab: Vec<Kind>,
-    /// Slots free for the next event.
-    free: Vec<u64>,
+    queue: EventQueue<Kind>,
     now: Nanos,
     /// Events in a row at one instant (a stalled node makes millions).
     same_instant: u32,
@@ -828,25 +812,13 @@ impl Shard {
 
     /// The time of its earliest event.
     fn next_time(&self) -> u64 {
-        self.queue.peek().map_or(u64::MAX, |k| k.time)
+        self.queue.peek().map_or(u64::MAX, |(time, _)| time)
     }
 
-    /// Queues an event at `time` with tie-break `seq`. Inlined, so that the event is
-    /// built in its slot rather than built by the caller and copied (wide loads of narrow
-    /// stores just made: a store-forwarding stall).
+    /// Queues an event at `time` with tie-break `seq`.
     #[inline(always)]
     fn push(&mut self, time: u64, seq: u64, kind: Kind) {
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slab[slot as usize] = kind;
-                slot
-            }
-            None => {
-                self.slab.push(kind);
-                (self.slab.len() - 1) as u64
-            }
-        };
-        self.queue.push(QueueKey { time, seq, slot });
+        self.queue.push(time, seq, kind);
     }
 
     /// Queues a frame another shard sent.
@@ -926,22 +898,14 @@ impl Shard {
 
     /// Runs its events before `end` (ns).
     fn run_to(&mut self, end: u64, wiring: &Wiring) -> Result<(), Stalled> {
-        while let Some(&key) = self.queue.peek() {
-            if key.time >= end {
-                break;
-            }
-            self.queue.pop();
+        while let Some((time, kind)) = self.queue.pop_before(end) {
             // The next event is most often a frame arriving, its headers written long ago
             // (a link's delay holds thousands of other frames): start loading them while
             // this event runs.
-            if let Some(next) = self.queue.peek()
-                && let Kind::Deliver { frame, .. } = &self.slab[next.slot as usize]
-            {
+            if let Some((_, Kind::Deliver { frame, .. })) = self.queue.peek() {
                 prefetch(frame.as_ptr());
             }
-            let kind = std::mem::replace(&mut self.slab[key.slot as usize], Kind::Vacant);
-            self.free.push(key.slot);
-            let time = Nanos(key.time);
+            let time = Nanos(time);
             self.same_instant = if time == self.now {
                 self.same_instant + 1
             } else {

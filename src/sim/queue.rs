@@ -11,35 +11,42 @@
 //! wait. Events past the span (retransmission and rate timers, a wake-up far off) go to
 //! the heap, and each pop takes the earlier of the two heads.
 //!
-//! The order is exactly a binary heap's: by time, then by [`QueueKey::seq`], unique (the
-//! engine makes it from the node that caused the event and that node's count of them),
-//! so runs stay deterministic and the same as with a heap alone.
+//! The order is exactly a binary heap's: by time, then by seq, unique (the engine makes
+//! it from the node that caused the event and that node's count of them), so runs stay
+//! deterministic and the same as with a heap alone.
+//!
+//! A calendar entry holds its event, not a pointer to it: the engine's next event is then
+//! one load away (its bucket's first entry) instead of two (the entry, then the event
+//! in a slab), and the engine can start loading the frame it delivers while the current
+//! event runs. Those loads miss the cache on a fabric of any size (thousands of events
+//! wait, each queued a link's delay ago), and with a slab the second one, the event's
+//! slot, was the loop's costliest instruction. An entry is one cache line. The heap moves
+//! 24-byte keys and keeps its events aside, by slot: few events are that far off.
 
-/// An event's place in the queue: ordered by `time`, then `seq`. The event itself (a
-/// frame's buffer with its node and port, a node's wake-up) waits in the engine's slab at
-/// `slot`, so the queue moves these 24 bytes rather than the event.
+/// A far event's place in the heap: ordered by `time`, then `seq`. The event waits in
+/// [`EventQueue::far_items`] at `slot`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct QueueKey {
+struct FarKey {
     /// When the event happens, ns.
-    pub time: u64,
-    /// The tie-break: unique among the queued keys.
-    pub seq: u64,
-    /// Where the event waits. A whole word: a 4-byte slot left padding, which the queue's
+    time: u64,
+    /// The tie-break: unique among the queued events.
+    seq: u64,
+    /// Where the event waits. A whole word: a 4-byte slot left padding, which the heap's
     /// moves read back as part of an 8-byte load right after the 4-byte store that wrote
     /// the slot, and the CPU cannot forward that (a stall on every push).
-    pub slot: u64,
+    slot: u64,
 }
 
-impl QueueKey {
-    /// Time and seq as one number, compared in one step.
-    #[inline(always)]
-    fn order(&self) -> u128 {
-        (u128::from(self.time) << 64) | u128::from(self.seq)
-    }
+/// Time and seq as one number, compared in one step.
+#[inline(always)]
+fn order(time: u64, seq: u64) -> u128 {
+    (u128::from(time) << 64) | u128::from(seq)
+}
 
+impl FarKey {
     #[inline(always)]
-    fn before(&self, other: &QueueKey) -> bool {
-        self.order() < other.order()
+    fn before(&self, other: &FarKey) -> bool {
+        order(self.time, self.seq) < order(other.time, other.seq)
     }
 }
 
@@ -52,22 +59,34 @@ const WORDS: usize = SPAN / 64;
 /// No entry: the end of a bucket's list.
 const NIL: u32 = u32::MAX;
 
-/// A calendar event and the next of its bucket.
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    key: QueueKey,
+/// A calendar event and the next of its bucket; a free entry holds `T::default()`.
+/// Aligned to a cache line: the engine's event is 40 bytes, and the entry then fills one
+/// line and never straddles two.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Entry<T> {
+    time: u64,
+    seq: u64,
     next: u32,
+    item: T,
+}
+
+/// Which queue holds the earliest event.
+#[derive(Clone, Copy)]
+enum Head {
+    Near,
+    Far,
 }
 
 /// The queue: see the module documentation.
 #[derive(Debug)]
-pub(super) struct EventQueue {
+pub(super) struct EventQueue<T> {
     /// Each bucket's first entry. A bucket holds the events due at one time in
     /// `[base, base + SPAN)` that is `b` modulo `SPAN` (a later time of the same residue
     /// is past the span), listed by seq, earliest first.
     first: Box<[u32; SPAN]>,
     /// The entries, and the free ones' list through `next`.
-    entries: Vec<Entry>,
+    entries: Vec<Entry<T>>,
     free: u32,
     /// One bit per non-empty bucket.
     occupied: Box<[u64; WORDS]>,
@@ -79,10 +98,14 @@ pub(super) struct EventQueue {
     base: u64,
     /// Events past the calendar's span when they were pushed.
     far: Heap,
+    /// The heap's events, by their keys' slots; a free one holds `T::default()`.
+    far_items: Vec<T>,
+    /// Free slots of `far_items`.
+    far_free: Vec<u64>,
 }
 
-impl Default for EventQueue {
-    fn default() -> EventQueue {
+impl<T> Default for EventQueue<T> {
+    fn default() -> EventQueue<T> {
         EventQueue {
             first: Box::new([NIL; SPAN]),
             entries: Vec::new(),
@@ -92,28 +115,46 @@ impl Default for EventQueue {
             head: 0,
             base: 0,
             far: Heap::default(),
+            far_items: Vec::new(),
+            far_free: Vec::new(),
         }
     }
 }
 
-impl EventQueue {
-    /// The earliest event.
+impl<T: Default> EventQueue<T> {
+    /// The earliest event: its time, and the event.
     #[inline]
-    pub(super) fn peek(&self) -> Option<&QueueKey> {
-        let near = self.near();
-        match (near, self.far.peek()) {
-            (Some(n), Some(f)) => Some(if f.before(n) { f } else { n }),
-            (near, far) => near.or(far),
+    pub(super) fn peek(&self) -> Option<(u64, &T)> {
+        match self.earliest()? {
+            Head::Near => {
+                let e = self.near();
+                Some((e.time, &e.item))
+            }
+            Head::Far => {
+                let k = self.far.peek()?;
+                Some((k.time, &self.far_items[k.slot as usize]))
+            }
         }
     }
 
-    /// The calendar's earliest event.
+    /// Which queue holds the earliest event, if any does.
     #[inline(always)]
-    fn near(&self) -> Option<&QueueKey> {
+    fn earliest(&self) -> Option<Head> {
+        let far = self.far.peek();
         if self.held == 0 {
-            return None;
+            return far.map(|_| Head::Far);
         }
-        Some(&self.entries[self.first[self.head] as usize].key)
+        let n = self.near();
+        Some(match far {
+            Some(f) if order(f.time, f.seq) < order(n.time, n.seq) => Head::Far,
+            _ => Head::Near,
+        })
+    }
+
+    /// The calendar's earliest entry (it holds one).
+    #[inline(always)]
+    fn near(&self) -> &Entry<T> {
+        &self.entries[self.first[self.head] as usize]
     }
 
     /// Events queued.
@@ -128,29 +169,49 @@ impl EventQueue {
         self.len() == 0
     }
 
-    /// Queues `key`.
-    #[inline]
-    pub(super) fn push(&mut self, key: QueueKey) {
+    /// Queues `item` at `time` with tie-break `seq`. Inlined, so that the item is built
+    /// where it waits rather than built by the caller and copied (wide loads of narrow
+    /// stores just made: a store-forwarding stall on every event).
+    #[inline(always)]
+    pub(super) fn push(&mut self, time: u64, seq: u64, item: T) {
         // An event before `base` (none the engine makes) goes to the heap, which orders
         // anything.
-        if key.time < self.base || key.time - self.base >= SPAN as u64 {
-            self.far.push(key);
+        if time < self.base || time - self.base >= SPAN as u64 {
+            let slot = match self.far_free.pop() {
+                Some(slot) => {
+                    self.far_items[slot as usize] = item;
+                    slot
+                }
+                None => {
+                    self.far_items.push(item);
+                    (self.far_items.len() - 1) as u64
+                }
+            };
+            self.far.push(FarKey { time, seq, slot });
             return;
         }
         let e = if self.free == NIL {
-            self.entries.push(Entry { key, next: NIL });
+            self.entries.push(Entry {
+                time,
+                seq,
+                next: NIL,
+                item,
+            });
             u32::try_from(self.entries.len() - 1).expect("fewer than 2^32 events near")
         } else {
             let e = self.free;
-            self.free = self.entries[e as usize].next;
-            self.entries[e as usize].key = key;
+            let entry = &mut self.entries[e as usize];
+            self.free = entry.next;
+            entry.time = time;
+            entry.seq = seq;
+            entry.item = item;
             e
         };
-        let b = key.time as usize & (SPAN - 1);
+        let b = time as usize & (SPAN - 1);
         // Most buckets hold one event or none: the walk is short.
         let mut after = NIL;
         let mut next = self.first[b];
-        while next != NIL && self.entries[next as usize].key.seq < key.seq {
+        while next != NIL && self.entries[next as usize].seq < seq {
             after = next;
             next = self.entries[next as usize].next;
         }
@@ -159,32 +220,46 @@ impl EventQueue {
             NIL => self.first[b] = e,
             a => self.entries[a as usize].next = e,
         }
-        if self.held == 0 || key.time < self.entries[self.first[self.head] as usize].key.time {
+        if self.held == 0 || time < self.near().time {
             self.head = b;
         }
         self.occupied[b / 64] |= 1 << (b % 64);
         self.held += 1;
     }
 
-    /// Takes the earliest event.
+    /// Takes the earliest event if it is due before `end`: its time, and the event.
     #[inline]
-    pub(super) fn pop(&mut self) -> Option<QueueKey> {
-        let key = match (self.near(), self.far.peek()) {
-            (Some(n), Some(f)) if f.before(n) => self.far.pop(),
-            (Some(_), _) => Some(self.pop_near()),
-            (None, _) => self.far.pop(),
-        }?;
-        self.base = key.time;
-        Some(key)
+    pub(super) fn pop_before(&mut self, end: u64) -> Option<(u64, T)> {
+        let (time, item) = match self.earliest()? {
+            Head::Near if self.near().time < end => self.pop_near(),
+            Head::Far if self.far.peek()?.time < end => {
+                let key = self.far.pop()?;
+                let item = std::mem::take(&mut self.far_items[key.slot as usize]);
+                self.far_free.push(key.slot);
+                (key.time, item)
+            }
+            _ => return None,
+        };
+        self.base = time;
+        Some((time, item))
+    }
+
+    /// Takes the earliest event: its time, and the event.
+    #[cfg(test)]
+    pub(super) fn pop(&mut self) -> Option<(u64, T)> {
+        self.pop_before(u64::MAX)
     }
 
     /// Takes the calendar's earliest event (there is one), and finds the next.
     #[inline]
-    fn pop_near(&mut self) -> QueueKey {
+    fn pop_near(&mut self) -> (u64, T) {
         let b = self.head;
         let e = self.first[b];
-        let Entry { key, next } = self.entries[e as usize];
-        self.entries[e as usize].next = self.free;
+        let free = self.free;
+        let entry = &mut self.entries[e as usize];
+        let (time, next) = (entry.time, entry.next);
+        let item = std::mem::take(&mut entry.item);
+        entry.next = free;
         self.free = e;
         self.first[b] = next;
         self.held -= 1;
@@ -194,7 +269,7 @@ impl EventQueue {
                 self.head = self.next_occupied(b);
             }
         }
-        key
+        (time, item)
     }
 
     /// The first non-empty bucket from `from` on, wrapping: the next time in the span,
@@ -217,22 +292,22 @@ impl EventQueue {
 
 const ARITY: usize = 4;
 
-/// The events past the calendar: a 4-ary min-heap. A binary heap's pop walks log2(n)
+/// The events past the calendar: a 4-ary min-heap of their keys. A binary heap's pop walks log2(n)
 /// levels, each a dependent load and a 24-byte move; four children per node halve the
 /// levels, and the four sit in one or two cache lines.
 #[derive(Debug, Default)]
 struct Heap {
-    keys: Vec<QueueKey>,
+    keys: Vec<FarKey>,
 }
 
 impl Heap {
     #[inline]
-    fn peek(&self) -> Option<&QueueKey> {
+    fn peek(&self) -> Option<&FarKey> {
         self.keys.first()
     }
 
     #[inline]
-    fn push(&mut self, key: QueueKey) {
+    fn push(&mut self, key: FarKey) {
         let mut hole = self.keys.len();
         self.keys.push(key);
         while hole > 0 {
@@ -247,7 +322,7 @@ impl Heap {
     }
 
     #[inline]
-    fn pop(&mut self) -> Option<QueueKey> {
+    fn pop(&mut self) -> Option<FarKey> {
         let last = self.keys.pop()?;
         let Some(&top) = self.keys.first() else {
             return Some(last);
@@ -318,30 +393,27 @@ mod tests {
                     4..=6 => (x >> 40) % (2 * SPAN as u64),
                     _ => (x >> 40) % 100_000,
                 };
-                let key = QueueKey {
-                    time: now + ahead,
-                    // Unique, in no order: a bijection of the count.
-                    seq: count.wrapping_mul(0x9e37_79b9_7f4a_7c15),
-                    slot: x >> 58,
-                };
-                q.push(key);
-                model.push(Reverse((key.time, key.seq, key.slot)));
+                let (time, seq) = (now + ahead, count.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                // Unique seq, in no order: a bijection of the count.
+                let item = (seq, x >> 58);
+                q.push(time, seq, item);
+                model.push(Reverse((time, seq, item.1)));
             } else {
-                let got = q.pop().unwrap();
+                let (time, (seq, tag)) = q.pop().unwrap();
                 let Reverse(want) = model.pop().unwrap();
-                assert_eq!((got.time, got.seq, got.slot), want, "step {step}");
-                now = got.time;
+                assert_eq!((time, seq, tag), want, "step {step}");
+                now = time;
             }
             assert_eq!(q.len(), model.len());
             assert_eq!(
-                q.peek().map(|k| (k.time, k.seq, k.slot)),
+                q.peek().map(|(time, &(seq, tag))| (time, seq, tag)),
                 model.peek().map(|r| r.0),
                 "step {step}"
             );
         }
         while let Some(Reverse(want)) = model.pop() {
-            let got = q.pop().unwrap();
-            assert_eq!((got.time, got.seq, got.slot), want);
+            let (time, (seq, tag)) = q.pop().unwrap();
+            assert_eq!((time, seq, tag), want);
         }
         assert!(q.pop().is_none());
         assert!(q.peek().is_none());
