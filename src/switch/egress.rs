@@ -1,9 +1,11 @@
 //! The egress side of the switch: picking and sending frames at the line rate, and the
 //! timers (when to call again, PFC refresh, watchdog polls).
 
+use super::packets::Entry;
 use super::{Note, red};
 use super::{Port, Switch, Transmit};
 use crate::config::MarkAt;
+use crate::link::{self, Framing};
 use crate::time::Nanos;
 use crate::wire::elide::Elided;
 use crate::wire::int::{INT_REQUEST, IntHop, TRAILER_LEN, push_hop};
@@ -173,10 +175,13 @@ impl Switch {
             port.nonempty &= !(1 << q);
             port.sched.emptied(q);
         }
-        let bits = port
-            .tx
-            .framing()
-            .wire_bits_elided(&packet.buf, packet.elided);
+        // An Ethernet frame's wire bits follow from its length (a short frame keeps at
+        // least the minimum frame, so what it elides adds as it does to the length): the
+        // frame's slot, long out of the cache, is not read for them.
+        let bits = match port.tx.framing() {
+            Framing::Ethernet => link::wire_bits(len),
+            framing => framing.wire_bits_elided(&packet.buf, packet.elided),
+        };
         port.tx.start_bits(now, bits);
         if let Some(c) = port.credit.as_mut() {
             c.sent(
@@ -228,22 +233,23 @@ impl Switch {
                 IntHop::new(port.tx.bits_per_sec(), now.0, sent, queued)
             });
         }
-        self.release(now, entry.slot);
+        self.release(now, &entry);
         Some(entry.slot)
     }
 
-    /// Returns the buffer charge of the frame in `slot`; its ingress PG may now send XON.
-    pub(super) fn release(&mut self, now: Nanos, slot: u32) {
-        let packet = self.packets.get(slot);
-        let (ingress, class, len) = (packet.ingress, packet.class, packet.len());
+    /// Returns the buffer charge of the queued frame `entry`; its ingress PG may now send
+    /// XON. Only an InfiniBand ingress reads the frame's slot (for its credit blocks).
+    pub(super) fn release(&mut self, now: Nanos, entry: &Entry) {
+        let (ingress, class, len) = (entry.ingress as usize, entry.class, entry.len);
         let pg = usize::from(class);
         if self.ports[ingress].credit.is_some() {
             let vl = self.classifier.queue(class);
+            let packet = self.packets.get(entry.slot);
             let blocks = super::ib_switch::frame_blocks(&packet.buf, packet.elided);
             self.credit_release(now, ingress, blocks, vl);
             return;
         }
-        self.mmu.release(ingress, pg, len as u32);
+        self.mmu.release(ingress, pg, len);
         if self.mmu.needs_xon(ingress, pg) {
             self.send_xon(now, ingress, pg);
         }

@@ -104,7 +104,7 @@ impl Switch {
             .as_mut()
             .and_then(|c| c.take_due(now))
         {
-            let slot = self.packets.insert(port, fc.vl, None);
+            let slot = self.packets.insert(None);
             let buf = &mut self.packets.get_mut(slot).buf;
             fc.emit_frame(mac, buf);
             let len = buf.len() as u32;
@@ -114,6 +114,8 @@ impl Switch {
                 len,
                 blocks: 0,
                 int: false,
+                ingress: port as u32,
+                class: fc.vl,
             });
         }
         self.wakes.touch(port);

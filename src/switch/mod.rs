@@ -818,8 +818,8 @@ impl Switch {
             0
         };
         let slot = match incoming {
-            Incoming::Owned(buf, _) => self.packets.insert_owned(ingress, class, meta, buf),
-            Incoming::Borrowed(frame, _) => self.packets.insert_copy(ingress, class, meta, frame),
+            Incoming::Owned(buf, _) => self.packets.insert_owned(meta, buf),
+            Incoming::Borrowed(frame, _) => self.packets.insert_copy(meta, frame),
         };
         let packet = self.packets.get_mut(slot);
         packet.elided = elided;
@@ -854,6 +854,8 @@ impl Switch {
             len: len as u32,
             blocks,
             int,
+            ingress: ingress as u32,
+            class,
         });
         port.peak[q].set(port.peak[q].get().max(queue.bytes));
         let c = &mut port.counters.classes[q];

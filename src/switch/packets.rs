@@ -24,8 +24,6 @@ pub(super) struct Packet {
     /// The payload a short frame elides (see [`crate::wire::elide`]).
     pub elided: Elided,
     pub meta: Option<FrameMeta>,
-    pub ingress: usize,
-    pub class: u8,
     /// Boxed: notes exist only with `set_explain`.
     pub note: Option<Box<Note>>,
 }
@@ -52,6 +50,9 @@ pub(super) struct Entry {
     /// The frame asks the switches for telemetry (HPCC's INT), as its BTH said on the
     /// way in: the frame's bytes are read again on the way out only then.
     pub int: bool,
+    /// Its ingress port and priority group, which its buffer charge is returned to.
+    pub ingress: u32,
+    pub class: u8,
 }
 
 /// Buffers kept for reuse beyond those of the free slots (handed in by a driver, as
@@ -70,7 +71,7 @@ pub(super) struct Packets {
 impl Packets {
     /// A free slot, its fields set and its buffer empty (with its old capacity).
     #[inline]
-    pub(super) fn insert(&mut self, ingress: usize, class: u8, meta: Option<FrameMeta>) -> u32 {
+    pub(super) fn insert(&mut self, meta: Option<FrameMeta>) -> u32 {
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => {
@@ -82,35 +83,21 @@ impl Packets {
         p.buf.clear();
         p.elided = Elided::NONE;
         p.meta = meta;
-        p.ingress = ingress;
-        p.class = class;
         p.note = None;
         slot
     }
 
     /// A slot holding a copy of `frame`.
     #[inline]
-    pub(super) fn insert_copy(
-        &mut self,
-        ingress: usize,
-        class: u8,
-        meta: Option<FrameMeta>,
-        frame: &[u8],
-    ) -> u32 {
-        let slot = self.insert(ingress, class, meta);
+    pub(super) fn insert_copy(&mut self, meta: Option<FrameMeta>, frame: &[u8]) -> u32 {
+        let slot = self.insert(meta);
         self.slots[slot as usize].buf.extend_from_slice(frame);
         slot
     }
 
     /// A slot holding `buf` itself; the slot's own buffer becomes a spare.
-    pub(super) fn insert_owned(
-        &mut self,
-        ingress: usize,
-        class: u8,
-        meta: Option<FrameMeta>,
-        buf: Vec<u8>,
-    ) -> u32 {
-        let slot = self.insert(ingress, class, meta);
+    pub(super) fn insert_owned(&mut self, meta: Option<FrameMeta>, buf: Vec<u8>) -> u32 {
+        let slot = self.insert(meta);
         let old = std::mem::replace(&mut self.slots[slot as usize].buf, buf);
         self.recycle(old);
         slot

@@ -58,7 +58,7 @@ impl Switch {
         let pfc = MacControl::Pfc(PfcRepr::new(PrioritySet::single(pg as u8), quanta));
         let mac = self.ports[port].mac;
         let explain = self.explain;
-        let slot = self.packets.insert(port, pg as u8, None);
+        let slot = self.packets.insert(None);
         let packet = self.packets.get_mut(slot);
         packet.buf.resize(wire::pfc::FRAME_LEN, 0);
         // The buffer has room for the frame: emit cannot fail.
@@ -72,6 +72,8 @@ impl Switch {
             len: wire::pfc::FRAME_LEN as u32,
             blocks: 0,
             int: false,
+            ingress: port as u32,
+            class: pg as u8,
         });
     }
 
@@ -314,7 +316,7 @@ impl Switch {
         self.ports[port].sched.emptied(q);
         for entry in frames {
             let packet = self.packets.get_mut(entry.slot);
-            let (ingress, class, elided) = (packet.ingress, packet.class, packet.elided);
+            let (ingress, class, elided) = (entry.ingress as usize, entry.class, packet.elided);
             // Out of its slot while the record (which borrows the switch) reads it.
             let buf = std::mem::take(&mut packet.buf);
             let frame = Incoming::Borrowed(&buf, elided);
@@ -332,7 +334,7 @@ impl Switch {
                 &frame,
             );
             self.packets.get_mut(entry.slot).buf = buf;
-            self.release(now, entry.slot);
+            self.release(now, &entry);
             self.packets.remove(entry.slot);
         }
     }
