@@ -1,7 +1,7 @@
 //! The switch and short frames (`wire::elide`), as a simulator hands them in: counted at
 //! their length on the wire, handed on short to a simulator, restored whole for anyone
 //! else (the owned and the borrowed transmit, each flooded copy, a drop record), and
-//! refused when what claims to be short is not RoCE.
+//! refused when what claims to be short is not RoCE, or is below the minimum frame.
 
 mod common;
 
@@ -158,6 +158,27 @@ fn a_drop_record_keeps_the_whole_frame() {
     let kept = drop.frame.clone().expect("explain keeps the frame");
     assert_eq!(whole(kept, Elided::NONE), expected);
     assert_eq!(sw.counters(2).classes[1].dropped_bytes, L as u64);
+}
+
+#[test]
+fn what_claims_to_be_short_and_is_padded_or_below_the_minimum_frame_is_malformed() {
+    // A RoCEv2 frame without payload: 58 bytes, padded to 60. Padded, or cut to its 58,
+    // bytes elided from it would not add to its wire length as they do to its length.
+    let mut sw = switch();
+    let padded = roce(0, 2, 26, Ecn::Ect0, 58, 1);
+    let mut cut = padded.clone();
+    cut.truncate(58);
+    let some = Elided {
+        len: 1000,
+        byte: 0xab,
+    };
+    for (i, frame) in [padded, cut].into_iter().enumerate() {
+        assert!(parse_meta(&frame).is_some_and(|m| m.is_roce()));
+        let out = sw.handle_elided_frame(Nanos(1_000), 0, frame, some);
+        assert_eq!(out, RxOutcome::Discarded);
+        assert_eq!(sw.counters(0).rx_malformed_frames, i as u64 + 1);
+    }
+    assert!(sw.poll_transmit_owned(Nanos(1_000)).is_none());
 }
 
 #[test]

@@ -114,6 +114,7 @@ impl Switch {
                 len,
                 blocks: 0,
                 int: false,
+                // Never released (control frames hold no buffer): a VL, not a PG.
                 ingress: port as u32,
                 class: fc.vl,
             });

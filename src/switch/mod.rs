@@ -592,9 +592,13 @@ impl Switch {
         let dst = MacAddr(frame[..6].try_into().unwrap_or_default());
         let src = MacAddr(frame[6..12].try_into().unwrap_or_default());
         let meta = wire::parse_meta(frame);
-        if !incoming.elided().is_none() && !meta.is_some_and(|m| m.is_roce()) {
-            // Only a RoCEv2 frame can be short: anything else that claims to be is
-            // malformed, and is not taken in at a length it does not have.
+        if !incoming.elided().is_none()
+            && !meta.is_some_and(|m| wire::elide::can_be_short(frame, &m))
+        {
+            // Only an unpadded RoCEv2 frame of at least the minimum length can be short
+            // (its elided bytes then add to its wire length as to its length, and dequeue
+            // times it by its length): anything else that claims to be is malformed, and
+            // is not taken in at a length it does not have.
             self.ports[port].counters.rx_malformed_frames += 1;
             self.dispose(incoming);
             return RxOutcome::Discarded;

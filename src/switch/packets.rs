@@ -6,7 +6,7 @@
 //! loads, what narrow stores had just written; the CPU cannot forward those from its
 //! store buffer and waits for the stores to reach the cache. That stall, on every frame,
 //! was about a sixth of the switch core's time (`perf annotate` of the `switch` bench).
-//! Here a packet's fields are written once, where they stay, and a queue holds 16 bytes
+//! Here a packet's fields are written once, where they stay, and a queue holds 24 bytes
 //! per frame. A free slot keeps its buffer's allocation for the next frame: the slots are
 //! the switch's buffer pool. They are never given back, so the switch keeps the memory
 //! of the most frames it ever held at once (bounded by its buffer: the MMU admits no

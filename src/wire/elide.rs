@@ -16,7 +16,8 @@
 
 use super::ethernet::MIN_FRAME_LEN;
 use super::icrc::ICRC_LEN;
-use super::{icrc, ipv4, meta::parse_meta, udp};
+use super::meta::{FrameMeta, parse_meta};
+use super::{icrc, ipv4, udp};
 
 /// Payload bytes a short frame keeps.
 pub const KEPT: usize = 4;
@@ -60,6 +61,19 @@ pub enum RestoreError {
     TooLong,
 }
 
+/// True when `frame`, parsed as `meta`, can be a short frame: a RoCEv2 frame that is
+/// never padded (its UDP datagram ends where the buffer does, the ICRC last) and at least
+/// Ethernet's minimum frame. Only then do its elided bytes add to its length on the wire
+/// as they do to its length.
+pub fn can_be_short(frame: &[u8], meta: &FrameMeta) -> bool {
+    let l4 = usize::from(meta.l4_offset());
+    let end = l4 + usize::from(meta.udp_len());
+    meta.is_roce()
+        && end == frame.len()
+        && end >= MIN_FRAME_LEN
+        && end >= l4 + udp::HEADER_LEN + ICRC_LEN
+}
+
 /// Puts the elided bytes back into `frame`, a short frame: they go before its ICRC, and
 /// the UDP length and the IP length (and the IPv4 checksum) grow with them. On error
 /// `frame` is unchanged.
@@ -68,15 +82,10 @@ pub fn restore(frame: &mut Vec<u8>, elided: Elided) -> Result<(), RestoreError> 
         return Ok(());
     }
     let meta = parse_meta(frame)
-        .filter(|m| m.is_roce())
+        .filter(|m| can_be_short(frame, m))
         .ok_or(RestoreError::NotShort)?;
     let (l3, l4) = (usize::from(meta.l3_offset()), usize::from(meta.l4_offset()));
     let end = l4 + usize::from(meta.udp_len());
-    // A short frame is never padded (see the module documentation): its datagram ends
-    // where the buffer does, the ICRC last.
-    if end != frame.len() || end < MIN_FRAME_LEN || end < l4 + udp::HEADER_LEN + ICRC_LEN {
-        return Err(RestoreError::NotShort);
-    }
     let add = elided.len as usize;
     let grow = |at: usize, frame: &[u8]| -> Result<[u8; 2], RestoreError> {
         let old = usize::from(u16::from_be_bytes([frame[at], frame[at + 1]]));
