@@ -397,8 +397,8 @@ mod tests {
                     13 | 14 => now + (x >> 40) % 100_000,
                     _ => now.saturating_sub((x >> 40) % 200),
                 };
-                let seq = count.wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 // Unique seq, in no order: a bijection of the count.
+                let seq = count.wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 let item = (seq, x >> 58);
                 q.push(time, seq, item);
                 model.push(Reverse((time, seq, item.1)));

@@ -5,6 +5,7 @@ use rocelab::config::SwitchConfig;
 use rocelab::switch::{RxOutcome, Switch};
 use rocelab::time::Nanos;
 use rocelab::wire::bth::{BthRepr, Opcode};
+use rocelab::wire::ethernet::MIN_FRAME_LEN;
 use rocelab::wire::pfc::{MacControl, PfcRepr, PrioritySet};
 use rocelab::wire::xth::ExtHeaders;
 use rocelab::wire::{Ecn, IpRepr, Ipv4Repr, MacAddr, RoceRepr};
@@ -15,11 +16,13 @@ pub(crate) fn host(i: usize) -> MacAddr {
     MacAddr([0x02, 0x00, 0xc6, 0x12, 0x00, i as u8])
 }
 
-/// A RoCE WRITE Middle frame of exactly `len` bytes from host `src` to host `dst`.
+/// A RoCE WRITE Middle frame from host `src` to host `dst`: 58 bytes of headers and ICRC,
+/// and `len - 58` of payload. Exactly `len` bytes, but for a frame without payload, which
+/// Ethernet pads to its minimum.
 pub(crate) fn roce(src: usize, dst: usize, dscp: u8, ecn: Ecn, len: usize, psn: u32) -> Vec<u8> {
     assert!(
         len >= 58 && (len - 58).is_multiple_of(4),
-        "no pad: len - 58 must be a multiple of 4"
+        "no BTH pad: len - 58 must be a multiple of 4"
     );
     let payload = vec![0xab; len - 58];
     let repr = RoceRepr {
@@ -48,8 +51,7 @@ pub(crate) fn roce(src: usize, dst: usize, dscp: u8, ecn: Ecn, len: usize, psn: 
     };
     let mut buf = vec![0u8; repr.frame_len()];
     let n = repr.emit(&mut buf).unwrap();
-    // A frame without payload is padded to the minimum.
-    assert_eq!(n, len.max(60));
+    assert_eq!(n, len.max(MIN_FRAME_LEN));
     buf
 }
 
