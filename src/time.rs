@@ -224,18 +224,26 @@ mod tests {
 }
 
 /// The deadlines of many items (a switch's ports, an endpoint's QPs), at most one each,
-/// kept so that the earliest is found without looking at every item: a heap whose
-/// entries go stale when an item's deadline moves, skipped when they reach the top. The
-/// cost of a change or a lookup does not grow with the number of items. Up to
-/// [`SCANNED`](Self::SCANNED) items there is no heap: looking at each costs less than
-/// keeping it (a two-port switch moves a port's deadline with every frame).
+/// kept so that the earliest is at hand.
+///
+/// Up to [`FLAT`](Self::FLAT) items a tournament tree holds them: each node the earlier
+/// of its two children, the root the earliest, so that a change walks one path up, four
+/// levels for a 16-port switch, with nothing stale to skip later. Past that size a heap
+/// keeps every deadline, its entries going stale when an item's deadline moves and skipped
+/// when they reach the top, so that the cost of a change or a lookup does not grow with
+/// the number of items.
 #[derive(Debug, Clone, Default)]
 pub struct Deadlines {
-    heap: std::collections::BinaryHeap<std::cmp::Reverse<(Nanos, usize)>>,
-    at: Vec<Option<Nanos>>,
-    /// The items with a deadline, one bit each, for
-    /// [`first_due_in_turn`](Self::first_due_in_turn).
+    /// Each item's deadline in ns, `u64::MAX` without one; `held` tells a deadline at
+    /// [`Nanos::MAX`] from none.
+    at: Vec<u64>,
+    /// The items with a deadline, one bit each.
     held: Bits,
+    /// Up to `FLAT` items: the tournament tree, its root at 1 and its leaves, one per
+    /// item, from its width on; each node a [`Deadlines::packed`] word.
+    tree: Vec<u64>,
+    /// Past `FLAT` items: every deadline, with stale entries.
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
 }
 
 /// A set of indices, one bit each.
@@ -259,6 +267,13 @@ impl Bits {
         } else {
             self.words[w] &= !bit;
         }
+    }
+
+    #[inline]
+    fn has(&self, i: usize) -> bool {
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     /// The first member, in turn from `start` (then from 0 up to it), that `take` accepts.
@@ -287,95 +302,179 @@ impl Bits {
 }
 
 impl Deadlines {
-    /// Most items looked at one by one, without the heap.
-    pub const SCANNED: usize = 8;
+    /// Most items kept without the heap.
+    pub const FLAT: usize = 32;
+
+    /// A tree node's bits of item index.
+    const INDEX_BITS: u32 = 6;
+
+    /// The latest time a tree node tells apart, in ns (some nine years): later ones tie.
+    const SATURATED: u64 = (1 << (64 - Self::INDEX_BITS)) - 2;
+
+    /// Whether the heap keeps the deadlines.
+    #[inline]
+    fn heaped(&self) -> bool {
+        self.at.len() > Self::FLAT
+    }
 
     /// Item `item`'s deadline is now `at` (`None`: it has none).
     #[inline]
     pub fn set(&mut self, item: usize, at: Option<Nanos>) {
-        let scanned = self.at.len() <= Self::SCANNED;
-        match self.at.get_mut(item) {
-            Some(old) if *old == at => return,
-            Some(old) if scanned => *old = at,
-            _ => self.change(item, at),
+        let key = at.map_or(u64::MAX, |t| t.0);
+        if self.at.get(item) != Some(&key) || self.held.has(item) != at.is_some() {
+            self.change(item, key, at.is_some());
         }
-        self.held.set(item, at.is_some());
     }
 
-    /// [`set`](Self::set) when the deadline moves and the heap may need to know.
-    fn change(&mut self, item: usize, at: Option<Nanos>) {
+    /// [`set`](Self::set) when the deadline changes.
+    fn change(&mut self, item: usize, key: u64, held: bool) {
         if item >= self.at.len() {
-            let scanned = self.at.len() <= Self::SCANNED;
-            self.at.resize(item + 1, None);
-            if scanned && self.at.len() > Self::SCANNED {
-                // Past the scanned size: the heap takes over every deadline.
-                for (i, t) in self.at.iter().enumerate() {
-                    if let Some(t) = *t {
+            self.grow(item + 1);
+        }
+        self.at[item] = key;
+        self.held.set(item, held);
+        if self.heaped() {
+            if held {
+                self.heap.push(std::cmp::Reverse((key, item)));
+            }
+            self.trim();
+        } else {
+            self.climb(item);
+        }
+    }
+
+    /// Room for `len` items: a wider tree, or past `FLAT` the heap for every deadline.
+    #[cold]
+    fn grow(&mut self, len: usize) {
+        let was_heaped = self.heaped();
+        self.at.resize(len, u64::MAX);
+        if self.heaped() {
+            if !was_heaped {
+                self.tree = Vec::new();
+                for (i, &t) in self.at.iter().enumerate() {
+                    if self.held.has(i) {
                         self.heap.push(std::cmp::Reverse((t, i)));
                     }
                 }
             }
-        }
-        self.at[item] = at;
-        if self.at.len() <= Self::SCANNED {
             return;
         }
-        if let Some(t) = at {
-            self.heap.push(std::cmp::Reverse((t, item)));
+        let width = len.next_power_of_two();
+        if self.tree.len() != 2 * width {
+            self.tree = vec![u64::MAX; 2 * width];
+            for i in 0..len {
+                self.tree[width + i] = self.packed(i);
+            }
+            for node in (1..width).rev() {
+                self.tree[node] = self.tree[2 * node].min(self.tree[2 * node + 1]);
+            }
         }
-        self.trim();
+    }
+
+    /// Item `item`'s tree word: its time (saturated at [`SATURATED`](Self::SATURATED))
+    /// above its index, so that the least word is the earliest deadline and, among those
+    /// due together, the lowest index; `u64::MAX` without a deadline.
+    #[inline]
+    fn packed(&self, item: usize) -> u64 {
+        if self.held.has(item) {
+            (self.at[item].min(Self::SATURATED) << Self::INDEX_BITS) | item as u64
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// Item `item`'s leaf changed: each node on its path to the root again the earlier
+    /// of its children.
+    #[inline]
+    fn climb(&mut self, item: usize) {
+        let mut least = self.packed(item);
+        let tree = &mut self.tree[..];
+        let mut node = tree.len() / 2 + item;
+        tree[node] = least;
+        while node > 1 {
+            least = least.min(tree[node ^ 1]);
+            node /= 2;
+            if tree[node] == least {
+                // The nodes above depend on this one alone: they stand.
+                break;
+            }
+            tree[node] = least;
+        }
     }
 
     /// Item `item`'s deadline.
     pub fn get(&self, item: usize) -> Option<Nanos> {
-        self.at.get(item).copied().flatten()
+        self.held.has(item).then(|| Nanos(self.at[item]))
+    }
+
+    /// The earliest deadline of any item, and its item.
+    #[inline(always)]
+    fn earliest(&self) -> Option<(u64, usize)> {
+        if self.heaped() {
+            let (t, item) = self.heap.peek()?.0;
+            return Some((t, item));
+        }
+        let root = *self.tree.get(1)?;
+        if root == u64::MAX {
+            return None;
+        }
+        if root >> Self::INDEX_BITS < Self::SATURATED {
+            let item = (root & ((1 << Self::INDEX_BITS) - 1)) as usize;
+            return Some((root >> Self::INDEX_BITS, item));
+        }
+        self.earliest_exact()
+    }
+
+    /// [`earliest`](Self::earliest) when nothing is due before nine years, which the
+    /// tree does not tell apart.
+    #[cold]
+    fn earliest_exact(&self) -> Option<(u64, usize)> {
+        (0..self.at.len())
+            .filter(|&i| self.held.has(i))
+            .map(|i| (self.at[i], i))
+            .min()
     }
 
     /// The earliest deadline of any item.
     pub fn first(&self) -> Option<Nanos> {
-        if self.at.len() <= Self::SCANNED {
-            return self.at.iter().flatten().min().copied();
-        }
-        self.heap.peek().map(|r| r.0.0)
+        self.earliest().map(|(t, _)| Nanos(t))
     }
 
     /// An item whose deadline is at or before `now`, earliest first (then lowest index);
     /// its deadline is cleared.
+    #[inline]
     pub fn pop_due(&mut self, now: Nanos) -> Option<usize> {
-        if self.at.len() <= Self::SCANNED {
-            let (item, _) = self
-                .at
-                .iter()
-                .enumerate()
-                .filter_map(|(i, t)| t.filter(|&t| t <= now).map(|t| (i, t)))
-                .min_by_key(|&(i, t)| (t, i))?;
-            self.at[item] = None;
-            self.held.set(item, false);
-            return Some(item);
-        }
-        let &std::cmp::Reverse((t, item)) = self.heap.peek()?;
-        if t > now {
+        let (t, item) = self.earliest()?;
+        if t > now.0 {
             return None;
         }
-        self.heap.pop();
-        self.at[item] = None;
-        self.held.set(item, false);
-        self.trim();
+        self.take(item);
         Some(item)
+    }
+
+    /// Clears the earliest deadline, item `item`'s.
+    fn take(&mut self, item: usize) {
+        self.at[item] = u64::MAX;
+        self.held.set(item, false);
+        if self.heaped() {
+            self.heap.pop();
+            self.trim();
+        } else {
+            self.climb(item);
+        }
     }
 
     /// The first item in turn from `start` (wrapping past the last to 0) whose deadline
     /// is at or before `now`: what a look at every item in that order would find, looking
     /// only at those with a deadline (a sender's QPs take turns this way).
     pub fn first_due_in_turn(&self, start: usize, now: Nanos) -> Option<usize> {
-        self.held
-            .first_from(start, |i| self.at[i].is_some_and(|t| t <= now))
+        self.held.first_from(start, |i| self.at[i] <= now.0)
     }
 
-    /// Drops stale entries from the top, so that [`first`](Self::first) is exact.
+    /// Drops stale entries from the heap's top, so that [`first`](Self::first) is exact.
     fn trim(&mut self) {
         while let Some(&std::cmp::Reverse((t, item))) = self.heap.peek() {
-            if self.at[item] == Some(t) {
+            if self.at[item] == t && self.held.has(item) {
                 break;
             }
             self.heap.pop();
@@ -387,10 +486,12 @@ impl Deadlines {
 mod deadline_tests {
     use super::*;
 
-    /// `first_due_in_turn` finds what a look at every item from `start` (wrapping) finds,
-    /// through deadlines set, moved, cleared and popped, on the scanned size and past it.
+    /// The earliest deadline, the item due first and `first_due_in_turn` are what a look
+    /// at every item finds, through deadlines set, moved, cleared and popped, on the flat
+    /// size and past it, with deadlines years away and at the end of time (`Nanos::MAX`,
+    /// which is not none) among them.
     #[test]
-    fn the_first_due_in_turn_is_what_a_look_at_every_item_finds() {
+    fn every_answer_is_what_a_look_at_every_item_finds() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut next = || {
             x ^= x << 13;
@@ -405,24 +506,45 @@ mod deadline_tests {
             for step in 0..400 {
                 let r = next();
                 let item = (r % n as u64) as usize;
-                let now = Nanos((r >> 20) % 100);
+                let now = if r % 61 == 0 {
+                    Nanos::MAX
+                } else {
+                    Nanos((r >> 20) % 100)
+                };
                 match (r >> 40) % 4 {
                     0 => {
                         d.set(item, None);
                         model[item] = None;
                     }
                     3 => {
-                        if let Some(i) = d.pop_due(now) {
-                            assert!(model[i].is_some_and(|t| t <= now));
+                        let want = model
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, t)| t.filter(|&t| t <= now).map(|t| (t, i)))
+                            .min()
+                            .map(|(_, i)| i);
+                        assert_eq!(d.pop_due(now), want, "round {round} step {step}");
+                        if let Some(i) = want {
                             model[i] = None;
                         }
                     }
                     _ => {
-                        let t = Some(Nanos((r >> 30) % 100));
+                        let t = Some(match r % 53 {
+                            0 => Nanos::MAX,
+                            // Past the nine years that a flat rescan tells apart quickly.
+                            1..=3 => Nanos((1 << 60) + (r >> 30) % 4),
+                            _ => Nanos((r >> 30) % 100),
+                        });
                         d.set(item, t);
                         model[item] = t;
                     }
                 }
+                assert_eq!(
+                    d.first(),
+                    model.iter().flatten().min().copied(),
+                    "round {round} step {step}"
+                );
+                assert_eq!(d.get(item), model[item]);
                 let start = ((r >> 50) % n as u64) as usize;
                 let want = (0..n)
                     .map(|k| (start + k) % n)
@@ -458,7 +580,7 @@ mod deadline_tests {
     }
 
     #[test]
-    fn past_the_scanned_size_the_heap_keeps_every_deadline() {
+    fn past_the_flat_size_the_heap_keeps_every_deadline() {
         let mut d = Deadlines::default();
         let mut model: Vec<Option<Nanos>> = Vec::new();
         let mut x = 12345u64;
@@ -466,7 +588,7 @@ mod deadline_tests {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            // Items grow past SCANNED partway through.
+            // Items grow past FLAT partway through.
             let items = if step < 500 { 6 } else { 40 };
             let item = (x >> 33) as usize % items;
             let at = (!(x >> 20).is_multiple_of(4)).then_some(Nanos((x >> 40) % 1000));

@@ -5,10 +5,10 @@
 //! Every change to what a port's deadlines depend on (its queues, control frames, the
 //! pause it received, its refresh timers, its watchdog state, its transmitter) *touches*
 //! the port; every public entry point of the switch *settles* before it returns, which
-//! recomputes the touched ports' deadlines and pushes those that moved onto two heaps
-//! (transmit and timers). An entry whose time is no longer its port's is stale and is
-//! skipped when it reaches the top. In debug builds [`Switch::poll_timeout`] checks the
-//! result against a scan of every port.
+//! recomputes the touched ports' deadlines and files those that moved in two
+//! [`Deadlines`] (transmit and timers): a tournament tree up to 32 ports, a heap past
+//! that. In debug builds [`Switch::poll_timeout`] checks the result against a scan of
+//! every port.
 //!
 //! [`Switch::poll_timeout`]: super::Switch::poll_timeout
 
