@@ -486,6 +486,17 @@ impl Deadlines {
 mod deadline_tests {
     use super::*;
 
+    /// The item a look at every one finds due first at `now`: the earliest, then the
+    /// lowest index.
+    fn due_first(model: &[Option<Nanos>], now: Nanos) -> Option<usize> {
+        model
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.filter(|&t| t <= now).map(|t| (t, i)))
+            .min()
+            .map(|(_, i)| i)
+    }
+
     /// The earliest deadline, the item due first and `first_due_in_turn` are what a look
     /// at every item finds, through deadlines set, moved, cleared and popped, on the flat
     /// size and past it, with deadlines years away and at the end of time (`Nanos::MAX`,
@@ -517,12 +528,7 @@ mod deadline_tests {
                         model[item] = None;
                     }
                     3 => {
-                        let want = model
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(i, t)| t.filter(|&t| t <= now).map(|t| (t, i)))
-                            .min()
-                            .map(|(_, i)| i);
+                        let want = due_first(&model, now);
                         assert_eq!(d.pop_due(now), want, "round {round} step {step}");
                         if let Some(i) = want {
                             model[i] = None;
@@ -604,12 +610,7 @@ mod deadline_tests {
             );
             if step.is_multiple_of(7) {
                 let now = Nanos((x >> 12) % 1000);
-                let want = model
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, t)| t.filter(|&t| t <= now).map(|t| (t, i)))
-                    .min()
-                    .map(|(_, i)| i);
+                let want = due_first(&model, now);
                 assert_eq!(d.pop_due(now), want, "step {step}");
                 if let Some(i) = want {
                     model[i] = None;
