@@ -239,9 +239,11 @@ pub struct Deadlines {
     at: Vec<u64>,
     /// The items with a deadline, one bit each.
     held: Bits,
-    /// Up to `FLAT` items: the tournament tree, its root at 1 and its leaves, one per
-    /// item, from its width on; each node a [`Deadlines::packed`] word.
+    /// Up to `FLAT` items: the tournament tree, `2 * FLAT` nodes, its root at 1 and its
+    /// leaves, one per item, from `width` on; each node a [`Deadlines::packed`] word.
     tree: Vec<u64>,
+    /// The tree's leaves: the number of items rounded up to a power of two.
+    width: usize,
     /// Past `FLAT` items: every deadline, with stale entries.
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
 }
@@ -339,7 +341,7 @@ impl Deadlines {
             }
             self.trim();
         } else {
-            self.climb(item);
+            self.climb(item, Self::word(item, key, held));
         }
     }
 
@@ -360,8 +362,9 @@ impl Deadlines {
             return;
         }
         let width = len.next_power_of_two();
-        if self.tree.len() != 2 * width {
-            self.tree = vec![u64::MAX; 2 * width];
+        if self.width != width {
+            self.width = width;
+            self.tree = vec![u64::MAX; 2 * Self::FLAT];
             for i in 0..len {
                 self.tree[width + i] = self.packed(i);
             }
@@ -376,23 +379,33 @@ impl Deadlines {
     /// due together, the lowest index; `u64::MAX` without a deadline.
     #[inline]
     fn packed(&self, item: usize) -> u64 {
-        if self.held.has(item) {
-            (self.at[item].min(Self::SATURATED) << Self::INDEX_BITS) | item as u64
+        Self::word(item, self.at[item], self.held.has(item))
+    }
+
+    /// [`packed`](Self::packed) of an item whose deadline is `at` if it is `held`.
+    #[inline]
+    fn word(item: usize, at: u64, held: bool) -> u64 {
+        if held {
+            (at.min(Self::SATURATED) << Self::INDEX_BITS) | item as u64
         } else {
             u64::MAX
         }
     }
 
-    /// Item `item`'s leaf changed: each node on its path to the root again the earlier
-    /// of its children.
+    /// Item `item`'s leaf is now `word`: each node on its path to the root again the
+    /// earlier of its children.
     #[inline]
-    fn climb(&mut self, item: usize) {
-        let mut least = self.packed(item);
-        let tree = &mut self.tree[..];
-        let mut node = tree.len() / 2 + item;
-        tree[node] = least;
+    fn climb(&mut self, item: usize, word: u64) {
+        // A tree of fixed size, its indices masked to it: no bounds to check on the way.
+        const NODES: usize = 2 * Deadlines::FLAT;
+        let Ok(tree) = <&mut [u64; NODES]>::try_from(&mut self.tree[..]) else {
+            unreachable!("a flat set of deadlines has its tree");
+        };
+        let mut node = (self.width + item) % NODES;
+        tree[node] = word;
+        let mut least = word;
         while node > 1 {
-            least = least.min(tree[node ^ 1]);
+            least = least.min(tree[(node ^ 1) % NODES]);
             node /= 2;
             if tree[node] == least {
                 // The nodes above depend on this one alone: they stand.
@@ -460,7 +473,7 @@ impl Deadlines {
             self.heap.pop();
             self.trim();
         } else {
-            self.climb(item);
+            self.climb(item, u64::MAX);
         }
     }
 
