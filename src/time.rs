@@ -550,7 +550,7 @@ mod deadline_tests {
                     _ => {
                         let t = Some(match r % 53 {
                             0 => Nanos::MAX,
-                            // Past the nine years that a flat rescan tells apart quickly.
+                            // Past the nine years that a tree word tells apart.
                             1..=3 => Nanos((1 << 60) + (r >> 30) % 4),
                             _ => Nanos((r >> 30) % 100),
                         });
