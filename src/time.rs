@@ -305,12 +305,13 @@ impl Bits {
 
 impl Deadlines {
     /// Most items kept without the heap.
-    pub const FLAT: usize = 32;
+    pub const FLAT: usize = 128;
 
     /// A tree node's bits of item index.
-    const INDEX_BITS: u32 = 6;
+    const INDEX_BITS: u32 = 7;
 
-    /// The latest time a tree node tells apart, in ns (some nine years): later ones tie.
+    /// The latest time a tree node tells apart, in ns (some four and a half years): later
+    /// ones tie.
     const SATURATED: u64 = (1 << (64 - Self::INDEX_BITS)) - 2;
 
     /// Whether the heap keeps the deadlines.
@@ -438,8 +439,8 @@ impl Deadlines {
         self.earliest_exact()
     }
 
-    /// [`earliest`](Self::earliest) when nothing is due before nine years, which the
-    /// tree does not tell apart.
+    /// [`earliest`](Self::earliest) when nothing is due within four and a half years,
+    /// which the tree does not tell apart.
     #[cold]
     fn earliest_exact(&self) -> Option<(u64, usize)> {
         (0..self.at.len())
@@ -550,7 +551,7 @@ mod deadline_tests {
                     _ => {
                         let t = Some(match r % 53 {
                             0 => Nanos::MAX,
-                            // Past the nine years that a tree word tells apart.
+                            // Past the years that a tree word tells apart.
                             1..=3 => Nanos((1 << 60) + (r >> 30) % 4),
                             _ => Nanos((r >> 30) % 100),
                         });
@@ -608,7 +609,7 @@ mod deadline_tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             // Items grow past FLAT partway through.
-            let items = if step < 500 { 6 } else { 40 };
+            let items = if step < 500 { 6 } else { Deadlines::FLAT + 8 };
             let item = (x >> 33) as usize % items;
             let at = (!(x >> 20).is_multiple_of(4)).then_some(Nanos((x >> 40) % 1000));
             d.set(item, at);

@@ -6,7 +6,7 @@
 //! pause it received, its refresh timers, its watchdog state, its transmitter) *touches*
 //! the port; every public entry point of the switch *settles* before it returns, which
 //! recomputes the touched ports' deadlines and files those that moved in two
-//! [`Deadlines`] (transmit and timers): a tournament tree up to 32 ports, a heap past
+//! [`Deadlines`] (transmit and timers): a tournament tree up to 128 ports, a heap past
 //! that. In debug builds [`Switch::poll_timeout`] checks the result against a scan of
 //! every port.
 //!
