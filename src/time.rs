@@ -304,11 +304,14 @@ impl Bits {
 }
 
 impl Deadlines {
-    /// Most items kept without the heap.
+    /// Most items kept without the heap: a power of two.
     pub const FLAT: usize = 128;
 
-    /// A tree node's bits of item index.
-    const INDEX_BITS: u32 = 7;
+    /// A tree node's bits of item index: as many as the indices below `FLAT` take.
+    const INDEX_BITS: u32 = {
+        assert!(Self::FLAT.is_power_of_two());
+        Self::FLAT.trailing_zeros()
+    };
 
     /// The latest time a tree node tells apart, in ns (some four and a half years): later
     /// ones tie.

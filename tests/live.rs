@@ -479,7 +479,22 @@ fn an_incast_of_two_endpoints_shows_pfc_and_ce_and_loses_nothing() {
     let sw = lab.switch(&config, &["--json", stats.to_str().unwrap()]);
     let pcaps: Vec<PathBuf> = (0..3).map(|i| lab.path(&format!("h{i}.pcapng"))).collect();
     let captures: Vec<Child> = (0..3).map(|i| capture(&lab, i, &pcaps[i], 12)).collect();
+    // Two seconds for tshark to come up, and on a loaded machine (the whole suite beside
+    // it) as long as it takes to write its file's header, which it does once it captures:
+    // two seconds alone were once not enough, and the switch reported PFC frames sent that
+    // the senders' captures did not hold.
     std::thread::sleep(Duration::from_millis(2000));
+    let live = Instant::now() + Duration::from_secs(30);
+    while !pcaps
+        .iter()
+        .all(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+    {
+        assert!(
+            Instant::now() < live,
+            "tshark did not start capturing in 32 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let report2 = lab.path("r2.json");
     let receiver = lab.endpoint(
         2,
