@@ -453,6 +453,7 @@ impl Deadlines {
     }
 
     /// The earliest deadline of any item.
+    #[inline]
     pub fn first(&self) -> Option<Nanos> {
         self.earliest().map(|(t, _)| Nanos(t))
     }

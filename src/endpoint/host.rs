@@ -78,6 +78,7 @@ impl Host {
 
     /// Writes the next frame the NIC sends at `now` into `buf` (overwriting it); returns
     /// what it elides ([`Endpoint::set_elide`]), or `None` when it sends nothing now.
+    #[inline]
     pub fn poll_transmit_into(&mut self, now: Nanos, buf: &mut Vec<u8>) -> Option<Elided> {
         self.endpoint.poll_transmit_into(now, buf)
     }

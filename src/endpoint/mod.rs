@@ -1386,7 +1386,15 @@ impl Endpoint {
     /// than lending it: the endpoint keeps `buf`'s storage for its next frame, so nothing
     /// is copied. Returns what the frame elides ([`set_elide`](Self::set_elide); nothing
     /// unless that is on), or `None` when no frame came.
+    ///
+    /// Inlined for the answer most calls get right after a frame, a link still busy: a
+    /// driver calls until `None`.
+    #[inline]
     pub fn poll_transmit_into(&mut self, now: Nanos, buf: &mut Vec<u8>) -> Option<Elided> {
+        if self.link.free_at() > now {
+            self.advance_to(now);
+            return None;
+        }
         self.next_frame(now)?;
         std::mem::swap(&mut self.out, buf);
         Some(self.out_elided)

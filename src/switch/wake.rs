@@ -94,6 +94,13 @@ impl Wakes {
         )
     }
 
+    /// Whether a port's transmit deadline has come by `now` (the deadlines settled).
+    #[inline]
+    pub(super) fn tx_due(&self, now: Nanos) -> bool {
+        debug_assert!(self.dirty.is_empty(), "asked before a settle");
+        self.tx.first().is_some_and(|t| t <= now)
+    }
+
     /// A port free to transmit at `now`, earliest deadline first (then lowest index). It
     /// is touched: whatever it does next, its deadline is recomputed at the next settle.
     pub(super) fn pop_tx_due(&mut self, now: Nanos) -> Option<usize> {

@@ -174,24 +174,25 @@ impl RoceRepr<'_> {
         out.resize(payload_at, 0);
         out.extend_from_slice(self.payload);
         out.resize(self.frame_len(), 0);
-        self.emit_headers(out, icrc, Payload::InPlace)
+        self.emit_checked_headers(out, icrc, Payload::InPlace)
     }
 
     #[inline]
     fn emit_with(&self, buf: &mut [u8], icrc: bool) -> Result<usize, BuildError> {
-        self.emit_headers(buf, icrc, Payload::Copy)
+        self.ext.check_for(self.bth.opcode)?;
+        self.emit_checked_headers(buf, icrc, Payload::Copy)
     }
 
-    /// The frame into the start of `buf`, its payload copied there or already in place.
+    /// The frame into the start of `buf`, its payload copied there or already in place;
+    /// the caller has checked its extended headers against its opcode.
     #[inline]
-    fn emit_headers(
+    fn emit_checked_headers(
         &self,
         buf: &mut [u8],
         icrc: bool,
         payload: Payload,
     ) -> Result<usize, BuildError> {
-        self.ext.check_for(self.bth.opcode)?;
-        // The headers are the opcode's (just checked): their length is the table's.
+        // The headers are the opcode's (checked): their length is the table's.
         let ext_len = Layout::len_of(self.bth.opcode);
         let udp_len = udp::HEADER_LEN + self.udp_payload_len_with(ext_len);
         let frame_len = self.frame_len_with(udp_len - udp::HEADER_LEN);
@@ -269,7 +270,7 @@ impl RoceRepr<'_> {
     }
 }
 
-/// Whether [`RoceRepr::emit_headers`] copies the payload into the frame, or finds it there.
+/// Whether [`RoceRepr::emit_checked_headers`] copies the payload into the frame, or finds it there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Payload {
     Copy,

@@ -64,6 +64,17 @@ static LAYOUTS: [Layout; 256] = {
 
 /// [`Layout::len`] of every opcode's layout: the hot paths look a length up instead of
 /// adding ten conditional terms.
+/// Each opcode's [`Layout::bits`]: what [`ExtHeaders::check_for`] compares in one step.
+static BITS: [u16; 256] = {
+    let mut table = [0u16; 256];
+    let mut op = 0;
+    while op < 256 {
+        table[op] = LAYOUTS[op].bits();
+        op += 1;
+    }
+    table
+};
+
 static LENS: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut op = 0;
@@ -149,6 +160,22 @@ impl Layout {
     /// True when no extended header follows the BTH.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The headers present as one bit each, in wire order from bit 0.
+    const fn bits(&self) -> u16 {
+        presence([
+            self.rdeth,
+            self.deth,
+            self.xrceth,
+            self.feth,
+            self.reth,
+            self.atomic_eth,
+            self.aeth,
+            self.atomic_ack_eth,
+            self.immdt,
+            self.ieth,
+        ])
     }
 
     /// The names of the headers present, in wire order.
@@ -274,6 +301,18 @@ pub struct ExtHeaders {
     pub ieth: Option<u32>,
 }
 
+/// Ten presence flags, in wire order, as the low bits of a word.
+#[inline(always)]
+const fn presence(present: [bool; 10]) -> u16 {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < present.len() {
+        bits |= (present[i] as u16) << i;
+        i += 1;
+    }
+    bits
+}
+
 fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(array(b, at))
 }
@@ -371,12 +410,34 @@ impl ExtHeaders {
     }
 
     /// Checks that these headers are exactly what `opcode` carries.
+    #[inline]
     pub fn check_for(&self, opcode: Opcode) -> Result<(), BuildError> {
-        let want = opcode.layout();
-        let have = self.layout();
-        if want == have {
+        // Every frame built asks: the headers present as bits against the opcode's, one
+        // comparison rather than ten.
+        let have = presence([
+            self.rdeth.is_some(),
+            self.deth.is_some(),
+            self.xrceth.is_some(),
+            self.feth.is_some(),
+            self.reth.is_some(),
+            self.atomic_eth.is_some(),
+            self.aeth.is_some(),
+            self.atomic_ack_eth.is_some(),
+            self.immdt.is_some(),
+            self.ieth.is_some(),
+        ]);
+        if have == BITS[usize::from(opcode.0)] {
             return Ok(());
         }
+        self.mismatch(opcode)
+    }
+
+    /// [`check_for`](Self::check_for)'s error.
+    #[cold]
+    fn mismatch(&self, opcode: Opcode) -> Result<(), BuildError> {
+        let want = opcode.layout();
+        let have = self.layout();
+        debug_assert_ne!(want, have, "check_for's bits agree with the layouts");
         let problem = if have.len() < want.len() {
             "needs extended headers that are missing"
         } else {
