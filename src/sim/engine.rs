@@ -39,6 +39,23 @@ pub use crate::endpoint::host::Host;
 /// The most idle frame buffers a shard keeps (see `Shard::recycle`).
 const POOL_MAX: usize = 512;
 
+/// The least capacity of a buffer the pool keeps, and that of one it makes: a short frame
+/// fits whatever its headers (a tag, IPv6, a RETH and an immediate), and so do ACKs, CNPs
+/// and PFC frames. A buffer grown for a whole frame stays grown.
+const BUFFER_CAPACITY: usize = {
+    use crate::wire::{bth, elide, ethernet, icrc, ipv6, udp, xth};
+    (ethernet::HEADER_LEN
+        + ethernet::VLAN_TAG_LEN
+        + ipv6::HEADER_LEN
+        + udp::HEADER_LEN
+        + bth::HEADER_LEN
+        + xth::RETH_LEN
+        + xth::IMMDT_LEN
+        + elide::KEPT
+        + icrc::ICRC_LEN)
+        .next_power_of_two()
+};
+
 /// Bits of an event's tie-break that count the events its node caused; the node's index
 /// is above them. 2^40 events per node, 2^24 nodes.
 const CAUSE_BITS: u32 = 40;
@@ -201,8 +218,6 @@ struct Shard {
     same_instant: u32,
     /// Buffers of delivered frames, for hosts to send into.
     pool: Vec<Vec<u8>>,
-    /// The longest frame sent so far: the pool keeps only buffers that hold it.
-    largest_frame: usize,
     stats: EngineStats,
     /// Frames for other shards' nodes, by shard.
     outbox: Vec<Vec<Parcel>>,
@@ -968,17 +983,18 @@ impl Shard {
     /// overwrites them ([`Endpoint::poll_transmit_into`]), and a buffer of the right
     /// length already needs no zeroing.
     ///
-    /// A buffer too small for the longest frame sent so far (an ACK's, a CNP's) is freed
-    /// instead: a host handed it would grow it for its next data frame, an allocation on
-    /// a fifth of the frames of a 64:1 incast. Once every buffer in circulation is large
-    /// enough, none is freed.
+    /// A buffer smaller than [`BUFFER_CAPACITY`] (an ACK's or a PFC frame's, made to its
+    /// length) is freed instead: a host handed it would grow it for its next data frame.
+    /// Every other buffer holds a short frame, and one grown for a whole frame (a
+    /// message's last packet, whose length is no multiple of 4) stays grown: once the pool
+    /// is warm, no frame sent allocates.
     ///
     /// The pool holds at most [`POOL_MAX`] buffers: enough for the frames a burst of
     /// deliveries frees before the hosts send again, while what is idle stays a few MB.
     ///
     /// [`Endpoint::poll_transmit_into`]: crate::endpoint::Endpoint::poll_transmit_into
     fn recycle(&mut self, frame: Vec<u8>) {
-        if self.pool.len() < POOL_MAX && frame.capacity() >= self.largest_frame {
+        if self.pool.len() < POOL_MAX && frame.capacity() >= BUFFER_CAPACITY {
             self.pool.push(frame);
         }
     }
@@ -995,7 +1011,10 @@ impl Shard {
                 Node::Switch(s) => s.poll_transmit_elided(now),
                 Node::Host(h) => {
                     // The frame is built in the buffer handed over: no copy.
-                    let mut buf = self.pool.pop().unwrap_or_default();
+                    let mut buf = self
+                        .pool
+                        .pop()
+                        .unwrap_or_else(|| Vec::with_capacity(BUFFER_CAPACITY));
                     match h.poll_transmit_into(now, &mut buf) {
                         Some(elided) => Some((0, buf, elided)),
                         None => {
@@ -1033,7 +1052,6 @@ impl Shard {
     }
 
     fn send(&mut self, local: usize, port: usize, frame: Vec<u8>, elided: Elided, wiring: &Wiring) {
-        self.largest_frame = self.largest_frame.max(frame.len());
         let now = self.now;
         let site = &mut self.sites[local];
         let index = site.sent_on[port];
