@@ -70,6 +70,7 @@ impl Audit {
         }
     }
 
+    #[cold]
     fn first_data(&mut self, meta: &FrameMeta, tc: u8, q: usize, cfg: &SwitchConfig) {
         // With PFC off on every class (`--no-pfc`, `lossless = []`) lossy RoCE is the
         // choice made, not a mistake to warn of.
@@ -95,6 +96,7 @@ impl Audit {
         }
     }
 
+    #[cold]
     fn first_cnp(&mut self, meta: &FrameMeta, tc: u8, q: usize, cfg: &SwitchConfig) {
         let strict = cfg.queues[q].schedule == Schedule::Strict;
         if !strict && !cfg.lossless.contains(tc) {
