@@ -270,7 +270,8 @@ impl RoceRepr<'_> {
     }
 }
 
-/// Whether [`RoceRepr::emit_checked_headers`] copies the payload into the frame, or finds it there.
+/// Whether [`RoceRepr::emit_checked_headers`] copies the payload into the frame, or finds
+/// it there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Payload {
     Copy,

@@ -62,8 +62,6 @@ static LAYOUTS: [Layout; 256] = {
     table
 };
 
-/// [`Layout::len`] of every opcode's layout: the hot paths look a length up instead of
-/// adding ten conditional terms.
 /// Each opcode's [`Layout::bits`]: what [`ExtHeaders::check_for`] compares in one step.
 static BITS: [u16; 256] = {
     let mut table = [0u16; 256];
@@ -75,6 +73,8 @@ static BITS: [u16; 256] = {
     table
 };
 
+/// [`Layout::len`] of every opcode's layout: the hot paths look a length up instead of
+/// adding ten conditional terms.
 static LENS: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut op = 0;
@@ -163,8 +163,9 @@ impl Layout {
     }
 
     /// The headers present as one bit each, in wire order from bit 0.
+    #[inline(always)]
     const fn bits(&self) -> u16 {
-        presence([
+        let present = [
             self.rdeth,
             self.deth,
             self.xrceth,
@@ -175,7 +176,14 @@ impl Layout {
             self.atomic_ack_eth,
             self.immdt,
             self.ieth,
-        ])
+        ];
+        let mut bits = 0;
+        let mut i = 0;
+        while i < present.len() {
+            bits |= (present[i] as u16) << i;
+            i += 1;
+        }
+        bits
     }
 
     /// The names of the headers present, in wire order.
@@ -301,18 +309,6 @@ pub struct ExtHeaders {
     pub ieth: Option<u32>,
 }
 
-/// Ten presence flags, in wire order, as the low bits of a word.
-#[inline(always)]
-const fn presence(present: [bool; 10]) -> u16 {
-    let mut bits = 0;
-    let mut i = 0;
-    while i < present.len() {
-        bits |= (present[i] as u16) << i;
-        i += 1;
-    }
-    bits
-}
-
 fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(array(b, at))
 }
@@ -323,6 +319,7 @@ fn be64(b: &[u8], at: usize) -> u64 {
 
 impl ExtHeaders {
     /// The layout these headers fill.
+    #[inline]
     pub fn layout(&self) -> Layout {
         Layout {
             rdeth: self.rdeth.is_some(),
@@ -414,19 +411,7 @@ impl ExtHeaders {
     pub fn check_for(&self, opcode: Opcode) -> Result<(), BuildError> {
         // Every frame built asks: the headers present as bits against the opcode's, one
         // comparison rather than ten.
-        let have = presence([
-            self.rdeth.is_some(),
-            self.deth.is_some(),
-            self.xrceth.is_some(),
-            self.feth.is_some(),
-            self.reth.is_some(),
-            self.atomic_eth.is_some(),
-            self.aeth.is_some(),
-            self.atomic_ack_eth.is_some(),
-            self.immdt.is_some(),
-            self.ieth.is_some(),
-        ]);
-        if have == BITS[usize::from(opcode.0)] {
+        if self.layout().bits() == BITS[usize::from(opcode.0)] {
             return Ok(());
         }
         self.mismatch(opcode)
