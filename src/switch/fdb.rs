@@ -52,6 +52,13 @@ impl Fdb {
         src: MacAddr,
         dst: MacAddr,
     ) -> Lookup {
+        self.learn(now, port, src);
+        self.lookup(now, port, dst)
+    }
+
+    /// Learns `src` on `port` (unicast sources only).
+    #[inline]
+    pub fn learn(&mut self, now: Nanos, port: usize, src: MacAddr) {
         let fresh = self.last_learned.is_some_and(|(mac, p, at)| {
             mac == src && p == port && now.saturating_sub(at).0 < self.age.0 / 64
         });
@@ -73,6 +80,12 @@ impl Fdb {
                 }
             }
         }
+    }
+
+    /// Where a frame for `dst` that came in on `port` goes. An entry found aged out is
+    /// forgotten.
+    #[inline]
+    pub fn lookup(&mut self, now: Nanos, port: usize, dst: MacAddr) -> Lookup {
         if dst.is_multicast() {
             return Lookup::Flood;
         }

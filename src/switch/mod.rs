@@ -117,6 +117,19 @@ struct Port {
     latency: Nanos,
 }
 
+/// A static route's group: its members' place in [`Switch`]'s `route_ports`.
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    first: u32,
+    len: u32,
+}
+
+impl Route {
+    fn ports(self) -> std::ops::Range<usize> {
+        self.first as usize..(self.first + self.len) as usize
+    }
+}
+
 /// A received frame: borrowed from the driver (copied if kept) or handed over, with
 /// the payload it elides (a simulator's short frame, see [`wire::elide`]).
 enum Incoming<'a> {
@@ -205,7 +218,12 @@ pub struct Switch {
     explain: bool,
     /// Static routes: a destination MAC to one port or an ECMP group, consulted before
     /// the learned table.
-    routes: rustc_hash::FxHashMap<MacAddr, Vec<usize>>,
+    routes: rustc_hash::FxHashMap<MacAddr, Route>,
+    /// The routes' groups, each kept once however many destinations share it (a leaf's
+    /// uplinks serve every remote host): the members of a frame's group stay in the cache.
+    route_ports: Vec<usize>,
+    /// Each group in `route_ports` once, to find a group already kept.
+    route_groups: Vec<Route>,
     /// How a static route's group picks its member.
     balancer: balance::Balancer,
     /// The queues that carry a lossless class ([`SwitchConfig::lossless_queues`]): the
@@ -277,6 +295,8 @@ impl Switch {
             wakes: wake::Wakes::new(cfg.ports.len()),
             explain: false,
             routes: Default::default(),
+            route_ports: Vec::new(),
+            route_groups: Vec::new(),
             balancer: balance::Balancer::default(),
             lossless_queues: cfg.lossless_queues(),
             watchdog_anchor: None,
@@ -464,9 +484,26 @@ impl Switch {
             .copied()
             .filter(|&p| p < self.ports.len())
             .collect();
-        if !ports.is_empty() {
-            self.routes.insert(mac, ports);
+        if ports.is_empty() {
+            return;
         }
+        let known = self
+            .route_groups
+            .iter()
+            .find(|g| self.route_ports[g.ports()] == ports[..]);
+        let route = match known {
+            Some(&g) => g,
+            None => {
+                let g = Route {
+                    first: self.route_ports.len() as u32,
+                    len: ports.len() as u32,
+                };
+                self.route_ports.extend_from_slice(&ports);
+                self.route_groups.push(g);
+                g
+            }
+        };
+        self.routes.insert(mac, route);
     }
 
     /// Picks the member of a route's group as `mode` says (ECMP by default). Call before
@@ -637,12 +674,13 @@ impl Switch {
         let c = &mut self.ports[port].counters.classes[usize::from(class)];
         c.rx_frames += 1;
         c.rx_bytes += incoming.len() as u64;
-        let lookup = self.fdb.learn_and_lookup(now, port, src, dst);
+        self.fdb.learn(now, port, src);
         let route = (!self.routes.is_empty())
             .then(|| self.routes.get(&dst))
             .flatten();
         let lookup = match route {
-            Some(group) => {
+            Some(route) => {
+                let group = &self.route_ports[route.ports()];
                 let ports = &self.ports;
                 let out = self.balancer.choose(now, frame, meta.as_ref(), group, |p| {
                     ports[p].queues.iter().map(|q| q.bytes).sum()
@@ -653,7 +691,7 @@ impl Switch {
                     Lookup::Port(out)
                 }
             }
-            None => lookup,
+            None => self.fdb.lookup(now, port, dst),
         };
         match lookup {
             Lookup::Port(out) => {
@@ -922,5 +960,59 @@ impl crate::series::SwitchProbe for Switch {
 
     fn pg_xon_bytes(&self, pg: usize) -> u64 {
         self.mmu.xon_threshold(pg)
+    }
+}
+
+#[cfg(test)]
+mod route_tests {
+    use super::*;
+
+    fn frame(dst: u8, src: u8) -> Vec<u8> {
+        let mut frame = vec![0u8; 60];
+        frame[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, dst]);
+        frame[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, src]);
+        frame[12..14].copy_from_slice(&[0x88, 0xb5]);
+        frame
+    }
+
+    /// Routes win over learned addresses, a group is kept once however many destinations
+    /// share it, and a route added again replaces the one before.
+    #[test]
+    fn routes_share_groups_win_over_learning_and_replace() {
+        let mut cfg = SwitchConfig::preset("default").unwrap();
+        cfg.ports = (0..4).map(|i| cfg.port_or_default(&format!("p{i}"))).collect();
+        let mut sw = Switch::new(&cfg);
+        // 0x0b is learned behind port 1.
+        sw.handle_frame(Nanos(0), 1, &frame(0xff, 0x0b));
+        for dst in 0x10..0x20 {
+            sw.add_route(MacAddr([0x02, 0, 0, 0, 0, dst]), &[2, 3]);
+        }
+        sw.add_route(MacAddr([0x02, 0, 0, 0, 0, 0x0b]), &[3]);
+        sw.add_route(MacAddr([0x02, 0, 0, 0, 0, 0x0c]), &[3, 9]);
+        assert_eq!(sw.route_ports, [2, 3, 3], "two groups, each once");
+        let queued = |sw: &Switch| [0, 1, 2, 3].map(|p| sw.queue_frames(p, 0));
+        let before = queued(&sw);
+        assert_eq!(
+            sw.handle_frame(Nanos(1), 0, &frame(0x0b, 0x0a)),
+            RxOutcome::Queued {
+                copies: 1,
+                dropped: 0
+            }
+        );
+        // The route, not the learned port 1; a member past the ports is left out.
+        sw.handle_frame(Nanos(2), 0, &frame(0x0c, 0x0a));
+        let after = queued(&sw);
+        assert_eq!([after[1] - before[1], after[3] - before[3]], [0, 2]);
+        // Every frame to the group's destinations goes to one of its members.
+        for dst in 0x10..0x20 {
+            sw.handle_frame(Nanos(3), 0, &frame(dst, 0x0a));
+        }
+        let spread = queued(&sw);
+        assert_eq!(spread[2] + spread[3] - after[2] - after[3], 16);
+        // Replaced: 0x0b now goes to port 2.
+        sw.add_route(MacAddr([0x02, 0, 0, 0, 0, 0x0b]), &[2]);
+        sw.handle_frame(Nanos(4), 0, &frame(0x0b, 0x0a));
+        assert_eq!(queued(&sw)[2] - spread[2], 1);
+        assert_eq!(sw.route_ports, [2, 3, 3, 2]);
     }
 }
