@@ -257,6 +257,10 @@ impl Switch {
         let frames = &port.queues[q].frames;
         if let Some(next) = frames.front() {
             self.packets.prefetch(next.slot);
+            // Its sojourn's bucket too, as the time it would have waited were it to leave
+            // once this frame is out (a bucket's line holds eight, 1 % apart).
+            let leaves = port.tx.free_at().saturating_sub(next.arrived);
+            port.counters.sojourn_ns[q].prefetch(leaves.0);
         }
         if let Some(after) = frames.get(1) {
             prefetch(std::ptr::from_ref(after).cast());
