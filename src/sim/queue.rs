@@ -83,7 +83,7 @@ enum Head {
 pub(super) struct EventQueue<T> {
     /// Each bucket's first entry. A bucket holds the events due at one time in
     /// `[base, base + SPAN)` that is `b` modulo `SPAN` (a later time of the same residue
-    /// is past the span), listed by seq, earliest first.
+    /// is past the span), last pushed first: a push reads no other entry.
     first: Box<[u32; SPAN]>,
     /// The entries, and the free ones' list through `next`.
     entries: Vec<Entry<T>>,
@@ -94,6 +94,10 @@ pub(super) struct EventQueue<T> {
     held: usize,
     /// The bucket of the calendar's earliest event, when it holds any.
     head: usize,
+    /// That event's entry (the least seq of its bucket), and the entry before it in the
+    /// bucket's list (`NIL`: it is the first).
+    head_entry: u32,
+    head_prev: u32,
     /// No event is queued earlier: the time of the last pop.
     base: u64,
     /// Events past the calendar's span when they were pushed.
@@ -113,6 +117,8 @@ impl<T> Default for EventQueue<T> {
             occupied: Box::new([0; WORDS]),
             held: 0,
             head: 0,
+            head_entry: NIL,
+            head_prev: NIL,
             base: 0,
             far: Heap::default(),
             far_items: Vec::new(),
@@ -154,7 +160,7 @@ impl<T: Default> EventQueue<T> {
     /// The calendar's earliest entry (it holds one).
     #[inline(always)]
     fn near(&self) -> &Entry<T> {
-        &self.entries[self.first[self.head] as usize]
+        &self.entries[self.head_entry as usize]
     }
 
     /// Events queued.
@@ -190,11 +196,13 @@ impl<T: Default> EventQueue<T> {
             self.far.push(FarKey { time, seq, slot });
             return;
         }
+        let b = time as usize & (SPAN - 1);
+        let first = self.first[b];
         let e = if self.free == NIL {
             self.entries.push(Entry {
                 time,
                 seq,
-                next: NIL,
+                next: first,
                 item,
             });
             u32::try_from(self.entries.len() - 1).expect("fewer than 2^32 events near")
@@ -204,24 +212,24 @@ impl<T: Default> EventQueue<T> {
             self.free = entry.next;
             entry.time = time;
             entry.seq = seq;
+            entry.next = first;
             entry.item = item;
             e
         };
-        let b = time as usize & (SPAN - 1);
-        // Most buckets hold one event or none: the walk is short.
-        let mut after = NIL;
-        let mut next = self.first[b];
-        while next != NIL && self.entries[next as usize].seq < seq {
-            after = next;
-            next = self.entries[next as usize].next;
-        }
-        self.entries[e as usize].next = next;
-        match after {
-            NIL => self.first[b] = e,
-            a => self.entries[a as usize].next = e,
-        }
+        self.first[b] = e;
+        // A bucket holds one time: an event earlier than the head has a bucket of its
+        // own, and one at the head's time joins the head's bucket, ahead of the rest.
         if self.held == 0 || time < self.near().time {
             self.head = b;
+            self.head_entry = e;
+            self.head_prev = NIL;
+        } else if b == self.head {
+            if seq < self.near().seq {
+                self.head_entry = e;
+                self.head_prev = NIL;
+            } else if self.head_prev == NIL {
+                self.head_prev = e;
+            }
         }
         self.occupied[b / 64] |= 1 << (b % 64);
         self.held += 1;
@@ -256,22 +264,45 @@ impl<T: Default> EventQueue<T> {
     #[inline]
     fn pop_near(&mut self) -> (u64, T) {
         let b = self.head;
-        let e = self.first[b];
+        let e = self.head_entry;
         let free = self.free;
         let entry = &mut self.entries[e as usize];
         let (time, next) = (entry.time, entry.next);
         let item = std::mem::take(&mut entry.item);
         entry.next = free;
         self.free = e;
-        self.first[b] = next;
-        self.held -= 1;
-        if next == NIL {
-            self.occupied[b / 64] &= !(1 << (b % 64));
-            if self.held > 0 {
-                self.head = self.next_occupied(b);
-            }
+        match self.head_prev {
+            NIL => self.first[b] = next,
+            prev => self.entries[prev as usize].next = next,
         }
+        self.held -= 1;
+        if self.first[b] == NIL {
+            self.occupied[b / 64] &= !(1 << (b % 64));
+            if self.held == 0 {
+                return (time, item);
+            }
+            self.head = self.next_occupied(b);
+        }
+        self.find_head_entry();
         (time, item)
+    }
+
+    /// Finds the head bucket's earliest event: the least seq on its list. The walk reads
+    /// the entries that are taken next.
+    #[inline]
+    fn find_head_entry(&mut self) {
+        let mut at = self.first[self.head];
+        let (mut best, mut best_prev, mut prev) = (at, NIL, NIL);
+        let mut least = u64::MAX;
+        while at != NIL {
+            let entry = &self.entries[at as usize];
+            if entry.seq < least {
+                (least, best, best_prev) = (entry.seq, at, prev);
+            }
+            (prev, at) = (at, entry.next);
+        }
+        self.head_entry = best;
+        self.head_prev = best_prev;
     }
 
     /// The first non-empty bucket from `from` on, wrapping: the next time in the span,
