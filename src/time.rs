@@ -170,6 +170,17 @@ impl Span {
     }
 }
 
+/// The earlier of two optional times (`None`: no time). A match, not an array of options
+/// and `min`: the array is built on the stack and read back at once with wider loads, a
+/// store-forwarding stall, and the simulator asks every node after every event.
+#[inline]
+pub fn earliest(a: Option<Nanos>, b: Option<Nanos>) -> Option<Nanos> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Nanoseconds since the Unix epoch as exact decimal seconds (`"1700000000.123456789"`):
 /// JSON readers that hold numbers as doubles (jq, JavaScript) round integers above 2^53,
 /// which every epoch time in nanoseconds is, so reports give this string beside `*_ns`.

@@ -7,7 +7,7 @@
 
 use super::app::{App, Application as _};
 use super::{Completion, Endpoint};
-use crate::time::Nanos;
+use crate::time::{Nanos, earliest};
 use crate::wire::elide::Elided;
 
 /// An endpoint and the work it runs.
@@ -87,10 +87,7 @@ impl Host {
     /// deadline, whichever comes first.
     pub fn poll_timeout(&self) -> Option<Nanos> {
         let app = self.app.as_ref().and_then(|a| a.deadline());
-        [self.endpoint.poll_timeout(), app]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest(self.endpoint.poll_timeout(), app)
     }
 
     /// The next time it must run at exactly: [`Host::poll_timeout`] less work the
@@ -101,10 +98,7 @@ impl Host {
             .app
             .as_ref()
             .and_then(|a| a.deadline().filter(|&d| Some(d) != a.work_due()));
-        [self.endpoint.poll_timeout(), app]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest(self.endpoint.poll_timeout(), app)
     }
 
     /// True when its application is done (or it has none).

@@ -7,7 +7,7 @@ use super::{Port, Switch, Transmit};
 use crate::config::MarkAt;
 use crate::hint::prefetch;
 use crate::link::{self, Framing};
-use crate::time::Nanos;
+use crate::time::{Nanos, earliest};
 use crate::wire::elide::Elided;
 use crate::wire::int::{INT_REQUEST, IntHop, TRAILER_LEN, push_hop};
 use crate::wire::pfc::MacControl;
@@ -338,17 +338,6 @@ impl Switch {
         }
         self.run_watchdog(now);
         self.settle();
-    }
-}
-
-/// The earlier of two optional times. A match, not an array of options: those are built
-/// on the stack and read back at once with wider loads, a store-forwarding stall on a
-/// call the simulator makes after every event.
-#[inline]
-fn earliest(a: Option<Nanos>, b: Option<Nanos>) -> Option<Nanos> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 

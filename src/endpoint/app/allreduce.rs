@@ -568,7 +568,7 @@ impl Application for RingAllReduce {
 
     fn deadline(&self) -> Option<Nanos> {
         let start = self.started.is_none().then_some(self.start_at);
-        [start, self.work_due()].into_iter().flatten().min()
+        crate::time::earliest(start, self.work_due())
     }
 
     fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {

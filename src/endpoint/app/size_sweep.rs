@@ -277,7 +277,7 @@ impl Application for SizeSweep {
 
     fn deadline(&self) -> Option<Nanos> {
         let start = (!self.started).then_some(self.start_at);
-        [start, self.work_due()].into_iter().flatten().min()
+        crate::time::earliest(start, self.work_due())
     }
 
     fn on_timeout(&mut self, now: Nanos, ep: &mut Endpoint) {
