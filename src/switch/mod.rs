@@ -980,7 +980,9 @@ mod route_tests {
     #[test]
     fn routes_share_groups_win_over_learning_and_replace() {
         let mut cfg = SwitchConfig::preset("default").unwrap();
-        cfg.ports = (0..4).map(|i| cfg.port_or_default(&format!("p{i}"))).collect();
+        cfg.ports = (0..4)
+            .map(|i| cfg.port_or_default(&format!("p{i}")))
+            .collect();
         let mut sw = Switch::new(&cfg);
         // 0x0b is learned behind port 1.
         sw.handle_frame(Nanos(0), 1, &frame(0xff, 0x0b));
