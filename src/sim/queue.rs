@@ -16,8 +16,8 @@
 //! deterministic and the same as with a heap alone.
 //!
 //! A calendar entry holds its event, not a pointer to it: the engine's next event is then
-//! one load away (its bucket's first entry) instead of two (the entry, then the event
-//! in a slab), and the engine can start loading the frame it delivers while the current
+//! one load away (the head bucket's earliest entry, which the queue keeps) instead of two
+//! (the entry, then the event in a slab), and the engine can start loading the frame it delivers while the current
 //! event runs. Those loads miss the cache on a fabric of any size (thousands of events
 //! wait, each queued a link's delay ago), and with a slab the second one, the event's
 //! slot, was the loop's costliest instruction. An entry is one cache line. The heap moves
