@@ -17,11 +17,12 @@
 //!
 //! A calendar entry holds its event, not a pointer to it: the engine's next event is then
 //! one load away (the head bucket's earliest entry, which the queue keeps) instead of two
-//! (the entry, then the event in a slab), and the engine can start loading the frame it delivers while the current
-//! event runs. Those loads miss the cache on a fabric of any size (thousands of events
-//! wait, each queued a link's delay ago), and with a slab the second one, the event's
-//! slot, was the loop's costliest instruction. An entry is one cache line. The heap moves
-//! 24-byte keys and keeps its events aside, by slot: few events are that far off.
+//! (the entry, then the event in a slab), and the engine can start loading the frame it
+//! delivers while the current event runs. Those loads miss the cache on a fabric of any
+//! size (thousands of events wait, each queued a link's delay ago), and with a slab the
+//! second one, the event's slot, was the loop's costliest instruction. An entry is one
+//! cache line. The heap moves 24-byte keys and keeps its events aside, by slot: few events
+//! are that far off.
 
 /// A far event's place in the heap: ordered by `time`, then `seq`. The event waits in
 /// [`EventQueue::far_items`] at `slot`.
