@@ -43,19 +43,6 @@ impl Fdb {
         }
     }
 
-    /// Learns `src` on `port` (unicast sources only) and looks up `dst`.
-    #[inline]
-    pub fn learn_and_lookup(
-        &mut self,
-        now: Nanos,
-        port: usize,
-        src: MacAddr,
-        dst: MacAddr,
-    ) -> Lookup {
-        self.learn(now, port, src);
-        self.lookup(now, port, dst)
-    }
-
     /// Learns `src` on `port` (unicast sources only).
     #[inline]
     pub fn learn(&mut self, now: Nanos, port: usize, src: MacAddr) {
@@ -124,20 +111,27 @@ mod tests {
     const A: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xa]);
     const B: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xb]);
 
+    /// A frame from `src` on `port` to `dst`, as the switch takes it: learned, then looked
+    /// up.
+    fn take(fdb: &mut Fdb, now: Nanos, port: usize, src: MacAddr, dst: MacAddr) -> Lookup {
+        fdb.learn(now, port, src);
+        fdb.lookup(now, port, dst)
+    }
+
     #[test]
     fn learns_floods_filters_and_ages() {
         let mut fdb = Fdb::new(Nanos::from_secs(300));
-        assert_eq!(fdb.learn_and_lookup(Nanos(0), 0, A, B), Lookup::Flood);
-        assert_eq!(fdb.learn_and_lookup(Nanos(1), 1, B, A), Lookup::Port(0));
-        assert_eq!(fdb.learn_and_lookup(Nanos(2), 0, A, B), Lookup::Port(1));
+        assert_eq!(take(&mut fdb, Nanos(0), 0, A, B), Lookup::Flood);
+        assert_eq!(take(&mut fdb, Nanos(1), 1, B, A), Lookup::Port(0));
+        assert_eq!(take(&mut fdb, Nanos(2), 0, A, B), Lookup::Port(1));
         assert_eq!(
-            fdb.learn_and_lookup(Nanos(3), 0, A, MacAddr::BROADCAST),
+            take(&mut fdb, Nanos(3), 0, A, MacAddr::BROADCAST),
             Lookup::Flood
         );
         // B moves behind port 0: traffic from port 0 to B is filtered.
-        assert_eq!(fdb.learn_and_lookup(Nanos(4), 0, B, A), Lookup::Filter);
+        assert_eq!(take(&mut fdb, Nanos(4), 0, B, A), Lookup::Filter);
         // 300 s later without B: aged out, flooded.
         let later = Nanos(4) + Nanos::from_secs(300) + Nanos(1);
-        assert_eq!(fdb.learn_and_lookup(later, 1, A, B), Lookup::Flood);
+        assert_eq!(take(&mut fdb, later, 1, A, B), Lookup::Flood);
     }
 }

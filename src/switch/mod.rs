@@ -221,9 +221,8 @@ pub struct Switch {
     routes: rustc_hash::FxHashMap<MacAddr, Route>,
     /// The routes' groups, each kept once however many destinations share it (a leaf's
     /// uplinks serve every remote host): the members of a frame's group stay in the cache.
+    /// A route is any run of it that holds its group.
     route_ports: Vec<usize>,
-    /// Each group in `route_ports` once, to find a group already kept.
-    route_groups: Vec<Route>,
     /// How a static route's group picks its member.
     balancer: balance::Balancer,
     /// The queues that carry a lossless class ([`SwitchConfig::lossless_queues`]): the
@@ -296,7 +295,6 @@ impl Switch {
             explain: false,
             routes: Default::default(),
             route_ports: Vec::new(),
-            route_groups: Vec::new(),
             balancer: balance::Balancer::default(),
             lossless_queues: cfg.lossless_queues(),
             watchdog_anchor: None,
@@ -487,21 +485,20 @@ impl Switch {
         if ports.is_empty() {
             return;
         }
-        let known = self
-            .route_groups
-            .iter()
-            .find(|g| self.route_ports[g.ports()] == ports[..]);
-        let route = match known {
-            Some(&g) => g,
+        let first = match self
+            .route_ports
+            .windows(ports.len())
+            .position(|w| w == ports)
+        {
+            Some(first) => first,
             None => {
-                let g = Route {
-                    first: self.route_ports.len() as u32,
-                    len: ports.len() as u32,
-                };
                 self.route_ports.extend_from_slice(&ports);
-                self.route_groups.push(g);
-                g
+                self.route_ports.len() - ports.len()
             }
+        };
+        let route = Route {
+            first: first as u32,
+            len: ports.len() as u32,
         };
         self.routes.insert(mac, route);
     }
@@ -976,7 +973,8 @@ mod route_tests {
     }
 
     /// Routes win over learned addresses, a group is kept once however many destinations
-    /// share it, and a route added again replaces the one before.
+    /// share it (as a run of any group that holds it), and a route added again replaces
+    /// the one before.
     #[test]
     fn routes_share_groups_win_over_learning_and_replace() {
         let mut cfg = SwitchConfig::preset("default").unwrap();
@@ -991,7 +989,7 @@ mod route_tests {
         }
         sw.add_route(MacAddr([0x02, 0, 0, 0, 0, 0x0b]), &[3]);
         sw.add_route(MacAddr([0x02, 0, 0, 0, 0, 0x0c]), &[3, 9]);
-        assert_eq!(sw.route_ports, [2, 3, 3], "two groups, each once");
+        assert_eq!(sw.route_ports, [2, 3], "[3] is a run of [2, 3]: kept once");
         let queued = |sw: &Switch| [0, 1, 2, 3].map(|p| sw.queue_frames(p, 0));
         let before = queued(&sw);
         assert_eq!(
@@ -1015,6 +1013,6 @@ mod route_tests {
         sw.add_route(MacAddr([0x02, 0, 0, 0, 0, 0x0b]), &[2]);
         sw.handle_frame(Nanos(4), 0, &frame(0x0b, 0x0a));
         assert_eq!(queued(&sw)[2] - spread[2], 1);
-        assert_eq!(sw.route_ports, [2, 3, 3, 2]);
+        assert_eq!(sw.route_ports, [2, 3], "[2] is a run of [2, 3] too");
     }
 }
