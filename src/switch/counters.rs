@@ -25,7 +25,12 @@ pub enum DropCause {
 /// Counters of one priority (ingress side) and one queue (egress side) of a port. Rx and PG
 /// counters are indexed by traffic class, tx and queue counters by queue; with the default
 /// one-to-one map they are the same.
+///
+/// The first eight are the ones every frame counts, at its ingress or its egress: aligned
+/// as they are, they share one cache line (a switch's ports are more than its cache
+/// holds).
 #[derive(Debug, Clone, Default, Serialize)]
+#[repr(align(64))]
 pub struct ClassCounters {
     /// Frames received in this class.
     pub rx_frames: u64,
@@ -35,6 +40,14 @@ pub struct ClassCounters {
     pub tx_frames: u64,
     /// Bytes of those frames, FCS excluded.
     pub tx_bytes: u64,
+    /// Highest queue depth, bytes.
+    pub queue_watermark_bytes: u64,
+    /// Highest PG shared-pool use, bytes.
+    pub pg_shared_watermark_bytes: u64,
+    /// Highest PG headroom use, bytes.
+    pub pg_headroom_watermark_bytes: u64,
+    /// Frames sent while the queue was stormed (forward action ignores the pause).
+    pub tx_during_storm: u64,
     /// PFC frames received with this priority enabled (XON included).
     pub rx_pause_frames: u64,
     /// Of those, with time 0 (XON).
@@ -59,12 +72,6 @@ pub struct ClassCounters {
     pub dropped_mtu: u64,
     /// Bytes dropped, all causes.
     pub dropped_bytes: u64,
-    /// Highest queue depth, bytes.
-    pub queue_watermark_bytes: u64,
-    /// Highest PG shared-pool use, bytes.
-    pub pg_shared_watermark_bytes: u64,
-    /// Highest PG headroom use, bytes.
-    pub pg_headroom_watermark_bytes: u64,
     /// Frames this lossless PG held past its full headroom because they arrived before
     /// its pause left: a live switch's thread ran late, and a real peer would still have
     /// held them. Not drops; always 0 in the simulator.
@@ -73,8 +80,6 @@ pub struct ClassCounters {
     pub storms_detected: u64,
     /// Storms it restored.
     pub storms_restored: u64,
-    /// Frames sent while the queue was stormed (forward action ignores the pause).
-    pub tx_during_storm: u64,
 }
 
 impl ClassCounters {

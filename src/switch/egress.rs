@@ -44,7 +44,7 @@ impl Port {
 
     /// When PFC (or an 802.3x PAUSE) from the peer stops holding queue `q`.
     pub(super) fn paused_until(&self, q: usize) -> Nanos {
-        self.pause_until[q].max(self.link_pause_until)
+        self.queues[q].pause_until.max(self.link_pause_until)
     }
 }
 
@@ -165,10 +165,8 @@ impl Switch {
         while busy != 0 {
             let q = busy.trailing_zeros() as usize;
             busy &= busy - 1;
-            let ignore_pause = forward_stormed && port.watchdog[q].stormed;
-            if (ignore_pause || (port.pause_until[q] <= now && port.link_pause_until <= now))
-                && port.head_ready_at(q) <= now
-            {
+            let ignore_pause = forward_stormed && port.is_stormed(q);
+            if (ignore_pause || port.paused_until(q) <= now) && port.head_ready_at(q) <= now {
                 if port.head_has_credit(q) {
                     ready |= 1 << q;
                 } else if let Some(c) = port.credit.as_mut() {
@@ -207,8 +205,8 @@ impl Switch {
             );
             port.note_credit_wait(now, q);
         }
-        let stormed = port.watchdog[q].stormed;
-        port.watchdog[q].last_progress = now;
+        let stormed = port.is_stormed(q);
+        port.queues[q].last_progress = now;
         let c = &mut port.counters.classes[q];
         c.tx_frames += 1;
         c.tx_bytes += len as u64;

@@ -37,14 +37,24 @@ pub struct Mmu {
     shared_used: u64,
     pg_cfg: [PgConfig; CLASSES],
     /// Per port, per PG.
-    pgs: Vec<[PgState; CLASSES]>,
-    /// Per port, per PG: headroom size.
-    headroom: Vec<[u64; CLASSES]>,
+    pgs: Vec<[Pg; CLASSES]>,
     queue_limit: QueueLimit,
     queue_reserve: u64,
     /// Dynamic alphas in 1/65536ths, so the per-frame limits are integer arithmetic.
     pg_alpha_fixed: [u64; CLASSES],
     queue_alpha_fixed: u64,
+}
+
+/// A PG's state, its headroom's size and its peak: what a frame charged to it reads and
+/// writes, on one cache line (a switch's ports are more than its cache holds).
+#[derive(Debug, Clone)]
+#[repr(align(64))]
+struct Pg {
+    state: PgState,
+    headroom_size: u64,
+    /// The most shared buffer it used since a time-series recorder last read it (a
+    /// `Cell`: reading starts the next interval, through the read-only probe).
+    peak: std::cell::Cell<u64>,
 }
 
 /// Alphas are kept as multiples of 2^-16.
@@ -59,16 +69,18 @@ fn fixed(alpha: f64) -> u64 {
 impl Mmu {
     /// An empty buffer for the ports of `cfg`.
     pub fn new(cfg: &SwitchConfig) -> Mmu {
-        let headroom = cfg
+        let pgs = cfg
             .ports
             .iter()
             .map(|port| {
-                std::array::from_fn(|pg| {
-                    if cfg.pgs[pg].lossless {
+                std::array::from_fn(|pg| Pg {
+                    state: PgState::default(),
+                    peak: std::cell::Cell::new(0),
+                    headroom_size: if cfg.pgs[pg].lossless {
                         cfg.headroom_bytes(pg, port)
                     } else {
                         0
-                    }
+                    },
                 })
             })
             .collect();
@@ -76,8 +88,7 @@ impl Mmu {
             shared_size: cfg.shared_bytes,
             shared_used: 0,
             pg_cfg: cfg.pgs,
-            pgs: vec![[PgState::default(); CLASSES]; cfg.ports.len()],
-            headroom,
+            pgs,
             queue_limit: cfg.queue_limit,
             queue_reserve: cfg.queue_reserve_bytes,
             pg_alpha_fixed: cfg.pgs.map(|pg| match pg.xoff {
@@ -124,12 +135,17 @@ impl Mmu {
 
     /// The headroom of `pg` on `port`.
     pub fn headroom_size(&self, port: usize, pg: usize) -> u64 {
-        self.headroom[port][pg]
+        self.pgs[port][pg].headroom_size
     }
 
     /// The state of one PG.
     pub fn pg(&self, port: usize, pg: usize) -> &PgState {
-        &self.pgs[port][pg]
+        &self.pgs[port][pg].state
+    }
+
+    /// The most shared buffer PG `pg` of `port` used since a recorder last read it.
+    pub fn pg_peak(&self, port: usize, pg: usize) -> &std::cell::Cell<u64> {
+        &self.pgs[port][pg].peak
     }
 
     /// Shared pool in use, bytes.
@@ -150,8 +166,8 @@ impl Mmu {
             u64::MAX
         };
         let free = self.free_shared();
-        let headroom_size = self.headroom[port][pg];
-        let state = &mut self.pgs[port][pg];
+        let headroom_size = self.pgs[port][pg].headroom_size;
+        let state = &mut self.pgs[port][pg].state;
         let mut rest = u64::from(len);
         let reserve = rest.min(cfg.reserve_bytes.saturating_sub(state.reserve));
         rest -= reserve;
@@ -176,14 +192,14 @@ impl Mmu {
     /// let the peer send them, and keeps them rather than dropping frames the network it
     /// emulates would never have received.
     pub fn charge_late(&mut self, port: usize, pg: usize, len: u32) {
-        self.pgs[port][pg].late += u64::from(len);
+        self.pgs[port][pg].state.late += u64::from(len);
     }
 
     /// Returns `len` departing bytes of `pg` on `port`: late bytes first, then headroom,
     /// then shared, then reserve.
     #[inline]
     pub fn release(&mut self, port: usize, pg: usize, len: u32) {
-        let state = &mut self.pgs[port][pg];
+        let state = &mut self.pgs[port][pg].state;
         let mut rest = u64::from(len);
         let late = rest.min(state.late);
         state.late -= late;
@@ -202,7 +218,7 @@ impl Mmu {
     /// at the threshold, or it has spilled into headroom.
     #[inline]
     pub fn needs_xoff(&self, port: usize, pg: usize) -> bool {
-        let s = &self.pgs[port][pg];
+        let s = &self.pgs[port][pg].state;
         self.pg_cfg[pg].lossless
             && !s.xoff
             && (s.headroom > 0 || s.shared >= self.xoff_threshold(pg))
@@ -211,13 +227,13 @@ impl Mmu {
     /// True when a paused PG has drained to its XON point (headroom empty too).
     #[inline]
     pub fn needs_xon(&self, port: usize, pg: usize) -> bool {
-        let s = &self.pgs[port][pg];
+        let s = &self.pgs[port][pg].state;
         s.xoff && s.headroom == 0 && s.late == 0 && s.shared <= self.xon_threshold(pg)
     }
 
     /// Records that XOFF was sent (`true`) or lifted (`false`).
     pub fn set_xoff(&mut self, port: usize, pg: usize, xoff: bool) {
-        self.pgs[port][pg].xoff = xoff;
+        self.pgs[port][pg].state.xoff = xoff;
     }
 
     /// The byte limit of a lossy egress queue now: its reserve plus the static limit or

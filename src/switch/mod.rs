@@ -53,44 +53,66 @@ use classify::Classifier;
 use fdb::{Fdb, Lookup};
 use mmu::Mmu;
 use packets::{Entry, Packets};
-use pfc::QueueWatchdog;
 use sched::Scheduler;
 use std::collections::VecDeque;
 
-/// One egress queue.
+/// One egress queue, and what a frame queued or sent reads and writes of its state beside
+/// the frames: one cache line.
 #[derive(Debug, Default)]
+#[repr(align(64))]
 struct Queue {
     frames: VecDeque<Entry>,
     bytes: u64,
+    /// Paused by received PFC until then.
+    pause_until: Nanos,
+    /// The last time the queue sent a frame or went from empty to busy (the watchdog's
+    /// measure of progress).
+    last_progress: Nanos,
+    /// The deepest it was since a time-series recorder last read it (a `Cell`: reading
+    /// starts the next interval, through the read-only probe).
+    peak: std::cell::Cell<u64>,
 }
 
 /// One port: its transmitter, queues, pause state and counters.
+///
+/// In C's layout, in this order: a switch's ports are more than its cache holds, and a
+/// frame sent reads the transmitter and the fields after it, so those share the first two
+/// lines; then the queues, a line each; the counters; what only pause frames, timers and
+/// reports read.
 #[derive(Debug)]
+#[repr(C)]
 struct Port {
-    mac: MacAddr,
     tx: Transmitter,
-    /// The largest frame (without FCS) the port takes or sends: MTU + 18.
-    max_frame_bytes: usize,
-    /// PFC frames the switch generated, sent ahead of all data and never paused.
-    control: VecDeque<Entry>,
-    queues: [Queue; CLASSES],
-    /// Bit q set: queue q holds frames.
-    nonempty: u8,
-    sched: Scheduler,
-    /// Per queue: paused by received PFC until then.
-    pause_until: [Nanos; CLASSES],
     /// Paused by a received 802.3x PAUSE until then (all data queues).
     link_pause_until: Nanos,
-    /// Per PG of this port as an ingress: when to refresh the XOFF it holds (set through
-    /// [`set_refresh`](Port::set_refresh)).
-    refresh_at: [Option<Nanos>; CLASSES],
+    /// The largest frame (without FCS) the port takes or sends: MTU + 18.
+    max_frame_bytes: u32,
+    /// Bit q set: queue q holds frames.
+    nonempty: u8,
+    /// Bit q: the watchdog holds queue q as stormed (set through [`Port::set_stormed`]).
+    stormed: u8,
     /// The PGs with a `refresh_at`: most ports hold no XOFF, and their timer deadline is
     /// then found without looking at every PG.
     refreshing: u8,
-    watchdog: [QueueWatchdog; CLASSES],
-    /// Bit q: the watchdog holds queue q as stormed (`watchdog[q].stormed`, as bits for
-    /// the deadline check after every frame; set through [`Port::set_stormed`]).
-    stormed: u8,
+    /// PFC frames the switch generated, sent ahead of all data and never paused.
+    control: VecDeque<Entry>,
+    /// Credit flow control per VL, on an InfiniBand fabric (boxed: a RoCE port has none).
+    credit: Option<Box<crate::credit::CreditLink>>,
+    /// The forwarding latency: a frame may leave no sooner than this after it came in.
+    latency: Nanos,
+    sched: Scheduler,
+    queues: [Queue; CLASSES],
+    counters: PortCounters,
+    /// Per queue: frames RED hit that are still to be left unmarked before the next
+    /// mark, with a queue's `marking_rate` (see [`Port::spaced_mark`]).
+    marks_to_skip: [u16; CLASSES],
+    mac: MacAddr,
+    /// Per PG of this port as an ingress: when to refresh the XOFF it holds (set through
+    /// [`set_refresh`](Port::set_refresh)).
+    refresh_at: [Option<Nanos>; CLASSES],
+    /// Per queue: the last time a PFC frame with a non-zero time for it arrived (the
+    /// watchdog's measure of a storm's end).
+    last_pause_rx: [Nanos; CLASSES],
     /// Per queue: time paused by received PFC.
     paused: [crate::time::Span; CLASSES],
     /// Time the whole port was paused by received 802.3x PAUSE.
@@ -101,20 +123,6 @@ struct Port {
     /// leave (its time, or later after a live thread's stall, see
     /// [`Switch::set_release_floor`]).
     pause_left: [Nanos; CLASSES],
-    /// Per queue: frames RED hit that are still to be left unmarked before the next
-    /// mark, with a queue's `marking_rate` (see [`Port::spaced_mark`]).
-    marks_to_skip: [u16; CLASSES],
-    /// Per queue: the deepest it was since a time-series recorder last read it (a
-    /// `Cell`: reading starts the next interval, through the read-only probe).
-    peak: [std::cell::Cell<u64>; CLASSES],
-    /// Per PG of this port as an ingress: the most shared buffer it used since a recorder
-    /// last read it.
-    pg_peak: [std::cell::Cell<u64>; CLASSES],
-    counters: PortCounters,
-    /// Credit flow control per VL, on an InfiniBand fabric (boxed: a RoCE port has none).
-    credit: Option<Box<crate::credit::CreditLink>>,
-    /// The forwarding latency: a frame may leave no sooner than this after it came in.
-    latency: Nanos,
 }
 
 /// A static route's group: its members' place in [`Switch`]'s `route_ports`.
@@ -259,24 +267,23 @@ impl Switch {
             .map(|(i, p)| Port {
                 mac: MacAddr([0x02, 0x00, 0x5e, 0x10, (i >> 8) as u8, i as u8]),
                 tx: Transmitter::new(p.bits_per_sec),
-                max_frame_bytes: p.mtu as usize + MTU_OVERHEAD_BYTES,
+                max_frame_bytes: (p.mtu as usize + MTU_OVERHEAD_BYTES)
+                    .try_into()
+                    .unwrap_or(u32::MAX),
                 control: VecDeque::new(),
                 queues: Default::default(),
                 nonempty: 0,
                 sched: Scheduler::new(&schedules, u64::from(max_mtu) + 64),
-                pause_until: [Nanos::ZERO; CLASSES],
                 link_pause_until: Nanos::ZERO,
                 refresh_at: [None; CLASSES],
                 refreshing: 0,
-                watchdog: Default::default(),
+                last_pause_rx: [Nanos::ZERO; CLASSES],
                 stormed: 0,
                 paused: Default::default(),
                 link_paused: Default::default(),
                 xoff_held: Default::default(),
                 pause_left: [Nanos::ZERO; CLASSES],
                 marks_to_skip: [0; CLASSES],
-                peak: Default::default(),
-                pg_peak: Default::default(),
                 counters: PortCounters::new(&p.name),
                 credit: None,
                 latency: Nanos::ZERO,
@@ -470,7 +477,7 @@ impl Switch {
 
     /// Whether the watchdog holds `queue` of `port` as stormed.
     pub fn is_stormed(&self, port: usize, queue: usize) -> bool {
-        self.ports[port].watchdog[queue].stormed
+        self.ports[port].is_stormed(queue)
     }
 
     /// Sends frames for `mac` to `ports`: one port, or an ECMP group where a hash of the
@@ -648,7 +655,7 @@ impl Switch {
             self.dispose(incoming);
             return RxOutcome::Consumed;
         }
-        if incoming.len() > self.ports[port].max_frame_bytes {
+        if incoming.len() > self.ports[port].max_frame_bytes as usize {
             self.ports[port].counters.rx_oversize_frames += 1;
             self.dispose(incoming);
             return RxOutcome::Discarded;
@@ -758,16 +765,14 @@ impl Switch {
         let credit = self.ports[ingress].credit.is_some();
         let lossless = credit || self.cfg.lossless.contains(class);
         let queue_cfg = self.cfg.queues[q];
-        if len > self.ports[out].max_frame_bytes {
+        if len > self.ports[out].max_frame_bytes as usize {
             self.ports[out].counters.drop(q, DropCause::Mtu, len);
             self.record_drop(now, out, ingress, class, q, out, DropCause::Mtu, &incoming);
             self.dispose(incoming);
             return Err(DropCause::Mtu);
         }
         let port = &mut self.ports[out];
-        if port.watchdog[q].stormed
-            && self.cfg.watchdog.action == crate::config::WatchdogAction::Drop
-        {
+        if port.is_stormed(q) && self.cfg.watchdog.action == crate::config::WatchdogAction::Drop {
             port.counters.drop(q, DropCause::Watchdog, len);
             self.record_drop(
                 now,
@@ -841,7 +846,7 @@ impl Switch {
             }
         }
         let state = self.mmu.pg(ingress, pg);
-        let peak = &self.ports[ingress].pg_peak[pg];
+        let peak = self.mmu.pg_peak(ingress, pg);
         peak.set(peak.get().max(state.shared));
         let c = &mut self.ports[ingress].counters.classes[pg];
         c.pg_shared_watermark_bytes = c.pg_shared_watermark_bytes.max(state.shared);
@@ -883,7 +888,7 @@ impl Switch {
         let queue = &mut port.queues[q];
         let new_head = queue.frames.is_empty();
         if new_head {
-            port.watchdog[q].last_progress = now;
+            queue.last_progress = now;
             port.nonempty |= 1 << q;
         }
         queue.bytes += len as u64;
@@ -896,7 +901,7 @@ impl Switch {
             ingress: ingress as u32,
             class,
         });
-        port.peak[q].set(port.peak[q].get().max(queue.bytes));
+        queue.peak.set(queue.peak.get().max(queue.bytes));
         let c = &mut port.counters.classes[q];
         c.queue_watermark_bytes = c.queue_watermark_bytes.max(queue.bytes);
         port.note_credit_wait(now, q);
@@ -921,7 +926,7 @@ impl crate::series::SwitchProbe for Switch {
     fn queue_peak_bytes(&self, port: usize, queue: usize) -> u64 {
         let p = &self.ports[port];
         let now = p.queues[queue].bytes;
-        p.peak[queue].replace(now).max(now)
+        p.queues[queue].peak.replace(now).max(now)
     }
 
     fn pg_xoff(&self, port: usize, pg: usize) -> bool {
@@ -948,7 +953,7 @@ impl crate::series::SwitchProbe for Switch {
 
     fn pg_peak_bytes(&self, port: usize, pg: usize) -> u64 {
         let now = self.mmu.pg(port, pg).shared;
-        self.ports[port].pg_peak[pg].replace(now).max(now)
+        self.mmu.pg_peak(port, pg).replace(now).max(now)
     }
 
     fn pg_xoff_bytes(&self, pg: usize) -> u64 {

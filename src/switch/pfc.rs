@@ -8,27 +8,21 @@ use crate::time::Nanos;
 use crate::wire::pfc::{MacControl, PfcRepr, PrioritySet, pause_duration};
 use crate::wire::{self, FrameMeta};
 
-/// The watchdog's view of one lossless egress queue.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct QueueWatchdog {
-    /// The queue is held as stormed.
-    pub stormed: bool,
-    /// The last time the queue sent a frame or went from empty to busy.
-    pub last_progress: Nanos,
-    /// The last time a PFC frame with a non-zero time for this queue arrived.
-    pub last_pause_rx: Nanos,
-}
-
 impl super::Port {
     /// Holds queue `q` as stormed, or no longer.
     pub(super) fn set_stormed(&mut self, q: usize, stormed: bool) {
-        self.watchdog[q].stormed = stormed;
         let bit = 1 << q;
         if stormed {
             self.stormed |= bit;
         } else {
             self.stormed &= !bit;
         }
+    }
+
+    /// Whether the watchdog holds queue `q` as stormed.
+    #[inline]
+    pub(super) fn is_stormed(&self, q: usize) -> bool {
+        self.stormed & (1 << q) != 0
     }
 }
 
@@ -162,10 +156,11 @@ impl Switch {
                         continue;
                     }
                     let q = usize::from(tc_to_queue[usize::from(prio)]);
-                    p.pause_until[q] = now + pause_duration(quanta, rate);
-                    p.paused[q].set(now, p.pause_until[q]);
+                    let until = now + pause_duration(quanta, rate);
+                    p.queues[q].pause_until = until;
+                    p.paused[q].set(now, until);
                     if quanta > 0 {
-                        p.watchdog[q].last_pause_rx = now;
+                        p.last_pause_rx[q] = now;
                     }
                 }
             }
@@ -214,9 +209,8 @@ impl Switch {
                 }
                 self.wakes.touch(port);
                 let p = &mut self.ports[port];
-                let w = p.watchdog[q];
-                if w.stormed {
-                    if tick.saturating_sub(w.last_pause_rx) >= wd.restoration {
+                if p.is_stormed(q) {
+                    if tick.saturating_sub(p.last_pause_rx[q]) >= wd.restoration {
                         p.set_stormed(q, false);
                         p.counters.classes[q].storms_restored += 1;
                         if let Some(s) = self
@@ -235,7 +229,10 @@ impl Switch {
                 }
                 let paused = p.paused_until(q) > tick;
                 let waiting = !p.queues[q].frames.is_empty();
-                if paused && waiting && tick.saturating_sub(w.last_progress) >= wd.detection {
+                if paused
+                    && waiting
+                    && tick.saturating_sub(p.queues[q].last_progress) >= wd.detection
+                {
                     p.set_stormed(q, true);
                     p.counters.classes[q].storms_detected += 1;
                     if self.storms.len() < MAX_STORM_RECORDS {
@@ -272,7 +269,7 @@ impl Switch {
     pub(super) fn pfc_stopped(&self, port: usize, pg: usize) -> bool {
         self.ports[port].stormed != 0
             && self.cfg.watchdog.action == WatchdogAction::Drop
-            && self.ports[port].watchdog[usize::from(self.cfg.tc_to_queue[pg])].stormed
+            && self.ports[port].is_stormed(usize::from(self.cfg.tc_to_queue[pg]))
     }
 
     /// Queue `q` of `port` was found stormed with action drop: the matching ingress PGs

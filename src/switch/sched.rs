@@ -6,41 +6,53 @@
 use crate::config::{CLASSES, Schedule};
 
 /// Strict priority over DWRR, for one port.
+///
+/// Held in the port, not behind a pointer, and in C's layout with what every pick reads
+/// first: a frame sent reads it, and a switch's ports are more than its cache holds.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Scheduler {
-    /// Strict queues, highest first.
-    strict: Vec<usize>,
-    /// DWRR queues, in round-robin order.
-    dwrr: Vec<usize>,
+    /// InfiniBand VL arbitration, which replaces the rest when set.
+    vl_arb: Option<Box<VlArbiter>>,
+    /// Bit q set: queue q is a strict-priority queue (the highest ready one goes first).
+    strict_mask: u8,
     /// Bit q set: queue q is a DWRR queue.
     dwrr_mask: u8,
-    quantum: [u64; CLASSES],
-    deficit: [u64; CLASSES],
-    current: usize,
     fresh: bool,
-    /// InfiniBand VL arbitration, which replaces the above when set.
-    vl_arb: Option<Box<VlArbiter>>,
+    /// How many DWRR queues there are: the first of `dwrr`.
+    dwrr_len: u8,
+    /// The DWRR queue whose turn it is: an index into `dwrr`.
+    current: u8,
+    /// DWRR queues, in round-robin order.
+    dwrr: [u8; CLASSES],
+    deficit: [u64; CLASSES],
+    quantum: [u64; CLASSES],
 }
 
 impl Scheduler {
     /// A scheduler for `schedules`; a DWRR queue of weight w gets w × `base_quantum` bytes
     /// a round (`base_quantum` at least the largest frame, so every visit can send).
     pub fn new(schedules: &[Schedule; CLASSES], base_quantum: u64) -> Scheduler {
-        let mut strict: Vec<usize> = (0..CLASSES)
+        let strict_mask = (0..CLASSES)
             .filter(|&q| schedules[q] == Schedule::Strict)
-            .collect();
-        strict.reverse();
-        let dwrr: Vec<usize> = (0..CLASSES)
-            .filter(|&q| matches!(schedules[q], Schedule::Dwrr(_)))
-            .collect();
-        let dwrr_mask = dwrr.iter().fold(0u8, |m, &q| m | (1 << q));
+            .fold(0u8, |m, q| m | (1 << q));
+        let mut dwrr = [0u8; CLASSES];
+        let mut dwrr_len = 0;
+        for q in (0..CLASSES).filter(|&q| matches!(schedules[q], Schedule::Dwrr(_))) {
+            dwrr[usize::from(dwrr_len)] = q as u8;
+            dwrr_len += 1;
+        }
+        let dwrr_mask = dwrr[..usize::from(dwrr_len)]
+            .iter()
+            .fold(0u8, |m, &q| m | (1 << q));
         let quantum = std::array::from_fn(|q| match schedules[q] {
             Schedule::Dwrr(w) => u64::from(w) * base_quantum,
             Schedule::Strict => 0,
         });
         Scheduler {
-            strict,
+            strict_mask,
             dwrr,
+            dwrr_len,
             dwrr_mask,
             quantum,
             deficit: [0; CLASSES],
@@ -67,10 +79,9 @@ impl Scheduler {
         if let Some(arb) = self.vl_arb.as_mut() {
             return arb.pick(ready, head_len);
         }
-        for &q in &self.strict {
-            if ready & (1 << q) != 0 {
-                return Some(q);
-            }
+        let strict = ready & self.strict_mask;
+        if strict != 0 {
+            return Some((u8::BITS - 1 - strict.leading_zeros()) as usize);
         }
         let contending = ready & self.dwrr_mask;
         if contending.is_power_of_two() {
@@ -81,11 +92,11 @@ impl Scheduler {
             self.fresh = true;
             return Some(q);
         }
-        let n = self.dwrr.len();
+        let n = usize::from(self.dwrr_len);
         // A ready queue can send on its first fresh visit (quantum ≥ largest frame), so
         // two passes are always enough.
         for _ in 0..2 * n + 1 {
-            let q = self.dwrr[self.current];
+            let q = usize::from(self.dwrr[usize::from(self.current)]);
             if ready & (1 << q) == 0 {
                 self.advance();
                 continue;
@@ -108,14 +119,14 @@ impl Scheduler {
     #[inline]
     pub fn emptied(&mut self, q: usize) {
         self.deficit[q] = 0;
-        if self.dwrr.get(self.current) == Some(&q) {
+        if self.current < self.dwrr_len && usize::from(self.dwrr[usize::from(self.current)]) == q {
             self.advance();
         }
     }
 
     fn advance(&mut self) {
         self.current += 1;
-        if self.current == self.dwrr.len() {
+        if self.current == self.dwrr_len {
             self.current = 0;
         }
         self.fresh = true;

@@ -134,7 +134,7 @@ impl Port {
                 // It waits for the peer's flow-control packet, which touches the port.
                 continue;
             }
-            let at = if forward_stormed && self.watchdog[q].stormed {
+            let at = if forward_stormed && self.is_stormed(q) {
                 Nanos::ZERO
             } else {
                 self.paused_until(q)
@@ -180,7 +180,7 @@ impl Port {
         while held != 0 {
             let q = held.trailing_zeros() as usize;
             held &= held - 1;
-            if self.paused_until(q) > self.watchdog[q].last_progress {
+            if self.paused_until(q) > self.queues[q].last_progress {
                 return true;
             }
         }
