@@ -30,19 +30,21 @@ pub struct PgState {
     pub xoff: bool,
 }
 
-/// The buffer of the whole switch.
+/// The buffer of the whole switch. In C's layout, the pool's use and the PGs' first: every
+/// frame reads them.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Mmu {
     shared_size: u64,
     shared_used: u64,
-    pg_cfg: [PgConfig; CLASSES],
     /// Per port, per PG.
     pgs: Vec<[Pg; CLASSES]>,
-    queue_limit: QueueLimit,
     queue_reserve: u64,
+    queue_alpha_fixed: u64,
+    queue_limit: QueueLimit,
     /// Dynamic alphas in 1/65536ths, so the per-frame limits are integer arithmetic.
     pg_alpha_fixed: [u64; CLASSES],
-    queue_alpha_fixed: u64,
+    pg_cfg: [PgConfig; CLASSES],
 }
 
 /// A PG's state, its headroom's size and its peak: what a frame charged to it reads and

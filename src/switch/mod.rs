@@ -206,24 +206,23 @@ pub struct Transmit<'a> {
 }
 
 /// The software switch: one I/O-free core, driven as the module documentation states.
+///
+/// In C's layout, what every frame reads first: on a fabric the switches take turns
+/// with many other nodes, and each turn finds the switch out of the cache, so each line
+/// its frame reads is a miss.
 #[derive(Debug)]
+#[repr(C)]
 pub struct Switch {
     /// The latest `now` a driver passed in.
     clock: crate::time::LastTime,
-    cfg: SwitchConfig,
-    classifier: Classifier,
-    fdb: Fdb,
-    mmu: Mmu,
-    rng: Rng,
-    ports: Vec<Port>,
-    /// The frames held, and the buffers for the next ones.
-    packets: Packets,
     /// The slot of the frame handed out by the last `poll_transmit`, freed on the next
     /// call.
     last_tx: Option<u32>,
-    /// When each port next needs the switch.
-    wakes: wake::Wakes,
-    explain: bool,
+    /// Watchdog polls run at `anchor + k × poll`.
+    watchdog_anchor: Option<Nanos>,
+    ports: Vec<Port>,
+    /// The frames held, and the buffers for the next ones.
+    packets: Packets,
     /// Static routes: a destination MAC to one port or an ECMP group, consulted before
     /// the learned table.
     routes: rustc_hash::FxHashMap<MacAddr, Route>,
@@ -231,19 +230,25 @@ pub struct Switch {
     /// uplinks serve every remote host): the members of a frame's group stay in the cache.
     /// A route is any run of it that holds its group.
     route_ports: Vec<usize>,
-    /// How a static route's group picks its member.
-    balancer: balance::Balancer,
+    rng: Rng,
+    explain: bool,
     /// The queues that carry a lossless class ([`SwitchConfig::lossless_queues`]): the
     /// ones the watchdog watches.
     lossless_queues: u8,
-    /// Watchdog polls run at `anchor + k × poll`.
-    watchdog_anchor: Option<Nanos>,
+    classifier: Classifier,
+    /// How a static route's group picks its member.
+    balancer: balance::Balancer,
+    /// When each port next needs the switch.
+    wakes: wake::Wakes,
+    mmu: Mmu,
+    /// RoCE traffic the configuration puts in the wrong place.
+    audit: audit::Audit,
+    cfg: SwitchConfig,
+    fdb: Fdb,
     /// The last k whose poll ran.
     watchdog_ticks_done: u64,
     /// Storms the watchdog detected, with their times.
     storms: Vec<pfc::StormRecord>,
-    /// RoCE traffic the configuration puts in the wrong place.
-    audit: audit::Audit,
     /// The first drop of each (port, class, cause), explained.
     drops: Vec<audit::DropRecord>,
     /// Nothing the switch releases now reaches a wire before this (see
