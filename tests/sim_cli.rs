@@ -238,6 +238,45 @@ fn the_seed_flag_draws_the_workload_as_set_seed_does() {
     assert_ne!(compare(&["--seed", "2"]), compare(&[]));
 }
 
+/// A scenario's description is its file's; a run with `--set` changes says which, in the
+/// header and in report.json, so that a 64-host run of a "3-host" scenario does not pass
+/// for the file's. A `--set` of the description itself, or of the seed (which the header
+/// prints anyway), adds nothing.
+#[test]
+fn set_changes_are_named_after_the_description() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write(dir.path(), "incast.toml", SMALL_INCAST);
+    let run = |name: &str, sets: &[&str]| {
+        let out = dir.path().join(name);
+        let mut all = vec!["sim", scenario.as_str(), "--out", out.to_str().unwrap()];
+        for s in sets {
+            all.extend_from_slice(&["--set", s]);
+        }
+        let o = rocelab(&all);
+        assert!(o.status.success(), "{sets:?}: {}", text(&o.stderr));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        let header = text(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        (header, report["description"].as_str().unwrap().to_owned())
+    };
+    let (header, described) = run("plain", &[]);
+    assert_eq!(described, "test incast");
+    assert!(header.ends_with(": test incast"), "{header}");
+    let (header, described) = run("changed", &["topology.hosts=4", "duration_ms=2", "seed=3"]);
+    assert_eq!(
+        described,
+        "test incast; with topology.hosts=4, duration_ms=2"
+    );
+    assert!(header.ends_with(&described), "{header}");
+    assert!(header.starts_with("scenario "), "{header}");
+    let (_, described) = run("renamed", &["description=\"mine\""]);
+    assert_eq!(described, "mine");
+}
+
 /// A reused `--out` folder kept the files of earlier runs that the new one does not
 /// write: a workload run's fct.svg (titled with the old scenario) beside another
 /// scenario's report.json, a run of variants' summary.json and variant folders beside a

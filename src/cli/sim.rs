@@ -110,6 +110,21 @@ pub(crate) fn run(args: Args) -> Result<()> {
         }
         Ok(())
     })?;
+    // The scenario's description is its file's: say what `--set` changed, so that a
+    // header and report of, say, a 4096-host web-search do not read "128-host" alone.
+    let changed: Vec<&str> = args
+        .set
+        .iter()
+        .map(String::as_str)
+        .filter(|a| {
+            let key = a.split('=').next().unwrap_or_default().trim();
+            // The seed has its own place in the header.
+            key != "description" && key != "seed"
+        })
+        .collect();
+    if !changed.is_empty() {
+        scenario.description = format!("{}; with {}", scenario.description, changed.join(", "));
+    }
     scenario.threads = usize::from(args.threads);
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     if scenario.threads > cores {
