@@ -275,6 +275,41 @@ fn set_changes_are_named_after_the_description() {
     assert!(header.starts_with("scenario "), "{header}");
     let (_, described) = run("renamed", &["description=\"mine\""]);
     assert_eq!(described, "mine");
+    // Each variant of a scenario with variants says it too.
+    let variants = write(
+        dir.path(),
+        "variants.toml",
+        &format!(
+            "{SMALL_INCAST}\n[[variant]]\nname = \"a\"\ndescription = \"first\"\n\n[[variant]]\nname = \"b\"\ndescription = \"second\"\n"
+        ),
+    );
+    let out = dir.path().join("variants");
+    let o = rocelab(&[
+        "sim",
+        variants.as_str(),
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "topology.hosts=4",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let described = |path: &Path| {
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        json["description"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        described(&out.join("summary.json")),
+        "test incast; with topology.hosts=4"
+    );
+    assert_eq!(
+        described(&out.join("a").join("report.json")),
+        "first; with topology.hosts=4"
+    );
+    assert_eq!(
+        described(&out.join("b").join("report.json")),
+        "second; with topology.hosts=4"
+    );
 }
 
 /// A reused `--out` folder kept the files of earlier runs that the new one does not

@@ -110,21 +110,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         }
         Ok(())
     })?;
-    // The scenario's description is its file's: say what `--set` changed, so that a
-    // header and report of, say, a 4096-host web-search do not read "128-host" alone.
-    let changed: Vec<&str> = args
-        .set
-        .iter()
-        .map(String::as_str)
-        .filter(|a| {
-            let key = a.split('=').next().unwrap_or_default().trim();
-            // The seed has its own place in the header.
-            key != "description" && key != "seed"
-        })
-        .collect();
-    if !changed.is_empty() {
-        scenario.description = format!("{}; with {}", scenario.description, changed.join(", "));
-    }
+    name_changes(&mut scenario, &args.set);
     scenario.threads = usize::from(args.threads);
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     if scenario.threads > cores {
@@ -327,6 +313,29 @@ fn slug(name: &str) -> String {
         "variant".to_owned()
     } else {
         out.to_owned()
+    }
+}
+
+/// Says after the scenario's description, and each variant's, what `--set` changed: the
+/// description is the scenario file's, and a 4096-host run of the built-in web-search
+/// would otherwise read "128-host" alone in its header and report. The seed has a place
+/// of its own in the header, and a new description is the user's own.
+fn name_changes(scenario: &mut Scenario, sets: &[String]) {
+    let changed: Vec<&str> = sets
+        .iter()
+        .map(String::as_str)
+        .filter(|a| {
+            let key = a.split('=').next().unwrap_or_default().trim();
+            key != "description" && key != "seed"
+        })
+        .collect();
+    if changed.is_empty() {
+        return;
+    }
+    let with = format!("; with {}", changed.join(", "));
+    scenario.description.push_str(&with);
+    for v in &mut scenario.variants {
+        v.description.push_str(&with);
     }
 }
 
