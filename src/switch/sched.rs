@@ -16,15 +16,11 @@ pub struct Scheduler {
     vl_arb: Option<Box<VlArbiter>>,
     /// Bit q set: queue q is a strict-priority queue (the highest ready one goes first).
     strict_mask: u8,
-    /// Bit q set: queue q is a DWRR queue.
+    /// Bit q set: queue q is a DWRR queue; the round goes through them in queue order.
     dwrr_mask: u8,
     fresh: bool,
-    /// How many DWRR queues there are: the first of `dwrr`.
-    dwrr_len: u8,
-    /// The DWRR queue whose turn it is: an index into `dwrr`.
+    /// The DWRR queue whose turn it is.
     current: u8,
-    /// DWRR queues, in round-robin order.
-    dwrr: [u8; CLASSES],
     deficit: [u64; CLASSES],
     quantum: [u64; CLASSES],
 }
@@ -36,27 +32,19 @@ impl Scheduler {
         let strict_mask = (0..CLASSES)
             .filter(|&q| schedules[q] == Schedule::Strict)
             .fold(0u8, |m, q| m | (1 << q));
-        let mut dwrr = [0u8; CLASSES];
-        let mut dwrr_len = 0;
-        for q in (0..CLASSES).filter(|&q| matches!(schedules[q], Schedule::Dwrr(_))) {
-            dwrr[usize::from(dwrr_len)] = q as u8;
-            dwrr_len += 1;
-        }
-        let dwrr_mask = dwrr[..usize::from(dwrr_len)]
-            .iter()
-            .fold(0u8, |m, &q| m | (1 << q));
+        let dwrr_mask = (0..CLASSES)
+            .filter(|&q| matches!(schedules[q], Schedule::Dwrr(_)))
+            .fold(0u8, |m, q| m | (1 << q));
         let quantum = std::array::from_fn(|q| match schedules[q] {
             Schedule::Dwrr(w) => u64::from(w) * base_quantum,
             Schedule::Strict => 0,
         });
         Scheduler {
             strict_mask,
-            dwrr,
-            dwrr_len,
             dwrr_mask,
             quantum,
             deficit: [0; CLASSES],
-            current: 0,
+            current: dwrr_mask.trailing_zeros().min(7) as u8,
             fresh: true,
             vl_arb: None,
         }
@@ -92,11 +80,11 @@ impl Scheduler {
             self.fresh = true;
             return Some(q);
         }
-        let n = usize::from(self.dwrr_len);
+        let n = self.dwrr_mask.count_ones() as usize;
         // A ready queue can send on its first fresh visit (quantum ≥ largest frame), so
         // two passes are always enough.
         for _ in 0..2 * n + 1 {
-            let q = usize::from(self.dwrr[usize::from(self.current)]);
+            let q = usize::from(self.current);
             if ready & (1 << q) == 0 {
                 self.advance();
                 continue;
@@ -119,15 +107,17 @@ impl Scheduler {
     #[inline]
     pub fn emptied(&mut self, q: usize) {
         self.deficit[q] = 0;
-        if self.current < self.dwrr_len && usize::from(self.dwrr[usize::from(self.current)]) == q {
+        if usize::from(self.current) == q && self.dwrr_mask & (1 << q) != 0 {
             self.advance();
         }
     }
 
+    /// The turn goes to the next DWRR queue in queue order, wrapping.
     fn advance(&mut self) {
-        self.current += 1;
-        if self.current == self.dwrr_len {
-            self.current = 0;
+        let later = self.dwrr_mask & !((2u16 << self.current) - 1) as u8;
+        let next = if later != 0 { later } else { self.dwrr_mask };
+        if next != 0 {
+            self.current = next.trailing_zeros() as u8;
         }
         self.fresh = true;
     }
